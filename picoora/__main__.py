@@ -1,0 +1,3 @@
+from picoora.cli.app import main
+
+main()

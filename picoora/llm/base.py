@@ -1,0 +1,85 @@
+"""The one small interface every provider implements, and the errors they raise.
+
+Providers translate ``picoora.messages.Message`` lists and OpenAI-style function schemas into
+their SDK's native shapes and back. Streaming is reported through a callback so the agent loop
+can forward tokens as typed events while still getting one complete ``LLMResponse``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal, Protocol, Union
+
+from picoora.messages import Message, ToolCall
+
+# An OpenAI-style function schema: {"type": "function", "function": {"name", "description", "parameters"}}
+ToolSchema = dict[str, Any]
+
+DeltaKind = Literal["token", "reasoning"]
+# Called with ("token", text) or ("reasoning", text) as a streamed answer arrives. May be sync or async.
+OnDelta = Callable[[DeltaKind, str], Union[None, Awaitable[None]]]
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class LLMResponse:
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str = ""
+    finish_reason: str = "stop"
+    usage: Usage = field(default_factory=Usage)
+    # Set when the provider had to drop the tools (the model cannot call them); the loop tells the user once.
+    notice: str | None = None
+
+
+class LLM(Protocol):
+    provider: str
+    model: str
+
+    async def chat(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema] | None = None,
+        *,
+        on_delta: OnDelta | None = None,
+    ) -> LLMResponse: ...
+
+    async def close(self) -> None: ...
+
+
+class LLMError(Exception):
+    """A provider call failed. ``retryable`` is decided from the HTTP status or exception type."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class RetryableError(LLMError):
+    """429, 5xx, timeouts and dropped connections: worth another try after a pause."""
+
+    retryable = True
+
+
+class ProviderUnavailableError(LLMError):
+    """The provider cannot be reached at all (connection refused, DNS): say how to start it."""
+
+
+class ModelNotFoundError(LLMError):
+    """The model is not available on the provider (for Ollama: not pulled)."""
+
+
+class AuthenticationError(LLMError):
+    """The API key is missing or rejected."""
+
+
+class ContextOverflowError(LLMError):
+    """The request does not fit the model's context window (classified from status/error type)."""
