@@ -1,18 +1,29 @@
-"""The configuration model (snake_case, the Go version's shape), paths, and loading.
+"""The configuration model (snake_case, the Go version's shape), paths, loading and saving.
 
 Layout on disk: ``$PICOORA_HOME`` (default ``~/.picoora``) holds ``config.json`` (0600) and the
-default workspace ``workspace/``. Loading order: defaults < file < ``PICO_*`` environment variables
-(applied whether or not the file exists) ; ``${VAR}`` references inside string values are expanded
-from the environment so secrets can stay out of the file.
+default workspace ``workspace/``.
+
+Loading order: model defaults < the file (deep-merged over the defaults) < ``PICO_*`` environment
+variables (applied whether or not the file exists). An environment variable names a field by its
+path with ``_`` between the parts, upper case: ``PICO_AGENTS_DEFAULTS_MODEL`` -> agents.defaults.model,
+``PICO_PROVIDERS_OPENAI_API_KEY`` -> providers.openai.api_key. List fields take a JSON array or a
+comma-separated list. ``PICO_TEST_*`` variables belong to the test-suite; other ``PICO_*`` names that
+match no field are ignored and listed by :func:`unknown_env_overrides`.
+
+``${VAR}`` inside a string value (from the file or the environment) is replaced by the variable's
+value, so secrets can stay out of the file; an unset variable is an error. Only the braced form is
+recognised (a ``$`` anywhere else is literal) and ``$${`` stands for a literal ``${``.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ENV_PREFIX = "PICO_"
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
@@ -149,3 +160,310 @@ def default_config_path() -> Path:
 def workspace_path(config: Config) -> Path:
     raw = config.agents.defaults.workspace
     return Path(raw).expanduser() if raw else picoora_home() / "workspace"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: defaults < file < PICO_* environment, then ${VAR} expansion, then validation.
+
+SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
+REDACTED = "***"
+_TEST_PREFIX = "PICO_TEST_"  # the test-suite's own knobs (live DSNs, ...), never config
+# "$${" is an escaped literal "${"; "${NAME}" is a reference; any other "$" is literal text.
+_REFERENCE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+Key = tuple[str | int, ...]
+
+
+class ConfigError(Exception):
+    """A config file or PICO_* variable that cannot be used. ``str(err)`` is the whole message for people."""
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The effective config: defaults < the file at ``path`` (default: :func:`default_config_path`) < env."""
+    path = Path(path).expanduser() if path is not None else default_config_path()
+    tree = _deep_merge(Config().model_dump(), _read_file(path))
+    env_keys = _env_overrides(os.environ)[0]
+    for key, name in env_keys.items():
+        _set_in(tree, key, _env_value(name, os.environ[name], key))
+
+    def source(key: Key) -> str:
+        for env_key, name in env_keys.items():
+            if key[: len(env_key)] == env_key:
+                return f"environment variable {name}"
+        return str(path)
+
+    unset: list[tuple[Key, str]] = []
+    tree = _expand(tree, (), unset)
+    if unset:
+        raise _report([(source(key), key, f"refers to ${{{var}}}, which is not set in the environment "
+                                             f"(export {var}=... or write the value itself)")
+                       for key, var in unset])
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as err:
+        raise _report([(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()]) from None
+
+
+def unknown_env_overrides() -> list[str]:
+    """``PICO_*`` variables set now that match no config field (ignored by :func:`load_config`)."""
+    return _env_overrides(os.environ)[1]
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: tolerate the BOM some editors add
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise ConfigError(f"Invalid configuration in {path}:\n  cannot read the file: {reason}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"Invalid configuration in {path}:\n  not valid JSON at line {err.lineno}, "
+                          f"column {err.colno}: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"Invalid configuration in {path}:\n  the file must hold one JSON object "
+                          f'({{"agents": ...}}) (got {_shown(data)})')
+    return data
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _set_in(tree: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    node = tree
+    for part in key[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):  # the file gave a non-object here; validation reports that
+            return
+    node[key[-1]] = value
+
+
+def _section_type(annotation: Any) -> type[BaseModel] | None:
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
+def _model_at(key: Key) -> type[BaseModel] | None:
+    model: type[BaseModel] | None = Config
+    for part in key:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        model = _section_type(field.annotation) if field else None
+        if model is None:
+            return None
+    return model
+
+
+def _env_key(model: type[BaseModel], rest: str) -> tuple[str, ...] | None:
+    """The field path spelled by ``rest`` (``oracle_wallet_password``). Field names hold underscores
+    themselves, so try every field whose name starts ``rest``, longest first, and recurse."""
+    for name in sorted(model.model_fields, key=len, reverse=True):
+        section = _section_type(model.model_fields[name].annotation)
+        if section is None:
+            if rest == name:
+                return (name,)
+        elif rest.startswith(name + "_"):
+            found = _env_key(section, rest[len(name) + 1:])
+            if found is not None:
+                return (name, *found)
+    return None
+
+
+def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[tuple[str, ...], str], list[str]]:
+    """({field path: variable name} for PICO_* variables naming a field, [the other PICO_* names])."""
+    known: dict[tuple[str, ...], str] = {}
+    unknown: list[str] = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name.startswith(_TEST_PREFIX):
+            continue
+        key = _env_key(Config, name[len(ENV_PREFIX):].lower())
+        if key is None:
+            unknown.append(name)
+        else:
+            known[key] = name
+    return known, unknown
+
+
+def _env_value(name: str, raw: str, key: tuple[str, ...]) -> Any:
+    """The variable's text, or a list for list fields (JSON array or comma-separated); pydantic coerces the rest."""
+    model = _model_at(key[:-1])
+    if model is None or get_origin(model.model_fields[key[-1]].annotation) is not list:
+        return raw
+    text = raw.strip()
+    if not text.startswith("["):
+        return [item.strip() for item in text.split(",") if item.strip()]
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"Invalid configuration in environment variable {name}:\n  {_dotted(key)}: "
+                          f"not a valid JSON array ({err.msg} at column {err.colno}); "
+                          f'write ["a", "b"] or a comma-separated list a,b') from None
+
+
+def _expand(value: Any, key: Key, unset: list[tuple[Key, str]]) -> Any:
+    """``value`` with ``${VAR}`` references in its strings replaced; unset variables go to ``unset``."""
+    if isinstance(value, dict):
+        return {k: _expand(v, (*key, k), unset) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, (*key, i), unset) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        var = match.group(1)
+        if var is None:
+            return "${"
+        if var not in os.environ:
+            unset.append((key, var))
+            return match.group(0)
+        return os.environ[var]
+
+    return _REFERENCE.sub(replace, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Error messages for people: "<source>: <key path>: <what is wrong>", grouped by source.
+
+_PROBLEMS = {
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be text (a string in quotes)",
+    "list_type": "must be a list",
+    "model_type": "must be an object with keys",
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be greater than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "literal_error": "must be one of {expected}",
+}
+
+
+def _problem(error: Any) -> str:
+    """Pydantic's error, rephrased; the offending value is shown unless the key holds a secret."""
+    loc = error["loc"]
+    if error["type"] == "extra_forbidden":
+        return "unknown key" + _suggestion(loc)
+    template = _PROBLEMS.get(error["type"])
+    text = template.format(**error.get("ctx", {})) if template else error["msg"][:1].lower() + error["msg"][1:]
+    if not any(part in SECRET_FIELDS for part in loc):
+        text += f" (got {_shown(error['input'])})"
+    return text
+
+
+def _suggestion(key: Key) -> str:
+    import difflib
+
+    model = _model_at(key[:-1])
+    if model is None:
+        return ""
+    fields = list(model.model_fields)
+    typed = str(key[-1]).lower().replace("-", "_")
+    # camelCase keys from the Go scripts (walletPath) squash to the same letters as wallet_path
+    match = {f.replace("_", ""): f for f in fields}.get(typed.replace("_", ""))
+    if match is None:
+        close = difflib.get_close_matches(typed, fields, n=1, cutoff=0.6)
+        match = close[0] if close else None
+    if match is not None:
+        return f" (did you mean '{match}'?)"
+    return f" (known keys here: {', '.join(fields)})"
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _dotted(key: Key) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in key).lstrip(".")
+
+
+def _report(problems: list[tuple[str, Key, str]]) -> ConfigError:
+    by_source: dict[str, list[str]] = {}
+    for source, key, text in problems:
+        by_source.setdefault(source, []).append(f"  {_dotted(key)}: {text}")
+    return ConfigError("\n".join(f"Invalid configuration in {source}:\n" + "\n".join(lines)
+                                 for source, lines in by_source.items()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Saving and secrets.
+
+def save_config(config: Config, path: Path | None = None) -> Path:
+    """Write ``config`` as JSON (indent 2) to ``path`` (default: :func:`default_config_path`), 0600 from
+    creation, replaced atomically and fsynced. Values are written as given; a literal ``${`` is
+    escaped as ``$${`` so loading the file gives the same config back. Returns the path written."""
+    import json
+    import tempfile
+
+    path = Path(path).expanduser() if path is not None else default_config_path()
+    text = json.dumps(_escape_references(config.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n"
+    tmp = ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # born 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o600)  # exactly 0600 whatever the umask
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # make the rename itself durable
+        finally:
+            os.close(dir_fd)
+    except OSError as err:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ConfigError(f"Cannot write the configuration to {path}: {err.strerror or err}") from None
+    return path
+
+
+def _escape_references(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _escape_references(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escape_references(v) for v in value]
+    return value.replace("${", "$${") if isinstance(value, str) else value
+
+
+def _secret_slots(tree: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """(node, key) for every non-empty secret in a dumped config, found by field name."""
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _secret_slots(value)
+        elif key in SECRET_FIELDS and isinstance(value, str) and value:
+            yield tree, key
+
+
+def secret_values(config: Config) -> list[str]:
+    """Every distinct non-empty secret in ``config``, longest first (so scrubbing them in this order
+    never leaves the tail of a longer secret that contains a shorter one)."""
+    tree = config.model_dump()
+    return sorted({node[key] for node, key in _secret_slots(tree)}, key=lambda s: (-len(s), s))
+
+
+def redacted(config: Config) -> dict[str, Any]:
+    """``config`` as a JSON-ready dict with every non-empty secret replaced by ``***``."""
+    tree = config.model_dump(mode="json")
+    for node, key in list(_secret_slots(tree)):
+        node[key] = REDACTED
+    return tree
