@@ -1,0 +1,30 @@
+"""Tools the model can call: files, shell, web, memory; one registry in front of them all."""
+
+from __future__ import annotations
+
+from picoora.config import Config
+from picoora.tools.registry import DEFAULT_MAX_RESULT_CHARS, ToolRegistry, tool_settings
+
+__all__ = ["ToolRegistry", "default_registry", "tool_settings"]
+
+# Room above the largest single result a tool produces (web text, exec output) for its framing lines.
+RESULT_FRAMING_CHARS = 2_000
+
+
+def default_registry(config: Config) -> ToolRegistry:
+    """A registry holding every tool the config enables (exec and web_fetch can be switched off)."""
+    from picoora.tools.files import FILE_TOOLS
+    from picoora.tools.memory import MEMORY_TOOLS
+    from picoora.tools.shell import Exec
+    from picoora.tools.web import WebFetch
+
+    tools_cfg = config.tools
+    largest = max(tools_cfg.web_fetch.max_chars, tools_cfg.exec.max_output_chars)
+    registry = ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS, largest + RESULT_FRAMING_CHARS))
+    for tool_class in (*FILE_TOOLS, *MEMORY_TOOLS):
+        registry.register(tool_class())
+    if tools_cfg.exec.enabled:
+        registry.register(Exec())
+    if tools_cfg.web_fetch.enabled:
+        registry.register(WebFetch())
+    return registry

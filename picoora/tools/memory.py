@@ -1,0 +1,111 @@
+"""Memory tools: remember, recall, forget, write_daily_note, all through ``ctx.store``.
+
+The store is synchronous (files or a database round trip), so each call runs in a worker thread
+to keep the event loop free for other sessions. Texts follow the Go version's formats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, Field
+
+from picoora.store.base import RecallResult
+from picoora.tools.base import Tool, ToolContext, ToolResult
+
+PREVIEW_CHARS = 100
+DEGRADED_NOTE = "recall is keyword-only right now (no embedding model available), so matches are by words, not meaning"
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
+
+
+class RememberArgs(BaseModel):
+    text: str = Field(min_length=1, description="The fact to remember, as a self-contained sentence")
+    importance: float = Field(0.7, ge=0.0, le=1.0, description="How important it is, from 0 to 1")
+    category: str = Field("general", min_length=1, max_length=64, description="A short label, e.g. preference, person, project")
+
+
+class Remember(Tool):
+    name = "remember"
+    description = (
+        "Store a piece of information in long-term memory for later recall by meaning. Use it for "
+        "facts, preferences and decisions worth keeping across conversations."
+    )
+    Args = RememberArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, RememberArgs)
+        added = await asyncio.to_thread(ctx.store.add_memory, args.text, args.importance, args.category)
+        m = added.memory
+        details = f"(ID: {m.id}, importance: {m.importance:.1f}, category: {m.category})"
+        if added.created:
+            return ToolResult(f"Remembered {details}: {_preview(m.content)}")
+        return ToolResult(f"Already remembered: a near-identical memory exists {details}: {_preview(m.content)}")
+
+
+class RecallArgs(BaseModel):
+    query: str = Field(min_length=1, description="What to look for, in your own words")
+    max_results: int = Field(5, ge=1, le=20, description="How many memories to return at most")
+
+
+def format_recall(query: str, result: RecallResult) -> str:
+    if not result.matches:
+        text = f"No matching memories found for: {query}"
+    else:
+        lines = [f"Found {len(result.matches)} matching memories:", ""]
+        for number, scored in enumerate(result.matches, start=1):
+            m = scored.memory
+            lines.append(f"{number}. [{scored.score * 100:.0f}% match] (ID: {m.id}, category: {m.category}, importance: {m.importance:.1f})")
+            lines.append("   " + m.content.replace("\n", "\n   "))
+            lines.append("")
+        text = "\n".join(lines).rstrip()
+    if result.degraded:
+        text += f"\n\nNote: {result.note or DEGRADED_NOTE}"
+    return text
+
+
+class Recall(Tool):
+    name = "recall"
+    description = "Search long-term memory by meaning. Returns the best matches with their IDs."
+    Args = RecallArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, RecallArgs)
+        result = await asyncio.to_thread(ctx.store.recall, args.query, args.max_results)
+        return ToolResult(format_recall(args.query, result))
+
+
+class ForgetArgs(BaseModel):
+    id: str = Field(min_length=1, description="The ID of the memory to delete (recall shows IDs)")
+
+
+class Forget(Tool):
+    name = "forget"
+    description = "Delete one memory from long-term memory by its ID."
+    Args = ForgetArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, ForgetArgs)
+        if await asyncio.to_thread(ctx.store.forget, args.id):
+            return ToolResult(f"Forgot memory {args.id}")
+        return ToolResult.error(f"no memory with ID {args.id} (recall shows the IDs of stored memories)")
+
+
+class DailyNoteArgs(BaseModel):
+    content: str = Field(min_length=1, description="What to add to today's journal")
+
+
+class WriteDailyNote(Tool):
+    name = "write_daily_note"
+    description = "Append a note to today's daily journal (things done, decided or learned today)."
+    Args = DailyNoteArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, DailyNoteArgs)
+        note = await asyncio.to_thread(ctx.store.append_daily_note, args.content)
+        return ToolResult(f"Daily note written for {note.day.isoformat()}: {_preview(args.content)}")
+
+
+MEMORY_TOOLS: tuple[type[Tool], ...] = (Remember, Recall, Forget, WriteDailyNote)

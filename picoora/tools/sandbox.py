@@ -1,0 +1,88 @@
+"""Where tools may touch the disk: workspace confinement by real path, and files no tool may touch.
+
+A path is resolved against the workspace with every symlink followed (for a file that does not
+exist yet, through its nearest existing ancestor) and compared with the workspace's own real path
+component by component, so ``..`` escapes, absolute paths elsewhere, symlinks pointing out and a
+sibling directory sharing a prefix (``ws-old`` next to ``ws``) are all refused.
+
+Whatever the workspace setting, the picoora config file and everything else under ``$PICOORA_HOME``
+other than a workspace kept there are refused: they hold API keys and passwords (the Go version let
+the agent ``cat`` its own config). Extra paths to hide come from ``ToolContext.settings``.
+
+Settings read (``ToolContext.settings``):
+  ``protected_paths``: list of file or directory paths no tool may read or write (e.g. a config
+  file given with ``--config``, an Oracle wallet directory).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from picoora.config import picoora_home
+from picoora.tools.base import ToolContext
+
+OUTSIDE = "access denied: path is outside the workspace"
+SYMLINK_OUT = "access denied: symlink resolves outside workspace"
+PROTECTED = "access denied: {path} holds picoora's configuration or secrets"
+# The default workspace directory name under $PICOORA_HOME (see picoora.config.workspace_path).
+HOME_WORKSPACE_DIR = "workspace"
+
+
+class SandboxError(Exception):
+    """A path a tool may not use; the message is meant for the model."""
+
+
+def real(path: str | os.PathLike[str]) -> Path:
+    """The path with every existing symlink resolved; missing tail components are kept as given."""
+    return Path(os.path.realpath(path))
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """Whole-component containment (``/a/bc`` is not within ``/a/b``)."""
+    return path == root or path.is_relative_to(root)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    workspace: Path  # real path
+    restricted: bool
+    home: Path  # real $PICOORA_HOME
+    home_workspaces: tuple[Path, ...]  # workspaces inside home: the only part of home a tool may touch
+    protected: tuple[Path, ...]  # extra real paths to refuse, with everything under them
+
+    @classmethod
+    def from_context(cls, ctx: ToolContext) -> Sandbox:
+        workspace = real(ctx.workspace)
+        home = real(picoora_home())
+        candidates = (workspace, home / HOME_WORKSPACE_DIR)
+        home_workspaces = tuple(ws for ws in candidates if ws != home and is_within(ws, home))
+        extra = tuple(real(Path(p).expanduser()) for p in ctx.settings.get("protected_paths", ()) if p)
+        return cls(workspace, ctx.restrict_to_workspace, home, home_workspaces, extra)
+
+    def is_protected(self, path: Path) -> bool:
+        """True for a real path holding config or secrets."""
+        if any(is_within(path, p) for p in self.protected):
+            return True
+        in_home = is_within(path, self.home)
+        return in_home and not any(is_within(path, ws) for ws in self.home_workspaces)
+
+    def is_allowed(self, path: Path) -> bool:
+        """True when a tool may touch this real path."""
+        inside = is_within(path, self.workspace) or not self.restricted
+        return inside and not self.is_protected(path)
+
+    def resolve(self, raw: str, base: Path | None = None) -> Path:
+        """The real path a tool should use for ``raw`` (relative to ``base`` or the workspace), or SandboxError."""
+        given = Path(raw).expanduser()
+        if not given.is_absolute():
+            given = (base or self.workspace) / given
+        resolved = real(given)
+        if self.restricted and not is_within(resolved, self.workspace):
+            # Lexically inside but really outside: a symlink on the way points out.
+            lexical = Path(os.path.normpath(given))
+            raise SandboxError(SYMLINK_OUT if is_within(lexical, self.workspace) else OUTSIDE)
+        if self.is_protected(resolved):
+            raise SandboxError(PROTECTED.format(path=raw))
+        return resolved

@@ -1,0 +1,140 @@
+"""The registry: schemas from the Args models, validation errors, unknown tools, crashes, scrubbing, caps."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from picoora.config import Config
+from picoora.tools import default_registry, tool_settings
+from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.registry import ToolRegistry
+from tests.tools_support import make_ctx
+
+
+class EchoArgs(BaseModel):
+    text: str = Field(description="What to echo")
+    times: int = Field(1, ge=1, le=3)
+
+
+class Echo(Tool):
+    name = "echo"
+    description = "Echo text."
+    Args = EchoArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, EchoArgs)
+        return ToolResult(args.text * args.times)
+
+
+class Broken(Tool):
+    name = "broken"
+    description = "Always fails."
+    Args = EchoArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        raise RuntimeError(f"disk on fire while handling {args.text}")  # type: ignore[attr-defined]
+
+
+def registry(max_result_chars: int = 60_000) -> ToolRegistry:
+    reg = ToolRegistry(max_result_chars=max_result_chars)
+    reg.register(Echo())
+    reg.register(Broken())
+    return reg
+
+
+def run(reg: ToolRegistry, name: str, raw_args, ctx: ToolContext) -> ToolResult:
+    return asyncio.run(reg.execute(name, raw_args, ctx))
+
+
+def test_schemas_are_sorted_and_come_from_the_args_model():
+    reg = registry()
+    assert reg.names() == ["broken", "echo"]
+    echo = reg.schemas()[1]
+    assert echo["type"] == "function"
+    assert echo["function"]["name"] == "echo"
+    params = echo["function"]["parameters"]
+    assert params["required"] == ["text"]
+    assert params["properties"]["times"]["maximum"] == 3
+
+
+def test_duplicate_registration_is_refused():
+    reg = registry()
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register(Echo())
+
+
+def test_valid_call_runs_the_tool(tmp_path):
+    assert run(registry(), "echo", {"text": "ab", "times": 2}, make_ctx(tmp_path)).content == "abab"
+
+
+def test_json_text_arguments_are_accepted(tmp_path):
+    assert run(registry(), "echo", '{"text": "hi"}', make_ctx(tmp_path)).content == "hi"
+
+
+def test_unknown_tool_names_the_available_ones(tmp_path):
+    result = run(registry(), "delete_everything", {}, make_ctx(tmp_path))
+    assert result.is_error
+    assert result.content == 'Error: tool "delete_everything" not found. Available tools: broken, echo'
+
+
+def test_missing_and_wrong_fields_are_listed(tmp_path):
+    result = run(registry(), "echo", {"times": "many", "colour": "red"}, make_ctx(tmp_path))
+    assert result.is_error
+    assert "colour: unknown field" in result.content
+    assert "text: Field required" in result.content
+    assert "times: Input should be a valid integer" in result.content
+    assert result.content.endswith("Expected: text, times (optional)")
+
+
+def test_out_of_range_value_is_reported(tmp_path):
+    result = run(registry(), "echo", {"text": "x", "times": 9}, make_ctx(tmp_path))
+    assert result.is_error and "times: Input should be less than or equal to 3" in result.content
+
+
+@pytest.mark.parametrize("raw", [["text"], "not json", 42])
+def test_arguments_that_are_not_an_object(tmp_path, raw):
+    result = run(registry(), "echo", raw, make_ctx(tmp_path))
+    assert result.is_error and "must be a JSON object" in result.content
+
+
+def test_exception_in_a_tool_becomes_a_short_error(tmp_path):
+    result = run(registry(), "broken", {"text": "x"}, make_ctx(tmp_path))
+    assert result.is_error
+    assert result.content == "Error: broken failed: RuntimeError: disk on fire while handling x"
+    assert "Traceback" not in result.content
+
+
+def test_secrets_are_scrubbed_from_results_and_errors(tmp_path):
+    ctx = make_ctx(tmp_path, secrets=["sk-abcdef", "sk-abcdef-longer", "ab"])
+    assert run(registry(), "echo", {"text": "key=sk-abcdef-longer ab"}, ctx).content == "key=[REDACTED] ab"
+    assert "sk-abcdef" not in run(registry(), "broken", {"text": "sk-abcdef"}, ctx).content
+
+
+def test_results_are_capped(tmp_path):
+    result = run(registry(max_result_chars=10), "echo", {"text": "0123456789abcdef"}, make_ctx(tmp_path))
+    assert result.content == "0123456789\n... (result truncated: 6 more characters)"
+
+
+def test_default_registry_and_settings(tmp_path):
+    config = Config()
+    config.oracle.wallet_path = "/opt/wallet"
+    config.tools.web_fetch.allow_hosts = ["nas.local"]
+    names = default_registry(config).names()
+    assert names == sorted(
+        ["append_file", "edit_file", "exec", "forget", "list_dir", "read_file", "recall", "remember",
+         "web_fetch", "write_daily_note", "write_file"]
+    )
+    settings = tool_settings(config, config_path=Path("/etc/picoora.json"))
+    assert settings["exec"]["timeout_seconds"] == 60.0
+    assert settings["web_fetch"]["allow_hosts"] == ["nas.local"]
+    assert settings["protected_paths"] == ["/etc/picoora.json", "/opt/wallet"]
+
+
+def test_default_registry_cap_fits_the_largest_configured_result():
+    config = Config()
+    config.tools.web_fetch.max_chars = 200_000
+    assert default_registry(config).max_result_chars > 200_000
