@@ -1,0 +1,83 @@
+"""The Oracle AI Database backend: the only package in picoora that knows SQL.
+
+``open_oracle_store(config)`` connects (under a deadline), checks the schema (upgrading an older one with
+the additive migrations) and the ONNX embedding model, and returns an ``OracleStore``; when Oracle cannot
+be used it raises ``OracleUnavailable`` whose message says why and what to run, so callers can fall back
+to file storage with one line.
+
+Importing this package is cheap: python-oracledb is imported only when a connection is made.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from picoora.store.oracle.connection import OracleUnavailable
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.store.oracle.connection import Database, PoolFactory
+    from picoora.store.oracle.store import OracleStore
+
+__all__ = ["OracleUnavailable", "open_database", "open_oracle_store"]
+
+TEXT_INDEX = "IDX_PICO_MEMORIES_TEXT"
+
+
+def open_database(config: Config, *, pool_factory: PoolFactory | None = None) -> Database:
+    """A :class:`Database` for ``config.oracle`` (nothing is sent until the first operation)."""
+    from picoora.store.oracle.connection import Database
+
+    try:
+        return Database(config.oracle, pool_factory=pool_factory)
+    except ValueError as exc:  # the model name is interpolated into SQL, so it must be an identifier
+        raise OracleUnavailable("config", f"{exc}: fix oracle.onnx_model in config.json") from None
+
+
+def open_oracle_store(config: Config, *, pool_factory: PoolFactory | None = None,
+                      require_model: bool = True) -> OracleStore:
+    """Connect, upgrade the schema if it is older than this picoora, check the model; raises OracleUnavailable.
+
+    ``require_model=False`` opens a store even without the ONNX model (recall then matches keywords only)."""
+    from picoora.config import secret_values
+    from picoora.store.oracle.store import OracleStore
+
+    db = open_database(config, pool_factory=pool_factory)
+    try:
+        text_index = db.probe(lambda tx: _check(tx, db, require_model))
+    except BaseException:
+        db.close()
+        raise
+    return OracleStore(
+        db,
+        agent_id=config.oracle.agent_id,
+        min_similarity=config.memory.min_similarity,
+        dedup_similarity=config.memory.dedup_similarity,
+        text_index=text_index,
+        secrets=secret_values(config),
+    )
+
+
+async def _check(tx: Any, db: Database, require_model: bool) -> bool:
+    """Schema present (and upgraded), model loaded; returns whether the Oracle Text index exists."""
+    from picoora.store.oracle import schema
+    from picoora.store.oracle import sql as q
+    from picoora.store.oracle.connection import error_text
+
+    version = await schema.current_version(tx)
+    if version is None:
+        raise OracleUnavailable("schema", f"Oracle at {db.target} has no picoora schema (no PICO_META table). "
+                                          "Run: picoora setup-oracle")
+    if version < schema.LATEST_VERSION:
+        try:
+            await schema.migrate(tx, db.model)
+        except Exception as exc:
+            raise OracleUnavailable("schema", f"Upgrading the picoora schema in {db.target} from version {version} "
+                                              f"failed: {error_text(exc)}. Run: picoora setup-oracle") from None
+    if require_model:
+        row = await tx.one(q.MODEL_LOADED, model_name=db.model)
+        if not row or not row[0]:
+            raise OracleUnavailable("model", f"The ONNX embedding model {db.model} is not loaded in {db.target}. "
+                                             "Run: picoora setup-oracle --onnx-file PATH (or scripts/setup-oracle.sh)")
+    indexes = await tx.rows(q.PICO_INDEXES)
+    return any(row[0] == TEXT_INDEX for row in indexes)

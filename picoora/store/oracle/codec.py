@@ -1,0 +1,129 @@
+"""Rows of the PICO_ tables to picoora's records and back.
+
+Session messages stay in the Go version's JSON shape (OpenAI style: ``tool_calls[].function.arguments``
+as a JSON string), so a PicoOraClaw schema reads and writes the same rows; picoora's own fields
+(``name``, ``reasoning``) ride along as extra keys. Timestamps are stored as naive UTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+from picoora.messages import Message, ToolCall
+from picoora.store.base import MemoryRecord
+from picoora.store.memory_index import normalise_text
+
+_clock_lock = threading.Lock()
+_last_stamp = datetime.min
+
+
+def utc_stamp() -> datetime:
+    """Naive UTC now, strictly increasing within the process, so "newest first" has no ties."""
+    global _last_stamp
+    with _clock_lock:
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        _last_stamp = max(now, _last_stamp + timedelta(microseconds=1))
+        return _last_stamp
+
+
+def content_hash(content: str) -> str:
+    """What exact dedup compares (a CLOB cannot be compared with ``=``): the text normalised as the file
+    backend does (case, spacing, final punctuation ignored), hashed."""
+    return hashlib.sha256(normalise_text(content).encode("utf-8")).hexdigest()
+
+
+def to_utc(value: datetime | None) -> datetime | None:
+    """A fetched TIMESTAMP (naive, UTC by our convention) as an aware datetime."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def from_utc(value: datetime | None) -> datetime | None:
+    """An aware (or naive UTC) datetime as the naive UTC value a TIMESTAMP column holds."""
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+
+
+def as_date(value: date | datetime) -> date:
+    return value.date() if isinstance(value, datetime) else value
+
+
+def text(value: Any) -> str:
+    """A VARCHAR2/CLOB value: Oracle stores '' as NULL, so NULL reads back as ''."""
+    return "" if value is None else str(value)
+
+
+def memory_from_row(row: tuple) -> MemoryRecord:
+    """A row of ``memory_id, content, importance, category, created_at, accessed_at, access_count, embedding_model``."""
+    memory_id, content, importance, category, created_at, accessed_at, access_count, model = row[:8]
+    return MemoryRecord(
+        id=str(memory_id),
+        content=text(content),
+        importance=float(importance if importance is not None else 0.5),
+        category=category or "general",
+        created_at=to_utc(created_at),
+        accessed_at=to_utc(accessed_at),
+        access_count=int(access_count or 0),
+        embedding_model=model or None,
+    )
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    data: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        data["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}}
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        data["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        data["name"] = message.name
+    if message.reasoning:
+        data["reasoning"] = message.reasoning
+    return data
+
+
+def _tool_call(data: dict[str, Any]) -> ToolCall:
+    function = data.get("function")
+    if not isinstance(function, dict):  # picoora's own shape
+        return ToolCall.from_dict(data)
+    arguments = function.get("arguments") or {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            arguments = {"_raw": arguments}  # keep what the model sent rather than lose the call
+    return ToolCall(id=str(data.get("id") or ""), name=str(function.get("name") or ""),
+                    arguments=arguments if isinstance(arguments, dict) else {"_value": arguments})
+
+
+def message_from_json(data: dict[str, Any]) -> Message:
+    return Message(
+        role=str(data.get("role") or "user"),
+        content=text(data.get("content")),
+        tool_calls=[_tool_call(call) for call in data.get("tool_calls") or []],
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+        reasoning=data.get("reasoning"),
+    )
+
+
+def messages_to_clob(messages: list[Message]) -> str:
+    return json.dumps([message_to_json(m) for m in messages], ensure_ascii=False)
+
+
+def messages_from_clob(value: Any) -> list[Message]:
+    """The Go version fell back to an empty history on unparsable JSON; so do we (the transcript keeps all)."""
+    try:
+        data = json.loads(value) if value else []
+    except ValueError:
+        return []
+    return [message_from_json(item) for item in data if isinstance(item, dict)] if isinstance(data, list) else []

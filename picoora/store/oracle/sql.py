@@ -1,0 +1,381 @@
+"""Every SQL statement picoora can send to Oracle, by name, in one registry.
+
+Keeping them here (and nowhere else) lets the lint test enumerate and parse all of them, and lets the
+fake connection in the tests recognise each one. Values are always named binds (``:agent_id``); the
+only interpolation is ``{model}``, the ONNX model name, which binds cannot carry: it is validated as an
+identifier before :meth:`Sql.render` is called (see ``connection.validate_identifier``).
+
+Timestamps are bound from Python in UTC, so note dates and recency do not depend on the database
+server's time zone (the Go version mixed SYSDATE with the client's date).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["query", "dml", "ddl", "plsql"]
+
+REGISTRY: dict[str, "Sql"] = {}
+
+
+@dataclass(frozen=True)
+class Sql:
+    name: str
+    text: str
+    kind: Kind
+    tolerate: frozenset[str] = frozenset()  # ORA codes that mean "already done" (DDL only)
+
+    def render(self, model: str) -> str:
+        return self.text.replace("{model}", model)
+
+
+def _sql(name: str, kind: Kind, text: str, tolerate: tuple[str, ...] = ()) -> Sql:
+    if name in REGISTRY:
+        raise ValueError(f"duplicate SQL statement name {name}")
+    stmt = Sql(name, " ".join(text.split()), kind, frozenset(tolerate))
+    REGISTRY[name] = stmt
+    return stmt
+
+
+_EXISTS = ("ORA-00955",)
+_INDEXED = ("ORA-00955", "ORA-01408")
+_COLUMN_EXISTS = ("ORA-01430",)
+_CONSTRAINT_EXISTS = ("ORA-02260", "ORA-02261", "ORA-02264", "ORA-02275")
+
+# ---------------------------------------------------------------------------------------------------
+# Schema version 1: the Go PicoOraClaw tables, names and columns unchanged (an existing schema passes
+# through with ORA-00955), with typed vectors on a new install.
+
+CREATE_META = _sql("create_meta", "ddl", """
+    CREATE TABLE PICO_META (
+        meta_key   VARCHAR2(255) PRIMARY KEY,
+        meta_value VARCHAR2(4000),
+        updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)""", _EXISTS)
+
+CREATE_MEMORIES = _sql("create_memories", "ddl", """
+    CREATE TABLE PICO_MEMORIES (
+        memory_id    VARCHAR2(64) PRIMARY KEY,
+        agent_id     VARCHAR2(64) NOT NULL,
+        content      CLOB,
+        embedding    VECTOR(384, FLOAT32),
+        importance   NUMBER(3,2) DEFAULT 0.5,
+        category     VARCHAR2(255),
+        access_count NUMBER DEFAULT 0,
+        created_at   TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        accessed_at  TIMESTAMP,
+        updated_at   TIMESTAMP DEFAULT CURRENT_TIMESTAMP)""", _EXISTS)
+
+CREATE_DAILY_NOTES = _sql("create_daily_notes", "ddl", """
+    CREATE TABLE PICO_DAILY_NOTES (
+        note_id    VARCHAR2(64) PRIMARY KEY,
+        agent_id   VARCHAR2(64) NOT NULL,
+        note_date  DATE NOT NULL,
+        content    CLOB,
+        embedding  VECTOR(384, FLOAT32),
+        created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)""", _EXISTS)
+
+CREATE_SESSIONS = _sql("create_sessions", "ddl", """
+    CREATE TABLE PICO_SESSIONS (
+        session_key VARCHAR2(255) PRIMARY KEY,
+        agent_id    VARCHAR2(64) NOT NULL,
+        messages    CLOB,
+        summary     CLOB,
+        created_at  TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        updated_at  TIMESTAMP DEFAULT CURRENT_TIMESTAMP)""", _EXISTS)
+
+CREATE_STATE = _sql("create_state", "ddl", """
+    CREATE TABLE PICO_STATE (
+        state_key   VARCHAR2(255) NOT NULL,
+        agent_id    VARCHAR2(64) NOT NULL,
+        state_value VARCHAR2(4000),
+        updated_at  TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        PRIMARY KEY (state_key, agent_id))""", _EXISTS)
+
+CREATE_CONFIG = _sql("create_config", "ddl", """
+    CREATE TABLE PICO_CONFIG (
+        config_key   VARCHAR2(255) NOT NULL,
+        agent_id     VARCHAR2(64) NOT NULL,
+        config_value CLOB,
+        updated_at   TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        PRIMARY KEY (config_key, agent_id))""", _EXISTS)
+
+CREATE_PROMPTS = _sql("create_prompts", "ddl", """
+    CREATE TABLE PICO_PROMPTS (
+        prompt_name VARCHAR2(255) NOT NULL,
+        agent_id    VARCHAR2(64) NOT NULL,
+        content     CLOB,
+        updated_at  TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        PRIMARY KEY (prompt_name, agent_id))""", _EXISTS)
+
+CREATE_TRANSCRIPTS = _sql("create_transcripts", "ddl", """
+    CREATE TABLE PICO_TRANSCRIPTS (
+        id           NUMBER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_key  VARCHAR2(255),
+        agent_id     VARCHAR2(64),
+        sequence_num NUMBER,
+        role         VARCHAR2(32),
+        content      CLOB,
+        created_at   TIMESTAMP DEFAULT CURRENT_TIMESTAMP)""", _EXISTS)
+
+INDEX_MEMORIES_AGENT = _sql("index_memories_agent", "ddl",
+                            "CREATE INDEX IDX_PICO_MEMORIES_AGENT ON PICO_MEMORIES(agent_id)", _INDEXED)
+INDEX_DAILY_AGENT_DATE = _sql("index_daily_agent_date", "ddl",
+                              "CREATE INDEX IDX_PICO_DAILY_AGENT_DATE ON PICO_DAILY_NOTES(agent_id, note_date)", _INDEXED)
+INDEX_SESSIONS_AGENT = _sql("index_sessions_agent", "ddl",
+                            "CREATE INDEX IDX_PICO_SESSIONS_AGENT ON PICO_SESSIONS(agent_id)", _INDEXED)
+INDEX_TRANSCRIPTS_SESSION = _sql("index_transcripts_session", "ddl",
+                                 "CREATE INDEX IDX_PICO_TRANSCRIPTS_SESSION ON PICO_TRANSCRIPTS(session_key)", _INDEXED)
+INDEX_STATE_AGENT = _sql("index_state_agent", "ddl",
+                         "CREATE INDEX IDX_PICO_STATE_AGENT ON PICO_STATE(agent_id)", _INDEXED)
+INDEX_MEMORIES_AGENT_CAT = _sql("index_memories_agent_cat", "ddl",
+                                "CREATE INDEX IDX_PICO_MEMORIES_AGENT_CAT ON PICO_MEMORIES(agent_id, category)", _INDEXED)
+
+# Version 2: exact dedup by a content hash (a CLOB cannot be compared with =), and which model made each vector.
+ADD_MEMORIES_HASH = _sql("add_memories_hash", "ddl",
+                         "ALTER TABLE PICO_MEMORIES ADD (content_hash VARCHAR2(64))", _COLUMN_EXISTS)
+ADD_MEMORIES_MODEL = _sql("add_memories_model", "ddl",
+                          "ALTER TABLE PICO_MEMORIES ADD (embedding_model VARCHAR2(128))", _COLUMN_EXISTS)
+INDEX_MEMORIES_HASH = _sql("index_memories_hash", "ddl",
+                           "CREATE INDEX IDX_PICO_MEMORIES_HASH ON PICO_MEMORIES(agent_id, content_hash)", _INDEXED)
+UNHASHED_MEMORIES = _sql("unhashed_memories", "query", """
+    SELECT memory_id, content FROM PICO_MEMORIES WHERE content_hash IS NULL""")
+SET_MEMORY_HASH = _sql("set_memory_hash", "dml", """
+    UPDATE PICO_MEMORIES SET content_hash = :content_hash WHERE memory_id = :memory_id""")
+BACKFILL_MEMORY_MODEL = _sql("backfill_memory_model", "dml", """
+    UPDATE PICO_MEMORIES SET embedding_model = :embedding_model
+    WHERE embedding IS NOT NULL AND embedding_model IS NULL""")
+
+# Version 3: sessions keyed by agent as well as key (the Go key was session_key alone).
+DROP_SESSIONS_KEY = _sql("drop_sessions_key", "ddl",
+                         "ALTER TABLE PICO_SESSIONS DROP PRIMARY KEY", ("ORA-02441",))
+ADD_SESSIONS_KEY = _sql("add_sessions_key", "ddl", """
+    ALTER TABLE PICO_SESSIONS ADD CONSTRAINT PK_PICO_SESSIONS PRIMARY KEY (agent_id, session_key)""",
+                        _CONSTRAINT_EXISTS)
+
+# Version 4: transcripts keep whole messages (tool calls, ids) and one sequence number per message.
+ADD_TRANSCRIPTS_MESSAGE = _sql("add_transcripts_message", "ddl",
+                               "ALTER TABLE PICO_TRANSCRIPTS ADD (message_json CLOB)", _COLUMN_EXISTS)
+ADD_TRANSCRIPTS_SEQ_KEY = _sql("add_transcripts_seq_key", "ddl", """
+    ALTER TABLE PICO_TRANSCRIPTS ADD CONSTRAINT UQ_PICO_TRANSCRIPTS_SEQ
+    UNIQUE (agent_id, session_key, sequence_num)""", _CONSTRAINT_EXISTS)
+
+# Version 5: one daily note per agent and day (appends are read-modify-write under a row lock).
+ADD_DAILY_NOTES_DAY_KEY = _sql("add_daily_notes_day_key", "ddl", """
+    ALTER TABLE PICO_DAILY_NOTES ADD CONSTRAINT UQ_PICO_DAILY_NOTES_DAY UNIQUE (agent_id, note_date)""",
+                               _CONSTRAINT_EXISTS)
+
+# Vector and text indexes: created by setup-oracle (IVF by default; HNSW needs a vector pool).
+IVF_MEMORIES = _sql("ivf_memories", "ddl", """
+    CREATE VECTOR INDEX IDX_PICO_MEMORIES_VEC ON PICO_MEMORIES(embedding)
+    ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
+IVF_DAILY_NOTES = _sql("ivf_daily_notes", "ddl", """
+    CREATE VECTOR INDEX IDX_PICO_DAILY_NOTES_VEC ON PICO_DAILY_NOTES(embedding)
+    ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
+HNSW_MEMORIES = _sql("hnsw_memories", "ddl", """
+    CREATE VECTOR INDEX IDX_PICO_MEMORIES_VEC ON PICO_MEMORIES(embedding)
+    ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
+HNSW_DAILY_NOTES = _sql("hnsw_daily_notes", "ddl", """
+    CREATE VECTOR INDEX IDX_PICO_DAILY_NOTES_VEC ON PICO_DAILY_NOTES(embedding)
+    ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
+TEXT_INDEX_MEMORIES = _sql("text_index_memories", "ddl", """
+    CREATE INDEX IDX_PICO_MEMORIES_TEXT ON PICO_MEMORIES(content)
+    INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('SYNC (ON COMMIT)')""", _INDEXED)
+
+# ---------------------------------------------------------------------------------------------------
+# Meta (schema-wide, like the Go table: no agent_id column).
+
+META_GET = _sql("meta_get", "query", "SELECT meta_value FROM PICO_META WHERE meta_key = :meta_key")
+META_ALL = _sql("meta_all", "query", "SELECT meta_key, meta_value, updated_at FROM PICO_META ORDER BY meta_key")
+META_SET = _sql("meta_set", "dml", """
+    MERGE INTO PICO_META m USING (SELECT :meta_key AS meta_key FROM DUAL) s ON (m.meta_key = s.meta_key)
+    WHEN MATCHED THEN UPDATE SET m.meta_value = :meta_value, m.updated_at = :now
+    WHEN NOT MATCHED THEN INSERT (meta_key, meta_value, updated_at) VALUES (s.meta_key, :meta_value, :now)""")
+
+# ---------------------------------------------------------------------------------------------------
+# Memories.
+
+_MEMORY_COLUMNS = "memory_id, content, importance, category, created_at, accessed_at, access_count, embedding_model"
+
+EMBED = _sql("embed", "query", "SELECT VECTOR_EMBEDDING({model} USING :text AS data) FROM DUAL")
+MEMORY_BY_HASH = _sql("memory_by_hash", "query", f"""
+    SELECT {_MEMORY_COLUMNS} FROM PICO_MEMORIES
+    WHERE agent_id = :agent_id AND content_hash = :content_hash
+    ORDER BY created_at FETCH FIRST 1 ROWS ONLY""")
+MEMORY_NEAREST = _sql("memory_nearest", "query", f"""
+    SELECT {_MEMORY_COLUMNS}, VECTOR_DISTANCE(embedding, :vector, COSINE) AS distance
+    FROM PICO_MEMORIES
+    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model
+    ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
+    FETCH APPROX FIRST :k ROWS ONLY""")
+MEMORY_KEYWORD_TEXT = _sql("memory_keyword_text", "query", f"""
+    SELECT {_MEMORY_COLUMNS}, embedding FROM PICO_MEMORIES
+    WHERE agent_id = :agent_id AND CONTAINS(content, :text_query, 1) > 0
+    ORDER BY SCORE(1) DESC FETCH FIRST :k ROWS ONLY""")
+MEMORY_KEYWORD_SCAN = _sql("memory_keyword_scan", "query", f"""
+    SELECT {_MEMORY_COLUMNS}, embedding FROM PICO_MEMORIES
+    WHERE agent_id = :agent_id AND REGEXP_LIKE(content, :pattern, 'i')
+    ORDER BY created_at DESC FETCH FIRST :k ROWS ONLY""")
+MEMORY_INSERT = _sql("memory_insert", "dml", """
+    INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, content_hash, embedding, embedding_model,
+                               importance, category, access_count, created_at, accessed_at, updated_at)
+    VALUES (:memory_id, :agent_id, :content, :content_hash, :embedding, :embedding_model,
+            :importance, :category, :access_count, :created_at, :accessed_at, :now)""")
+MEMORY_RAISE_IMPORTANCE = _sql("memory_raise_importance", "dml", """
+    UPDATE PICO_MEMORIES SET importance = :importance, updated_at = :now
+    WHERE agent_id = :agent_id AND memory_id = :memory_id AND importance < :importance""")
+MEMORY_GET = _sql("memory_get", "query", f"""
+    SELECT {_MEMORY_COLUMNS} FROM PICO_MEMORIES WHERE agent_id = :agent_id AND memory_id = :memory_id""")
+MEMORY_LIST = _sql("memory_list", "query", f"""
+    SELECT {_MEMORY_COLUMNS} FROM PICO_MEMORIES WHERE agent_id = :agent_id
+    ORDER BY created_at DESC, memory_id FETCH FIRST :k ROWS ONLY""")
+MEMORY_DELETE = _sql("memory_delete", "dml",
+                     "DELETE FROM PICO_MEMORIES WHERE agent_id = :agent_id AND memory_id = :memory_id")
+MEMORY_TOUCH = _sql("memory_touch", "dml", """
+    UPDATE PICO_MEMORIES SET access_count = NVL(access_count, 0) + 1, accessed_at = :now
+    WHERE agent_id = :agent_id AND memory_id = :memory_id""")
+MEMORY_CONTENTS = _sql("memory_contents", "query", """
+    SELECT memory_id, content FROM PICO_MEMORIES WHERE agent_id = :agent_id ORDER BY memory_id""")
+MEMORY_SET_EMBEDDING = _sql("memory_set_embedding", "dml", """
+    UPDATE PICO_MEMORIES SET embedding = VECTOR_EMBEDDING({model} USING :text AS data),
+                             embedding_model = :embedding_model, updated_at = :now
+    WHERE agent_id = :agent_id AND memory_id = :memory_id""")
+
+# ---------------------------------------------------------------------------------------------------
+# Daily notes: one row per agent and day, re-embedded (vector from EMBED) on every append.
+
+NOTE_LOCK = _sql("note_lock", "query", """
+    SELECT note_id, content FROM PICO_DAILY_NOTES
+    WHERE agent_id = :agent_id AND note_date = :note_date FOR UPDATE""")
+NOTE_INSERT = _sql("note_insert", "dml", """
+    INSERT INTO PICO_DAILY_NOTES (note_id, agent_id, note_date, content, embedding, created_at, updated_at)
+    VALUES (:note_id, :agent_id, :note_date, :content, :embedding, :now, :now)""")
+NOTE_UPDATE = _sql("note_update", "dml", """
+    UPDATE PICO_DAILY_NOTES SET content = :content, embedding = :embedding, updated_at = :now
+    WHERE agent_id = :agent_id AND note_id = :note_id""")
+NOTE_RECENT = _sql("note_recent", "query", """
+    SELECT note_date, content FROM PICO_DAILY_NOTES
+    WHERE agent_id = :agent_id AND note_date >= :since AND note_date <= :today ORDER BY note_date DESC""")
+NOTE_SEARCH = _sql("note_search", "query", """
+    SELECT note_date, content, VECTOR_DISTANCE(embedding, :vector, COSINE) AS distance
+    FROM PICO_DAILY_NOTES WHERE agent_id = :agent_id AND embedding IS NOT NULL
+    ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
+    FETCH APPROX FIRST :k ROWS ONLY""")
+NOTE_LIST = _sql("note_list", "query", """
+    SELECT note_date, note_id, content, updated_at,
+           CASE WHEN embedding IS NOT NULL THEN 'yes' ELSE 'no' END AS has_vector
+    FROM PICO_DAILY_NOTES WHERE agent_id = :agent_id ORDER BY note_date DESC FETCH FIRST :k ROWS ONLY""")
+
+# ---------------------------------------------------------------------------------------------------
+# Sessions: messages as a JSON array in a CLOB (the Go shape), read-modify-write under a row lock.
+
+SESSION_GET = _sql("session_get", "query", """
+    SELECT messages, summary, created_at, updated_at FROM PICO_SESSIONS
+    WHERE agent_id = :agent_id AND session_key = :session_key""")
+SESSION_LOCK = _sql("session_lock", "query", """
+    SELECT messages, summary FROM PICO_SESSIONS
+    WHERE agent_id = :agent_id AND session_key = :session_key FOR UPDATE""")
+SESSION_INSERT = _sql("session_insert", "dml", """
+    INSERT INTO PICO_SESSIONS (session_key, agent_id, messages, summary, created_at, updated_at)
+    VALUES (:session_key, :agent_id, :messages, :summary, :now, :now)""")
+SESSION_UPDATE = _sql("session_update", "dml", """
+    UPDATE PICO_SESSIONS SET messages = :messages, summary = :summary, updated_at = :now
+    WHERE agent_id = :agent_id AND session_key = :session_key""")
+SESSION_DELETE = _sql("session_delete", "dml",
+                      "DELETE FROM PICO_SESSIONS WHERE agent_id = :agent_id AND session_key = :session_key")
+SESSION_LIST = _sql("session_list", "query", """
+    SELECT session_key, messages, summary, created_at, updated_at FROM PICO_SESSIONS
+    WHERE agent_id = :agent_id ORDER BY updated_at DESC, session_key""")
+
+# ---------------------------------------------------------------------------------------------------
+# Transcripts: append-only; the unique (agent, session, sequence) key makes concurrent appenders retry.
+
+TRANSCRIPT_LAST_SEQ = _sql("transcript_last_seq", "query", """
+    SELECT NVL(MAX(sequence_num), 0) FROM PICO_TRANSCRIPTS
+    WHERE agent_id = :agent_id AND session_key = :session_key""")
+TRANSCRIPT_INSERT = _sql("transcript_insert", "dml", """
+    INSERT INTO PICO_TRANSCRIPTS (session_key, agent_id, sequence_num, role, content, message_json, created_at)
+    VALUES (:session_key, :agent_id, :sequence_num, :role, :content, :message_json, :now)""")
+TRANSCRIPT_READ = _sql("transcript_read", "query", """
+    SELECT sequence_num, role, content, message_json, created_at FROM (
+        SELECT sequence_num, role, content, message_json, created_at FROM PICO_TRANSCRIPTS
+        WHERE agent_id = :agent_id AND session_key = :session_key
+        ORDER BY sequence_num DESC FETCH FIRST :k ROWS ONLY)
+    ORDER BY sequence_num""")
+TRANSCRIPT_RECENT = _sql("transcript_recent", "query", """
+    SELECT session_key, sequence_num, role, content, message_json, created_at FROM PICO_TRANSCRIPTS
+    WHERE agent_id = :agent_id ORDER BY id DESC FETCH FIRST :k ROWS ONLY""")
+
+# ---------------------------------------------------------------------------------------------------
+# State, config, prompts: key/value rows per agent, upserted with MERGE.
+
+STATE_GET = _sql("state_get", "query",
+                 "SELECT state_value FROM PICO_STATE WHERE agent_id = :agent_id AND state_key = :state_key")
+STATE_ALL = _sql("state_all", "query", """
+    SELECT state_key, state_value, updated_at FROM PICO_STATE WHERE agent_id = :agent_id ORDER BY state_key""")
+STATE_SET = _sql("state_set", "dml", """
+    MERGE INTO PICO_STATE t USING (SELECT :state_key AS state_key, :agent_id AS agent_id FROM DUAL) s
+    ON (t.state_key = s.state_key AND t.agent_id = s.agent_id)
+    WHEN MATCHED THEN UPDATE SET t.state_value = :state_value, t.updated_at = :now
+    WHEN NOT MATCHED THEN INSERT (state_key, agent_id, state_value, updated_at)
+    VALUES (s.state_key, s.agent_id, :state_value, :now)""")
+
+CONFIG_GET = _sql("config_get", "query",
+                  "SELECT config_value FROM PICO_CONFIG WHERE agent_id = :agent_id AND config_key = :config_key")
+CONFIG_ALL = _sql("config_all", "query", """
+    SELECT config_key, config_value, updated_at FROM PICO_CONFIG WHERE agent_id = :agent_id ORDER BY config_key""")
+CONFIG_SET = _sql("config_set", "dml", """
+    MERGE INTO PICO_CONFIG t USING (SELECT :config_key AS config_key, :agent_id AS agent_id FROM DUAL) s
+    ON (t.config_key = s.config_key AND t.agent_id = s.agent_id)
+    WHEN MATCHED THEN UPDATE SET t.config_value = :config_value, t.updated_at = :now
+    WHEN NOT MATCHED THEN INSERT (config_key, agent_id, config_value, updated_at)
+    VALUES (s.config_key, s.agent_id, :config_value, :now)""")
+
+PROMPT_GET = _sql("prompt_get", "query", """
+    SELECT prompt_name, content FROM PICO_PROMPTS
+    WHERE agent_id = :agent_id AND prompt_name IN (:prompt_name, :legacy_name)""")
+PROMPT_ALL = _sql("prompt_all", "query", """
+    SELECT prompt_name, content, updated_at FROM PICO_PROMPTS WHERE agent_id = :agent_id ORDER BY prompt_name""")
+PROMPT_SET = _sql("prompt_set", "dml", """
+    MERGE INTO PICO_PROMPTS t USING (SELECT :prompt_name AS prompt_name, :agent_id AS agent_id FROM DUAL) s
+    ON (t.prompt_name = s.prompt_name AND t.agent_id = s.agent_id)
+    WHEN MATCHED THEN UPDATE SET t.content = :content, t.updated_at = :now
+    WHEN NOT MATCHED THEN INSERT (prompt_name, agent_id, content, updated_at)
+    VALUES (s.prompt_name, s.agent_id, :content, :now)""")
+
+# ---------------------------------------------------------------------------------------------------
+# Counts (per agent; meta is schema-wide) and the catalogue views the inspector and setup read.
+
+STATS = _sql("stats", "query", """
+    SELECT (SELECT COUNT(*) FROM PICO_MEMORIES WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_DAILY_NOTES WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_SESSIONS WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_TRANSCRIPTS WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_STATE WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_PROMPTS WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_CONFIG WHERE agent_id = :agent_id),
+           (SELECT COUNT(*) FROM PICO_META)
+    FROM DUAL""")
+MODEL_LOADED = _sql("model_loaded", "query",
+                    "SELECT COUNT(*) FROM USER_MINING_MODELS WHERE model_name = :model_name")
+MODELS = _sql("models", "query",
+              "SELECT model_name, mining_function, algorithm FROM USER_MINING_MODELS ORDER BY model_name")
+PICO_INDEXES = _sql("pico_indexes", "query", """
+    SELECT index_name, table_name, index_type, status FROM USER_INDEXES
+    WHERE index_name LIKE 'IDX_PICO_%' ORDER BY index_name""")
+SELF_TEST = _sql("self_test", "query", """
+    SELECT VECTOR_DIMENSION_COUNT(VECTOR_EMBEDDING({model} USING :text AS data)) FROM DUAL""")
+
+# ---------------------------------------------------------------------------------------------------
+# Loading the ONNX embedding model (setup-oracle). The model name is a VARCHAR2 argument, so it binds.
+
+LOAD_ONNX_BLOB = _sql("load_onnx_blob", "plsql", """
+    BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL(model_name => :model_name, model_data => :model_data,
+                                      metadata => JSON(:metadata)); END;""")
+LOAD_ONNX_DIRECTORY = _sql("load_onnx_directory", "plsql", """
+    BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL(directory => :directory, file_name => :file_name,
+                                      model_name => :model_name, metadata => JSON(:metadata)); END;""")
+LOAD_ONNX_CLOUD = _sql("load_onnx_cloud", "plsql", """
+    BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD(model_name => :model_name, credential => NULL, uri => :uri,
+                                            metadata => JSON(:metadata)); END;""")

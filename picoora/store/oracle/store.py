@@ -1,0 +1,621 @@
+"""OracleStore: the Store protocol on the PICO_ tables, embeddings computed inside the database.
+
+Every method is one unit of work on :class:`~picoora.store.oracle.connection.Database`: one pooled
+connection, one transaction, committed at the end or rolled back on error. Rows are scoped by
+``agent_id`` everywhere (PICO_META is schema-wide, as in the Go version).
+
+Recall follows the file backend's rules (``picoora.store.ranking``): the database finds candidates
+(approximate vector search with ``FETCH APPROX FIRST`` so the vector index is used, plus keyword
+matches through Oracle Text when its index exists, else a regular-expression scan); Python scores them
+with the same floor, code boost, importance and recency, then records the access.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, Iterable
+
+from picoora.messages import Message
+from picoora.store import ranking
+from picoora.store.base import (
+    PROMPT_NAMES,
+    AddMemoryResult,
+    DailyNote,
+    MemoryRecord,
+    Prompt,
+    RecallResult,
+    ScoredMemory,
+    Session,
+    StoreError,
+    StoreStats,
+    TranscriptEntry,
+)
+from picoora.store.keywords import KeywordIndex, tokenize
+from picoora.store.oracle import codec, schema
+from picoora.store.oracle import sql as q
+from picoora.store.oracle.codec import content_hash, utc_stamp
+from picoora.store.oracle.connection import Database, Tx, error_code
+from picoora.store.redaction import redact_value
+
+EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens; 1000 characters also stay under a 4000-byte VARCHAR2 bind
+ALL_ROWS = 2**31 - 1  # FETCH FIRST bound when the caller wants everything
+_MODEL_MISSING = frozenset({"ORA-40284", "ORA-00904"})  # no such mining model / identifier unknown
+_UNIQUE_VIOLATED = "ORA-00001"
+_APPEND_ATTEMPTS = 20  # concurrent transcript writers retry on a taken sequence number
+_PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
+_ID_HEX_CHARS = 12
+
+def embedding_text(text: str) -> str:
+    """The part of ``text`` handed to VECTOR_EMBEDDING: all of it if short, else its start and its end."""
+    if len(text) <= EMBED_MAX_CHARS:
+        return text
+    half = EMBED_MAX_CHARS // 2
+    return f"{text[:half]} ... {text[-half:]}"
+
+
+def text_query(terms: list[str]) -> str:
+    """An Oracle Text query matching any term, more matches scoring higher; braces escape each term."""
+    return " ACCUM ".join("{" + term.replace("}", "") + "}" for term in terms)
+
+
+def scan_pattern(terms: list[str]) -> str:
+    """A POSIX regular expression matching any term (terms are letters, digits and . - _ / : @ ')."""
+    return "|".join(re.sub(r"([.\\^$|?*+()\[\]{}])", r"\\\1", term) for term in terms)
+
+
+def _cosine(a: Any, b: Any) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def _is_schema_key(key: str) -> bool:
+    return key == schema.VERSION_KEY or key.startswith("migration.")
+
+
+@dataclass
+class NoteRow:
+    """A daily note as the inspector lists it."""
+
+    day: date
+    note_id: str
+    content: str
+    updated_at: datetime | None
+    has_vector: bool
+
+
+class OracleStore:
+    """The Store protocol on Oracle AI Database. Open it with :func:`picoora.store.oracle.open_oracle_store`."""
+
+    backend = "oracle"
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        agent_id: str = "default",
+        min_similarity: float = 0.0,
+        dedup_similarity: float = 0.95,
+        text_index: bool = False,
+        secrets: Iterable[str] = (),
+    ):
+        self._db = db
+        self.agent_id = agent_id
+        self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
+        self.floor = min_similarity or ranking.GENERIC_SIMILARITY_FLOOR
+        self.dedup_similarity = dedup_similarity
+        self.text_index = text_index
+        self._secrets = tuple(secrets)
+        self._missing_model_note: str | None = None
+
+    @property
+    def location(self) -> str:
+        return f"{self._db.target} (agent {self.agent_id})"
+
+    def _run(self, work: Any, what: str, timeout: float | None = None) -> Any:
+        return self._db.run(work, what=what, timeout=timeout)
+
+    # ---- embeddings ----------------------------------------------------------------------------
+
+    async def _embed(self, tx: Tx, text: str) -> Any | None:
+        """The model's vector for ``text``, or None when the model is not loaded (recall degrades to keywords)."""
+        try:
+            row = await tx.one(q.EMBED, text=embedding_text(text))
+        except Exception as exc:
+            if error_code(exc) not in _MODEL_MISSING:
+                raise
+            self._missing_model_note = (
+                f"recall by meaning is unavailable, so recall matches keywords only: the ONNX model {self.model} "
+                f"is not loaded in {self._db.target}. Run: picoora setup-oracle --onnx-file PATH"
+            )
+            return None
+        self._missing_model_note = None
+        return row[0] if row else None
+
+    # ---- memories ------------------------------------------------------------------------------
+
+    def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
+        content = content.strip()
+        if not content:
+            raise ValueError("a memory needs some content")
+        if not 0.0 <= importance <= 1.0:
+            raise ValueError(f"importance must be between 0 and 1, not {importance}")
+        importance = round(importance, 2)  # the column is NUMBER(3,2)
+
+        async def work(tx: Tx) -> AddMemoryResult:
+            vector = await self._embed(tx, content)
+            duplicate = await self._find_duplicate(tx, content, vector)
+            if duplicate is not None:
+                return AddMemoryResult(await self._raise_importance(tx, duplicate, importance), created=False)
+            record = MemoryRecord(id=uuid.uuid4().hex[:_ID_HEX_CHARS], content=content, importance=importance,
+                                  category=category or "general")
+            return AddMemoryResult(await self._insert(tx, record, vector), created=True)
+
+        return self._run(work, "store the memory")
+
+    async def _find_duplicate(self, tx: Tx, content: str, vector: Any | None) -> MemoryRecord | None:
+        row = await tx.one(q.MEMORY_BY_HASH, agent_id=self.agent_id, content_hash=content_hash(content))
+        if row is not None:
+            return codec.memory_from_row(row)
+        if vector is None:
+            return None
+        row = await tx.one(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector, embedding_model=self.model, k=1)
+        if row is not None and 1.0 - float(row[8]) >= self.dedup_similarity:
+            return codec.memory_from_row(row)
+        return None
+
+    async def _raise_importance(self, tx: Tx, record: MemoryRecord, importance: float) -> MemoryRecord:
+        if importance <= record.importance:
+            return record
+        await tx.run(q.MEMORY_RAISE_IMPORTANCE, agent_id=self.agent_id, memory_id=record.id,
+                     importance=importance, now=utc_stamp())
+        return replace(record, importance=importance)
+
+    async def _insert(self, tx: Tx, record: MemoryRecord, vector: Any | None) -> MemoryRecord:
+        now = utc_stamp()
+        record = replace(
+            record,
+            importance=round(record.importance, 2),
+            created_at=record.created_at or now.replace(tzinfo=timezone.utc),
+            embedding_model=self.model if vector is not None else None,
+        )
+        await tx.run(
+            q.MEMORY_INSERT,
+            memory_id=record.id,
+            agent_id=self.agent_id,
+            content=record.content,
+            content_hash=content_hash(record.content),
+            embedding=vector,
+            embedding_model=record.embedding_model,
+            importance=record.importance,
+            category=record.category,
+            access_count=record.access_count,
+            created_at=codec.from_utc(record.created_at),
+            accessed_at=codec.from_utc(record.accessed_at),
+            now=now,
+        )
+        return replace(record, created_at=codec.to_utc(codec.from_utc(record.created_at)),
+                       accessed_at=codec.to_utc(codec.from_utc(record.accessed_at)))
+
+    def recall(self, query: str, limit: int = 5) -> RecallResult:
+        async def work(tx: Tx) -> RecallResult:
+            if limit <= 0 or not query.strip():
+                return RecallResult([])
+            vector = await self._embed(tx, query)
+            candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
+            matches = self._rank(query, candidates, limit)
+            now = utc_stamp()
+            await tx.run_many(q.MEMORY_TOUCH, [
+                {"agent_id": self.agent_id, "memory_id": m.memory.id, "now": now} for m in matches
+            ])
+            touched = [replace(m, memory=replace(m.memory, access_count=m.memory.access_count + 1,
+                                                 accessed_at=now.replace(tzinfo=timezone.utc))) for m in matches]
+            if vector is None:
+                return RecallResult(touched, degraded=True, note=self._missing_model_note)
+            return RecallResult(touched)
+
+        return self._run(work, "recall memories")
+
+    async def _candidates(self, tx: Tx, query: str, vector: Any | None, k: int) -> dict[str, tuple[MemoryRecord, float | None]]:
+        """Memories worth scoring: the nearest by vector and those holding a query term, with their cosine."""
+        found: dict[str, tuple[MemoryRecord, float | None]] = {}
+        if vector is not None:
+            for row in await tx.rows(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector,
+                                     embedding_model=self.model, k=k):
+                found[str(row[0])] = (codec.memory_from_row(row), 1.0 - float(row[8]))
+        terms = list(dict.fromkeys(tokenize(query)))
+        if terms:
+            if self.text_index:
+                rows = await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
+            else:
+                rows = await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k)
+            for row in rows:
+                record = codec.memory_from_row(row)
+                if record.id in found:
+                    continue
+                comparable = vector is not None and row[8] is not None and record.embedding_model == self.model
+                found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
+        return found
+
+    def _rank(self, query: str, candidates: dict[str, tuple[MemoryRecord, float | None]], limit: int) -> list[ScoredMemory]:
+        # Keyword evidence is computed over the candidates (the file backend uses all memories): IDF from a
+        # smaller sample, same rules.
+        keywords = KeywordIndex()
+        for memory_id, (record, _) in candidates.items():
+            keywords.add(memory_id, record.content)
+        keyword_by_id, code_by_id = keywords.match(query)
+        now = datetime.now(timezone.utc)
+        scored = []
+        for memory_id, (record, similarity) in candidates.items():
+            keyword, code = keyword_by_id.get(memory_id, 0.0), code_by_id.get(memory_id, 0.0)
+            if not ranking.is_match(similarity, keyword, code, self.floor):
+                continue
+            score = ranking.final_score(similarity, keyword, code, record.importance, record.created_at,
+                                        record.accessed_at, now)
+            scored.append(ScoredMemory(record, score, similarity))
+        scored.sort(key=lambda m: m.score, reverse=True)
+        return scored[:limit]
+
+    def get_memory(self, memory_id: str) -> MemoryRecord | None:
+        async def work(tx: Tx) -> MemoryRecord | None:
+            row = await tx.one(q.MEMORY_GET, agent_id=self.agent_id, memory_id=memory_id)
+            return codec.memory_from_row(row) if row else None
+
+        return self._run(work, "read the memory")
+
+    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]:
+        """Newest first."""
+        async def work(tx: Tx) -> list[MemoryRecord]:
+            rows = await tx.rows(q.MEMORY_LIST, agent_id=self.agent_id, k=ALL_ROWS if limit is None else max(limit, 0))
+            return [codec.memory_from_row(row) for row in rows]
+
+        return self._run(work, "list memories")
+
+    def forget(self, memory_id: str) -> bool:
+        async def work(tx: Tx) -> bool:
+            return await tx.run(q.MEMORY_DELETE, agent_id=self.agent_id, memory_id=memory_id) > 0
+
+        return self._run(work, "forget the memory")
+
+    def reindex(self, batch: int = 100) -> int:
+        """Re-embed every memory with the configured model, ``batch`` memories per transaction."""
+        async def contents(tx: Tx) -> list[tuple]:
+            return await tx.rows(q.MEMORY_CONTENTS, agent_id=self.agent_id)
+
+        rows = self._run(contents, "read memories to re-embed")
+        done = 0
+        for start in range(0, len(rows), batch):
+            async def work(tx: Tx, chunk: list[tuple] = rows[start:start + batch]) -> int:
+                count = 0
+                for memory_id, content in chunk:
+                    try:
+                        count += await tx.run(q.MEMORY_SET_EMBEDDING, agent_id=self.agent_id, memory_id=memory_id,
+                                              text=embedding_text(codec.text(content)), embedding_model=self.model,
+                                              now=utc_stamp())
+                    except Exception as exc:
+                        if error_code(exc) in _MODEL_MISSING:
+                            raise StoreError(f"cannot re-embed memories: the ONNX model {self.model} is not loaded "
+                                             f"in {self._db.target}. Run: picoora setup-oracle --onnx-file PATH") from None
+                        raise
+                return count
+
+            done += self._run(work, "re-embed memories", timeout=300.0)
+        return done
+
+    def import_memories(self, records: Iterable[MemoryRecord], batch: int = 50) -> int:
+        """Add records keeping their ids and fields; skips existing ids, duplicates and empty texts."""
+        pending = [r for r in records if r.content.strip()]
+        imported = 0
+        for start in range(0, len(pending), batch):
+            async def work(tx: Tx, chunk: list[MemoryRecord] = pending[start:start + batch]) -> int:
+                count = 0
+                for source in chunk:
+                    content = source.content.strip()
+                    if await tx.one(q.MEMORY_GET, agent_id=self.agent_id, memory_id=source.id):
+                        continue
+                    vector = await self._embed(tx, content)
+                    if await self._find_duplicate(tx, content, vector) is not None:
+                        continue
+                    record = replace(source, id=source.id or uuid.uuid4().hex[:_ID_HEX_CHARS], content=content,
+                                     category=source.category or "general")
+                    await self._insert(tx, record, vector)
+                    count += 1
+                return count
+
+            imported += self._run(work, "import memories", timeout=300.0)
+        return imported
+
+    # ---- daily notes ---------------------------------------------------------------------------
+
+    def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
+        day = day or date.today()  # the user's local date, as the file backend does
+
+        async def work(tx: Tx) -> DailyNote:
+            for _ in range(2):  # a second pass only when another writer created the day's row meanwhile
+                row = await tx.one(q.NOTE_LOCK, agent_id=self.agent_id, note_date=day)
+                if row is not None:
+                    text = f"{codec.text(row[1])}\n{content}"
+                    await tx.run(q.NOTE_UPDATE, agent_id=self.agent_id, note_id=row[0], content=text,
+                                 embedding=await self._embed(tx, text), now=utc_stamp())
+                    return DailyNote(day=day, content=text)
+                text = f"# {day.isoformat()}\n\n{content}"
+                try:
+                    await tx.run(q.NOTE_INSERT, note_id=uuid.uuid4().hex[:_ID_HEX_CHARS], agent_id=self.agent_id,
+                                 note_date=day, content=text, embedding=await self._embed(tx, text), now=utc_stamp())
+                    return DailyNote(day=day, content=text)
+                except Exception as exc:
+                    if error_code(exc) != _UNIQUE_VIOLATED:
+                        raise
+            raise StoreError("the daily note changed under us twice; try again")
+
+        return self._run(work, "write the daily note")
+
+    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
+        """Notes of today and the ``days - 1`` days before, newest first."""
+        if days <= 0:
+            return []
+        today = date.today()
+
+        async def work(tx: Tx) -> list[DailyNote]:
+            rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1), today=today)
+            return [DailyNote(day=codec.as_date(day), content=codec.text(content)) for day, content in rows]
+
+        return self._run(work, "read daily notes")
+
+    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]:
+        """Daily notes closest in meaning to ``query``, with their cosine similarity (empty without the model)."""
+        async def work(tx: Tx) -> list[tuple[DailyNote, float]]:
+            vector = await self._embed(tx, query)
+            if vector is None:
+                return []
+            rows = await tx.rows(q.NOTE_SEARCH, agent_id=self.agent_id, vector=vector, k=limit)
+            return [(DailyNote(codec.as_date(day), codec.text(content)), 1.0 - float(distance))
+                    for day, content, distance in rows]
+
+        return self._run(work, "search daily notes")
+
+    def list_daily_notes(self, limit: int = 20) -> list[NoteRow]:
+        async def work(tx: Tx) -> list[NoteRow]:
+            rows = await tx.rows(q.NOTE_LIST, agent_id=self.agent_id, k=limit)
+            return [NoteRow(codec.as_date(day), str(note_id), codec.text(content), codec.to_utc(updated), flag == "yes")
+                    for day, note_id, content, updated, flag in rows]
+
+        return self._run(work, "list daily notes")
+
+    # ---- sessions ------------------------------------------------------------------------------
+
+    def load_session(self, key: str) -> Session:
+        async def work(tx: Tx) -> Session:
+            row = await tx.one(q.SESSION_GET, agent_id=self.agent_id, session_key=key)
+            if row is None:
+                return Session(key=key)
+            messages, summary, created, updated = row
+            return Session(key, codec.messages_from_clob(messages), codec.text(summary),
+                           codec.to_utc(created), codec.to_utc(updated))
+
+        return self._run(work, "load the session")
+
+    async def _rewrite_session(self, tx: Tx, key: str, change: Any) -> None:
+        """Apply ``change(messages, summary) -> (messages, summary)`` to the session under a row lock."""
+        binds = {"agent_id": self.agent_id, "session_key": key}
+        for _ in range(2):
+            row = await tx.one(q.SESSION_LOCK, **binds)
+            if row is not None:
+                messages, summary = change(codec.messages_from_clob(row[0]), codec.text(row[1]))
+                await tx.run(q.SESSION_UPDATE, **binds, messages=codec.messages_to_clob(messages), summary=summary,
+                             now=utc_stamp())
+                return
+            messages, summary = change([], "")
+            try:
+                await tx.run(q.SESSION_INSERT, **binds, messages=codec.messages_to_clob(messages), summary=summary,
+                             now=utc_stamp())
+                return
+            except Exception as exc:
+                if error_code(exc) != _UNIQUE_VIOLATED:  # another writer created it: lock and update instead
+                    raise
+        raise StoreError(f"session {key!r} changed under us twice; try again")
+
+    def append_session(self, key: str, messages: list[Message]) -> None:
+        async def work(tx: Tx) -> None:
+            await self._rewrite_session(tx, key, lambda old, summary: (old + list(messages), summary))
+
+        self._run(work, "save the session")
+
+    def compact_session(self, key: str, summary: str, drop_first: int) -> None:
+        """Drop the oldest ``drop_first`` messages and set the summary (messages appended since stay)."""
+        async def work(tx: Tx) -> None:
+            await self._rewrite_session(tx, key, lambda old, _: (old[max(drop_first, 0):], summary))
+
+        self._run(work, "compact the session")
+
+    def reset_session(self, key: str) -> None:
+        """Forget the model's view of the conversation; its transcript stays."""
+        async def work(tx: Tx) -> None:
+            await tx.run(q.SESSION_DELETE, agent_id=self.agent_id, session_key=key)
+
+        self._run(work, "reset the session")
+
+    def list_sessions(self) -> list[Session]:
+        """Most recently updated first."""
+        async def work(tx: Tx) -> list[Session]:
+            rows = await tx.rows(q.SESSION_LIST, agent_id=self.agent_id)
+            return [Session(str(key), codec.messages_from_clob(messages), codec.text(summary),
+                            codec.to_utc(created), codec.to_utc(updated))
+                    for key, messages, summary, created, updated in rows]
+
+        return self._run(work, "list sessions")
+
+    # ---- transcripts ---------------------------------------------------------------------------
+
+    def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
+        if not messages:
+            return []
+
+        async def work(tx: Tx) -> list[int]:
+            for _ in range(_APPEND_ATTEMPTS):
+                row = await tx.one(q.TRANSCRIPT_LAST_SEQ, agent_id=self.agent_id, session_key=key)
+                first = int(row[0] if row else 0) + 1
+                seqs = list(range(first, first + len(messages)))
+                now = utc_stamp()
+                try:
+                    await tx.run_many(q.TRANSCRIPT_INSERT, [
+                        {"session_key": key, "agent_id": self.agent_id, "sequence_num": seq, "role": message.role,
+                         "content": message.content, "message_json": json.dumps(codec.message_to_json(message),
+                                                                                 ensure_ascii=False), "now": now}
+                        for seq, message in zip(seqs, messages)
+                    ])
+                    return seqs
+                except Exception as exc:
+                    if error_code(exc) != _UNIQUE_VIOLATED:
+                        raise
+                    await tx.rollback()  # another writer took these numbers: read the new last one
+            raise StoreError(f"could not number transcript messages of {key!r}: too many concurrent writers")
+
+        return self._run(work, "append to the transcript")
+
+    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]:
+        """In seq order; with ``limit``, the most recent ``limit`` entries."""
+        if limit is not None and limit <= 0:
+            return []
+
+        async def work(tx: Tx) -> list[TranscriptEntry]:
+            rows = await tx.rows(q.TRANSCRIPT_READ, agent_id=self.agent_id, session_key=key,
+                                 k=ALL_ROWS if limit is None else limit)
+            return [TranscriptEntry(key, int(seq), self._transcript_message(role, content, message_json),
+                                    codec.to_utc(created)) for seq, role, content, message_json, created in rows]
+
+        return self._run(work, "read the transcript")
+
+    def recent_transcript_entries(self, limit: int = 20) -> list[TranscriptEntry]:
+        """The latest entries over all sessions, newest first (for the inspector)."""
+        async def work(tx: Tx) -> list[TranscriptEntry]:
+            rows = await tx.rows(q.TRANSCRIPT_RECENT, agent_id=self.agent_id, k=limit)
+            return [TranscriptEntry(str(key), int(seq), self._transcript_message(role, content, message_json),
+                                    codec.to_utc(created)) for key, seq, role, content, message_json, created in rows]
+
+        return self._run(work, "read transcripts")
+
+    @staticmethod
+    def _transcript_message(role: Any, content: Any, message_json: Any) -> Message:
+        if message_json:  # Go-era rows (seed-demo) have only role and content
+            try:
+                return codec.message_from_json(json.loads(message_json))
+            except (ValueError, TypeError):
+                pass
+        return Message(role=codec.text(role) or "user", content=codec.text(content))
+
+    # ---- state, config, meta -------------------------------------------------------------------
+
+    def _get(self, stmt: q.Sql, what: str, **binds: Any) -> str | None:
+        async def work(tx: Tx) -> str | None:
+            row = await tx.one(stmt, **binds)
+            return None if row is None else codec.text(row[0])
+
+        return self._run(work, what)
+
+    def _set(self, stmt: q.Sql, what: str, **binds: Any) -> None:
+        async def work(tx: Tx) -> None:
+            await tx.run(stmt, now=utc_stamp(), **binds)
+
+        self._run(work, what)
+
+    def _all(self, stmt: q.Sql, what: str, **binds: Any) -> dict[str, str]:
+        async def work(tx: Tx) -> dict[str, str]:
+            return {str(row[0]): codec.text(row[1]) for row in await tx.rows(stmt, **binds)}
+
+        return self._run(work, what)
+
+    def get_state(self, key: str) -> str | None:
+        return self._get(q.STATE_GET, "read state", agent_id=self.agent_id, state_key=key)
+
+    def set_state(self, key: str, value: str) -> None:
+        self._set(q.STATE_SET, "save state", agent_id=self.agent_id, state_key=key, state_value=value)
+
+    def all_state(self) -> dict[str, str]:
+        return self._all(q.STATE_ALL, "read state", agent_id=self.agent_id)
+
+    def get_config(self, key: str) -> str | None:
+        return self._get(q.CONFIG_GET, "read config", agent_id=self.agent_id, config_key=key)
+
+    def set_config(self, key: str, value: str) -> None:
+        """Stored redacted: secret-named JSON fields and known secret values never reach the table."""
+        self._set(q.CONFIG_SET, "save config", agent_id=self.agent_id, config_key=key,
+                  config_value=redact_value(value, self._secrets))
+
+    def all_config(self) -> dict[str, str]:
+        return self._all(q.CONFIG_ALL, "read config", agent_id=self.agent_id)
+
+    def get_meta(self, key: str) -> str | None:
+        return self._get(q.META_GET, "read meta", meta_key=key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._set(q.META_SET, "save meta", meta_key=key, meta_value=value)
+
+    def all_meta(self) -> dict[str, str]:
+        """Meta set through the store; the schema's own bookkeeping rows are in :meth:`catalogue`."""
+        return {k: v for k, v in self._all(q.META_ALL, "read meta").items() if not _is_schema_key(k)}
+
+    # ---- prompts -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_prompt_name(name: str) -> str:
+        if not _PROMPT_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a prompt file name (expected something like USER.md)")
+        return name[:-3]  # how the Go version named the row: IDENTITY for IDENTITY.md
+
+    def list_prompts(self) -> list[Prompt]:
+        async def work(tx: Tx) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for name, content, _ in await tx.rows(q.PROMPT_ALL, agent_id=self.agent_id):
+                name = str(name)
+                if name.endswith(".md"):
+                    found[name] = codec.text(content)
+                else:  # a Go-era row counts unless the .md row exists too
+                    found.setdefault(f"{name}.md", codec.text(content))
+            return found
+
+        found = self._run(work, "read prompts")
+        return [Prompt(name, found[name]) for name in PROMPT_NAMES if name in found]
+
+    def get_prompt(self, name: str) -> Prompt | None:
+        legacy = self._check_prompt_name(name)
+
+        async def work(tx: Tx) -> Prompt | None:
+            rows = {str(n): codec.text(c) for n, c in await tx.rows(q.PROMPT_GET, agent_id=self.agent_id,
+                                                                    prompt_name=name, legacy_name=legacy)}
+            content = rows.get(name, rows.get(legacy))
+            return None if content is None else Prompt(name, content)
+
+        return self._run(work, "read the prompt")
+
+    def set_prompt(self, name: str, content: str) -> None:
+        self._check_prompt_name(name)
+        self._set(q.PROMPT_SET, "save the prompt", agent_id=self.agent_id, prompt_name=name, content=content)
+
+    # ---- everything ----------------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        async def work(tx: Tx) -> tuple:
+            return await tx.one(q.STATS, agent_id=self.agent_id)
+
+        memories, notes, sessions, transcripts, state, prompts, config, _ = self._run(work, "count stored items")
+        return StoreStats(backend=self.backend, location=self.location, memories=int(memories),
+                          daily_notes=int(notes), sessions=int(sessions), transcript_entries=int(transcripts),
+                          state_keys=int(state), prompts=int(prompts), config_keys=int(config))
+
+    def catalogue(self) -> dict[str, list[tuple]]:
+        """What the inspector's meta view adds: schema bookkeeping rows (key, value, updated), loaded ONNX
+        models (name, function, algorithm) and PICO_ indexes (name, table, type, status)."""
+        async def work(tx: Tx) -> dict[str, list[tuple]]:
+            schema_rows = [row for row in await tx.rows(q.META_ALL) if _is_schema_key(str(row[0]))]
+            return {"schema": schema_rows, "models": await tx.rows(q.MODELS), "indexes": await tx.rows(q.PICO_INDEXES)}
+
+        return self._run(work, "read the catalogue")
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,721 @@
+"""A recording fake of an Oracle schema behind python-oracledb's async pool API, for tests without a server.
+
+What makes it a fair stand-in rather than a mock that agrees with everything:
+  * it only accepts statements from ``picoora.store.oracle.sql.REGISTRY`` (normalised text, model name
+    rendered) and fails loudly on any other SQL;
+  * at every call it checks the bind names in the SQL against the binds passed, that queries run with
+    ``fetch_lobs=False``, and that TIMESTAMP values are naive (UTC by convention);
+  * DDL is interpreted from the statement text: tables and columns exist only once created, and
+    "already exists" comes back as the real ``oracledb`` error objects (ORA-00955, ORA-01408, ...);
+  * transactions are real enough: writes are undone on rollback, ``FOR UPDATE`` and written rows are
+    locked until commit/rollback, unique keys raise ORA-00001, and every call yields to the event loop so
+    concurrent operations interleave;
+  * ``VECTOR_EMBEDDING`` needs the model in USER_MINING_MODELS (else ORA-40284) and embeds with the
+    deterministic hash embedder of ``tests/fakes/hash_embedder.py``; VECTOR(384, ...) columns check
+    dimensions (ORA-51803).
+Failure switches: ``down`` (connects fail with DPY-6005, open connections with DPY-4011), ``silent``
+(connects never answer), ``fail_next[name] = exc`` (one statement fails once).
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Callable
+
+import oracledb
+from oracledb import errors as oracledb_errors
+
+from picoora.store.oracle import sql as q
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.oracle.sqlcheck import check_binds
+
+MODEL = "ALL_MINILM_L12_V2"
+
+_ORA_TEXT = {
+    1: "unique constraint ({name}) violated",
+    942: "table or view does not exist",
+    904: "\"{name}\": invalid identifier",
+    955: "name is already used by an existing object",
+    1408: "such column list already indexed",
+    1430: "column being added already exists in table",
+    2260: "table can have only one primary key",
+    2261: "such unique or primary key already exists in the table",
+    2264: "name already used by an existing constraint",
+    2299: "cannot validate ({name}) - duplicate keys found",
+    2441: "Cannot drop nonexistent primary key",
+    29833: "indextype does not exist",
+    40204: "model {name} already exists",
+    40284: "model {name} does not exist",
+    51803: "Vector dimension count must match the dimension count specified in the column definition (actual: {name}, required: 384).",
+}
+
+
+def ora_error(code: int, name: str = "") -> Exception:
+    """The exception python-oracledb raises for ORA-<code>, built the way the driver builds it."""
+    error = oracledb._Error(f"ORA-{code:05d}: {_ORA_TEXT[code].format(name=name)}", code=code)
+    return error.exc_type(error)
+
+
+def driver_error(number: int, **args: Any) -> Exception:
+    """A DPY-<number> error exactly as the driver creates it (e.g. 6005 cannot connect, 4011 closed)."""
+    if number == 6005:
+        args.setdefault("connection_id", "fake")
+        return oracledb_errors._create_exception(number, "[Errno 111] Connection refused", **args)
+    return oracledb_errors._create_exception(number, **args)
+
+
+@dataclass
+class Table:
+    name: str
+    columns: dict[str, str]  # lower-case name -> declared type text
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # constraint name -> columns (PK + unique)
+    primary: str | None = None  # which of ``keys`` is the primary key
+    identity: int = 0
+
+    def require(self, *columns: str) -> None:
+        for column in columns:
+            if column not in self.columns:
+                raise ora_error(904, column.upper())
+
+
+@dataclass
+class Executed:
+    name: str
+    sql: str
+    binds: dict[str, Any]
+
+
+def _split_top(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        depth += char == "("
+        depth -= char == ")"
+        current.append(char)
+    parts.append("".join(current).strip())
+    return parts
+
+
+def _cosine_distance(a: array.array, b: array.array) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return 1.0 - (dot / norm if norm else 0.0)
+
+
+class FakeOracle:
+    def __init__(self, *, model_loaded: bool = True, oracle_text: bool = True, model: str = MODEL):
+        self.model = model
+        self.tables: dict[str, Table] = {}
+        self.indexes: dict[str, tuple[str, tuple[str, ...], str]] = {}  # name -> (table, columns, type)
+        self.models: dict[str, tuple[str, str]] = {model: ("EMBEDDING", "ONNX")} if model_loaded else {}
+        self.oracle_text = oracle_text
+        self.embedder = HashEmbedder()
+        self.executed: list[Executed] = []
+        self.pool_params: list[dict[str, Any]] = []
+        self.down = False
+        self.silent = False
+        self.fail_next: dict[str, Exception] = {}
+        self.open_connections = 0
+        self._locks: dict[tuple, FakeConnection] = {}
+        self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
+
+    # ---- the driver surface ------------------------------------------------------------------------
+
+    def pool_factory(self, **params: Any) -> FakePool:
+        self.pool_params.append(params)
+        return FakePool(self, params)
+
+    def names(self) -> list[str]:
+        """Names of the statements executed so far, in order."""
+        return [e.name for e in self.executed]
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        return self.tables[table].rows
+
+    # ---- statement dispatch --------------------------------------------------------------------------
+
+    async def execute(self, conn: FakeConnection, sql: str, binds: dict[str, Any], *, fetch_lobs: Any) -> Any:
+        await asyncio.sleep(0)  # let other operations interleave, as separate sessions would
+        if self.down:
+            raise driver_error(4011)
+        stmt = self._by_text.get(" ".join(sql.split()))
+        if stmt is None:
+            raise AssertionError(f"the fake does not know this statement (not in the registry?):\n  {sql}")
+        check_binds(sql, binds)
+        if stmt.kind == "query" and fetch_lobs is not False:
+            raise AssertionError(f"{stmt.name}: queries must run with fetch_lobs=False")
+        for key, value in binds.items():
+            if isinstance(value, datetime) and value.tzinfo is not None:
+                raise AssertionError(f"{stmt.name}: :{key} is an aware datetime; TIMESTAMP columns hold naive UTC")
+        self.executed.append(Executed(stmt.name, sql, dict(binds)))
+        failure = self.fail_next.pop(stmt.name, None)
+        if failure is not None:
+            raise failure
+        if stmt.kind == "ddl":
+            conn.commit_now()  # DDL commits the open transaction first, as in Oracle
+            result = self._ddl(stmt.render(self.model))
+            conn.commit_now()
+            return result
+        handler: Callable = getattr(self, f"_{stmt.name}")
+        return await handler(conn, {k.lower(): v for k, v in binds.items()})
+
+    # ---- DDL, interpreted from the text ------------------------------------------------------------
+
+    def _ddl(self, sql: str) -> int:
+        if m := re.match(r"CREATE TABLE (\w+) \((.*)\)$", sql):
+            return self._create_table(m.group(1), m.group(2))
+        if m := re.match(r"CREATE (UNIQUE )?(VECTOR )?INDEX (\w+) ON (\w+)\((.*?)\)(.*)$", sql):
+            return self._create_index(m.group(3), m.group(4), m.group(5), m.group(2) or "", m.group(6))
+        if m := re.match(r"ALTER TABLE (\w+) ADD \((\w+) (.*)\)$", sql):
+            table = self._table(m.group(1))
+            if m.group(2).lower() in table.columns:
+                raise ora_error(1430)
+            table.columns[m.group(2).lower()] = m.group(3)
+            for row in table.rows:
+                row[m.group(2).lower()] = None
+            return 0
+        if m := re.match(r"ALTER TABLE (\w+) DROP PRIMARY KEY$", sql):
+            table = self._table(m.group(1))
+            if table.primary is None:
+                raise ora_error(2441)
+            del table.keys[table.primary]
+            table.primary = None
+            return 0
+        if m := re.match(r"ALTER TABLE (\w+) ADD CONSTRAINT (\w+) (PRIMARY KEY|UNIQUE) \((.*)\)$", sql):
+            return self._add_constraint(self._table(m.group(1)), m.group(2), m.group(3), m.group(4))
+        raise AssertionError(f"the fake cannot interpret this DDL:\n  {sql}")
+
+    def _create_table(self, name: str, body: str) -> int:
+        if name in self.tables:
+            raise ora_error(955)
+        table = Table(name, {})
+        for item in _split_top(body):
+            if m := re.match(r"PRIMARY KEY \((.*)\)$", item):
+                table.keys[f"SYS_PK_{name}"] = tuple(c.strip().lower() for c in m.group(1).split(","))
+                table.primary = f"SYS_PK_{name}"
+                continue
+            column, declared = item.split(" ", 1)
+            table.columns[column.lower()] = declared
+            if "PRIMARY KEY" in declared:
+                table.keys[f"SYS_PK_{name}"] = (column.lower(),)
+                table.primary = f"SYS_PK_{name}"
+        self.tables[name] = table
+        return 0
+
+    def _create_index(self, name: str, table_name: str, columns: str, vector: str, rest: str) -> int:
+        table = self._table(table_name)
+        cols = tuple(c.strip().lower() for c in columns.split(","))
+        table.require(*cols)
+        kind = "VECTOR" if vector else "DOMAIN" if "INDEXTYPE IS CTXSYS.CONTEXT" in rest else "NORMAL"
+        if kind == "DOMAIN" and not self.oracle_text:
+            raise ora_error(29833)
+        if name in self.indexes:
+            raise ora_error(955)
+        if any(t == table_name and c == cols and k == kind for t, c, k in self.indexes.values()):
+            raise ora_error(1408)
+        self.indexes[name] = (table_name, cols, kind)
+        return 0
+
+    def _add_constraint(self, table: Table, name: str, kind: str, columns: str) -> int:
+        cols = tuple(c.strip().lower() for c in columns.split(","))
+        table.require(*cols)
+        if kind == "PRIMARY KEY" and table.primary is not None:
+            raise ora_error(2260)
+        if name in table.keys:
+            raise ora_error(2264)
+        if cols in table.keys.values():
+            raise ora_error(2261)
+        seen = {tuple(row[c] for c in cols) for row in table.rows}
+        if len(seen) != len(table.rows):
+            raise ora_error(2299, name)
+        table.keys[name] = cols
+        if kind == "PRIMARY KEY":
+            table.primary = name
+        return 0
+
+    def _table(self, name: str) -> Table:
+        table = self.tables.get(name)
+        if table is None:
+            raise ora_error(942)
+        return table
+
+    # ---- row-level helpers: locks, undo, keys --------------------------------------------------------
+
+    async def lock(self, conn: FakeConnection, table: str, key: tuple) -> None:
+        """Take a row lock as FOR UPDATE / UPDATE / DELETE do; waits while another session holds it."""
+        while (owner := self._locks.get((table, key))) not in (None, conn):
+            await owner.finished.wait()
+        self._locks[(table, key)] = conn
+        conn.held.add((table, key))
+
+    def release_locks(self, conn: FakeConnection) -> None:
+        for held in conn.held:
+            self._locks.pop(held, None)
+        conn.held.clear()
+
+    def _check_keys(self, table: Table, row: dict[str, Any], ignore: dict[str, Any] | None = None) -> None:
+        for name, cols in table.keys.items():
+            value = tuple(row.get(c) for c in cols)
+            if any(other is not ignore and tuple(other.get(c) for c in cols) == value for other in table.rows):
+                raise ora_error(1, name)
+
+    def _store_value(self, table: Table, column: str, value: Any) -> Any:
+        declared = table.columns[column]
+        if declared.startswith("NUMBER(3,2)") and value is not None:
+            return round(float(value), 2)
+        if declared.startswith("VECTOR(384") and value is not None and len(value) != 384:
+            raise ora_error(51803, str(len(value)))
+        if declared.startswith("DATE") and isinstance(value, date) and not isinstance(value, datetime):
+            return datetime(value.year, value.month, value.day)
+        if value == "" and declared.startswith(("VARCHAR2", "CLOB")):
+            return None  # Oracle stores the empty string as NULL
+        return value
+
+    def insert(self, conn: FakeConnection, table_name: str, values: dict[str, Any]) -> None:
+        table = self._table(table_name)
+        table.require(*values)
+        row = {column: None for column in table.columns}
+        for column, value in values.items():
+            row[column] = self._store_value(table, column, value)
+        if "id" in table.columns and "GENERATED ALWAYS AS IDENTITY" in table.columns["id"]:
+            table.identity += 1
+            row["id"] = table.identity
+        self._check_keys(table, row)
+        table.rows.append(row)
+        conn.undo.append(lambda: table.rows.remove(row))
+
+    async def update(self, conn: FakeConnection, table_name: str, where: Callable[[dict], bool],
+                     values: dict[str, Any] | Callable[[dict], dict[str, Any]]) -> int:
+        table = self._table(table_name)
+        targets = [row for row in table.rows if where(row)]
+        for row in targets:
+            await self.lock(conn, table_name, self._row_key(table, row))
+            new = values(row) if callable(values) else values
+            table.require(*new)
+            before = dict(row)
+            candidate = dict(row)
+            candidate.update({c: self._store_value(table, c, v) for c, v in new.items()})
+            self._check_keys(table, candidate, ignore=row)
+            row.update(candidate)
+            conn.undo.append(lambda row=row, before=before: (row.clear(), row.update(before)))
+        return len(targets)
+
+    async def delete(self, conn: FakeConnection, table_name: str, where: Callable[[dict], bool]) -> int:
+        table = self._table(table_name)
+        targets = [row for row in table.rows if where(row)]
+        for row in targets:
+            await self.lock(conn, table_name, self._row_key(table, row))
+            table.rows.remove(row)
+            conn.undo.append(lambda row=row: table.rows.append(row))
+        return len(targets)
+
+    @staticmethod
+    def _row_key(table: Table, row: dict[str, Any]) -> tuple:
+        cols = table.keys.get(table.primary or "", tuple(sorted(table.columns)))
+        return tuple(row.get(c) for c in cols)
+
+    def embed(self, text: str) -> array.array:
+        if self.model not in self.models:
+            raise ora_error(40284, self.model)
+        return array.array("f", self.embedder.embed([text])[0].tolist())
+
+    def _select(self, table_name: str, where: Callable[[dict], bool], *columns: str) -> list[dict[str, Any]]:
+        table = self._table(table_name)
+        table.require(*columns)
+        return [row for row in table.rows if where(row)]
+
+    # ---- handlers: one per registry statement (name = "_" + statement name) -------------------------
+
+    _MEMORY = ("memory_id", "content", "importance", "category", "created_at", "accessed_at", "access_count",
+               "embedding_model")
+
+    def _memory_tuple(self, row: dict[str, Any], *extra: Any) -> tuple:
+        return tuple(row[c] for c in self._MEMORY) + extra
+
+    async def _meta_get(self, conn, b):
+        return [(r["meta_value"],) for r in self._select("PICO_META", lambda r: r["meta_key"] == b["meta_key"])]
+
+    async def _meta_all(self, conn, b):
+        rows = sorted(self._select("PICO_META", lambda r: True), key=lambda r: r["meta_key"])
+        return [(r["meta_key"], r["meta_value"], r["updated_at"]) for r in rows]
+
+    async def _merge(self, conn, table: str, keys: dict[str, Any], values: dict[str, Any]) -> int:
+        def match(row: dict) -> bool:
+            return all(row[k] == v for k, v in keys.items())
+
+        if await self.update(conn, table, match, values):
+            return 1
+        self.insert(conn, table, {**keys, **values})
+        return 1
+
+    async def _meta_set(self, conn, b):
+        return await self._merge(conn, "PICO_META", {"meta_key": b["meta_key"]},
+                                 {"meta_value": b["meta_value"], "updated_at": b["now"]})
+
+    async def _unhashed_memories(self, conn, b):
+        rows = self._select("PICO_MEMORIES", lambda r: r["content_hash"] is None, "content_hash")
+        return [(r["memory_id"], r["content"]) for r in rows]
+
+    async def _set_memory_hash(self, conn, b):
+        return await self.update(conn, "PICO_MEMORIES", lambda r: r["memory_id"] == b["memory_id"],
+                                 {"content_hash": b["content_hash"]})
+
+    async def _backfill_memory_model(self, conn, b):
+        return await self.update(conn, "PICO_MEMORIES",
+                                 lambda r: r["embedding"] is not None and r["embedding_model"] is None,
+                                 {"embedding_model": b["embedding_model"]})
+
+    async def _embed(self, conn, b):
+        return [(self.embed(b["text"]),)]
+
+    def _mine(self, b: dict[str, Any]) -> Callable[[dict], bool]:
+        return lambda r: r["agent_id"] == b["agent_id"]
+
+    async def _memory_by_hash(self, conn, b):
+        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]
+                            and r["content_hash"] == b["content_hash"], "content_hash")
+        return [self._memory_tuple(r) for r in sorted(rows, key=lambda r: r["created_at"])[:1]]
+
+    async def _memory_nearest(self, conn, b):
+        assert isinstance(b["vector"], array.array), "vectors bind as array.array"
+        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["embedding"] is not None
+                            and r["embedding_model"] == b["embedding_model"])
+        scored = sorted((_cosine_distance(r["embedding"], b["vector"]), n, r) for n, r in enumerate(rows))
+        return [self._memory_tuple(r, d) for d, _, r in scored[: b["k"]]]
+
+    async def _memory_keyword_text(self, conn, b):
+        if not any(t == "PICO_MEMORIES" and k == "DOMAIN" for t, _, k in self.indexes.values()):
+            raise AssertionError("CONTAINS without an Oracle Text index fails in Oracle (DRG-10599)")
+        terms = re.findall(r"\{([^}]*)\}", b["text_query"])
+        assert terms and " ACCUM ".join(f"{{{t}}}" for t in terms) == b["text_query"], b["text_query"]
+
+        def score(row: dict) -> int:
+            return sum(bool(re.search(r"\b" + r"\W+".join(map(re.escape, re.findall(r"\w+", t))) + r"\b",
+                                      row["content"] or "", re.I)) for t in terms)
+
+        rows = [r for r in self._select("PICO_MEMORIES", self._mine(b)) if score(r)]
+        rows.sort(key=score, reverse=True)
+        return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
+
+    async def _memory_keyword_scan(self, conn, b):
+        pattern = re.compile(b["pattern"], re.I)
+        rows = [r for r in self._select("PICO_MEMORIES", self._mine(b)) if pattern.search(r["content"] or "")]
+        rows.sort(key=lambda r: r["created_at"], reverse=True)
+        return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
+
+    async def _memory_insert(self, conn, b):
+        self.insert(conn, "PICO_MEMORIES", {**{k: v for k, v in b.items() if k != "now"}, "updated_at": b["now"]})
+        return 1
+
+    async def _memory_raise_importance(self, conn, b):
+        return await self.update(conn, "PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["memory_id"] == b["memory_id"] and r["importance"] < b["importance"],
+                                 {"importance": b["importance"], "updated_at": b["now"]})
+
+    async def _memory_get(self, conn, b):
+        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["memory_id"] == b["memory_id"])
+        return [self._memory_tuple(r) for r in rows]
+
+    async def _memory_list(self, conn, b):
+        rows = sorted(self._select("PICO_MEMORIES", self._mine(b)), key=lambda r: r["memory_id"])
+        rows.sort(key=lambda r: r["created_at"], reverse=True)
+        return [self._memory_tuple(r) for r in rows[: b["k"]]]
+
+    async def _memory_delete(self, conn, b):
+        return await self.delete(conn, "PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["memory_id"] == b["memory_id"])
+
+    async def _memory_touch(self, conn, b):
+        return await self.update(conn, "PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["memory_id"] == b["memory_id"],
+                                 lambda r: {"access_count": (r["access_count"] or 0) + 1, "accessed_at": b["now"]})
+
+    async def _memory_contents(self, conn, b):
+        rows = sorted(self._select("PICO_MEMORIES", self._mine(b)), key=lambda r: r["memory_id"])
+        return [(r["memory_id"], r["content"]) for r in rows]
+
+    async def _memory_set_embedding(self, conn, b):
+        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["memory_id"] == b["memory_id"])
+        vector = self.embed(b["text"]) if rows else None
+        return await self.update(conn, "PICO_MEMORIES", lambda r: r in rows, {
+            "embedding": vector, "embedding_model": b["embedding_model"], "updated_at": b["now"]})
+
+    def _day(self, b: dict[str, Any]) -> Callable[[dict], bool]:
+        day = datetime(b["note_date"].year, b["note_date"].month, b["note_date"].day)
+        return lambda r: r["agent_id"] == b["agent_id"] and r["note_date"] == day
+
+    async def _note_lock(self, conn, b):
+        assert type(b["note_date"]) is date, "note dates bind as datetime.date"
+        rows = self._select("PICO_DAILY_NOTES", self._day(b))
+        for row in rows:
+            await self.lock(conn, "PICO_DAILY_NOTES", (row["note_id"],))
+        return [(r["note_id"], r["content"]) for r in rows]
+
+    async def _note_insert(self, conn, b):
+        self.insert(conn, "PICO_DAILY_NOTES", {
+            "note_id": b["note_id"], "agent_id": b["agent_id"], "note_date": b["note_date"], "content": b["content"],
+            "embedding": b["embedding"], "created_at": b["now"], "updated_at": b["now"]})
+        return 1
+
+    async def _note_update(self, conn, b):
+        return await self.update(conn, "PICO_DAILY_NOTES", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["note_id"] == b["note_id"],
+                                 {"content": b["content"], "embedding": b["embedding"], "updated_at": b["now"]})
+
+    async def _note_recent(self, conn, b):
+        low = datetime(b["since"].year, b["since"].month, b["since"].day)
+        high = datetime(b["today"].year, b["today"].month, b["today"].day)
+        rows = self._select("PICO_DAILY_NOTES", lambda r: r["agent_id"] == b["agent_id"] and low <= r["note_date"] <= high)
+        return [(r["note_date"], r["content"]) for r in sorted(rows, key=lambda r: r["note_date"], reverse=True)]
+
+    async def _note_search(self, conn, b):
+        rows = self._select("PICO_DAILY_NOTES", lambda r: r["agent_id"] == b["agent_id"] and r["embedding"] is not None)
+        scored = sorted(((_cosine_distance(r["embedding"], b["vector"]), n, r) for n, r in enumerate(rows)),
+                        key=lambda t: t[:2])
+        return [(r["note_date"], r["content"], d) for d, _, r in scored[: b["k"]]]
+
+    async def _note_list(self, conn, b):
+        rows = sorted(self._select("PICO_DAILY_NOTES", self._mine(b)), key=lambda r: r["note_date"], reverse=True)
+        return [(r["note_date"], r["note_id"], r["content"], r["updated_at"],
+                 "yes" if r["embedding"] is not None else "no") for r in rows[: b["k"]]]
+
+    def _session(self, b: dict[str, Any]) -> Callable[[dict], bool]:
+        return lambda r: r["agent_id"] == b["agent_id"] and r["session_key"] == b["session_key"]
+
+    async def _session_get(self, conn, b):
+        rows = self._select("PICO_SESSIONS", self._session(b))
+        return [(r["messages"], r["summary"], r["created_at"], r["updated_at"]) for r in rows]
+
+    async def _session_lock(self, conn, b):
+        rows = self._select("PICO_SESSIONS", self._session(b))
+        for row in rows:
+            await self.lock(conn, "PICO_SESSIONS", (row["agent_id"], row["session_key"]))
+        return [(r["messages"], r["summary"]) for r in rows]
+
+    async def _session_insert(self, conn, b):
+        self.insert(conn, "PICO_SESSIONS", {
+            "session_key": b["session_key"], "agent_id": b["agent_id"], "messages": b["messages"],
+            "summary": b["summary"], "created_at": b["now"], "updated_at": b["now"]})
+        return 1
+
+    async def _session_update(self, conn, b):
+        return await self.update(conn, "PICO_SESSIONS", self._session(b),
+                                 {"messages": b["messages"], "summary": b["summary"], "updated_at": b["now"]})
+
+    async def _session_delete(self, conn, b):
+        return await self.delete(conn, "PICO_SESSIONS", self._session(b))
+
+    async def _session_list(self, conn, b):
+        rows = sorted(self._select("PICO_SESSIONS", self._mine(b)), key=lambda r: r["session_key"])
+        rows.sort(key=lambda r: r["updated_at"], reverse=True)
+        return [(r["session_key"], r["messages"], r["summary"], r["created_at"], r["updated_at"]) for r in rows]
+
+    async def _transcript_last_seq(self, conn, b):
+        rows = self._select("PICO_TRANSCRIPTS", self._session(b))
+        return [(max((r["sequence_num"] for r in rows), default=0),)]
+
+    async def _transcript_insert(self, conn, b):
+        self.insert(conn, "PICO_TRANSCRIPTS", {**{k: v for k, v in b.items() if k != "now"}, "created_at": b["now"]})
+        return 1
+
+    async def _transcript_read(self, conn, b):
+        rows = sorted(self._select("PICO_TRANSCRIPTS", self._session(b)), key=lambda r: r["sequence_num"])
+        rows = rows[-b["k"]:] if b["k"] > 0 else []
+        return [(r["sequence_num"], r["role"], r["content"], r["message_json"], r["created_at"]) for r in rows]
+
+    async def _transcript_recent(self, conn, b):
+        rows = sorted(self._select("PICO_TRANSCRIPTS", self._mine(b)), key=lambda r: r["id"], reverse=True)
+        return [(r["session_key"], r["sequence_num"], r["role"], r["content"], r["message_json"], r["created_at"])
+                for r in rows[: b["k"]]]
+
+    async def _kv_get(self, table: str, key_col: str, value_col: str, b) -> list[tuple]:
+        rows = self._select(table, lambda r: r["agent_id"] == b["agent_id"] and r[key_col] == b[key_col])
+        return [(r[value_col],) for r in rows]
+
+    async def _kv_all(self, table: str, key_col: str, value_col: str, b) -> list[tuple]:
+        rows = sorted(self._select(table, self._mine(b)), key=lambda r: r[key_col])
+        return [(r[key_col], r[value_col], r["updated_at"]) for r in rows]
+
+    async def _state_get(self, conn, b):
+        return await self._kv_get("PICO_STATE", "state_key", "state_value", b)
+
+    async def _state_all(self, conn, b):
+        return await self._kv_all("PICO_STATE", "state_key", "state_value", b)
+
+    async def _state_set(self, conn, b):
+        return await self._merge(conn, "PICO_STATE", {"state_key": b["state_key"], "agent_id": b["agent_id"]},
+                                 {"state_value": b["state_value"], "updated_at": b["now"]})
+
+    async def _config_get(self, conn, b):
+        return await self._kv_get("PICO_CONFIG", "config_key", "config_value", b)
+
+    async def _config_all(self, conn, b):
+        return await self._kv_all("PICO_CONFIG", "config_key", "config_value", b)
+
+    async def _config_set(self, conn, b):
+        return await self._merge(conn, "PICO_CONFIG", {"config_key": b["config_key"], "agent_id": b["agent_id"]},
+                                 {"config_value": b["config_value"], "updated_at": b["now"]})
+
+    async def _prompt_get(self, conn, b):
+        rows = self._select("PICO_PROMPTS", lambda r: r["agent_id"] == b["agent_id"]
+                            and r["prompt_name"] in (b["prompt_name"], b["legacy_name"]))
+        return [(r["prompt_name"], r["content"]) for r in rows]
+
+    async def _prompt_all(self, conn, b):
+        return await self._kv_all("PICO_PROMPTS", "prompt_name", "content", b)
+
+    async def _prompt_set(self, conn, b):
+        return await self._merge(conn, "PICO_PROMPTS", {"prompt_name": b["prompt_name"], "agent_id": b["agent_id"]},
+                                 {"content": b["content"], "updated_at": b["now"]})
+
+    async def _stats(self, conn, b):
+        tables = ("PICO_MEMORIES", "PICO_DAILY_NOTES", "PICO_SESSIONS", "PICO_TRANSCRIPTS", "PICO_STATE",
+                  "PICO_PROMPTS", "PICO_CONFIG")
+        counts = tuple(len(self._select(t, self._mine(b))) for t in tables)
+        return [counts + (len(self._table("PICO_META").rows),)]
+
+    async def _model_loaded(self, conn, b):
+        return [(int(b["model_name"] in self.models),)]
+
+    async def _models(self, conn, b):
+        return [(name, function, algorithm) for name, (function, algorithm) in sorted(self.models.items())]
+
+    async def _pico_indexes(self, conn, b):
+        return [(name, table, kind, "VALID") for name, (table, _, kind) in sorted(self.indexes.items())
+                if name.startswith("IDX_PICO_")]
+
+    async def _self_test(self, conn, b):
+        return [(len(self.embed(b["text"])),)]
+
+    def _load_model(self, name: str) -> int:
+        if name in self.models:
+            raise ora_error(40204, name)
+        self.models[name] = ("EMBEDDING", "ONNX")
+        return 0
+
+    async def _load_onnx_blob(self, conn, b):
+        assert isinstance(b["model_data"], FakeLob) and b["model_data"].data, "the model goes in as a BLOB"
+        assert '"function":"embedding"' in b["metadata"].replace(" ", "")
+        return self._load_model(b["model_name"])
+
+    async def _load_onnx_directory(self, conn, b):
+        return self._load_model(b["model_name"])
+
+    async def _load_onnx_cloud(self, conn, b):
+        assert b["uri"].startswith("https://")
+        return self._load_model(b["model_name"])
+
+
+# ---- connection, cursor, pool --------------------------------------------------------------------------
+
+
+@dataclass
+class FakeLob:
+    kind: Any
+    data: bytes
+
+
+class FakeCursor:
+    def __init__(self, conn: FakeConnection):
+        self._conn = conn
+        self._rows: list[tuple] = []
+        self.rowcount = 0
+
+    async def execute(self, sql: str, parameters: dict | None = None, *, fetch_lobs: Any = None) -> None:
+        result = await self._conn.db.execute(self._conn, sql, dict(parameters or {}), fetch_lobs=fetch_lobs)
+        if isinstance(result, list):
+            self._rows, self.rowcount = result, len(result)
+        else:
+            self._rows, self.rowcount = [], int(result or 0)
+
+    async def executemany(self, sql: str, rows: list[dict]) -> None:
+        total = 0
+        for row in rows:
+            await self.execute(sql, row)
+            total += self.rowcount
+        self.rowcount = total
+
+    async def fetchall(self) -> list[tuple]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def close(self) -> None:
+        self._rows = []
+
+
+class FakeConnection:
+    def __init__(self, db: FakeOracle):
+        self.db = db
+        self.undo: list[Callable[[], Any]] = []
+        self.held: set[tuple] = set()
+        self.finished = asyncio.Event()  # set when this session ends a transaction holding locks
+        self.call_timeout = 0
+        self.closed = False
+
+    def cursor(self) -> FakeCursor:
+        if self.closed:
+            raise driver_error(1001)
+        return FakeCursor(self)
+
+    def _end(self) -> None:
+        self.undo.clear()
+        self.db.release_locks(self)
+        self.finished.set()
+        self.finished = asyncio.Event()
+
+    def commit_now(self) -> None:
+        self._end()
+
+    async def commit(self) -> None:
+        if self.db.down:
+            raise driver_error(4011)
+        self._end()
+
+    async def rollback(self) -> None:
+        for step in reversed(self.undo):
+            step()
+        self._end()
+
+    async def createlob(self, kind: Any, data: bytes | None = None) -> FakeLob:
+        return FakeLob(kind, data or b"")
+
+
+class FakePool:
+    def __init__(self, db: FakeOracle, params: dict[str, Any]):
+        self.db = db
+        self.params = params
+        self._slots = asyncio.Semaphore(params.get("max", 4))
+        self.closed = False
+
+    def acquire(self) -> Any:
+        return self._acquire()
+
+    async def _acquire(self) -> FakeConnection:
+        if self.closed:
+            raise driver_error(1002)
+        if self.db.silent:
+            await asyncio.Event().wait()  # a listener that accepts and never answers
+        if self.db.down:
+            raise driver_error(6005)
+        await self._slots.acquire()
+        self.db.open_connections += 1
+        return FakeConnection(self.db)
+
+    async def release(self, conn: FakeConnection) -> None:
+        await conn.rollback()  # an open transaction is rolled back on release, as the driver does
+        conn.closed = True
+        self.db.open_connections -= 1
+        self._slots.release()
+
+    async def close(self, force: bool = False) -> None:
+        self.closed = True
+
