@@ -1,0 +1,35 @@
+"""Model providers behind one small interface (``picoora.llm.base.LLM``).
+
+``create_llm(config)`` imports only the configured provider's module, so importing this package
+pulls in no SDK (``anthropic`` alone costs most of a second).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.llm.base import LLM
+    from picoora.llm.retry import RetryPolicy
+
+# provider name in config -> (module, class)
+PROVIDERS = {
+    "ollama": ("picoora.llm.ollama", "OllamaLLM"),
+    "openai": ("picoora.llm.openai_compat", "OpenAICompatLLM"),
+    "anthropic": ("picoora.llm.anthropic", "AnthropicLLM"),
+}
+
+
+def create_llm(config: Config, *, retry: RetryPolicy | None = None) -> LLM:
+    """The provider named by ``agents.defaults.provider``, set up from ``providers.<name>``.
+
+    ``retry`` replaces the policy built from ``providers.<name>.max_retries`` (tests inject a sleep).
+    Creating never touches the network; errors surface on the first ``chat``.
+    """
+    from picoora.llm.common import ProviderSettings
+
+    module_name, class_name = PROVIDERS[config.agents.defaults.provider]
+    provider_class = getattr(importlib.import_module(module_name), class_name)
+    return provider_class(ProviderSettings.from_config(config, retry=retry))

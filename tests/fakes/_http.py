@@ -133,7 +133,9 @@ class FakeServer(ABC):
         return self._responder(body) if self._responder else Reply(content="ok")
 
     def start(self) -> FakeServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, name=type(self).__name__, daemon=True)
+        # A short poll interval: shutdown() waits for the next poll, and tests start and stop many servers.
+        serve = lambda: self._server.serve_forever(poll_interval=0.02)  # noqa: E731
+        self._thread = threading.Thread(target=serve, name=type(self).__name__, daemon=True)
         self._thread.start()
         return self
 
@@ -156,6 +158,7 @@ class FakeServer(ABC):
 def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, like the real servers
+        disable_nagle_algorithm = True  # small stream chunks go out at once (else ~40 ms delayed-ACK stalls)
 
         def do_GET(self) -> None:
             self._dispatch("GET")

@@ -5,6 +5,8 @@ content_block_start/delta/stop for thinking, text and tool_use blocks, message_d
 message_stop). Reply.thinking becomes a thinking block, Reply.tool_calls tool_use blocks whose
 input JSON is streamed in two pieces. Non-200 replies use Anthropic's error shape.
 
+Like API version 2026-10-21, it refuses ``temperature``/``top_p``/``top_k`` with a 400.
+
 Standalone: ``python -m tests.fakes.anthropic_server [--port N]``; use ``<url>`` as the base URL.
 """
 
@@ -36,6 +38,10 @@ class FakeAnthropic(FakeServer):
             _send_error(exchange, 404, f"no route {exchange.method} {exchange.path}")
             return
         self.record(exchange)
+        sampling = sorted({"temperature", "top_p", "top_k"} & set(exchange.body))
+        if sampling:  # API version 2026-10-21 refuses sampling parameters on every model
+            _send_error(exchange, 400, f"{sampling[0]}: Extra inputs are not permitted")
+            return
         reply = self.next_reply(exchange.body)
         if reply.status != 200:
             _send_error(exchange, reply.status, reply.error, reply.error_code, reply.headers)

@@ -1,0 +1,108 @@
+"""Plumbing the three providers share: their settings, streamed-delta forwarding, per-loop SDK clients,
+and parsing tool-call arguments that arrive as JSON strings.
+
+No SDK is imported here, so ``picoora.llm`` stays cheap to import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Generic, TypeVar
+
+from picoora.config import Config
+from picoora.llm.base import RAW_ARGUMENTS_KEY, DeltaKind, OnDelta
+from picoora.llm.retry import RetryPolicy
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    model: str
+    api_base: str = ""  # empty: the provider's default endpoint
+    api_key: str = ""
+    max_tokens: int = 4096
+    temperature: float = 0.7
+    timeout: float = 120.0  # seconds for one request
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @classmethod
+    def from_config(cls, config: Config, *, retry: RetryPolicy | None = None) -> ProviderSettings:
+        defaults = config.agents.defaults
+        provider = getattr(config.providers, defaults.provider)
+        return cls(
+            model=defaults.model,
+            api_base=provider.api_base,
+            api_key=provider.api_key,
+            max_tokens=defaults.max_tokens,
+            temperature=defaults.temperature,
+            timeout=provider.timeout_seconds,
+            retry=retry or RetryPolicy(max_retries=provider.max_retries),
+        )
+
+
+class DeltaSink:
+    """Forwards streamed text to the caller's ``on_delta`` (sync or async) and remembers whether any went out."""
+
+    def __init__(self, on_delta: OnDelta | None):
+        self._on_delta = on_delta
+        self.started = False
+
+    @property
+    def streaming(self) -> bool:
+        return self._on_delta is not None
+
+    async def __call__(self, kind: DeltaKind, text: str | None) -> None:
+        if not text or self._on_delta is None:
+            return
+        self.started = True
+        result = self._on_delta(kind, text)
+        if inspect.isawaitable(result):
+            await result
+
+
+class PerLoopClient(Generic[C]):
+    """One SDK client per running event loop.
+
+    httpx connection pools belong to the loop that opened them, and callers may run each turn under
+    its own ``asyncio.run()`` (the CLI does); a client from a finished loop would fail.
+    """
+
+    def __init__(self, factory: Callable[[], C], close: Callable[[C], Awaitable[None]]):
+        self._factory = factory
+        self._close = close
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: C | None = None
+
+    def get(self) -> C:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = self._factory(), loop
+        return self._client
+
+    async def close(self) -> None:
+        client, same_loop = self._client, self._loop is asyncio.get_running_loop()
+        self._client = self._loop = None
+        if client is not None and same_loop:
+            await self._close(client)
+
+
+def parse_tool_arguments(raw: str | None) -> dict[str, Any]:
+    """Tool-call arguments from a JSON string. Broken or non-object JSON is kept whole under
+    ``RAW_ARGUMENTS_KEY`` so the agent can tell the model its call was malformed instead of crashing."""
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
+
+
+def new_call_id() -> str:
+    """An id for a tool call whose provider gives none (Ollama), so results can be matched to calls."""
+    return f"call_{uuid.uuid4().hex[:16]}"

@@ -1,0 +1,184 @@
+"""Ollama through the official ``ollama`` client's native chat API (/api/chat).
+
+Before the first chat with a model, /api/show tells what it can do (cached): a model without
+"tools" is asked without them and the response carries a one-time notice; a model with
+"thinking" is asked to think, and its thinking is streamed as reasoning. A model that is not
+pulled gives ``ModelNotFoundError`` naming ``ollama pull``; Ollama not running gives
+``ProviderUnavailableError`` saying how to start it.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from functools import partial
+from typing import Any, Awaitable, Callable, TypeVar
+
+import httpx
+import ollama
+
+from picoora.llm.base import LLMResponse, OnDelta, ToolSchema, Usage
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id
+from picoora.llm.ollama_admin import (
+    TOOL_MODEL_EXAMPLES,
+    capabilities_of,
+    classify_ollama_error,
+    client_options,
+    native_base,
+)
+from picoora.llm.retry import call_with_retries, parse_retry_after
+from picoora.messages import Message, ToolCall
+
+# The ollama client's ResponseError drops headers, so a response hook notes Retry-After for the
+# request in flight. A ContextVar keeps concurrent chats (one task each) from seeing each other's.
+T = TypeVar("T")
+
+_retry_after: ContextVar[float | None] = ContextVar("ollama_retry_after", default=None)
+
+
+async def _note_retry_after(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        _retry_after.set(parse_retry_after(response.headers))
+
+
+class OllamaLLM:
+    provider = "ollama"
+
+    def __init__(self, settings: ProviderSettings):
+        self.model = settings.model
+        self._settings = settings
+        self.base = native_base(settings.api_base)
+        self._clients: PerLoopClient[ollama.AsyncClient] = PerLoopClient(self._new_client, lambda c: c.close())
+        self._capabilities: dict[str, frozenset[str] | None] = {}
+        self._told_no_tools: set[str] = set()
+
+    def _new_client(self) -> ollama.AsyncClient:
+        timeout = httpx.Timeout(self._settings.timeout, connect=min(10.0, self._settings.timeout))
+        return ollama.AsyncClient(
+            host=self.base, timeout=timeout, event_hooks={"response": [_note_retry_after]}, **client_options(self.base)
+        )
+
+    async def chat(
+        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None
+    ) -> LLMResponse:
+        model = self.model
+        caps = await self._model_capabilities(model)
+        notice = None
+        if tools and caps is not None and "tools" not in caps:
+            tools = None
+            if model not in self._told_no_tools:
+                self._told_no_tools.add(model)
+                notice = tools_notice(model)
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": to_ollama_messages(messages),
+            "tools": [to_ollama_tool(t) for t in tools or []] or None,
+            "think": True if caps and "thinking" in caps else None,
+            "options": {"temperature": self._settings.temperature, "num_predict": self._settings.max_tokens},
+        }
+        sink = DeltaSink(on_delta)
+        response = await self._with_retries(partial(self._chat_once, request, sink), model, sink)
+        response.notice = notice
+        return response
+
+    async def close(self) -> None:
+        await self._clients.close()
+
+    async def _chat_once(self, request: dict[str, Any], sink: DeltaSink) -> LLMResponse:
+        _retry_after.set(None)
+        client = self._clients.get()
+        if not sink.streaming:
+            return response_from_parts([await client.chat(**request, stream=False)])
+        parts = []
+        async for part in await client.chat(**request, stream=True):
+            await sink("reasoning", part.message.thinking)
+            await sink("token", part.message.content)
+            parts.append(part)
+        return response_from_parts(parts)
+
+    async def _model_capabilities(self, model: str) -> frozenset[str] | None:
+        if model not in self._capabilities:
+
+            async def show() -> ollama.ShowResponse:
+                _retry_after.set(None)
+                return await self._clients.get().show(model)
+
+            self._capabilities[model] = capabilities_of(await self._with_retries(show, model))
+        return self._capabilities[model]
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[T]], model: str, sink: DeltaSink | None = None) -> T:
+        return await call_with_retries(
+            attempt,
+            classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model, retry_after=_retry_after.get()),
+            policy=self._settings.retry,
+            output_started=lambda: sink is not None and sink.started,
+        )
+
+
+def tools_notice(model: str) -> str:
+    return (
+        f"{model} cannot call tools; answering without them. Pick a tool-capable model: "
+        f"{TOOL_MODEL_EXAMPLES} (e.g. `ollama pull qwen3`, then set agents.defaults.model)."
+    )
+
+
+def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """picoora messages in Ollama's shape: tool-call arguments as objects, tool results named by ``tool_name``."""
+    names_by_call: dict[str, str] = {}
+    native: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.role == "assistant" and message.tool_calls:
+            item["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
+            names_by_call.update((c.id, c.name) for c in message.tool_calls)
+        if message.role == "tool":
+            name = message.name or names_by_call.get(message.tool_call_id or "")
+            if name:
+                item["tool_name"] = name
+        native.append(item)
+    return native
+
+
+def to_ollama_tool(schema: ToolSchema) -> dict[str, Any]:
+    """An OpenAI-style function schema for Ollama. The client keeps only plain ``type`` fields of
+    properties, so ``anyOf`` (how pydantic writes ``int | None``) is folded into a type list."""
+    function = dict(schema["function"])
+    parameters = dict(function.get("parameters") or {"type": "object"})
+    properties = parameters.get("properties") or {}
+    parameters["properties"] = {name: _fold_any_of(prop) for name, prop in properties.items()}
+    return {"type": "function", "function": {**function, "parameters": parameters}}
+
+
+def _fold_any_of(prop: dict[str, Any]) -> dict[str, Any]:
+    if "type" in prop or "anyOf" not in prop:
+        return prop
+    options = prop["anyOf"]
+    folded = {key: value for key, value in prop.items() if key != "anyOf"}
+    types = [option["type"] for option in options if isinstance(option.get("type"), str)]
+    if types:
+        folded["type"] = types[0] if len(types) == 1 else types
+    for option in options:
+        for key in ("items", "enum"):
+            if key in option:
+                folded.setdefault(key, option[key])
+    return folded
+
+
+def response_from_parts(parts: list[ollama.ChatResponse]) -> LLMResponse:
+    """One LLMResponse from a whole answer or the parts of a stream (the last part carries the totals)."""
+    tool_calls = [
+        ToolCall(id=new_call_id(), name=call.function.name, arguments=dict(call.function.arguments or {}))
+        for part in parts
+        for call in part.message.tool_calls or []
+    ]
+    last = parts[-1] if parts else None
+    finish = "tool_calls" if tool_calls else (last.done_reason if last and last.done_reason else "stop")
+    return LLMResponse(
+        content="".join(part.message.content or "" for part in parts),
+        reasoning="".join(part.message.thinking or "" for part in parts),
+        tool_calls=tool_calls,
+        finish_reason=finish,
+        usage=Usage(
+            prompt_tokens=(last.prompt_eval_count or 0) if last else 0,
+            completion_tokens=(last.eval_count or 0) if last else 0,
+        ),
+    )

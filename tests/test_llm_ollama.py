@@ -1,0 +1,190 @@
+"""The Ollama provider through the real ``ollama`` client against the fake Ollama server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from picoora.llm.base import AuthenticationError, ModelNotFoundError, ProviderUnavailableError
+from picoora.llm.ollama import OllamaLLM, to_ollama_messages, to_ollama_tool
+from picoora.messages import Message, ToolCall
+from tests.fakes._http import closed_port_url
+from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.llm_support import Deltas, make_llm
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+def test_messages_translate_to_ollamas_native_shape():
+    call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
+    native = to_ollama_messages(
+        [
+            Message("system", "be brief"),
+            Message("user", "weather?"),
+            Message("assistant", "", tool_calls=[call]),
+            Message("tool", "sunny", tool_call_id="call_1"),  # no name: found from the call
+            Message("assistant", "It is sunny."),
+        ]
+    )
+    assert native == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
+        {"role": "assistant", "content": "It is sunny."},
+    ]
+
+
+def test_optional_parameters_keep_their_type_for_ollama():
+    schema = {
+        "type": "function",
+        "function": {
+            "name": "recall",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "max_results": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+                    "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+                },
+            },
+        },
+    }
+    props = to_ollama_tool(schema)["function"]["parameters"]["properties"]
+    assert props["query"] == {"type": "string"}
+    assert props["max_results"] == {"type": ["integer", "null"], "default": None}
+    assert props["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+
+
+def test_plain_answer_forwards_temperature_and_max_tokens():
+    with FakeOllama([Reply("Paris is the capital.")]) as fake:
+        llm, _ = make_llm("ollama", fake.url, temperature=0.2, max_tokens=123)
+        response = asyncio.run(llm.chat([Message("user", "Capital of France?")]))
+    assert response.content == "Paris is the capital."
+    assert response.finish_reason == "stop" and response.tool_calls == [] and response.notice is None
+    assert response.usage.completion_tokens > 0
+    body = fake.requests[0]
+    assert body["options"] == {"temperature": 0.2, "num_predict": 123}
+    assert body["stream"] is False and body["messages"] == [{"role": "user", "content": "Capital of France?"}]
+
+
+def test_streaming_forwards_tokens_and_thinking_as_they_arrive():
+    with FakeOllama([Reply("The answer is 42.", thinking="Let me count carefully.")]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        deltas = Deltas()
+        response = asyncio.run(llm.chat([Message("user", "Answer?")], on_delta=deltas))
+    assert fake.requests[0]["stream"] is True and fake.requests[0]["think"] is True
+    assert len([k for k, _ in deltas if k == "token"]) > 1
+    assert deltas.text("token") == response.content == "The answer is 42."
+    assert deltas.text("reasoning") == response.reasoning == "Let me count carefully."
+
+
+def test_a_sync_on_delta_callback_works_too():
+    seen: list[str] = []
+    with FakeOllama([Reply("one two three")]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        asyncio.run(llm.chat([Message("user", "count")], on_delta=lambda kind, text: seen.append(text)))
+    assert "".join(seen) == "one two three"
+
+
+def test_thinking_is_only_requested_from_models_that_can_think():
+    with FakeOllama([Reply("hi")], models=("llama3.2",), thinking_models=()) as fake:
+        llm, _ = make_llm("ollama", fake.url, model="llama3.2")
+        response = asyncio.run(llm.chat([Message("user", "hi")]))
+    assert response.content == "hi" and "think" not in fake.requests[0]
+
+
+def test_tool_call_round_trip_uses_ollamas_native_shapes():
+    replies = [Reply(tool_calls=[("get_weather", {"city": "Paris"})]), Reply("Sunny in Paris.")]
+    with FakeOllama(replies) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        history = [Message("user", "Weather in Paris?")]
+        first = asyncio.run(llm.chat(history, [WEATHER_TOOL]))
+        assert first.finish_reason == "tool_calls"
+        [call] = first.tool_calls
+        assert call.name == "get_weather" and call.arguments == {"city": "Paris"} and call.id
+        history += [
+            Message("assistant", "", tool_calls=first.tool_calls),
+            Message("tool", "sunny, 21C", tool_call_id=call.id, name="get_weather"),
+        ]
+        second = asyncio.run(llm.chat(history, [WEATHER_TOOL]))
+    assert second.content == "Sunny in Paris."
+    assert fake.requests[0]["tools"][0]["function"]["name"] == "get_weather"
+    sent = fake.requests[1]["messages"]
+    assert sent[1]["tool_calls"] == [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]
+    assert sent[2] == {"role": "tool", "content": "sunny, 21C", "tool_name": "get_weather"}
+
+
+def test_a_model_that_is_not_pulled_names_the_pull_command():
+    with FakeOllama(models=("qwen3",)) as fake:
+        llm, sleeps = make_llm("ollama", fake.url, model="llama3.2")
+        with pytest.raises(ModelNotFoundError, match="ollama pull llama3.2"):
+            asyncio.run(llm.chat([Message("user", "hi")]))
+    assert sleeps == []
+
+
+def test_ollama_not_running_says_how_to_start_it_without_retrying():
+    url = closed_port_url()
+    llm, sleeps = make_llm("ollama", url)
+    with pytest.raises(ProviderUnavailableError) as caught:
+        asyncio.run(llm.chat([Message("user", "hi")], on_delta=Deltas()))
+    message = str(caught.value)
+    assert url in message and "ollama serve" in message and "https://ollama.com/download" in message
+    assert sleeps == []
+
+
+def test_a_model_without_tools_answers_without_them_and_says_so_once():
+    with FakeOllama([Reply("I cannot look that up."), Reply("Still no tools.")], models=("gemma3",), tool_models=()) as fake:
+        llm, _ = make_llm("ollama", fake.url, model="gemma3")
+        first = asyncio.run(llm.chat([Message("user", "Weather?")], [WEATHER_TOOL]))
+        second = asyncio.run(llm.chat([Message("user", "Weather now?")], [WEATHER_TOOL]))
+    assert first.content == "I cannot look that up."
+    assert first.notice.startswith("gemma3 cannot call tools; answering without them. Pick a tool-capable model:")
+    assert second.content == "Still no tools." and second.notice is None
+    assert all(not body.get("tools") for body in fake.requests)
+
+
+def test_429_with_retry_after_is_waited_out_then_answered():
+    replies = [Reply(status=429, error="too many requests", headers={"Retry-After": "2"}), Reply("finally")]
+    with FakeOllama(replies) as fake:
+        llm, sleeps = make_llm("ollama", fake.url)
+        response = asyncio.run(llm.chat([Message("user", "hi")], on_delta=Deltas()))
+    assert response.content == "finally" and sleeps == [2.0] and len(fake.requests) == 2
+
+
+def test_500_is_retried_with_backoff():
+    with FakeOllama([Reply(status=500, error="runner crashed"), Reply("recovered")]) as fake:
+        llm, sleeps = make_llm("ollama", fake.url)
+        response = asyncio.run(llm.chat([Message("user", "hi")]))
+    assert response.content == "recovered" and sleeps == [0.5]
+
+
+def test_401_is_not_retried():
+    with FakeOllama([Reply(status=401, error="unauthorized"), Reply("never")]) as fake:
+        llm, sleeps = make_llm("ollama", fake.url)
+        with pytest.raises(AuthenticationError, match="401"):
+            asyncio.run(llm.chat([Message("user", "hi")]))
+    assert len(fake.requests) == 1 and sleeps == []
+
+
+def test_one_provider_serves_concurrent_chats_and_successive_event_loops():
+    def echo(body: dict) -> Reply:
+        return Reply(f"echo: {body['messages'][-1]['content']}")
+
+    async def many(llm: OllamaLLM) -> list[str]:
+        answers = await asyncio.gather(*(llm.chat([Message("user", f"q{i}")], on_delta=Deltas()) for i in range(5)))
+        await llm.close()
+        return [a.content for a in answers]
+
+    with FakeOllama(responder=echo, delay=0.01) as fake:
+        llm, _ = make_llm("ollama", fake.url + "/v1")  # an OpenAI-style base is accepted too
+        assert asyncio.run(many(llm)) == [f"echo: q{i}" for i in range(5)]
+        assert asyncio.run(llm.chat([Message("user", "again")])).content == "echo: again"
