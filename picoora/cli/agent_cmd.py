@@ -1,0 +1,71 @@
+"""``picoora agent``: one message (``-m`` or stdin) or an interactive REPL."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
+
+if TYPE_CHECKING:
+    from picoora.assistant import Assistant
+    from picoora.config import Config
+
+DEFAULT_SESSION = "cli:default"  # the same key as picoora.assistant.DEFAULT_SESSION, without importing it here
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agent")(agent)
+
+
+def agent(
+    ctx: typer.Context,
+    message: Optional[str] = typer.Option(None, "-m", "--message", help="Send one message, print the answer and exit."),
+    session: str = typer.Option(DEFAULT_SESSION, "-s", "--session", help="Conversation to continue."),
+    stream: Optional[bool] = typer.Option(
+        None, "--stream/--no-stream", help="Show the answer as it is written. Default: on when stdout is a terminal."
+    ),
+) -> None:
+    """Chat with the assistant: one message with -m (or piped on stdin), else an interactive session.
+
+    Exit status: 0 when the assistant answered, 1 when the turn stopped without an answer
+    (model unreachable, a limit reached, ...), 2 for a bad config or bad arguments.
+    """
+    import asyncio
+
+    config = load_config(ctx)
+    if stream is None:
+        stream = sys.stdout.isatty()
+    if message is None and not sys.stdin.isatty():
+        message = sys.stdin.read().strip()
+        if not message:
+            raise CLIError("no message: pass one with -m TEXT or on stdin", EXIT_USAGE)
+    if message is not None:
+        raise typer.Exit(asyncio.run(_one_shot(config, message, session, stream)))
+    from picoora.cli.repl import run_repl
+
+    asyncio.run(run_repl(config, session, stream))
+
+
+async def open_assistant(config: Config) -> Assistant:
+    """Build the assistant, turning predictable start-up failures into CLIError."""
+    from picoora.assistant import build_assistant
+    from picoora.llm.base import LLMError
+    from picoora.store.base import StoreError
+
+    try:
+        assistant = build_assistant(config)
+    except (StoreError, LLMError) as err:
+        raise CLIError(str(err)) from None
+    return assistant
+
+
+async def _one_shot(config: Config, text: str, session: str, stream: bool) -> int:
+    from picoora.cli.render import TurnRenderer
+
+    async with await open_assistant(config) as assistant:
+        renderer = TurnRenderer(sys.stdout, sys.stderr, stream=stream)
+        result = await assistant.ask(text, session_key=session, on_event=renderer)
+    return 0 if result.stop_reason == "answer" else 1

@@ -1,0 +1,45 @@
+"""Predictable failures end the command with one clear line and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2  # bad config or bad arguments, as click uses for usage errors
+
+
+class CLIError(Exception):
+    """A failure the user can act on; ``str(err)`` says what failed and what to run."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def report_and_exit(err: CLIError) -> NoReturn:
+    print(f"Error: {err}", file=sys.stderr)
+    raise SystemExit(err.exit_code)
+
+
+def config_path(ctx: typer.Context) -> Path | None:
+    """The ``--config`` given to the root command, if any."""
+    root = ctx.find_root()
+    return (root.obj or {}).get("config_path")
+
+
+def load_config(ctx: typer.Context) -> Config:
+    """Load the config the user pointed at; a bad file becomes a CLIError with exit code 2."""
+    from picoora.config import ConfigError
+    from picoora.config import load_config as _load
+
+    try:
+        return _load(config_path(ctx))
+    except ConfigError as err:
+        raise CLIError(str(err), EXIT_USAGE) from None

@@ -1,0 +1,235 @@
+"""``picoora memory``: long-term memory without a model in the loop.
+
+``--json`` prints one JSON array; ``export``/``import`` speak JSON Lines (one memory per line, the
+same fields as ``--json``), and import keeps ids and timestamps so a round trip is lossless.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Optional
+
+import typer
+
+from picoora.cli.errors import CLIError, load_config
+
+if TYPE_CHECKING:
+    from picoora.store.base import MemoryRecord, RecallResult, Store
+
+RECORD_FIELDS = ("id", "content", "importance", "category", "created_at", "accessed_at", "access_count", "embedding_model")
+
+
+def register(app: typer.Typer) -> None:
+    memory = typer.Typer(
+        name="memory",
+        help="Add, search, list, forget, export and import long-term memories (no model involved).",
+        no_args_is_help=True,
+    )
+    for name, command in (
+        ("add", add),
+        ("search", search),
+        ("list", list_),
+        ("forget", forget),
+        ("reindex", reindex),
+        ("export", export),
+        ("import", import_),
+    ):
+        memory.command(name)(command)
+    app.add_typer(memory)
+
+
+@contextmanager
+def _store(ctx: typer.Context) -> Iterator[Store]:
+    from picoora.store import open_store
+    from picoora.store.base import StoreError
+
+    config = load_config(ctx)
+    try:
+        store = open_store(config)
+    except StoreError as err:
+        raise CLIError(str(err)) from None
+    try:
+        yield store
+    except StoreError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        store.close()
+
+
+def add(
+    ctx: typer.Context,
+    text: str = typer.Argument(..., help="What to remember, as one self-contained sentence."),
+    importance: float = typer.Option(0.7, min=0.0, max=1.0, help="How much it matters, 0 to 1."),
+    category: str = typer.Option("general", help="A short label: preference, person, project, fact, ..."),
+) -> None:
+    """Remember TEXT."""
+    if not text.strip():
+        raise CLIError("nothing to remember: TEXT is empty", 2)
+    with _store(ctx) as store:
+        result = store.add_memory(text.strip(), importance=importance, category=category)
+    if result.created:
+        print(f"Remembered {result.memory.id}")
+    else:
+        print(f"Already remembered as {result.memory.id}: {result.memory.content}")
+
+
+def search(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What to look for; matched by meaning and by keywords."),
+    limit: int = typer.Option(5, "-n", "--limit", min=1, help="At most this many results."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON array instead of a table."),
+) -> None:
+    """Find the memories closest to QUERY."""
+    with _store(ctx) as store:
+        result = store.recall(query, limit=limit)
+    _warn_if_degraded(result)
+    if as_json:
+        _print_json([{**record_to_dict(m.memory), "score": round(m.score, 4), "similarity": m.similarity} for m in result.matches])
+        return
+    if not result.matches:
+        print("No matching memories.")
+        return
+    _print_table(
+        ["Match", "Id", "Category", "Content"],
+        [[f"[{m.score * 100:5.1f}% match]", m.memory.id, m.memory.category, m.memory.content] for m in result.matches],
+    )
+
+
+def list_(
+    ctx: typer.Context,
+    limit: int = typer.Option(20, "-n", "--limit", min=1, help="At most this many memories."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON array instead of a table."),
+) -> None:
+    """List memories, newest first."""
+    with _store(ctx) as store:
+        records = store.list_memories(limit=limit)
+    if as_json:
+        _print_json([record_to_dict(r) for r in records])
+        return
+    if not records:
+        print("No memories yet. Add one with `picoora memory add TEXT` or tell the assistant something.")
+        return
+    _print_table(
+        ["Id", "Created", "Category", "Importance", "Content"],
+        [[r.id, _short_time(r.created_at), r.category, f"{r.importance:.2f}", r.content] for r in records],
+    )
+
+
+def forget(ctx: typer.Context, memory_id: str = typer.Argument(..., metavar="ID", help="Id from `memory list` or `memory search`.")) -> None:
+    """Delete the memory with this ID."""
+    with _store(ctx) as store:
+        found = store.forget(memory_id)
+    if not found:
+        raise CLIError(f"no memory with id {memory_id}: see `picoora memory list`")
+    print(f"Forgot {memory_id}")
+
+
+def reindex(ctx: typer.Context) -> None:
+    """Re-embed every memory with the configured embedder (after changing memory.embedder)."""
+    with _store(ctx) as store:
+        count = store.reindex()
+    print(f"Re-embedded {count} memories.")
+
+
+def export(
+    ctx: typer.Context,
+    file: Optional[Path] = typer.Argument(None, help="Where to write (JSON Lines); default or '-': stdout."),
+) -> None:
+    """Write every memory as JSON Lines."""
+    with _store(ctx) as store:
+        records = store.list_memories()
+    lines = "".join(json.dumps(record_to_dict(r), ensure_ascii=False) + "\n" for r in records)
+    if file is None or str(file) == "-":
+        sys.stdout.write(lines)
+        return
+    try:
+        file.write_text(lines, encoding="utf-8")
+    except OSError as err:
+        raise CLIError(f"cannot write {file}: {err.strerror or err}") from None
+    print(f"Exported {len(records)} memories to {file}", file=sys.stderr)
+
+
+def import_(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="A JSON Lines file from `picoora memory export` ('-': stdin)."),
+) -> None:
+    """Add memories from a JSON Lines file, keeping their ids and times; known ones are skipped."""
+    records = _read_records(file)
+    with _store(ctx) as store:
+        added = store.import_memories(records)
+    skipped = len(records) - added
+    print(f"Imported {added} memories" + (f" ({skipped} already present)" if skipped else "") + ".")
+
+
+def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
+    data = {name: getattr(record, name) for name in RECORD_FIELDS}
+    for name in ("created_at", "accessed_at"):
+        data[name] = data[name].isoformat() if data[name] else None
+    return data
+
+
+def record_from_dict(data: dict[str, Any]) -> MemoryRecord:
+    from picoora.store.base import MemoryRecord
+
+    if not isinstance(data, dict) or not data.get("id") or not str(data.get("content") or "").strip():
+        raise ValueError('each line needs at least "id" and "content"')
+    return MemoryRecord(
+        id=str(data["id"]),
+        content=str(data["content"]),
+        importance=float(data.get("importance", 0.7)),
+        category=str(data.get("category") or "general"),
+        created_at=_parse_time(data.get("created_at")),
+        accessed_at=_parse_time(data.get("accessed_at")),
+        access_count=int(data.get("access_count") or 0),
+        embedding_model=None,  # vectors are not exported; the store embeds with its own model
+    )
+
+
+def _read_records(file: Path) -> list[MemoryRecord]:
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+    except OSError as err:
+        raise CLIError(f"cannot read {file}: {err.strerror or err}") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(record_from_dict(json.loads(line)))
+        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
+            raise CLIError(f"{file}, line {number}: {err}; nothing was imported") from None
+    return records
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    return datetime.fromisoformat(str(value))
+
+
+def _short_time(value: datetime | None) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M") if value else ""
+
+
+def _warn_if_degraded(result: RecallResult) -> None:
+    if result.degraded:
+        print(f"Note: keyword-only search ({result.note or 'no embedding model available'}).", file=sys.stderr)
+
+
+def _print_json(items: list[dict[str, Any]]) -> None:
+    print(json.dumps(items, ensure_ascii=False, indent=2))
+
+
+def _print_table(columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(*columns, header_style="bold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))  # Text: memory content is never read as rich markup
+    Console().print(table)

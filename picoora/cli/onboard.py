@@ -1,0 +1,177 @@
+"""``picoora onboard``: write the config and the workspace templates, and pick a local model.
+
+An existing config is kept (only the model is changed when the user picks another one); the
+templates never overwrite a file the user edited, unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import typer
+
+from picoora.cli.errors import EXIT_USAGE, CLIError, config_path
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.llm.ollama_admin import ModelInfo
+
+INSTALL_HINT = """\
+Ollama does not answer at {base}. picoora runs its model there by default:
+  install it:  curl -fsSL https://ollama.com/install.sh | sh   (or see https://ollama.com/download)
+  start it:    ollama serve
+  get a model: ollama pull qwen3
+Then run `picoora onboard` again to pick the model, or `picoora status` to check."""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("onboard")(onboard)
+
+
+def onboard(
+    ctx: typer.Context,
+    force: bool = typer.Option(False, "--force", help="Overwrite the config and every template, even edited ones."),
+    non_interactive: bool = typer.Option(False, "--non-interactive", help="Ask nothing; pick the model by itself."),
+    model: Optional[str] = typer.Option(None, "--model", help="Use this model (skips the question)."),
+) -> None:
+    """Set up picoora: config file, workspace templates, and a local model that can use tools."""
+    from picoora.config import Config, default_config_path, workspace_path
+
+    path = config_path(ctx) or default_config_path()
+    keep_file = path.exists() and not force
+    config = _effective_config(path, force)
+    interactive = not non_interactive and sys.stdin.isatty()
+    chosen = _choose_model(config, interactive, model)
+
+    if not keep_file:
+        # Defaults only: values that came from PICO_* variables or ${VAR} references stay out of the file.
+        fresh = Config()
+        fresh.agents.defaults.model = chosen or fresh.agents.defaults.model
+        _save_new(fresh, path)
+        print(f"Wrote {path}")
+    elif chosen and chosen != config.agents.defaults.model:
+        _set_model_in_file(path, chosen)
+        print(f"Set agents.defaults.model to {chosen} in {path}")
+    else:
+        print(f"Kept {path}")
+
+    _install_templates(workspace_path(config), force)
+    _print_next_steps(path, chosen or config.agents.defaults.model)
+
+
+def _effective_config(path: Path, force: bool) -> Config:
+    """The config as picoora will see it (file + PICO_* environment). A broken file is an error,
+    unless --force is about to replace it."""
+    from picoora.config import Config, ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as err:
+        if force:
+            return Config()
+        raise CLIError(f"{err}\nFix it, or start over with `picoora onboard --force`.", EXIT_USAGE) from None
+
+
+def _choose_model(config: Config, interactive: bool, requested: str | None) -> str | None:
+    """The model to use: ``requested``, else one Ollama has pulled that can call tools; None keeps the configured one."""
+    if config.agents.defaults.provider != "ollama":
+        return requested
+    from picoora.llm.base import LLMError
+    from picoora.llm.ollama_admin import list_models, native_base
+
+    base = native_base(config.providers.ollama.api_base)
+    try:
+        models = list_models(base)
+    except LLMError:
+        print(INSTALL_HINT.format(base=base))
+        return requested
+    if requested:
+        if requested not in {m.name for m in models} | {m.name.removesuffix(":latest") for m in models}:
+            print(f"{requested} is not pulled yet: run `ollama pull {requested}`.")
+        return requested
+    capable = [m.name for m in models if m.supports_tools]
+    if not models:
+        print(f"Ollama answers at {base} but has no models yet: run `ollama pull qwen3`, then onboard again.")
+        return None
+    if not capable:
+        print("None of the models pulled in Ollama can call tools, which picoora needs for memory and files.\n"
+              "Pull one, e.g. `ollama pull qwen3`, then onboard again.")
+        return None
+    configured = config.agents.defaults.model
+    default = configured if configured in capable else capable[0]
+    if not interactive:
+        print(f"Using model {default} (Ollama at {base}).")
+        return default
+    return _ask_model(models, default)
+
+
+def _ask_model(models: list[ModelInfo], default: str) -> str:
+    print("Models in Ollama:")
+    for number, info in enumerate(models, start=1):
+        note = "" if info.supports_tools else "  (cannot call tools)"
+        print(f"  {number}. {info.name}{note}")
+    names = [m.name for m in models]
+    while True:
+        answer = typer.prompt("Model to use (number or name)", default=default).strip()
+        if answer.isdigit() and 1 <= int(answer) <= len(names):
+            return names[int(answer) - 1]
+        if answer in names:
+            return answer
+        print(f"Not in the list: {answer}")
+
+
+def _save_new(config: Config, path: Path) -> None:
+    from picoora.config import ConfigError, save_config
+
+    try:
+        save_config(config, path)
+    except ConfigError as err:
+        raise CLIError(str(err)) from None
+
+
+def _set_model_in_file(path: Path, model: str) -> None:
+    """Change only agents.defaults.model in the file, so ${VAR} references and env-only values stay out of it."""
+    from picoora.store.atomic import atomic_write_bytes
+
+    data = json.loads(path.read_text(encoding="utf-8-sig"))  # already validated by load_config
+    data.setdefault("agents", {}).setdefault("defaults", {})["model"] = model
+    try:
+        atomic_write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), mode=0o600)
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _install_templates(workspace: Path, force: bool) -> None:
+    from picoora.templates import install_workspace
+
+    try:
+        results = install_workspace(workspace, force=force)
+    except OSError as err:
+        raise CLIError(f"cannot write the workspace {workspace}: {err.strerror or err}") from None
+    by_outcome: dict[str, list[str]] = {}
+    for result in results:
+        by_outcome.setdefault(result.outcome, []).append(result.path)
+    print(f"Workspace {workspace}:")
+    labels = {
+        "created": "created",
+        "updated": "updated to the new template",
+        "overwritten": "overwritten (--force)",
+        "unchanged": "up to date",
+        "kept": "kept your edits (--force replaces them)",
+    }
+    for outcome, label in labels.items():
+        if outcome in by_outcome:
+            print(f"  {label}: {', '.join(by_outcome[outcome])}")
+
+
+def _print_next_steps(path: Path, model: str) -> None:
+    print(
+        "\npicoora is ready. Next steps:\n"
+        f"  1. Tell it about yourself: edit USER.md in the workspace.\n"
+        f"  2. Chat: picoora agent -m \"Hello!\"   (or just `picoora agent` for a conversation)\n"
+        f"  3. Check the set-up any time: picoora status\n"
+        f"Model: {model}. Settings: {path}"
+    )

