@@ -14,7 +14,8 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
     deterministic hash embedder of ``tests/fakes/hash_embedder.py``; VECTOR(384, ...) columns check
     dimensions (ORA-51803).
 Failure switches: ``down`` (connects fail with DPY-6005, open connections with DPY-4011), ``silent``
-(connects never answer), ``fail_next[name] = exc`` (one statement fails once).
+(connects never answer), ``refuse`` (connects raise that error), ``fail_next[name] = exc`` (one
+statement fails once).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ MODEL = "ALL_MINILM_L12_V2"
 
 _ORA_TEXT = {
     1: "unique constraint ({name}) violated",
+    1017: "invalid credential or not authorized; logon denied",
     942: "table or view does not exist",
     904: "\"{name}\": invalid identifier",
     955: "name is already used by an existing object",
@@ -123,7 +125,9 @@ class FakeOracle:
         self.pool_params: list[dict[str, Any]] = []
         self.down = False
         self.silent = False
-        self.fail_next: dict[str, Exception] = {}
+        self.refuse: Exception | None = None  # what every connect attempt raises (e.g. ORA-01017)
+        self.fail_next: dict[str, Exception | tuple[int, Exception]] = {}  # (calls to let through first, error)
+        self.raised: list[str] = []  # codes of the Oracle errors the fake raised, in order
         self.open_connections = 0
         self._locks: dict[tuple, FakeConnection] = {}
         self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
@@ -157,16 +161,29 @@ class FakeOracle:
             if isinstance(value, datetime) and value.tzinfo is not None:
                 raise AssertionError(f"{stmt.name}: :{key} is an aware datetime; TIMESTAMP columns hold naive UTC")
         self.executed.append(Executed(stmt.name, sql, dict(binds)))
-        failure = self.fail_next.pop(stmt.name, None)
-        if failure is not None:
-            raise failure
-        if stmt.kind == "ddl":
-            conn.commit_now()  # DDL commits the open transaction first, as in Oracle
-            result = self._ddl(stmt.render(self.model))
-            conn.commit_now()
-            return result
-        handler: Callable = getattr(self, f"_{stmt.name}")
-        return await handler(conn, {k.lower(): v for k, v in binds.items()})
+        self._inject_failure(stmt.name)
+        try:
+            if stmt.kind == "ddl":
+                conn.commit_now()  # DDL commits the open transaction first, as in Oracle
+                result = self._ddl(stmt.render(self.model))
+                conn.commit_now()
+                return result
+            handler: Callable = getattr(self, f"_{stmt.name}")
+            return await handler(conn, {k.lower(): v for k, v in binds.items()})
+        except oracledb.Error as exc:
+            self.raised.append(exc.args[0].full_code)
+            raise
+
+    def _inject_failure(self, name: str) -> None:
+        planned = self.fail_next.get(name)
+        if planned is None:
+            return
+        skip, failure = planned if isinstance(planned, tuple) else (0, planned)
+        if skip:
+            self.fail_next[name] = (skip - 1, failure)
+            return
+        del self.fail_next[name]
+        raise failure
 
     # ---- DDL, interpreted from the text ------------------------------------------------------------
 
@@ -706,6 +723,8 @@ class FakePool:
             await asyncio.Event().wait()  # a listener that accepts and never answers
         if self.db.down:
             raise driver_error(6005)
+        if self.db.refuse is not None:
+            raise self.db.refuse
         await self._slots.acquire()
         self.db.open_connections += 1
         return FakeConnection(self.db)

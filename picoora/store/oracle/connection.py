@@ -241,6 +241,7 @@ class Database:
         self._pool_factory = pool_factory or _default_pool_factory
         self._call_timeout = call_timeout_seconds
         self._pool: Any = None
+        self._closing: set[asyncio.Future] = set()
         self._closed = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="picoora-oracle", daemon=True)
@@ -287,7 +288,11 @@ class Database:
 
     async def _transaction(self, work: Callable[[Tx], Awaitable[T]], timeout: float) -> T:
         pool = self._ensure_pool()
-        conn = await asyncio.wait_for(pool.acquire(), self.config.connect_timeout_seconds)
+        try:
+            conn = await asyncio.wait_for(pool.acquire(), self.config.connect_timeout_seconds)
+        except BaseException:
+            await self._discard_pool(pool)  # a fresh pool next time: this one may hold a stuck connect
+            raise
         healthy = True
         try:
             conn.call_timeout = int(timeout * 1000)
@@ -319,9 +324,17 @@ class Database:
         return self._pool
 
     async def _discard_pool(self, pool: Any) -> None:
+        """Forget a pool whose connections may be dead or stuck; its close runs in the background, since
+        closing a pool with a connect stuck on a silent listener waits for that connect."""
         if self._pool is pool:
             self._pool = None
-        await self._quietly(pool.close(force=True))
+        closing = asyncio.ensure_future(self._close_pool(pool))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    @classmethod
+    async def _close_pool(cls, pool: Any) -> None:
+        await cls._quietly(pool.close(force=True))
 
     @staticmethod
     async def _quietly(step: Awaitable[Any]) -> None:
@@ -347,7 +360,8 @@ class Database:
 
     async def _shutdown(self) -> None:
         if self._pool is not None:
-            await self._discard_pool(self._pool)
+            pool, self._pool = self._pool, None
+            await self._close_pool(pool)
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in others:
             task.cancel()
