@@ -25,6 +25,11 @@ from typing import Iterable, Protocol, runtime_checkable
 from picoora.messages import Message
 
 
+# The workspace prompt files, in the order they form the system prompt. AGENTS.md is what the Go
+# version reads; it comes last so a Go user's file still counts without displacing AGENT.md.
+PROMPT_NAMES = ("IDENTITY.md", "SOUL.md", "AGENT.md", "USER.md", "AGENTS.md")
+
+
 class StoreError(Exception):
     """A storage operation failed; the message says what and what to do."""
 
@@ -120,7 +125,7 @@ class Store(Protocol):
 
     # daily notes
     def append_daily_note(self, content: str, day: date | None = None) -> DailyNote: ...
-    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]: ...
+    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]: ...  # today and days-1 before, newest first
 
     # sessions (the model's view; compaction rewrites it)
     def load_session(self, key: str) -> Session: ...
@@ -131,7 +136,7 @@ class Store(Protocol):
 
     # transcripts (append-only, never rewritten)
     def append_transcript(self, key: str, messages: list[Message]) -> list[int]: ...
-    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]: ...
+    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]: ...  # seq order; last `limit`
 
     # state, config, meta: small key/value families
     def get_state(self, key: str) -> str | None: ...
@@ -145,7 +150,7 @@ class Store(Protocol):
     def all_meta(self) -> dict[str, str]: ...
 
     # prompts
-    def list_prompts(self) -> list[Prompt]: ...  # in system-prompt order
+    def list_prompts(self) -> list[Prompt]: ...  # the PROMPT_NAMES that exist, in that order
     def get_prompt(self, name: str) -> Prompt | None: ...
     def set_prompt(self, name: str, content: str) -> None: ...
 

@@ -1,0 +1,356 @@
+"""The file backend's memories: an append-only op log, its in-memory fold, and the search index fed from it.
+
+``memory/memories.jsonl`` holds one operation per line:
+  add      {"op":"add","id","content","importance","category","created_at","accessed_at","access_count","model","vec"}
+  forget   {"op":"forget","id","at"}
+  touch    {"op":"touch","ids":[...],"at"}          recall accessed these memories
+  update   {"op":"update","id","importance","at"}   a duplicate remember raised the importance
+  reembed  {"op":"reembed","id","model","vec"}      reindex replaced the vector
+``vec`` is the float32 vector, little-endian, base64 (2 KB for 384 dims); ``model`` is the embedder that
+made it, so vectors of different models are never compared. When dead lines outnumber live memories the
+log is compacted by an atomic rewrite into one ``add`` per live memory.
+
+Another process may append at any time, so every operation first catches up with the file while holding
+the workspace lock: new lines are read from the last known offset; a different inode (the other process
+compacted) or a shorter file means a full reload.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from picoora.store.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
+from picoora.store.base import AddMemoryResult, MemoryRecord
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from picoora.store.memory_index import MemoryIndex
+
+log = logging.getLogger(__name__)
+
+COMPACT_MIN_DEAD_LINES = 500  # below this, a rewrite costs more than the lines it saves
+_ID_HEX_CHARS = 12  # short enough to type in `picoora memory forget ID`; collisions are checked
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def time_to_json(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def time_from_json(value: Any) -> datetime | None:
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    import numpy as np
+
+    return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray:
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(text), dtype="<f4")
+
+
+@dataclass
+class _Entry:
+    record: MemoryRecord
+    vec: str | None  # the encoded vector; dropped once the index holds it, kept when folding for a rewrite
+
+
+def _add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "op": "add",
+        "id": record.id,
+        "content": record.content,
+        "importance": record.importance,
+        "category": record.category,
+        "created_at": time_to_json(record.created_at),
+    }
+    if record.accessed_at or record.access_count:
+        op["accessed_at"] = time_to_json(record.accessed_at)
+        op["access_count"] = record.access_count
+    if vec is not None and record.embedding_model:
+        op["model"] = record.embedding_model
+        op["vec"] = vec
+    return op
+
+
+def _record_from_add(op: dict[str, Any]) -> MemoryRecord:
+    return MemoryRecord(
+        id=str(op["id"]),
+        content=str(op["content"]),
+        importance=float(op.get("importance", 0.7)),
+        category=str(op.get("category") or "general"),
+        created_at=time_from_json(op.get("created_at")),
+        accessed_at=time_from_json(op.get("accessed_at")),
+        access_count=int(op.get("access_count") or 0),
+        embedding_model=op.get("model") if op.get("vec") else None,
+    )
+
+
+def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:
+    """The memories the ops leave, and how many ops there were."""
+    entries: dict[str, _Entry] = {}
+    count = 0
+    for count, op in enumerate(ops, start=1):
+        for _ in _apply(entries, op):
+            pass
+    return entries, count
+
+
+def _apply(entries: dict[str, _Entry], op: dict[str, Any]) -> Iterable[str]:
+    """Fold one op into ``entries``; yields the ids it changed. Unknown ops are skipped (newer writers)."""
+    kind = op.get("op")
+    try:
+        if kind == "add":
+            entries[str(op["id"])] = _Entry(_record_from_add(op), op.get("vec"))
+            yield str(op["id"])
+        elif kind == "forget":
+            if entries.pop(str(op["id"]), None) is not None:
+                yield str(op["id"])
+        elif kind == "touch":
+            at = time_from_json(op.get("at"))
+            for memory_id in op.get("ids") or []:
+                entry = entries.get(memory_id)
+                if entry is not None:
+                    entry.record.access_count += 1
+                    entry.record.accessed_at = at
+                    yield memory_id
+        elif kind == "update":
+            entry = entries.get(str(op["id"]))
+            if entry is not None:
+                entry.record.importance = float(op["importance"])
+                yield entry.record.id
+        elif kind == "reembed":
+            entry = entries.get(str(op["id"]))
+            if entry is not None:
+                entry.record.embedding_model = str(op["model"])
+                entry.vec = str(op["vec"])
+                yield entry.record.id
+        else:
+            log.warning("memory log: unknown op %r skipped (written by a newer picoora?)", kind)
+    except (KeyError, TypeError, ValueError) as exc:
+        log.warning("memory log: malformed %r op skipped (%s)", kind, exc)
+
+
+class MemoryLog:
+    """Memories of one workspace. Callers hold the workspace lock around every method; the index that
+    ``searchable`` returns may then be used without it (embedding may load a model, which takes a while)."""
+
+    def __init__(self, path: Path, index_factory: Callable[[], MemoryIndex]):
+        self.path = path
+        self._index_factory = index_factory
+        self._entries: dict[str, _Entry] = {}
+        self._loaded = False
+        # Built from the entries on first need, so listing memories never pays for it. Thread-safe
+        # itself; replaced whole after a full reload.
+        self._index: MemoryIndex | None = None
+        self._file_id: tuple[int, int] | None = None
+        self._offset = 0
+        self._lines = 0  # lines in the log, to decide when to compact
+
+    # ---- catching up with the file -------------------------------------------------------------
+
+    def refresh(self) -> None:
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
+            if not self._loaded or self._file_id is not None:  # first load, or someone deleted the log
+                self._entries, self._lines, self._loaded, self._index = {}, 0, True, None
+                self._file_id, self._offset = None, 0
+            return
+        file_id = (status.st_dev, status.st_ino)
+        if not self._loaded or file_id != self._file_id or status.st_size < self._offset:
+            reader = JsonlReader(self.path)
+            entries, lines = _fold(reader)
+            self._entries, self._lines, self._loaded, self._index = entries, lines, True, None
+            self._file_id, self._offset = file_id, reader.offset
+        elif status.st_size > self._offset:
+            reader = JsonlReader(self.path, self._offset)
+            ops = list(reader)
+            self._offset = reader.offset
+            self._lines += len(ops)
+            self._apply_ops(ops)
+
+    def searchable(self) -> MemoryIndex:
+        """Catch up with the file and return the index; embedding and searching with it need no lock."""
+        self.refresh()
+        return self._ensure_index()
+
+    def _ensure_index(self) -> MemoryIndex:
+        if self._index is None:
+            index = self._index_factory()
+            for entry in self._entries.values():
+                index.add(replace(entry.record), self._take_vector(entry))
+            self._index = index
+        return self._index
+
+    @staticmethod
+    def _take_vector(entry: _Entry) -> np.ndarray | None:
+        vec, entry.vec = entry.vec, None  # the index keeps the decoded copy; the text is not needed again
+        if vec is None or not entry.record.embedding_model:
+            return None
+        return decode_vector(vec)
+
+    def _apply_ops(self, ops: list[dict[str, Any]]) -> None:
+        changed: dict[str, bool] = {}  # id -> whether its vector changed (insertion-ordered)
+        for op in ops:
+            for memory_id in _apply(self._entries, op):
+                changed[memory_id] = changed.get(memory_id, False) or op.get("op") in ("add", "reembed")
+        if self._index is None:  # new vectors wait in their entries until the index is built
+            return
+        for memory_id, new_vector in changed.items():
+            entry = self._entries.get(memory_id)
+            if entry is None:
+                self._index.remove(memory_id)
+            elif new_vector:  # add replaces an indexed record with the same id
+                self._index.add(replace(entry.record), self._take_vector(entry))
+            else:
+                self._index.update(replace(entry.record))
+
+    def _append(self, ops: list[dict[str, Any]], *, durable: bool = True) -> None:
+        """Write ops (after ``refresh``, under the lock) and fold them in; compacts when dead lines dominate."""
+        if not ops:
+            return
+        self._offset = append_jsonl(self.path, ops, durable=durable)
+        status = os.stat(self.path)
+        self._file_id = (status.st_dev, status.st_ino)
+        self._lines += len(ops)
+        self._apply_ops(ops)
+        if self._lines - len(self._entries) > max(COMPACT_MIN_DEAD_LINES, len(self._entries)):
+            self.compact()
+
+    def compact(self) -> None:
+        """Rewrite the log as one ``add`` per live memory. Re-reads the file to get the encoded vectors,
+        which are not kept in memory once indexed."""
+        entries, _ = _fold(JsonlReader(self.path))
+        atomic_write_bytes(self.path, encode_jsonl([_add_op(e.record, e.vec) for e in entries.values()]), 0o600)
+        status = os.stat(self.path)
+        self._file_id, self._offset, self._lines = (status.st_dev, status.st_ino), status.st_size, len(entries)
+
+    # ---- operations ----------------------------------------------------------------------------
+
+    def _new_id(self, taken: set[str] | dict[str, _Entry]) -> str:
+        while True:
+            memory_id = uuid.uuid4().hex[:_ID_HEX_CHARS]
+            if memory_id not in taken:
+                return memory_id
+
+    def add(
+        self, content: str, importance: float, category: str, vector: np.ndarray | None, model: str | None
+    ) -> AddMemoryResult:
+        duplicate = self.searchable().find_duplicate(content, vector)
+        if duplicate is not None and duplicate.id in self._entries:
+            record = self._entries[duplicate.id].record
+            if importance > record.importance:
+                self._append([{"op": "update", "id": record.id, "importance": importance, "at": time_to_json(now_utc())}])
+            return AddMemoryResult(replace(self._entries[duplicate.id].record), created=False)
+        record = MemoryRecord(
+            id=self._new_id(self._entries),
+            content=content,
+            importance=importance,
+            category=category,
+            created_at=now_utc(),
+            embedding_model=model if vector is not None else None,
+        )
+        self._append([_add_op(record, encode_vector(vector) if vector is not None else None)])
+        return AddMemoryResult(replace(self._entries[record.id].record), created=True)
+
+    def import_records(self, records: list[MemoryRecord], vectors: list, model: str | None) -> int:
+        """Add records that are not already here (by text, or by vector when there is one), keeping their
+        ids unless taken; returns how many were added."""
+        from picoora.store.memory_index import normalise_text
+
+        index = self.searchable()
+        ops: list[dict[str, Any]] = []
+        batch_texts: set[str] = set()  # the index cannot see duplicates inside this batch
+        taken = set(self._entries)
+        now = now_utc()
+        for source, vector in zip(records, vectors):
+            content = source.content.strip()
+            text = normalise_text(content)
+            if not content or text in batch_texts or index.find_duplicate(content, vector) is not None:
+                continue
+            batch_texts.add(text)
+            memory_id = source.id if source.id and source.id not in taken else self._new_id(taken)
+            taken.add(memory_id)
+            record = replace(
+                source,
+                id=memory_id,
+                content=content,
+                created_at=source.created_at or now,
+                embedding_model=model if vector is not None else None,
+            )
+            ops.append(_add_op(record, encode_vector(vector) if vector is not None else None))
+        self._append(ops)
+        return len(ops)
+
+    def touch(self, memory_ids: list[str]) -> dict[str, MemoryRecord]:
+        """Record an access; returns copies of the touched records that still exist."""
+        self.refresh()
+        live = [memory_id for memory_id in memory_ids if memory_id in self._entries]
+        if live:
+            # An access count is not worth an fsync per recall: losing one in a power cut is harmless.
+            self._append([{"op": "touch", "ids": live, "at": time_to_json(now_utc())}], durable=False)
+        return {memory_id: replace(self._entries[memory_id].record) for memory_id in live}
+
+    def forget(self, memory_id: str) -> bool:
+        self.refresh()
+        if memory_id not in self._entries:
+            return False
+        self._append([{"op": "forget", "id": memory_id, "at": time_to_json(now_utc())}])
+        return True
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        self.refresh()
+        entry = self._entries.get(memory_id)
+        return replace(entry.record) if entry else None
+
+    def records(self) -> list[MemoryRecord]:
+        self.refresh()
+        return [replace(entry.record) for entry in self._entries.values()]
+
+    def count(self) -> int:
+        self.refresh()
+        return len(self._entries)
+
+    def reembed(self, expected: dict[str, str], vectors: list[np.ndarray], model: str) -> int:
+        """Store new vectors for memories whose content is still ``expected[id]``, then rewrite the log
+        (every old vector is now dead) and reload it into a fresh index."""
+        self.refresh()
+        ops = [
+            {"op": "reembed", "id": memory_id, "model": model, "vec": encode_vector(vector)}
+            for (memory_id, content), vector in zip(expected.items(), vectors)
+            if memory_id in self._entries and self._entries[memory_id].record.content == content
+        ]
+        if not ops:
+            return 0
+        self._offset = append_jsonl(self.path, ops)
+        self.compact()
+        self._loaded = False  # reload: rebuilding the index once beats a remove+add per memory
+        return len(ops)
+
+
+
+def embed(index: MemoryIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:
+    """Vectors for ``texts`` (all None when no embedder works) and the model that made them."""
+    vectors = index.embed(texts) if texts else None
+    if vectors is None:
+        return [None] * len(texts), None
+    return list(vectors), index.model_id

