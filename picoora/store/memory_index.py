@@ -1,0 +1,257 @@
+"""The file backend's in-memory recall index: vectors, keywords, dedup and ranking over all memories.
+
+The store owns persistence; this index owns search. Vectors live in one contiguous float32 matrix (rows
+grow by doubling, a removed row is filled by the last one), importance and last-touched times in parallel
+arrays, words in an incremental inverted index, so a query costs one matrix-vector product and a few
+array operations, never a Python loop over every memory. Ranking rules are ``ranking.py``'s.
+
+Vectors belong to one embedder (``model_id``). A record whose vector came from another model, or that was
+stored while the embedder was unavailable, has no vector here: it is found by keywords only until
+``picoora memory reindex`` gives it one.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from picoora.store import ranking
+from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
+from picoora.store.embedder import Embedder, EmbedderUnavailable
+from picoora.store.keywords import KeywordIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+
+RETRY_EMBEDDER_SECONDS = 30.0  # after a failure, do not pay a timeout per call: try again after this long
+_INITIAL_ROWS = 64
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_text(content: str) -> str:
+    """The form two memories must share to be the same text: case, spacing and final punctuation ignored."""
+    return _SPACES.sub(" ", content.casefold()).strip().rstrip(".!;").rstrip()
+
+
+class MemoryIndex:
+    def __init__(self, embedder: Embedder | None, *, min_similarity: float = 0.0, dedup_similarity: float = 0.95):
+        import numpy as np
+
+        self._embedder = embedder
+        self.model_id: str | None = embedder.model_id if embedder else None
+        # 0 means "the embedder's calibrated floor" (config: memory.min_similarity).
+        self.floor = min_similarity or (embedder.similarity_floor if embedder else ranking.GENERIC_SIMILARITY_FLOOR)
+        self.dedup_similarity = dedup_similarity
+        self._unavailable: str | None = None if embedder else (
+            'semantic memory is off (memory.embedder is "none"): recall matches keywords only. '
+            'Set memory.embedder to "minilm" for recall by meaning'
+        )
+        self._retry_at = 0.0
+        self._lock = threading.RLock()
+        self._records: dict[str, MemoryRecord] = {}
+        self._row: dict[str, int] = {}
+        self._ids: list[str] = []  # row -> memory id
+        self._vectors: np.ndarray | None = None  # (capacity, dim); allocated with the first vector
+        self._has_vector = np.zeros(_INITIAL_ROWS, dtype=bool)
+        self._importance = np.zeros(_INITIAL_ROWS, dtype=np.float32)
+        self._touched = np.zeros(_INITIAL_ROWS, dtype=np.float64)  # epoch seconds; NaN when unknown
+        self._by_text: dict[str, set[str]] = {}
+        self._keywords = KeywordIndex()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        """Why the last embedding attempt failed (or why there is no embedder); None when it works."""
+        return self._unavailable
+
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        """Vectors from this index's embedder, or None when none can be had right now (reason kept)."""
+        if self._embedder is None or time.monotonic() < self._retry_at:
+            return None
+        try:
+            vectors = self._embedder.embed(texts)
+        except EmbedderUnavailable as exc:
+            self._unavailable = f"recall by meaning is unavailable, so recall matches keywords only: {exc}"
+            self._retry_at = time.monotonic() + RETRY_EMBEDDER_SECONDS
+            return None
+        self._unavailable = None
+        return vectors
+
+    # ------------------------------------------------------------------ changes
+
+    def add(self, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        """Index ``record``; ``vector`` must come from ``model_id`` (None: keyword-only until reindex)."""
+        if record.embedding_model not in (None, self.model_id):
+            vector = None  # another model's vector is never compared with ours
+        with self._lock:
+            if record.id in self._row:
+                self.remove(record.id)
+            row = len(self._ids)
+            self._ensure_capacity(row + 1, vector)
+            self._ids.append(record.id)
+            self._row[record.id] = row
+            self._set_vector(row, vector)
+            self._store(row, record)
+            self._keywords.add(record.id, record.content)
+            self._by_text.setdefault(normalise_text(record.content), set()).add(record.id)
+
+    def update(self, record: MemoryRecord) -> None:
+        """Take a changed record (importance, access time/count); a changed text drops its vector."""
+        with self._lock:
+            old = self._records.get(record.id)
+            if old is None:
+                raise KeyError(record.id)
+            row = self._row[record.id]
+            if old.content != record.content:
+                self._forget_text(old)
+                self._keywords.add(record.id, record.content)
+                self._by_text.setdefault(normalise_text(record.content), set()).add(record.id)
+                self._set_vector(row, None)
+            self._store(row, record)
+
+    def remove(self, memory_id: str) -> None:
+        with self._lock:
+            row = self._row.pop(memory_id, None)
+            if row is None:
+                return
+            self._forget_text(self._records.pop(memory_id))
+            self._keywords.remove(memory_id)
+            last = len(self._ids) - 1
+            moved = self._ids.pop()
+            if row != last:  # fill the hole with the last row so the live rows stay contiguous
+                self._ids[row] = moved
+                self._row[moved] = row
+                for array in (self._has_vector, self._importance, self._touched, self._vectors):
+                    if array is not None:
+                        array[row] = array[last]
+
+    # ------------------------------------------------------------------ queries
+
+    def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
+        """A stored memory with the same normalised text, or a vector at least ``dedup_similarity`` close."""
+        import numpy as np
+
+        with self._lock:
+            same = self._by_text.get(normalise_text(content))
+            if same:
+                return self._records[min(same)]
+            n = len(self._ids)
+            if vector is None or self._vectors is None or n == 0:
+                return None
+            sims = self._vectors[:n] @ vector
+            sims[~self._has_vector[:n]] = -np.inf
+            best = int(np.argmax(sims))
+            return self._records[self._ids[best]] if sims[best] >= self.dedup_similarity else None
+
+    def search(self, query: str, limit: int, *, now: datetime | None = None) -> RecallResult:
+        """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules."""
+        import numpy as np
+
+        now = now or datetime.now(timezone.utc)
+        with self._lock:
+            n = len(self._ids)
+            wants_vector = self._embedder is not None and n > 0 and bool(self._has_vector[:n].any())
+        vectors = self.embed([query]) if wants_vector else None  # outside the lock: embedding is the slow part
+        query_vector = None if vectors is None else vectors[0]
+        with self._lock:
+            n = len(self._ids)
+            if n == 0 or limit <= 0:
+                return self._result([], query_vector)
+            keyword_by_id, code_by_id = self._keywords.match(query)
+            keyword = self._as_row_array(keyword_by_id, n)
+            code = self._as_row_array(code_by_id, n)
+            comparable = self._has_vector[:n] if query_vector is not None else np.zeros(n, dtype=bool)
+            sims = np.zeros(n, dtype=np.float32)
+            if query_vector is not None:
+                sims = self._vectors[:n] @ query_vector
+            base = np.where(comparable, sims, ranking.keyword_only_relevance(keyword))
+            ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
+            ok |= code >= ranking.CODE_ADMIT
+            score = ranking.relevance(base, code) + self._adjustments(n, now)
+            candidates = np.flatnonzero(ok)
+            if len(candidates) > limit:
+                candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
+            candidates = candidates[np.argsort(-score[candidates], kind="stable")]
+            matches = [
+                ScoredMemory(
+                    memory=self._records[self._ids[row]],
+                    score=float(np.clip(score[row], 0.0, 1.0)),
+                    similarity=float(sims[row]) if comparable[row] else None,
+                )
+                for row in candidates
+            ]
+            return self._result(matches, query_vector)
+
+    # ------------------------------------------------------------------ internals
+
+    def _result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None) -> RecallResult:
+        if self._embedder is None or (query_vector is None and self._unavailable):
+            return RecallResult(matches, degraded=True, note=self._unavailable)
+        missing = len(self._ids) - int(self._has_vector[: len(self._ids)].sum())
+        note = None
+        if missing:
+            note = (
+                f"{missing} of {len(self._ids)} memories have no {self.model_id} vector (stored by another "
+                "embedder or while it was unavailable) and are matched by keywords only: run `picoora memory reindex`"
+            )
+        return RecallResult(matches, degraded=False, note=note)
+
+    def _adjustments(self, n: int, now: datetime) -> np.ndarray:
+        import numpy as np
+
+        age_days = (now.timestamp() - self._touched[:n]) / ranking.SECONDS_PER_DAY
+        recency_part = np.nan_to_num(ranking.RECENCY_WEIGHT * ranking.recency(age_days), nan=0.0)
+        return ranking.IMPORTANCE_WEIGHT * (self._importance[:n] - 0.5) + recency_part
+
+    def _as_row_array(self, by_id: dict[str, float], n: int) -> np.ndarray:
+        import numpy as np
+
+        out = np.zeros(n, dtype=np.float32)
+        if by_id:
+            rows = [self._row[key] for key in by_id]
+            out[rows] = list(by_id.values())
+        return out
+
+    def _store(self, row: int, record: MemoryRecord) -> None:
+        self._records[record.id] = record
+        self._importance[row] = record.importance
+        touched = ranking.last_touched(record.created_at, record.accessed_at)
+        self._touched[row] = touched.timestamp() if touched else float("nan")
+
+    def _forget_text(self, record: MemoryRecord) -> None:
+        key = normalise_text(record.content)
+        ids = self._by_text.get(key, set())
+        ids.discard(record.id)
+        if not ids:
+            self._by_text.pop(key, None)
+
+    def _set_vector(self, row: int, vector: np.ndarray | None) -> None:
+        self._has_vector[row] = vector is not None
+        if self._vectors is not None:
+            self._vectors[row] = 0.0 if vector is None else vector
+
+    def _ensure_capacity(self, rows: int, vector: np.ndarray | None) -> None:
+        import numpy as np
+
+        if self._vectors is None and vector is not None:
+            self._vectors = np.zeros((len(self._has_vector), len(vector)), dtype=np.float32)
+        capacity = len(self._has_vector)
+        if rows <= capacity:
+            return
+        new_capacity = max(rows, capacity * 2)
+
+        def grown(array: np.ndarray) -> np.ndarray:
+            out = np.zeros((new_capacity,) + array.shape[1:], dtype=array.dtype)
+            out[:capacity] = array
+            return out
+
+        self._has_vector = grown(self._has_vector)
+        self._importance = grown(self._importance)
+        self._touched = grown(self._touched)
+        if self._vectors is not None:
+            self._vectors = grown(self._vectors)

