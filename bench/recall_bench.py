@@ -120,7 +120,8 @@ def load_child(cache_dir: str) -> None:
     import tokenizers  # noqa: F401
 
     imported = time.perf_counter()
-    MiniLMEmbedder(cache_dir=Path(cache_dir)).embed(["What programming language do I prefer?"])
+    embedder = MiniLMEmbedder(cache_dir=Path(cache_dir))  # kept alive: RSS is measured with the model loaded
+    embedder.embed(["What programming language do I prefer?"])
     loaded = time.perf_counter()
     rss = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS"))
     print(json.dumps({

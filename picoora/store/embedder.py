@@ -76,9 +76,9 @@ class MiniLMEmbedder:
     The int8 model dequantises its weights with Cast/Mul nodes, which onnxruntime constant-folds into
     fresh float32 copies at every load. So the first load saves the folded graph once to ``cache_dir``
     (default ``$PICOORA_HOME/cache``, about 90 MB on disk) and later loads memory-map it, pages shared
-    between processes: a process that embedded one sentence is at 86 MB RSS instead of 185 MB, after a
-    0.14 s load instead of 0.39 s (bench/recall_bench.py). If the cache cannot be written, the model is
-    folded in memory as before.
+    between processes: a process that embedded one sentence is at 139 MB RSS instead of 231 MB (peak 139
+    instead of 282), after a 0.13 s load instead of 0.32 s (bench/recall_bench.py). If the cache cannot
+    be written, the model is folded in memory as before.
     """
 
     model_id = MINILM_MODEL_ID
