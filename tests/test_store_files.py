@@ -127,6 +127,41 @@ def test_odd_session_keys_get_distinct_safe_files(make_store, workspace):
         encode_key("")
 
 
+def test_go_version_session_files_are_read(make_store, workspace):
+    (workspace / "sessions").mkdir(parents=True)
+    go_session = {
+        "key": "telegram:123",
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}},
+                {"id": "c2", "type": "function", "function": {"name": "echo", "arguments": "not json"}},
+            ]},
+            {"role": "tool", "content": "3 degrees", "tool_call_id": "c1"},
+        ],
+        "summary": "earlier chat",
+        "created": "2026-02-01T10:00:00.123456789+01:00",
+        "updated": "2026-02-01T10:05:00Z",
+    }
+    (workspace / "sessions/telegram_123.json").write_text(json.dumps(go_session))
+    session = make_store().load_session("telegram:123")
+    calls = session.messages[1].tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}), ("c2", "echo", {"raw": "not json"})]
+    assert session.summary == "earlier chat" and session.updated_at.year == 2026
+
+
+def test_an_unreadable_session_file_is_reported_and_skipped_in_listings(make_store, workspace):
+    store = make_store()
+    store.append_session("good", [Message(role="user", content="fine")])
+    (workspace / "sessions/broken.json").write_text('{"messages": "no key"}')
+    (workspace / "sessions/torn.json").write_text('{"key": "torn", "mess')
+    assert [s.key for s in store.list_sessions()] == ["good"]
+    with pytest.raises(StoreError, match="broken.json"):
+        store.load_session("broken")
+    with pytest.raises(StoreError, match="torn.json"):
+        store.load_session("torn")
+
+
 def test_open_store_uses_the_configured_workspace(tmp_path):
     config = Config()
     config.agents.defaults.workspace = str(tmp_path / "configured")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import re
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -48,10 +49,17 @@ def time_to_json(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+_RFC3339_TAIL = re.compile(r"(\.\d{6})\d+|Z$")
+
+
 def time_from_json(value: Any) -> datetime | None:
     if not value:
         return None
-    parsed = datetime.fromisoformat(str(value))
+    text = str(value)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:  # Python 3.10 rejects Go's RFC 3339 ("Z", nanoseconds)
+        parsed = datetime.fromisoformat(_RFC3339_TAIL.sub(lambda m: m.group(1) or "+00:00", text))
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 

@@ -17,6 +17,7 @@ Plain reads of documents need no lock: a document is only ever replaced whole, b
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from dataclasses import replace
@@ -99,12 +100,12 @@ class FileStore:
         self._min_similarity = min_similarity
         self._dedup_similarity = dedup_similarity
         self._memories = MemoryLog(self.workspace / "memory" / "memories.jsonl", self._new_index)
+        memory = self.workspace / "memory"
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
-            for directory in (self.workspace, self.workspace / "sessions", self.workspace / "state"):
+            for directory in [self.workspace, self.workspace / "sessions", self.workspace / "state", memory]:
                 atomic.remove_stale_temp_files(directory)
-            for directory in (self.workspace / "memory").glob("*"):
-                atomic.remove_stale_temp_files(directory)
-            atomic.remove_stale_temp_files(self.workspace / "memory")
+            for month in memory.glob("[0-9]*"):
+                atomic.remove_stale_temp_files(month)
 
     def _new_index(self) -> MemoryIndex:
         from picoora.store.memory_index import MemoryIndex
@@ -142,7 +143,8 @@ class FileStore:
         """Newest first."""
         with self._lock:
             records = self._memories.records()
-        records.sort(key=lambda r: (r.created_at is not None, r.created_at), reverse=True)
+        records.sort(key=lambda r: (r.created_at is not None, r.created_at))
+        records.reverse()  # rather than reverse=True: equal times then list the later insertion first
         return records if limit is None else records[:limit]
 
     def forget(self, memory_id: str) -> bool:
@@ -180,7 +182,7 @@ class FileStore:
     def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
         day = day or date.today()  # local date, as a person reads their journal
         path = self._note_path(day)
-        with self._lock:
+        with self._lock:  # rewritten whole (a note is small), so a crash never leaves half an entry
             existing = _read_text(path)
             text = f"{existing}\n{content}" if existing is not None else f"# {day.isoformat()}\n\n{content}"
             atomic.atomic_write_text(path, text)
@@ -205,9 +207,11 @@ class FileStore:
     def load_session(self, key: str) -> Session:
         path = self._session_path(key)
         document = self._read_document(path)
-        return _session_from_json(document) if document is not None else Session(key=key)
+        return _session_from_json(document, path) if document is not None else Session(key=key)
 
     def _write_session(self, session: Session) -> None:
+        session.updated_at = now_utc()
+        session.created_at = session.created_at or session.updated_at
         document = {
             "key": session.key,
             "summary": session.summary,
@@ -218,11 +222,11 @@ class FileStore:
         atomic.atomic_write_json(self._session_path(session.key), document, PRIVATE)
 
     def append_session(self, key: str, messages: list[Message]) -> None:
+        if not messages:
+            return
         with self._lock:
             session = self.load_session(key)
             session.messages.extend(messages)
-            session.updated_at = now_utc()
-            session.created_at = session.created_at or session.updated_at
             self._write_session(session)
 
     def compact_session(self, key: str, summary: str, drop_first: int) -> None:
@@ -232,8 +236,6 @@ class FileStore:
             session = self.load_session(key)
             session.messages = session.messages[max(drop_first, 0) :]
             session.summary = summary
-            session.updated_at = now_utc()
-            session.created_at = session.created_at or session.updated_at
             self._write_session(session)
 
     def reset_session(self, key: str) -> None:
@@ -245,9 +247,12 @@ class FileStore:
         """Most recently updated first."""
         sessions = []
         for path in (self.workspace / "sessions").glob("*.json"):
-            document = self._read_document(path, skip_invalid=True)
-            if document is not None:
-                sessions.append(_session_from_json(document))
+            try:
+                document = self._read_document(path)
+                if document is not None:
+                    sessions.append(_session_from_json(document, path))
+            except StoreError as exc:  # one unreadable file must not hide the other sessions
+                log.warning("%s", exc)
         sessions.sort(key=lambda s: (s.updated_at is not None, s.updated_at), reverse=True)
         return sessions
 
@@ -274,16 +279,20 @@ class FileStore:
 
     def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]:
         """In seq order; with ``limit``, the most recent ``limit`` entries."""
-        lines = atomic.read_jsonl(self._transcript_path(key))
-        entries = [
-            TranscriptEntry(
-                session_key=str(line.get("session_key", key)),
-                seq=int(line["seq"]),
-                message=Message.from_dict(line["message"]),
-                created_at=time_from_json(line.get("created_at")),
-            )
-            for line in lines
-        ]
+        path = self._transcript_path(key)
+        entries = []
+        for line in atomic.read_jsonl(path):
+            try:
+                entries.append(
+                    TranscriptEntry(
+                        session_key=str(line.get("session_key", key)),
+                        seq=int(line["seq"]),
+                        message=Message.from_dict(line["message"]),
+                        created_at=time_from_json(line.get("created_at")),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:  # a hand-edited line; the rest still reads
+                log.warning("%s: a transcript line without %s was skipped", path, exc)
         return entries if limit is None else entries[-limit:] if limit > 0 else []
 
     # ---- state, config, meta -------------------------------------------------------------------
@@ -373,13 +382,10 @@ class FileStore:
         self._lock.close()
 
     @staticmethod
-    def _read_document(path: Path, *, skip_invalid: bool = False) -> Any | None:
+    def _read_document(path: Path) -> Any | None:
         try:
             return atomic.read_json(path)
         except ValueError as exc:
-            if skip_invalid:  # listing: one broken file must not hide the others
-                log.warning("%s is not valid JSON (%s); skipped", path, exc)
-                return None
             raise StoreError(f"{path} is not valid JSON ({exc}): fix it or delete it") from None
 
 
@@ -395,11 +401,34 @@ def _count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
-def _session_from_json(document: dict[str, Any]) -> Session:
-    return Session(
-        key=str(document["key"]),
-        messages=[Message.from_dict(m) for m in document.get("messages") or []],
-        summary=str(document.get("summary") or ""),
-        created_at=time_from_json(document.get("created_at")),
-        updated_at=time_from_json(document.get("updated_at")),
-    )
+def _session_from_json(document: dict[str, Any], path: Path) -> Session:
+    """A session document; the Go version's (``created``/``updated``, OpenAI-style tool calls) reads too."""
+    try:
+        return Session(
+            key=str(document["key"]),
+            messages=[_message_from_json(m) for m in document.get("messages") or []],
+            summary=str(document.get("summary") or ""),
+            created_at=time_from_json(document.get("created_at") or document.get("created")),
+            updated_at=time_from_json(document.get("updated_at") or document.get("updated")),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StoreError(f"{path} is not a session picoora can read ({exc!r}): move it away or delete it") from None
+
+
+def _message_from_json(data: dict[str, Any]) -> Message:
+    calls = data.get("tool_calls") or []
+    if any("function" in call for call in calls):  # Go: {"id","type","function":{"name","arguments":"<json>"}}
+        data = {**data, "tool_calls": [_go_tool_call(call) for call in calls]}
+    return Message.from_dict(data)
+
+
+def _go_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    if "function" not in call:
+        return call
+    arguments = call["function"].get("arguments") or {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            arguments = {"raw": arguments}  # what the Go version does with arguments it cannot parse
+    return {"id": call.get("id", ""), "name": call["function"].get("name", ""), "arguments": arguments}
