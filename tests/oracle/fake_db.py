@@ -53,6 +53,7 @@ _ORA_TEXT = {
     29833: "indextype does not exist",
     40204: "model {name} already exists",
     40284: "model {name} does not exist",
+    51950: "Vector memory area is not enabled",
     51803: "Vector dimension count must match the dimension count specified in the column definition (actual: {name}, required: 384).",
 }
 

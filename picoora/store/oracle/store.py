@@ -202,19 +202,22 @@ class OracleStore:
         return replace(record, created_at=codec.to_utc(codec.from_utc(record.created_at)),
                        accessed_at=codec.to_utc(codec.from_utc(record.accessed_at)))
 
-    def recall(self, query: str, limit: int = 5) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult:
+        """``touch=False`` searches without counting it as an access (the inspector looks, it does not recall)."""
         async def work(tx: Tx) -> RecallResult:
             if limit <= 0 or not query.strip():
                 return RecallResult([])
             vector = await self._embed(tx, query)
             candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
             matches = self._rank(query, candidates, limit)
-            now = utc_stamp()
-            await tx.run_many(q.MEMORY_TOUCH, [
-                {"agent_id": self.agent_id, "memory_id": m.memory.id, "now": now} for m in matches
-            ])
-            touched = [replace(m, memory=replace(m.memory, access_count=m.memory.access_count + 1,
-                                                 accessed_at=now.replace(tzinfo=timezone.utc))) for m in matches]
+            touched = matches
+            if touch:
+                now = utc_stamp()
+                await tx.run_many(q.MEMORY_TOUCH, [
+                    {"agent_id": self.agent_id, "memory_id": m.memory.id, "now": now} for m in matches
+                ])
+                touched = [replace(m, memory=replace(m.memory, access_count=m.memory.access_count + 1,
+                                                     accessed_at=now.replace(tzinfo=timezone.utc))) for m in matches]
             if vector is None:
                 return RecallResult(touched, degraded=True, note=self._missing_model_note)
             return RecallResult(touched)

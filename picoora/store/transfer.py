@@ -1,0 +1,96 @@
+"""Copy everything one store holds into another through the Store protocol (``setup-oracle --import-files``).
+
+Nothing the target already has is overwritten, so running it twice adds nothing: memories go through
+``import_memories`` (ids kept, duplicates skipped, re-embedded by the target's own model), a day's note,
+a session, a transcript or a key/value entry is copied only when the target has none for it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from picoora.store.base import DailyNote, Store
+
+ALL_DAYS = 36500  # "every daily note": the protocol reads notes by a window of days
+
+
+@dataclass
+class TransferReport:
+    copied: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def count(self, family: str, copied: bool, n: int = 1) -> None:
+        bucket = self.copied if copied else self.skipped
+        bucket[family] = bucket.get(family, 0) + n
+
+
+def file_transcript_keys(workspace: Path) -> list[str]:
+    """Session keys that have a transcript in a file workspace, including sessions that were reset (their
+    transcript stays while the session is gone). Reads each transcript's first line, which names its key."""
+    keys = []
+    for path in sorted((workspace / "transcripts").glob("*.jsonl")):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                first = json.loads(handle.readline() or "{}")
+        except (OSError, ValueError):
+            continue
+        if isinstance(first, dict) and first.get("session_key"):
+            keys.append(str(first["session_key"]))
+    return keys
+
+
+def _note_body(note: DailyNote) -> str:
+    """A note's text without the ``# YYYY-MM-DD`` header that ``append_daily_note`` writes again."""
+    header = f"# {note.day.isoformat()}\n\n"
+    return note.content[len(header):] if note.content.startswith(header) else note.content
+
+
+def transfer(source: Store, target: Store, *, transcript_keys: Iterable[str] = ()) -> TransferReport:
+    report = TransferReport()
+
+    memories = source.list_memories()
+    added = target.import_memories(memories)
+    report.count("memories", True, added)
+    report.count("memories", False, len(memories) - added)
+
+    have_days = {note.day for note in target.recent_daily_notes(ALL_DAYS)}
+    for note in reversed(source.recent_daily_notes(ALL_DAYS)):  # oldest first
+        fresh = note.day not in have_days
+        if fresh:
+            target.append_daily_note(_note_body(note), day=note.day)
+        report.count("daily notes", fresh)
+
+    have_sessions = {s.key for s in target.list_sessions()}
+    sessions = source.list_sessions()
+    for session in reversed(sessions):  # oldest first, so the target lists them in the same order
+        fresh = session.key not in have_sessions
+        if fresh:
+            target.append_session(session.key, session.messages)
+            if session.summary:
+                target.compact_session(session.key, session.summary, drop_first=0)
+        report.count("sessions", fresh)
+
+    for key in dict.fromkeys([*(s.key for s in sessions), *transcript_keys]):
+        entries = source.read_transcript(key)
+        fresh = bool(entries) and not target.read_transcript(key, limit=1)
+        if fresh:
+            target.append_transcript(key, [entry.message for entry in entries])
+        report.count("transcript entries", fresh, len(entries))
+
+    for family in ("state", "config", "meta"):
+        get, put = getattr(target, f"get_{family}"), getattr(target, f"set_{family}")
+        for key, value in getattr(source, f"all_{family}")().items():
+            fresh = get(key) is None
+            if fresh:
+                put(key, value)
+            report.count(family, fresh)
+
+    for prompt in source.list_prompts():
+        fresh = target.get_prompt(prompt.name) is None
+        if fresh:
+            target.set_prompt(prompt.name, prompt.content)
+        report.count("prompts", fresh)
+    return report

@@ -1,0 +1,311 @@
+"""``picoora setup-oracle`` and ``picoora oracle-inspect`` in-process, over the fake database.
+
+The commands open Oracle the normal way; only the driver's pool factory is swapped for the fake's, so
+everything above it (connect, migrate, model, indexes, store, rendering) is the real code path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date, timedelta
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from picoora.cli import oracle_cmds
+from picoora.cli.errors import CLIError
+from picoora.config import Config, save_config, workspace_path
+from picoora.messages import Message
+from picoora.store.files import FileStore
+from picoora.store.oracle import open_oracle_store
+from picoora.store.oracle import sql as q
+from picoora.store.oracle.connection import Database
+from picoora.store.oracle.setup import OracleSetup
+from tests.fakes.hash_embedder import HashEmbedder
+from tests.oracle.conftest import oracle_config
+from tests.oracle.fake_db import FakeOracle, ora_error
+
+PASSWORD = "s3cret-Pw"
+
+
+@pytest.fixture
+def fake(monkeypatch) -> FakeOracle:
+    fake = FakeOracle(model_loaded=False)
+    monkeypatch.setattr("picoora.store.oracle.connection._default_pool_factory", fake.pool_factory)
+    return fake
+
+
+@pytest.fixture
+def config(isolated_home) -> Config:
+    config = oracle_config(connect_timeout_seconds=0.5)
+    save_config(config)
+    workspace = workspace_path(config)
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "IDENTITY.md").write_text("# Identity\nI am picoora.\n")
+    (workspace / "SOUL.md").write_text("# Soul\nCalm and precise.\n")
+    return config
+
+
+@pytest.fixture
+def onnx_file(tmp_path):
+    path = tmp_path / "all_MiniLM_L12_v2.onnx"
+    path.write_bytes(b"\x08\x07fake-onnx-graph" * 100)
+    return path
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
+
+    @app.callback()
+    def root(ctx: typer.Context) -> None:
+        ctx.obj = {"config_path": None}
+
+    oracle_cmds.register(app)
+    return app
+
+
+def picoora(*args: str) -> tuple[int, str]:
+    """Run a command as ``picoora.cli.app.main`` does: exit code and everything printed."""
+    result = CliRunner().invoke(_app(), list(args))
+    if isinstance(result.exception, CLIError):
+        return result.exception.exit_code, result.output + f"Error: {result.exception}\n"
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def _steps(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line and line[0] in "✓⚠✗"]
+
+
+# ---- setup-oracle ----------------------------------------------------------------------------------
+
+
+def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_file):
+    code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file))
+    assert code == 0, out
+    assert _steps(out) == [
+        "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
+        "✓ Schema created (version 5, 8 tables with PICO_ prefix)",
+        "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
+        "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
+        "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created",
+        "✓ Vector index IDX_PICO_DAILY_NOTES_VEC (IVF) created",
+        "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT created",
+        "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md",
+        "✓ Config snapshot stored in PICO_CONFIG (secrets redacted)",
+    ]
+    assert "🎉 Oracle setup complete!" in out
+    load = next(e for e in fake.executed if e.name == "load_onnx_blob")
+    assert load.binds["model_data"].data == onnx_file.read_bytes()
+    assert fake.indexes["IDX_PICO_MEMORIES_VEC"] == ("PICO_MEMORIES", ("embedding",), "VECTOR")
+    snapshot = json.loads(next(r["config_value"] for r in fake.rows("PICO_CONFIG")))
+    assert snapshot["oracle"]["password"] == "***" and PASSWORD not in json.dumps(snapshot)
+    assert PASSWORD not in out
+
+
+def test_setup_twice_changes_nothing_and_says_so(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    code, out = picoora("setup-oracle")
+    assert code == 0, out
+    steps = _steps(out)
+    assert "✓ Schema up to date (version 5, 8 PICO_ tables)" in steps
+    assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in steps
+    assert "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT already exists" in steps
+    assert {"ORA-00955"} <= set(fake.raised)
+
+
+def test_setup_without_a_model_source_stops_with_what_to_do(fake, config):
+    code, out = picoora("setup-oracle")
+    assert code == 1
+    assert _steps(out)[-1].startswith("✗ ONNX model 'ALL_MINILM_L12_V2' is not loaded. Load it with --onnx-file PATH")
+    assert "setup did not finish" in out
+
+
+def test_setup_loads_from_a_directory_object_or_a_url(fake, config):
+    code, out = picoora("setup-oracle", "--onnx-dir", "pico_onnx_dir")
+    assert code == 0, out
+    load = next(e for e in fake.executed if e.name == "load_onnx_directory")
+    assert (load.binds["directory"], load.binds["file_name"]) == ("PICO_ONNX_DIR", "all_MiniLM_L12_v2.onnx")
+    fake.models.clear()
+    code, out = picoora("setup-oracle", "--onnx-url", "https://objectstorage.example/p/x/model.onnx")
+    assert code == 0 and any(e.name == "load_onnx_cloud" for e in fake.executed)
+    assert picoora("setup-oracle", "--onnx-url", "https://x", "--onnx-dir", "D")[0] == 2
+
+
+def test_a_model_loaded_meanwhile_counts_as_loaded(fake, config, onnx_file):
+    """ORA-40204 (model exists) from LOAD_ONNX_MODEL is success, not failure."""
+    fake.models["ALL_MINILM_L12_V2"] = ("EMBEDDING", "ONNX")
+    db = Database(config.oracle, pool_factory=fake.pool_factory)
+    try:
+        assert OracleSetup(db).load_model_file(onnx_file) is False
+    finally:
+        db.close()
+    assert fake.raised[-1] == "ORA-40204"
+
+
+def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_file):
+    fake.oracle_text = False
+    fake.fail_next["hnsw_memories"] = ora_error(51950)
+    code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--hnsw")
+    assert code == 3, out
+    warnings = [line for line in _steps(out) if line.startswith("⚠")]
+    assert warnings[0].startswith("⚠ Vector index IDX_PICO_MEMORIES_VEC not created") and "vector_memory_size" in warnings[0]
+    assert "ORA-29833" in warnings[1] and "keyword recall scans" in warnings[1]
+    assert "✓ Vector index IDX_PICO_DAILY_NOTES_VEC (HNSW) created" in _steps(out)
+    assert "complete with 2 warning(s)" in out
+    store = open_oracle_store(config)
+    try:
+        assert store.text_index is False  # recall falls back to the plain scan
+    finally:
+        store.close()
+
+
+def test_setup_refuses_when_disabled_or_unreachable(fake, config, isolated_home):
+    fake.down = True
+    code, out = picoora("setup-oracle")
+    assert code == 1 and _steps(out) == [
+        "✗ Connection failed: Cannot reach Oracle at localhost:1521/FREEPDB1 (DPY-6005: cannot connect to database. "
+        "[Errno 111] Connection refused). Start it (scripts/setup-oracle.sh) or fix oracle.host / oracle.port / oracle.dsn"]
+    save_config(config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})}))
+    code, out = picoora("setup-oracle")
+    assert code == 1 and "Oracle is not enabled in config" in out
+
+
+def test_dry_run_prints_the_fresh_install_sql_without_connecting(fake, config, onnx_file):
+    code, out = picoora("setup-oracle", "--dry-run", "--onnx-file", str(onnx_file))
+    assert code == 0 and fake.pool_params == []  # nothing connected
+    assert "embedding VECTOR(384, FLOAT32)" in out
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", re.sub(r"^--.*\n?", "", out, flags=re.M)) if b.strip()]
+    statements = [b[:-2].strip() if b.endswith("\n/") else b.removesuffix(";") for b in blocks]
+    known = {stmt.render("ALL_MINILM_L12_V2") for stmt in q.REGISTRY.values()}
+    assert statements and all(s in known for s in statements)
+    assert statements.index(q.CREATE_META.text) < statements.index(q.IVF_MEMORIES.text)
+    assert any("DBMS_VECTOR.LOAD_ONNX_MODEL(model_name => :model_name, model_data" in s for s in statements)
+    _, hnsw = picoora("setup-oracle", "--dry-run", "--hnsw")
+    assert "ORGANIZATION INMEMORY NEIGHBOR GRAPH" in hnsw and "must already be loaded" in hnsw
+
+
+def _file_workspace(config: Config) -> FileStore:
+    files = FileStore(workspace_path(config), embedder=HashEmbedder())
+    files.add_memory("The user's dog is called Pixel", importance=0.9, category="fact")
+    files.add_memory("Favourite editor is Helix")
+    files.append_daily_note("Planted tomatoes.", day=date.today() - timedelta(days=1))
+    files.append_daily_note("Watered them.", day=date.today() - timedelta(days=1))
+    files.append_session("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
+    files.compact_session("cli:default", "greetings", drop_first=0)
+    files.append_transcript("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
+    files.append_session("telegram:9", [Message("user", "gone soon")])
+    files.append_transcript("telegram:9", [Message("user", "gone soon")])
+    files.reset_session("telegram:9")  # its transcript stays and must still move
+    files.set_state("last_channel", "cli:default")
+    files.set_meta("installed_by", "test")
+    return files
+
+
+def test_import_files_moves_everything_once(fake, config, onnx_file):
+    files = _file_workspace(config)
+    code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--import-files")
+    files.close()
+    assert code == 0, out
+    imported = next(line for line in _steps(out) if line.startswith("✓ Imported from"))
+    assert "2 memories" in imported and "re-embedded in the database" in imported
+    assert "1 daily notes" in imported and "3 transcript entries" in imported
+    store = open_oracle_store(config)
+    try:
+        assert {m.content for m in store.list_memories()} == {"The user's dog is called Pixel", "Favourite editor is Helix"}
+        assert all(r["embedding"] is not None and r["embedding_model"] == "ALL_MINILM_L12_V2"
+                   for r in fake.rows("PICO_MEMORIES"))
+        note = store.recent_daily_notes(3)[0]
+        assert note.content == f"# {note.day.isoformat()}\n\nPlanted tomatoes.\nWatered them."
+        session = store.load_session("cli:default")
+        assert (len(session.messages), session.summary) == (2, "greetings")
+        assert [e.message.content for e in store.read_transcript("telegram:9")] == ["gone soon"]
+        assert store.get_state("last_channel") == "cli:default" and store.get_meta("installed_by") == "test"
+        assert store.recall("what is my dog called", limit=1).matches[0].memory.content.startswith("The user's dog")
+    finally:
+        store.close()
+    code, out = picoora("setup-oracle", "--import-files")
+    assert code == 0
+    assert "Imported from" in out and "nothing new" in out and "already present" in out
+    assert len(fake.rows("PICO_MEMORIES")) == 2 and len(fake.rows("PICO_TRANSCRIPTS")) == 3
+
+
+# ---- oracle-inspect --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def filled(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    store = open_oracle_store(config)
+    store.add_memory("The cat sleeps on the blue sofa", importance=0.8, category="pets")
+    store.add_memory("Quarterly taxes are due in April")
+    store.append_daily_note("Fixed the bike and booked flights to Lisbon.")
+    store.append_session("cli:default", [Message("user", "hello")])
+    store.append_transcript("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
+    store.set_state("db_hint", f"password is {PASSWORD}")
+    yield store
+    store.close()
+
+
+def test_overview_has_the_go_layout_and_no_secrets(filled):
+    code, out = picoora("oracle-inspect")
+    assert code == 0, out
+    assert "  picoora Oracle AI Database Inspector" in out and "localhost:1521/FREEPDB1 (agent default)" in out
+    assert re.search(r"  Memories\s+2  ██\n", out) and re.search(r"  Transcripts\s+2  ██", out)
+    for heading in ("Recent Memories (last 5):", "Recent Transcripts (last 5):", "Recent Sessions (last 5):",
+                    "Recent State Entries (last 5):", "Recent Daily Notes (last 5):", "System Prompts (last 5):",
+                    "Config Entries (last 5):", "Schema Metadata:"):
+        assert f"  {heading}" in out
+    assert "schema_version                 = 5" in out
+    assert PASSWORD not in out and "password is ***" in out
+
+
+def test_semantic_search_prints_match_lines_and_does_not_count_as_access(filled, fake):
+    code, out = picoora("oracle-inspect", "memories", "-s", "where does the cat sleep")
+    assert code == 0, out
+    assert re.search(r"\n  \[ ?\d{1,3}\.\d% match\]  ID: \w+\n  Created: .* Category: pets  Accessed: 0x\n"
+                     r"  Content: The cat sleeps on the blue sofa", out)
+    assert all(r["access_count"] == 0 for r in fake.rows("PICO_MEMORIES"))
+    code, data = picoora("oracle-inspect", "memories", "-s", "where does the cat sleep", "--json")
+    assert json.loads(data)[0]["content"] == "The cat sleeps on the blue sofa"
+
+
+def test_table_views(filled):
+    _, meta = picoora("oracle-inspect", "meta")
+    assert "  ONNX Models" in meta and re.search(r"ALL_MINILM_L12_V2\s+EMBEDDING\s+ONNX", meta)
+    assert "IDX_PICO_MEMORIES_VEC" in meta and "on PICO_MEMORIES" in meta
+    _, notes = picoora("oracle-inspect", "notes")
+    assert "Vector: yes" in notes and "booked flights to Lisbon" in notes
+    _, found = picoora("oracle-inspect", "notes", "-s", "flights to Lisbon")
+    assert "% match]  Date:" in found
+    _, transcripts = picoora("oracle-inspect", "transcripts")
+    assert re.search(r"#2  assistant   \[cli:default\]  hi there", transcripts)
+    _, prompt = picoora("oracle-inspect", "prompts", "soul")
+    assert prompt.startswith("  Prompt: SOUL.md\n\n# Soul")
+    _, config = picoora("oracle-inspect", "config", "--json")
+    assert json.loads(json.loads(config)["full_config"])["oracle"]["password"] == "***"
+    _, sessions = picoora("oracle-inspect", "sessions")
+    assert "Session: cli:default" in sessions and "Messages: 1" in sessions
+
+
+def test_inspect_errors(fake, config):
+    assert picoora("oracle-inspect", "bogus")[0] == 2
+    code, out = picoora("oracle-inspect")
+    assert code == 1 and "no picoora schema" in out and "--files" in out
+    assert picoora("oracle-inspect", "state", "-s", "x")[0] == 2
+
+
+def test_inspect_reads_the_file_backend_too(fake, config):
+    files = _file_workspace(config)
+    files.close()
+    code, out = picoora("oracle-inspect", "--files")
+    assert code == 0, out
+    assert "  picoora File Storage Inspector" in out and str(workspace_path(config)) in out
+    assert re.search(r"  Memories\s+2", out) and "gone soon" in out  # a reset session's transcript shows
+    assert fake.pool_params == []
+    _, listed = picoora("oracle-inspect", "memories", "--files", "--json")
+    assert {m["content"] for m in json.loads(listed)} == {"The user's dog is called Pixel", "Favourite editor is Helix"}
