@@ -11,11 +11,7 @@ import re
 from datetime import date, timedelta
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from picoora.cli import oracle_cmds
-from picoora.cli.errors import CLIError
 from picoora.config import Config, save_config, workspace_path
 from picoora.messages import Message
 from picoora.store.files import FileStore
@@ -24,6 +20,7 @@ from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database
 from picoora.store.oracle.setup import OracleSetup
 from tests.fakes.hash_embedder import HashEmbedder
+from tests.oracle.cli_app import picoora
 from tests.oracle.conftest import oracle_config
 from tests.oracle.fake_db import FakeOracle, ora_error
 
@@ -53,27 +50,6 @@ def onnx_file(tmp_path):
     path = tmp_path / "all_MiniLM_L12_v2.onnx"
     path.write_bytes(b"\x08\x07fake-onnx-graph" * 100)
     return path
-
-
-def _app() -> typer.Typer:
-    app = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
-
-    @app.callback()
-    def root(ctx: typer.Context) -> None:
-        ctx.obj = {"config_path": None}
-
-    oracle_cmds.register(app)
-    return app
-
-
-def picoora(*args: str) -> tuple[int, str]:
-    """Run a command as ``picoora.cli.app.main`` does: exit code and everything printed."""
-    result = CliRunner().invoke(_app(), list(args))
-    if isinstance(result.exception, CLIError):
-        return result.exception.exit_code, result.output + f"Error: {result.exception}\n"
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
 
 
 def _steps(output: str) -> list[str]:

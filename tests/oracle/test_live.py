@@ -1,0 +1,187 @@
+"""The live tier: the same contract and the setup command against a real Oracle AI Database.
+
+Skipped unless PICO_TEST_ORACLE_DSN (Easy Connect, e.g. localhost:1521/FREEPDB1), PICO_TEST_ORACLE_USER
+and PICO_TEST_ORACLE_PASSWORD point at a database that answers. The ONNX model must be loaded already,
+or PICO_TEST_ORACLE_ONNX_FILE must name Oracle's augmented all_MiniLM_L12_v2.onnx so the session set-up
+can load it. PICO_TEST_ORACLE_REQUIRED=1 (CI) turns those skips into failures.
+Run:  pytest -m oracle tests/oracle/test_live.py   (docs/oracle.md has the container recipe).
+
+Every test works under its own agent_id and deletes that agent's rows afterwards. PICO_META has no
+agent column, so its non-schema rows are set aside during each test and put back afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from picoora.config import Config
+from picoora.messages import Message
+from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
+from picoora.store.oracle import sql as q
+from picoora.store.oracle.connection import Tx
+from picoora.store.oracle.setup import OracleSetup
+from tests.store_contract import StoreContract
+
+pytestmark = pytest.mark.oracle
+
+DSN = os.environ.get("PICO_TEST_ORACLE_DSN", "")
+REQUIRED = os.environ.get("PICO_TEST_ORACLE_REQUIRED") == "1"  # CI: an unreachable database fails, never skips
+TABLES = ("PICO_MEMORIES", "PICO_DAILY_NOTES", "PICO_SESSIONS", "PICO_TRANSCRIPTS", "PICO_STATE", "PICO_CONFIG",
+          "PICO_PROMPTS")
+SCHEMA_META = "meta_key = 'schema_version' OR meta_key LIKE 'migration.%'"
+
+
+def live_config(agent_id: str = "default", **oracle: object) -> Config:
+    config = Config()
+    config.oracle = config.oracle.model_copy(update={
+        "enabled": True, "mode": "dsn", "dsn": DSN, "user": os.environ.get("PICO_TEST_ORACLE_USER", "picoora"),
+        "password": os.environ.get("PICO_TEST_ORACLE_PASSWORD", ""), "agent_id": agent_id,
+        "connect_timeout_seconds": 10.0, **oracle})
+    return config
+
+
+def _run(config: Config, work):
+    db = open_database(config)
+    try:
+        return db.run(work, what="run a live-test step", timeout=600.0)
+    finally:
+        db.close()
+
+
+def _skip(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def live_db() -> Config:
+    """The set-up database: reachable, schema migrated, model loaded, indexes created (once per session)."""
+    if not DSN:
+        _skip("no live Oracle: set PICO_TEST_ORACLE_DSN, PICO_TEST_ORACLE_USER, PICO_TEST_ORACLE_PASSWORD")
+    config = live_config()
+    db = open_database(config)
+    try:
+        setup = OracleSetup(db)
+        try:
+            setup.connect()
+        except OracleUnavailable as err:
+            if err.reason in ("unreachable", "timeout"):
+                _skip(f"live Oracle not reachable: {err}")
+            raise
+        setup.migrate()
+        if not setup.model_loaded():
+            onnx = os.environ.get("PICO_TEST_ORACLE_ONNX_FILE")
+            if not onnx:
+                _skip("the ONNX model is not loaded: set PICO_TEST_ORACLE_ONNX_FILE to all_MiniLM_L12_v2.onnx")
+            setup.load_model_file(Path(onnx))
+        assert setup.self_test() == 384
+        assert all(outcome.error is None for outcome in setup.vector_indexes(hnsw=False))
+    finally:
+        db.close()
+    return config
+
+
+def _raw(config: Config, statements: list[tuple[str, dict]]) -> list:
+    """Test-only housekeeping SQL (cleanup, EXPLAIN PLAN): straight through the driver's cursor."""
+    async def work(tx: Tx) -> list:
+        results = []
+        for text, binds in statements:
+            cursor = tx._conn.cursor()
+            await cursor.execute(text, binds)
+            results.append(await cursor.fetchall() if cursor.description else None)
+        return results
+
+    return _run(config, work)
+
+
+@pytest.fixture
+def agent(live_db):
+    """A fresh agent id for one test; its rows are removed afterwards, PICO_META is restored."""
+    agent_id = f"t_{uuid.uuid4().hex[:12]}"
+    saved = _raw(live_db, [(f"SELECT meta_key, meta_value FROM PICO_META WHERE NOT ({SCHEMA_META})", {}),
+                           (f"DELETE FROM PICO_META WHERE NOT ({SCHEMA_META})", {})])[0]
+    yield agent_id
+    cleanup = [(f"DELETE FROM {table} WHERE agent_id = :agent_id", {"agent_id": agent_id}) for table in TABLES]
+    cleanup.append((f"DELETE FROM PICO_META WHERE NOT ({SCHEMA_META})", {}))
+    cleanup += [("INSERT INTO PICO_META (meta_key, meta_value) VALUES (:k, :v)", {"k": k, "v": v}) for k, v in saved]
+    _raw(live_db, cleanup)
+
+
+class TestLiveOracleContract(StoreContract):
+    @pytest.fixture
+    def store(self, agent):
+        store = open_oracle_store(live_config(agent))
+        yield store
+        store.close()
+
+    @pytest.fixture
+    def reopen(self, agent):
+        opened = []
+
+        def opener():
+            opened.append(open_oracle_store(live_config(agent)))
+            return opened[-1]
+
+        yield opener
+        for store in opened:
+            store.close()
+
+    @pytest.fixture
+    def degraded_store(self, agent):
+        # A model name that is not loaded: VECTOR_EMBEDDING fails, so recall must fall back to keywords.
+        store = open_oracle_store(live_config(agent, onnx_model="PICOORA_NO_SUCH_MODEL"), require_model=False)
+        yield store
+        store.close()
+
+
+def test_approximate_search_uses_the_vector_index(live_db, agent):
+    store = open_oracle_store(live_config(agent))
+    try:
+        for n in range(50):
+            store.add_memory(f"Live index check number {n}: item {uuid.uuid4().hex[:6]} is in box {n % 7}")
+        assert store.recall("which box holds item", limit=3).matches
+    finally:
+        store.close()
+    nearest = q.MEMORY_NEAREST.render(store.model).replace(
+        ":vector", f"VECTOR_EMBEDDING({store.model} USING 'which box' AS data)")
+    statement_id = f"pico_{uuid.uuid4().hex[:8]}"
+    plan = _raw(live_db, [
+        (f"EXPLAIN PLAN SET STATEMENT_ID = '{statement_id}' FOR {nearest}", {}),
+        ("SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY('PLAN_TABLE', :statement_id, 'BASIC'))",
+         {"statement_id": statement_id}),
+    ])[1]
+    text = "\n".join(row[0] for row in plan)
+    assert "IDX_PICO_MEMORIES_VEC" in text or "VECTOR INDEX" in text, text
+
+
+def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_home, monkeypatch):
+    from picoora.config import save_config
+    from picoora.store.files import FileStore
+    from tests.oracle.cli_app import picoora
+
+    config = live_config(agent)
+    config.agents.defaults.workspace = str(tmp_path / "ws")
+    save_config(config)
+    files = FileStore(tmp_path / "ws")
+    files.set_prompt("IDENTITY.md", "I am the live test.")
+    files.add_memory("The live test's favourite number is 42", category="fact")
+    files.append_daily_note("Ran the live tier.", day=date.today())
+    files.append_transcript("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
+    files.close()
+    code, output = picoora("setup-oracle", "--import-files")
+    assert code in (0, 3), output
+    assert "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions" in output
+    store = open_oracle_store(config)
+    try:
+        assert store.get_prompt("IDENTITY.md").content == "I am the live test."
+        assert store.recall("what number does the live test like", limit=1).matches[0].memory.content.endswith("42")
+        assert [e.message.content for e in store.read_transcript("cli:live")] == ["hello live", "hi"]
+        assert store.search_daily_notes("live tier", limit=1)[0][0].day == date.today()
+    finally:
+        store.close()

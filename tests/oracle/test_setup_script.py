@@ -1,0 +1,174 @@
+"""scripts/setup-oracle.sh run for real against stand-ins: a ``docker`` on PATH that plays the container
+runtime (recording every call), a ``picoora`` that records how it was called, and the model zip served
+over HTTP on 127.0.0.1. Checks: what it runs, the config it writes, that the password never appears in a
+command line or in the output, and that a second run reuses everything."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+import zipfile
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import REPO
+
+SCRIPT = REPO / "scripts" / "setup-oracle.sh"
+PASSWORD = "Very-Secret-Pw-42"
+
+FAKE_DOCKER = r"""#!/usr/bin/env bash
+# A container runtime stand-in: state in $FAKE_STATE, every call logged (one line of arguments).
+state="$FAKE_STATE"
+printf '%s\n' "$*" >>"$state/argv.log"
+case "$1" in
+  info) exit 0 ;;
+  container)  # container inspect [-f FORMAT] NAME
+    [ -e "$state/created" ] || exit 1
+    if [ "$3" = "-f" ]; then [ -e "$state/running" ] && echo true || echo false; fi
+    exit 0 ;;
+  run) touch "$state/created" "$state/running"; echo 0123abcd ;;
+  start) touch "$state/running" ;;
+  exec)
+    if [ "$2" = "-i" ]; then  # sqlplus reading SQL on stdin
+      cat >>"$state/sql.txt"
+      if [ -e "$state/user" ]; then  # SQL*Plus shows the failing statement, password included
+        echo "CREATE USER picoora IDENTIFIED BY \"$(cat "$state/pw")\""
+        echo "ORA-01920: user name 'PICOORA' conflicts with another user or role name"
+      fi
+      if [ -e "$state/sqlfail" ]; then echo "ORA-01031: insufficient privileges"; exit 1; fi
+      touch "$state/user"
+    fi ;;
+esac
+"""
+
+FAKE_PICOORA = r"""#!/usr/bin/env bash
+printf '%s\n' "$*" >>"$FAKE_STATE/picoora.log"
+if [ "$1" = onboard ]; then mkdir -p "$PICOORA_HOME"; echo '{"agents": {}}' >"$PICOORA_HOME/config.json"; exit 0; fi
+exit "${FAKE_SETUP_EXIT:-0}"
+"""
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        return
+
+
+def _executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.fixture
+def model_url(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("all_MiniLM_L12_v2_augmented/README", "readme")
+        archive.writestr("all_MiniLM_L12_v2_augmented/all_MiniLM_L12_v2.onnx", b"onnx-bytes" * 50)
+    (served / "model.zip").write_bytes(buffer.getvalue())
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(served)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/model.zip"
+    server.shutdown()
+
+
+@pytest.fixture
+def env(tmp_path, model_url):
+    bin_dir, state, home = tmp_path / "bin", tmp_path / "state", tmp_path / "home"
+    for directory in (bin_dir, state):
+        directory.mkdir()
+    _executable(bin_dir / "docker", FAKE_DOCKER)
+    picoora = _executable(bin_dir / "picoora-stub", FAKE_PICOORA)
+    (state / "pw").write_text(PASSWORD)
+    python_dir = str(Path(sys.executable).parent)
+    return {
+        "PATH": f"{bin_dir}:{python_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_STATE": str(state),
+        "PICOORA_HOME": str(home), "PICOORA": str(picoora), "ONNX_URL": model_url, "ORACLE_READY_TIMEOUT": "10",
+    }
+
+
+def _run(env: dict, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), *args], env={**env, **extra}, capture_output=True, text=True, timeout=60)
+
+
+def test_first_and_second_run(env, tmp_path):
+    state, home = Path(env["FAKE_STATE"]), Path(env["PICOORA_HOME"])
+    first = _run(env, PICO_ORACLE_PASSWORD=PASSWORD)
+    assert first.returncode == 0, first.stderr + first.stdout
+    argv = (state / "argv.log").read_text()
+    assert "run -d --name picoora-oracle -p 127.0.0.1:1521:1521 -e ORACLE_RANDOM_PASSWORD=yes" in argv
+    assert "exec picoora-oracle healthcheck.sh" in argv and "exec -i picoora-oracle sqlplus -s / as sysdba" in argv
+    sql = (state / "sql.txt").read_text()
+    assert f'CREATE USER picoora IDENTIFIED BY "{PASSWORD}"' in sql  # on stdin only
+    assert "GRANT DB_DEVELOPER_ROLE, CREATE MINING MODEL TO picoora;" in sql
+    config = home / "config.json"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert json.loads(config.read_text())["oracle"] == {
+        "enabled": True, "mode": "freepdb", "host": "localhost", "port": 1521, "service": "FREEPDB1",
+        "user": "picoora", "password": PASSWORD}
+    model = home / "models" / "all_MiniLM_L12_v2.onnx"
+    assert model.read_bytes() == b"onnx-bytes" * 50
+    calls = (state / "picoora.log").read_text().splitlines()
+    assert calls == ["onboard --non-interactive", f"setup-oracle --onnx-file {model}"]
+
+    os.remove(state / "running")  # the container was stopped meanwhile
+    model_mtime = model.stat().st_mtime_ns
+    second = _run(env, FAKE_SETUP_EXIT="3")  # no password given: the one in config.json is reused
+    assert second.returncode == 0, second.stderr + second.stdout
+    assert "start picoora-oracle" in (state / "argv.log").read_text()
+    assert (state / "argv.log").read_text().count("run -d") == 1
+    assert "ONNX model already downloaded" in second.stdout and model.stat().st_mtime_ns == model_mtime
+    assert (state / "sql.txt").read_text().count(f'IDENTIFIED BY "{PASSWORD}"') == 4  # create + alter, twice
+    assert (state / "picoora.log").read_text().count("onboard") == 1
+
+    for text in (first.stdout, first.stderr, second.stdout, second.stderr, (state / "argv.log").read_text(),
+                 (state / "picoora.log").read_text()):
+        assert PASSWORD not in text
+
+
+def test_sqlplus_errors_are_shown_masked(env):
+    state = Path(env["FAKE_STATE"])
+    (state / "user").touch()  # the user exists: our stand-in echoes the CREATE line, then ORA-01920
+    (state / "sqlfail").touch()  # ... and then a real failure
+    result = _run(env, PICO_ORACLE_PASSWORD=PASSWORD)
+    assert result.returncode == 1 and "creating database user picoora failed" in result.stderr
+    assert 'IDENTIFIED BY "***"' in result.stderr and "ORA-01031" in result.stderr
+    assert PASSWORD not in result.stdout + result.stderr
+    assert not (state / "picoora.log").exists()  # stopped before touching picoora
+
+
+def test_a_failing_setup_oracle_fails_the_script(env):
+    result = _run(env, PICO_ORACLE_PASSWORD=PASSWORD, FAKE_SETUP_EXIT="1")
+    assert result.returncode == 1 and "picoora setup-oracle failed (exit 1)" in result.stderr
+
+
+def test_refusals(env):
+    assert _run(env, "--help").stdout.startswith("Usage: scripts/setup-oracle.sh [PASSWORD]")
+    assert _run(env, "a", "b").returncode == 2
+    short = _run(env, "short")
+    assert short.returncode == 1 and "at least 12 characters" in short.stderr
+    no_runtime = _run(env, PASSWORD, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    if shutil.which("podman", path="/usr/bin:/bin") is None and not _engine_answers():
+        assert no_runtime.returncode == 1 and "neither docker nor podman" in no_runtime.stderr
+
+
+def _engine_answers() -> bool:
+    docker = shutil.which("docker", path="/usr/bin:/bin")
+    return bool(docker) and subprocess.run([docker, "info"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt-get install shellcheck)")
+def test_shellcheck_clean():
+    result = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
