@@ -8,8 +8,7 @@ from picoora.config import AgentDefaults
 from picoora.llm.base import RetryableError
 from picoora.messages import Message, ToolCall
 from picoora.tools.base import ToolResult
-from tests.fakes.agent_kit import Collector, FunctionRegistry, make_agent
-from tests.fakes.memory_store import MemoryStore
+from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 
 KEY = "cli:long"
@@ -79,7 +78,7 @@ def test_thresholds_by_count_and_by_token_share():
 
 
 def test_long_session_is_summarised_before_the_turn_returns_and_the_transcript_stays_whole(tmp_path):
-    store, llm, events = MemoryStore(), chatty_llm("They talked about questions 1 to 3."), Collector()
+    store, llm, events = file_store(tmp_path), chatty_llm("They talked about questions 1 to 3."), Collector()
     agent = make_agent(store, llm, tmp_path, summarize_message_threshold=6, keep_recent_messages=2)
     for i in range(4):
         asyncio.run(agent.run_turn(KEY, f"question {i}", on_event=events))
@@ -98,7 +97,7 @@ def test_long_session_is_summarised_before_the_turn_returns_and_the_transcript_s
 
 
 def test_existing_summary_is_folded_in_not_replaced(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     for i in range(6):
         store.append_session(KEY, turn(i))
     store.compact_session(KEY, "Earlier: the user's cat is called Miso.", drop_first=0)
@@ -109,7 +108,7 @@ def test_existing_summary_is_folded_in_not_replaced(tmp_path):
 
 
 def test_a_long_older_part_is_folded_chunk_by_chunk_carrying_the_summary(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     for i in range(12):
         long_question = Message(role="user", content=f"q{i} " + "z" * 1500)
         store.append_session(KEY, [long_question, Message(role="assistant", content=f"a{i}")])
@@ -137,7 +136,7 @@ def test_tool_pairs_survive_compaction_intact(tmp_path):
             return calls(("echo", {"n": len(messages)}))
         return answer("done")
 
-    store = MemoryStore()
+    store = file_store(tmp_path)
     agent = make_agent(store, ScriptedLLM(respond=respond), tmp_path, FunctionRegistry(echo=echo),
                        summarize_message_threshold=5, keep_recent_messages=3)
     for i in range(5):
@@ -149,7 +148,7 @@ def test_tool_pairs_survive_compaction_intact(tmp_path):
 
 
 def test_failed_summary_keeps_the_history_and_says_so(tmp_path):
-    store, events = MemoryStore(), Collector()
+    store, events = file_store(tmp_path), Collector()
 
     def respond(messages):
         if is_summary_request(messages):
@@ -169,7 +168,7 @@ def test_failed_summary_keeps_the_history_and_says_so(tmp_path):
 
 
 def test_empty_summary_counts_as_a_failure(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     store.append_session(KEY, turn(1) + turn(2) + turn(3))
     llm = chatty_llm("   ")
     agent = make_agent(store, llm, tmp_path, summarize_message_threshold=4, keep_recent_messages=2)

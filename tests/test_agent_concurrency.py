@@ -6,8 +6,7 @@ import pytest
 
 from picoora.agent.repair import repair_history
 from picoora.tools.base import ToolResult
-from tests.fakes.agent_kit import Collector, FunctionRegistry, make_agent
-from tests.fakes.memory_store import MemoryStore
+from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 
 
@@ -22,7 +21,7 @@ def test_turns_of_different_sessions_overlap(tmp_path):
             await arrived[other].wait()  # only returns if the other session's turn is running too
             return answer(f"answer {me}")
 
-        agent = make_agent(MemoryStore(), ScriptedLLM(respond=respond), tmp_path, turn_timeout_seconds=5)
+        agent = make_agent(file_store(tmp_path), ScriptedLLM(respond=respond), tmp_path, turn_timeout_seconds=5)
         return await asyncio.gather(agent.run_turn("web:a", "a"), agent.run_turn("web:b", "b"))
 
     first, second = asyncio.run(scenario())
@@ -41,7 +40,7 @@ def test_turns_of_one_session_run_in_order(tmp_path):
             active[0] -= 1
             return answer(f"re: {messages[-1].content}")
 
-        store, llm = MemoryStore(), ScriptedLLM(respond=respond)
+        store, llm = file_store(tmp_path), ScriptedLLM(respond=respond)
         agent = make_agent(store, llm, tmp_path)
         await asyncio.gather(*(agent.run_turn("cli:one", f"msg {i}") for i in range(3)))
         return store, llm, peak[0]
@@ -70,7 +69,7 @@ def cancel_during_tools(tmp_path, tool_calls):
             """Returns at once."""
             return ToolResult("quick result")
 
-        store, events = MemoryStore(), Collector()
+        store, events = file_store(tmp_path), Collector()
         llm = ScriptedLLM(calls(*tool_calls), answer("after the cancel"))
         agent = make_agent(store, llm, tmp_path, FunctionRegistry(block=block, quick=quick))
         task = asyncio.create_task(agent.run_turn("cli:c", "do things", on_event=events))
@@ -117,7 +116,7 @@ def test_cancel_while_the_model_streams(tmp_path):
             streaming.set()
             await never.wait()
 
-        store = MemoryStore()
+        store = file_store(tmp_path)
         agent = make_agent(store, ScriptedLLM(respond=respond), tmp_path)
         task = asyncio.create_task(agent.run_turn("cli:s", "long question"))
         await streaming.wait()

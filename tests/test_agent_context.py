@@ -8,8 +8,7 @@ from picoora.agent.tokens import estimate_messages_tokens, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.messages import Message, ToolCall
 from picoora.store.base import DailyNote, MemoryRecord, Prompt, RecallResult, ScoredMemory, Session
-from tests.fakes.agent_kit import FunctionRegistry, make_agent, recall_tool, remember_tool
-from tests.fakes.memory_store import MemoryStore
+from tests.fakes.agent_kit import file_store, make_agent, memory_registry
 from tests.fakes.recording_store import RecordingStore
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 
@@ -35,14 +34,14 @@ def scored(content, score, **kw):
 
 
 def test_identity_tools_and_rules(tmp_path):
-    tools = FunctionRegistry(remember=remember_tool, recall=recall_tool).schemas()
+    tools = memory_registry().schemas()
     text = prompt_for(tmp_path, inputs(), tools)
     assert text.startswith("# picoora")
     # The time comes last, so the start of the prompt stays the same from turn to turn (cacheable).
     assert text.endswith("## Current time\n\n2026-05-04 09:30 (Monday), time zone UTC")
     assert f"Your workspace is at: {tmp_path.resolve()}" in text
     assert "ollama/qwen3:latest" in text
-    assert "- `recall`: Search long-term memory by meaning." in text
+    assert "- `recall`: Search long-term memory by meaning. Returns the best matches with their IDs." in text
     assert text.index("- `recall`") < text.index("- `remember`")  # sorted by name
     assert "save it with `remember`" in text
     assert "MEMORY.md" not in text  # the Go version's bug: memory is the store, not a file
@@ -99,28 +98,32 @@ def test_daily_notes_newest_kept_within_budget_and_summary_last(tmp_path):
     assert text.index("### 2026-05-04") < text.index("Lisbon") < text.index("## Current time")
 
 
-def test_gather_skips_recall_with_a_zero_budget():
-    store = RecordingStore(MemoryStore())
+def test_gather_skips_recall_with_a_zero_budget(tmp_path):
+    store = RecordingStore(file_store(tmp_path))
     gathered = gather_inputs(store, "k", "hello", AgentDefaults(memory_context_tokens=0, daily_note_days=0))
     assert gathered.recall is None and gathered.daily_notes == []
     assert {"recall", "recent_daily_notes"}.isdisjoint(store.methods())
 
 
 def test_remembered_fact_shows_up_in_the_next_turns_system_prompt(tmp_path):
-    store = MemoryStore()
+    """Through the real registry and memory tools, on the file store (keyword-only recall here)."""
+    store = file_store(tmp_path)
     llm = ScriptedLLM(
-        calls(("remember", {"text": "The user's favorite programming language is Go."})),
+        calls(("remember", {"text": "The user's favorite programming language is Go.", "category": "preference"})),
         answer("Noted: you like Go."),
         answer("You prefer Go."),
     )
-    agent = make_agent(store, llm, tmp_path, FunctionRegistry(remember=remember_tool, recall=recall_tool))
+    agent = make_agent(store, llm, tmp_path, memory_registry())
     asyncio.run(agent.run_turn("cli:m", "Remember that my favorite language is Go"))
     assert "favorite programming language is Go" not in llm.requests[0].system
-    result = asyncio.run(agent.run_turn("cli:m", "What programming language do I prefer?"))
+    assert llm.requests[1].messages[-1].content.startswith("Remembered")
+    result = asyncio.run(agent.run_turn("cli:m", "Which programming language is my favorite?"))
     assert result.text == "You prefer Go."
     system = llm.requests[2].system
-    memories = system[system.index("## Recalled memories"):]
+    memories = system[system.index("## Recalled memories"):system.index("## Current time")]
+    assert "preference, importance 0.7" in memories
     assert "The user's favorite programming language is Go." in memories
+    assert "keyword-only right now" in memories  # this store has no embedding model, and says so
 
 
 def test_token_estimate_counts_text_tool_calls_and_wide_characters():

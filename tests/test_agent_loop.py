@@ -9,8 +9,7 @@ from picoora.agent.repair import INTERRUPTED, repair_history
 from picoora.llm.base import RAW_ARGUMENTS_KEY, ProviderUnavailableError
 from picoora.messages import Message, ToolCall
 from picoora.tools.base import ToolResult
-from tests.fakes.agent_kit import Collector, FunctionRegistry, make_agent
-from tests.fakes.memory_store import MemoryStore
+from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
 from tests.fakes.recording_store import RecordingStore
 from tests.fakes.scripted_llm import ScriptedLLM, Sleep, answer, calls
 
@@ -43,7 +42,7 @@ def assert_well_formed(messages):
 
 
 def test_plain_answer_is_returned_persisted_and_announced(tmp_path):
-    store, llm, events = MemoryStore(), ScriptedLLM(answer("Hello there!")), Collector()
+    store, llm, events = file_store(tmp_path), ScriptedLLM(answer("Hello there!")), Collector()
     result = run(make_agent(store, llm, tmp_path), "hi", events)
     assert (result.text, result.stop_reason, result.iterations, result.tool_calls) == ("Hello there!", "answer", 1, 0)
     assert roles(llm.requests[0].messages) == ["system", "user"]
@@ -55,7 +54,7 @@ def test_plain_answer_is_returned_persisted_and_announced(tmp_path):
 
 
 def test_tool_round_then_answer_with_events_in_order(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     llm = ScriptedLLM(calls(("echo", {"x": 1}), content="Let me check."), answer("It said x=1."))
     tools = FunctionRegistry(echo=echo)
     events = Collector()
@@ -88,7 +87,7 @@ def test_tool_error_is_reported_as_not_ok_and_the_model_sees_it(tmp_path):
 
     llm = ScriptedLLM(calls(("broken", {})), answer("Sorry, that failed."))
     events = Collector()
-    run(make_agent(MemoryStore(), llm, tmp_path, FunctionRegistry(broken=broken)), "go", events)
+    run(make_agent(file_store(tmp_path), llm, tmp_path, FunctionRegistry(broken=broken)), "go", events)
     assert events.of("tool_call_finished")[0].ok is False
     assert llm.requests[1].messages[-1].content == "Error: disk on fire"
 
@@ -96,7 +95,7 @@ def test_tool_error_is_reported_as_not_ok_and_the_model_sees_it(tmp_path):
 def test_streaming_splits_tokens_and_reasoning(tmp_path):
     llm = ScriptedLLM(answer("The answer is 42.", reasoning="Think: six times seven."), chunk_size=2)
     events = Collector()
-    run(make_agent(MemoryStore(), llm, tmp_path), "question", events)
+    run(make_agent(file_store(tmp_path), llm, tmp_path), "question", events)
     assert len(events.of("token")) > 1
     assert "".join(e.text for e in events.of("token")) == "The answer is 42."
     assert "".join(e.text for e in events.of("reasoning")) == "Think: six times seven."
@@ -115,14 +114,14 @@ def test_no_sink_means_no_streaming_callback(tmp_path):
             seen.append(on_delta)
             return await super().chat(messages, tools, on_delta=on_delta)
 
-    result = run(make_agent(MemoryStore(), NoStreamLLM(respond=spy), tmp_path), "hi")
+    result = run(make_agent(file_store(tmp_path), NoStreamLLM(respond=spy), tmp_path), "hi")
     assert result.text == "fine" and seen == [None]
 
 
 def test_max_tool_iterations_stops_with_well_formed_history(tmp_path):
     counter = itertools.count()
     llm = ScriptedLLM(respond=lambda messages: calls(("echo", {"n": next(counter)})))
-    store, tools = MemoryStore(), FunctionRegistry(echo=echo)
+    store, tools = file_store(tmp_path), FunctionRegistry(echo=echo)
     result = run(make_agent(store, llm, tmp_path, tools, max_tool_iterations=2), "loop forever")
     assert result.stop_reason == "max_iterations"
     assert "max_tool_iterations" in result.text
@@ -135,7 +134,7 @@ def test_max_tool_iterations_stops_with_well_formed_history(tmp_path):
 
 def test_third_identical_call_stops_the_turn(tmp_path):
     llm = ScriptedLLM(respond=lambda messages: calls(("echo", {"same": True})))
-    store, tools, events = MemoryStore(), FunctionRegistry(echo=echo), Collector()
+    store, tools, events = file_store(tmp_path), FunctionRegistry(echo=echo), Collector()
     result = run(make_agent(store, llm, tmp_path, tools), "repeat", events)
     assert result.stop_reason == "repeated_tool_call"
     assert "`echo`" in result.text and "third time" in result.text
@@ -146,7 +145,7 @@ def test_third_identical_call_stops_the_turn(tmp_path):
 
 def test_different_arguments_are_not_repeats(tmp_path):
     llm = ScriptedLLM(calls(("echo", {"a": 1})), calls(("echo", {"a": 2})), calls(("echo", {"a": 1})), answer("done"))
-    result = run(make_agent(MemoryStore(), llm, tmp_path, FunctionRegistry(echo=echo)), "go")
+    result = run(make_agent(file_store(tmp_path), llm, tmp_path, FunctionRegistry(echo=echo)), "go")
     assert (result.stop_reason, result.tool_calls) == ("answer", 3)
 
 
@@ -156,7 +155,7 @@ def test_time_limit_during_a_slow_tool(tmp_path):
         await asyncio.sleep(60)
         return ToolResult("never")
 
-    store = MemoryStore()
+    store = file_store(tmp_path)
     llm = ScriptedLLM(calls(("slow", {}), ("echo", {"fast": 1})))
     agent = make_agent(store, llm, tmp_path, FunctionRegistry(slow=slow, echo=echo), turn_timeout_seconds=0.2)
     result = run(agent, "do it")
@@ -171,7 +170,7 @@ def test_time_limit_during_a_slow_tool(tmp_path):
 
 
 def test_time_limit_during_a_slow_model(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     llm = ScriptedLLM(Sleep(60, answer("too late")))
     result = run(make_agent(store, llm, tmp_path, turn_timeout_seconds=0.1), "hello?")
     assert result.stop_reason == "time_limit"
@@ -180,7 +179,7 @@ def test_time_limit_during_a_slow_model(tmp_path):
 
 def test_unreachable_provider_ends_the_turn_plainly(tmp_path):
     message = "Ollama is not running at http://localhost:11434: start it with `ollama serve`"
-    store, events = MemoryStore(), Collector()
+    store, events = file_store(tmp_path), Collector()
     result = run(make_agent(store, ScriptedLLM(ProviderUnavailableError(message)), tmp_path), "hi", events)
     assert (result.text, result.stop_reason) == (message, "error")
     assert events.types() == ["error", "final_answer"]
@@ -190,7 +189,7 @@ def test_unreachable_provider_ends_the_turn_plainly(tmp_path):
 
 
 def test_error_after_a_tool_round_keeps_the_complete_pair(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     llm = ScriptedLLM(calls(("echo", {"k": 1})), ProviderUnavailableError("gone"))
     result = run(make_agent(store, llm, tmp_path, FunctionRegistry(echo=echo)), "go")
     assert result.stop_reason == "error" and result.tool_calls == 1
@@ -199,7 +198,7 @@ def test_error_after_a_tool_round_keeps_the_complete_pair(tmp_path):
 
 
 def test_store_failure_is_reported_not_raised(tmp_path):
-    store = RecordingStore(MemoryStore(), fail={"append_session"})
+    store = RecordingStore(file_store(tmp_path), fail={"append_session"})
     result = run(make_agent(store, ScriptedLLM(answer("ok")), tmp_path), "hi")
     assert result.stop_reason == "error"
     assert "append_session failed" in result.text
@@ -207,7 +206,7 @@ def test_store_failure_is_reported_not_raised(tmp_path):
 
 
 def test_unexpected_exception_propagates_after_saving(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     llm = ScriptedLLM(calls(("echo", {})), RuntimeError("provider bug"))
     try:
         run(make_agent(store, llm, tmp_path, FunctionRegistry(echo=echo)), "go")
@@ -219,7 +218,7 @@ def test_unexpected_exception_propagates_after_saving(tmp_path):
 
 
 def test_persistence_order_user_first_final_before_event(tmp_path):
-    store = RecordingStore(MemoryStore())
+    store = RecordingStore(file_store(tmp_path))
     order = []
     llm = ScriptedLLM(answer("done"))
 
@@ -236,7 +235,7 @@ def test_persistence_order_user_first_final_before_event(tmp_path):
 def test_model_cannot_use_tools_notice_is_shown_once_per_agent(tmp_path):
     notice = "qwen-mini cannot call tools; answering without them."
     llm = ScriptedLLM(respond=lambda messages: answer("plain", notice=notice))
-    agent = make_agent(MemoryStore(), llm, tmp_path)
+    agent = make_agent(file_store(tmp_path), llm, tmp_path)
     events = Collector()
     run(agent, "one", events)
     run(agent, "two", events, key="cli:other")
@@ -245,7 +244,7 @@ def test_model_cannot_use_tools_notice_is_shown_once_per_agent(tmp_path):
 
 def test_empty_answer_from_a_thinking_model_is_explained(tmp_path):
     llm = ScriptedLLM(answer("", reasoning="hmm " * 50))
-    result = run(make_agent(MemoryStore(), llm, tmp_path), "hi")
+    result = run(make_agent(file_store(tmp_path), llm, tmp_path), "hi")
     assert result.stop_reason == "answer" and "max_tokens" in result.text
 
 
@@ -265,7 +264,7 @@ def test_concurrent_calls_in_one_answer_run_together_and_keep_call_order(tmp_pat
 
         llm = ScriptedLLM(calls(("waiter", {}), ("releaser", {})), answer("both done"))
         tools = FunctionRegistry(waiter=waiter, releaser=releaser)
-        agent = make_agent(MemoryStore(), llm, tmp_path, tools, turn_timeout_seconds=5)
+        agent = make_agent(file_store(tmp_path), llm, tmp_path, tools, turn_timeout_seconds=5)
         return await agent.run_turn(KEY, "go"), llm
 
     result, llm = asyncio.run(scenario())
@@ -282,7 +281,7 @@ def test_tools_get_the_turns_context(tmp_path):
         return ToolResult("seen")
 
     llm = ScriptedLLM(calls(("inspect_ctx", {})), answer("ok"))
-    store = MemoryStore()
+    store = file_store(tmp_path)
     agent = make_agent(store, llm, tmp_path, FunctionRegistry(inspect_ctx=inspect_ctx), secrets=("sk-live-12345",),
                        tool_settings={"exec": {"timeout_seconds": 5}}, restrict_to_workspace=False)
     run(agent, "who am I")
@@ -295,7 +294,7 @@ def test_tools_get_the_turns_context(tmp_path):
 def test_malformed_arguments_are_answered_with_an_error_not_run(tmp_path):
     llm = ScriptedLLM(calls(("echo", {RAW_ARGUMENTS_KEY: '{"x": 1,,'})), answer("retrying differently"))
     tools, events = FunctionRegistry(echo=echo), Collector()
-    result = run(make_agent(MemoryStore(), llm, tmp_path, tools), "go", events)
+    result = run(make_agent(file_store(tmp_path), llm, tmp_path, tools), "go", events)
     assert tools.executed == [] and result.tool_calls == 0
     sent = llm.requests[1].messages[-1]
     assert sent.role == "tool" and "not valid JSON" in sent.content and '{"x": 1,,' in sent.content
@@ -303,10 +302,10 @@ def test_malformed_arguments_are_answered_with_an_error_not_run(tmp_path):
 
 
 def test_session_with_a_dangling_call_from_an_old_crash(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     crashed = Message(role="assistant", tool_calls=[ToolCall("old_1", "echo", {"x": 0})])
-    store.append_session(KEY, [Message(role="user", content="before the crash"), crashed])
-    store.sessions[KEY].messages.insert(0, Message(role="tool", content="stray", tool_call_id="nobody"))
+    stray = Message(role="tool", content="stray", tool_call_id="nobody")
+    store.append_session(KEY, [stray, Message(role="user", content="before the crash"), crashed])
     llm = ScriptedLLM(answer("recovered"))
     result = run(make_agent(store, llm, tmp_path), "hello again")
     assert result.text == "recovered"
@@ -324,14 +323,14 @@ def test_a_failing_event_sink_does_not_store_the_turn_twice(tmp_path):
         if event.type == "final_answer":
             raise ConnectionResetError("the web client went away")
 
-    store = MemoryStore()
+    store = file_store(tmp_path)
     with pytest.raises(ConnectionResetError):
         run(make_agent(store, ScriptedLLM(answer("Hello")), tmp_path), "hi", sink)
     assert [m.content for m in session_of(store)] == ["hi", "Hello"]
 
 
 def test_reasoning_stays_in_the_transcript_only(tmp_path):
-    store = MemoryStore()
+    store = file_store(tmp_path)
     run(make_agent(store, ScriptedLLM(answer("42", reasoning="six times seven")), tmp_path), "q")
     assert transcript_of(store)[-1].reasoning == "six times seven"
     assert session_of(store)[-1].reasoning is None and session_of(store)[-1].content == "42"

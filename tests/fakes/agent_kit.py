@@ -9,7 +9,10 @@ from typing import Any, Awaitable, Callable, Union
 from picoora.agent.events import Event
 from picoora.agent.loop import Agent
 from picoora.config import AgentDefaults
+from picoora.store.files import FileStore
 from picoora.tools.base import ToolContext, ToolResult
+from picoora.tools.memory import MEMORY_TOOLS
+from picoora.tools.registry import ToolRegistry
 
 ToolFunction = Callable[[dict[str, Any], ToolContext], Union[ToolResult, Awaitable[ToolResult]]]
 
@@ -48,16 +51,12 @@ class FunctionRegistry:
         return result
 
 
-def remember_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    """Save a fact to long-term memory."""
-    saved = ctx.store.add_memory(args["text"])
-    return ToolResult(f"Remembered (id {saved.memory.id}).")
-
-
-def recall_tool(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    """Search long-term memory by meaning."""
-    found = ctx.store.recall(args["query"])
-    return ToolResult("\n".join(m.memory.content for m in found.matches) or "Nothing found.")
+def memory_registry() -> ToolRegistry:
+    """The real registry holding the real memory tools (remember, recall, forget, write_daily_note)."""
+    registry = ToolRegistry()
+    for tool_class in MEMORY_TOOLS:
+        registry.register(tool_class())
+    return registry
 
 
 class Collector:
@@ -90,3 +89,8 @@ def make_agent(store: Any, llm: Any, workspace: Path, tools: Any = None, secrets
         secrets=secrets,
         tool_settings=tool_settings,
     )
+
+
+def file_store(tmp_path: Path) -> FileStore:
+    """The embedded default store, keyword-only (no embedding model), in a fresh workspace."""
+    return FileStore(tmp_path / "workspace")
