@@ -71,7 +71,8 @@ class Assistant:
 
 
 def build_assistant(config: Config) -> Assistant:
-    """Open everything an assistant needs. Raises StoreError or LLMError (with a message for people)."""
+    """Open everything an assistant needs. Raises StoreError or LLMError (with a message for people);
+    creating the provider never touches the network, so Ollama being down shows on the first turn."""
     from picoora.config import workspace_path
     from picoora.llm import create_llm
     from picoora.store import open_store
@@ -103,3 +104,4 @@ def _make_agent(config: Config, workspace: Path, store: Store, llm: LLM, tools: 
         secrets=secret_values(config),
         tool_settings=tool_settings(config),
     )
+

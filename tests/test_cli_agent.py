@@ -95,6 +95,16 @@ def test_sessions_are_separate(isolated_home):
     assert "first message in default" in messages_text(default_again)
 
 
+def test_model_without_tools_answers_and_says_so_once(isolated_home):
+    with FakeOllama(models=("gemma3:1b",), tool_models=(), replies=[Reply(content="Hi there.")]) as fake:
+        write_config(isolated_home, ollama_url=fake.url, model="gemma3:1b")
+        result = run_cli("agent", "-m", "hello", home=isolated_home)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Hi there."
+    assert result.stderr.count("cannot call tools") == 1
+    assert "ollama pull qwen3" in result.stderr
+
+
 def test_ollama_down_exits_1_with_what_to_run(isolated_home):
     write_config(isolated_home, ollama_url=closed_port_url())
     result = run_cli("agent", "-m", "hello", home=isolated_home)

@@ -38,11 +38,10 @@ def test_add_search_list_forget_export_import_round_trip(isolated_home, tmp_path
         assert {"id", "content", "importance", "category", "created_at"} <= set(item)
         assert item["importance"] == 0.9
         datetime.fromisoformat(item["created_at"])  # ISO 8601
-    assert len(_json(_memory(isolated_home, "list", "-n", "2", "--json"))) == 2
 
-    search = _memory(isolated_home, "search", "kestrel-7 staging", "--json")
+    search = _memory(isolated_home, "search", "kestrel-7 staging", "-n", "1", "--json")
     found = _json(search)
-    assert found[0]["content"] == "The staging server is called kestrel-7"
+    assert [m["content"] for m in found] == ["The staging server is called kestrel-7"]
     assert 0 < found[0]["score"] <= 1
     assert "keyword-only" in search.stderr  # no embedder: recall says it is degraded
 
@@ -53,7 +52,6 @@ def test_add_search_list_forget_export_import_round_trip(isolated_home, tmp_path
     sister = next(m for m in listed if "Alice" in m["content"])
     forgot = _memory(isolated_home, "forget", sister["id"])
     assert forgot.returncode == 0
-    assert all("Alice" not in m["content"] for m in _json(_memory(isolated_home, "list", "--json")))
     again = _memory(isolated_home, "forget", sister["id"])
     assert again.returncode == 1
     assert "no memory with id" in again.stderr
@@ -61,7 +59,7 @@ def test_add_search_list_forget_export_import_round_trip(isolated_home, tmp_path
     export_file = tmp_path / "memories.jsonl"
     assert _memory(isolated_home, "export", str(export_file)).returncode == 0
     exported = [json.loads(line) for line in export_file.read_text().splitlines()]
-    assert len(exported) == 2
+    assert sorted(m["content"] for m in exported) == sorted(text for text, _ in FACTS if "Alice" not in text)
 
     # Import into a fresh home keeps ids and timestamps; importing twice adds nothing.
     other_home = tmp_path / "other-home"

