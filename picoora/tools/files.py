@@ -15,11 +15,11 @@ from __future__ import annotations
 import abc
 import asyncio
 import os
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from picoora.store.atomic import atomic_write_text
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.sandbox import Sandbox, SandboxError
 
@@ -34,25 +34,9 @@ def _file_setting(ctx: ToolContext, key: str, default: int) -> int:
 
 
 def atomic_write(path: Path, data: str) -> None:
-    """Replace ``path`` with ``data`` (UTF-8) so readers see the old or the new file, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace ``path`` with ``data`` (UTF-8), keeping its permissions; readers see old or new, never a mix."""
     mode = path.stat().st_mode & 0o7777 if path.exists() else NEW_FILE_MODE
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write_text(path, data, mode)
 
 
 class PathArgs(BaseModel):

@@ -3,7 +3,8 @@
 The command runs as ``sh -c`` in its own process group with the workspace (or a ``working_dir``
 inside it) as its directory. On timeout the whole group is killed, so children die too; when the
 shell itself finishes, whatever it left running in the background is ended with it. Output is
-read while the command runs and capped, so a chatty command cannot fill memory.
+read while the command runs and capped, so a chatty command cannot fill memory. A non-zero exit
+code is an ordinary result the model reads (grep finding nothing exits 1); a timeout is an error.
 
 The child's environment has none of the assistant's secrets: ``PICO_*`` variables, anything whose
 name says KEY/TOKEN/SECRET/PASSWORD/PASSWD/CREDENTIAL, and anything whose value contains a known
