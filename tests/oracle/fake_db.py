@@ -679,6 +679,10 @@ class FakeConnection:
         self.call_timeout = 0
         self.closed = False
 
+    @property
+    def transaction_in_progress(self) -> bool:
+        return bool(self.undo or self.held)
+
     def cursor(self) -> FakeCursor:
         if self.closed:
             raise driver_error(1001)

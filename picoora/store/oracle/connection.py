@@ -298,7 +298,8 @@ class Database:
             conn.call_timeout = int(timeout * 1000)
             tx = Tx(conn, self.model)
             result = await asyncio.wait_for(work(tx), timeout)
-            await conn.commit()
+            if conn.transaction_in_progress:  # reads need no commit round trip
+                await conn.commit()
             return result
         except BaseException as exc:
             healthy = error_code(exc) not in _CONNECTION_LOST and not isinstance(

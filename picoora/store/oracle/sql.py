@@ -16,7 +16,7 @@ from typing import Literal
 
 Kind = Literal["query", "dml", "ddl", "plsql"]
 
-REGISTRY: dict[str, "Sql"] = {}
+REGISTRY: dict[str, Sql] = {}
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ _APPEND_ATTEMPTS = 20  # concurrent transcript writers retry on a taken sequence
 _PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 _ID_HEX_CHARS = 12
 
+
 def embedding_text(text: str) -> str:
     """The part of ``text`` handed to VECTOR_EMBEDDING: all of it if short, else its start and its end."""
     if len(text) <= EMBED_MAX_CHARS:
