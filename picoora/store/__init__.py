@@ -6,15 +6,33 @@ are imported inside ``open_store``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import Store
 
 
-def open_store(config: Config) -> Store:
-    """The store the config asks for. Opening is cheap: the embedding model loads on first use."""
+def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = None) -> Store:
+    """The store the config asks for. Opening is cheap: the embedding model loads on first use.
+
+    With ``oracle.enabled`` the Oracle backend is tried under its connect deadline; when it cannot be used
+    (unreachable, bad credentials, no schema, no ONNX model) the file backend takes over and
+    ``on_fallback`` receives one line saying why and what to run.
+    """
+    if config.oracle.enabled:
+        from picoora.store.oracle import OracleUnavailable, open_oracle_store
+
+        try:
+            return open_oracle_store(config)
+        except OracleUnavailable as exc:
+            if on_fallback is not None:
+                on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
+    return open_file_store(config)
+
+
+def open_file_store(config: Config) -> Store:
+    """The embedded default: files in the workspace, recall by the configured local embedder."""
     from picoora.config import workspace_path
     from picoora.store.embedder import create_embedder
     from picoora.store.files import FileStore
