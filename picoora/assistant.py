@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from picoora.agent import Agent, TurnResult
@@ -70,16 +70,17 @@ class Assistant:
         await self.aclose()
 
 
-def build_assistant(config: Config) -> Assistant:
+def build_assistant(config: Config, *, on_fallback: Callable[[str], None] | None = None) -> Assistant:
     """Open everything an assistant needs. Raises StoreError or LLMError (with a message for people);
-    creating the provider never touches the network, so Ollama being down shows on the first turn."""
+    creating the provider never touches the network, so Ollama being down shows on the first turn.
+    ``on_fallback`` gets one line when the configured storage (Oracle) cannot be used and files serve instead."""
     from picoora.config import workspace_path
     from picoora.llm import create_llm
     from picoora.store import open_store
     from picoora.tools import default_registry
 
     workspace = workspace_path(config)
-    store = open_store(config)
+    store = open_store(config, on_fallback=on_fallback)
     try:
         llm = create_llm(config)
         tools = default_registry(config)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.cli_support import messages_text, run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -54,11 +56,12 @@ def test_message_from_stdin_when_no_m_flag(isolated_home):
     assert "hello there" in messages_text(fake.requests[0])
 
 
-def test_empty_stdin_is_a_usage_error(isolated_home):
+def test_an_empty_message_is_a_usage_error(isolated_home):
     write_config(isolated_home, ollama_url=closed_port_url())
-    result = run_cli("agent", home=isolated_home, stdin="")
-    assert result.returncode == 2
-    assert "-m" in result.stderr
+    for args, stdin in ((["agent"], ""), (["agent", "-m", "   "], "")):
+        result = run_cli(*args, home=isolated_home, stdin=stdin)
+        assert result.returncode == 2
+        assert "no message" in result.stderr
 
 
 def test_streaming_shows_reasoning_on_stderr_and_the_answer_on_stdout(isolated_home):
@@ -103,6 +106,20 @@ def test_model_without_tools_answers_and_says_so_once(isolated_home):
     assert result.stdout.strip() == "Hi there."
     assert result.stderr.count("cannot call tools") == 1
     assert "ollama pull qwen3" in result.stderr
+
+
+def test_storage_fallback_is_one_line_and_the_turn_still_answers(isolated_home):
+    closed_port = int(closed_port_url().rsplit(":", 1)[1])
+    with FakeOllama(replies=[Reply(content="Still here.")]) as fake:
+        config = write_config(isolated_home, ollama_url=fake.url)
+        data = json.loads(config.read_text())
+        data["oracle"] = {"enabled": True, "host": "127.0.0.1", "port": closed_port, "password": "unused"}
+        config.write_text(json.dumps(data))
+        result = run_cli("agent", "-m", "hello", home=isolated_home)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Still here."
+    fallback = [line for line in result.stderr.splitlines() if "using file storage instead" in line]
+    assert len(fallback) == 1 and f"127.0.0.1:{closed_port}" in fallback[0]
 
 
 def test_ollama_down_exits_1_with_what_to_run(isolated_home):

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 
 from picoora.templates import template_files
-from tests.cli_support import run_cli, write_config
+from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama
 
@@ -111,3 +114,18 @@ def test_broken_existing_config_is_reported_not_overwritten(isolated_home):
     assert "agents.defaults.max_tool_iterations" in result.stderr
     assert "--force" in result.stderr
     assert json.loads(config.read_text()) == {"agents": {"defaults": {"max_tool_iterations": 0}}}
+
+
+def test_interactive_choice_on_a_terminal(isolated_home):
+    """With a terminal on stdin, onboard lists the models and takes the user's pick by number."""
+    with FakeOllama(models=("gemma3:1b", "qwen3:latest", "llama3.1:8b"), tool_models=("qwen3:latest", "llama3.1:8b")) as fake:
+        controller, terminal = os.openpty()
+        env = {**os.environ, "PICOORA_HOME": str(isolated_home), "PICO_PROVIDERS_OLLAMA_API_BASE": fake.url}
+        with os.fdopen(controller, "wb", buffering=0) as keyboard:
+            keyboard.write(b"3\n")  # typed ahead; the prompt reads it from the terminal
+            result = subprocess.run([sys.executable, "-m", "picoora", "onboard"], stdin=terminal, capture_output=True,
+                                    text=True, env=env, cwd=REPO, timeout=60)
+        os.close(terminal)
+    assert result.returncode == 0, result.stderr
+    assert "1. gemma3:1b  (cannot call tools)" in result.stdout
+    assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "llama3.1:8b"

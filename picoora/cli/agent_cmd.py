@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
+from picoora.assistant import DEFAULT_SESSION  # a light module: it imports its heavy parts when building
+from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
     from picoora.config import Config
-
-DEFAULT_SESSION = "cli:default"  # the same key as picoora.assistant.DEFAULT_SESSION, without importing it here
 
 
 def register(app: typer.Typer) -> None:
@@ -39,24 +38,25 @@ def agent(
     if stream is None:
         stream = sys.stdout.isatty()
     if message is None and not sys.stdin.isatty():
-        message = sys.stdin.read().strip()
+        message = sys.stdin.read()
+    if message is not None:
+        message = message.strip()
         if not message:
             raise CLIError("no message: pass one with -m TEXT or on stdin", EXIT_USAGE)
-    if message is not None:
         raise typer.Exit(asyncio.run(_one_shot(config, message, session, stream)))
     from picoora.cli.repl import run_repl
 
     asyncio.run(run_repl(config, session, stream))
 
 
-async def open_assistant(config: Config) -> Assistant:
+def open_assistant(config: Config) -> Assistant:
     """Build the assistant, turning predictable start-up failures into CLIError."""
     from picoora.assistant import build_assistant
     from picoora.llm.base import LLMError
     from picoora.store.base import StoreError
 
     try:
-        assistant = build_assistant(config)
+        assistant = build_assistant(config, on_fallback=warn)
     except (StoreError, LLMError) as err:
         raise CLIError(str(err)) from None
     return assistant
@@ -65,7 +65,7 @@ async def open_assistant(config: Config) -> Assistant:
 async def _one_shot(config: Config, text: str, session: str, stream: bool) -> int:
     from picoora.cli.render import TurnRenderer
 
-    async with await open_assistant(config) as assistant:
+    async with open_assistant(config) as assistant:
         renderer = TurnRenderer(sys.stdout, sys.stderr, stream=stream)
         result = await assistant.ask(text, session_key=session, on_event=renderer)
     return 0 if result.stop_reason == "answer" else 1

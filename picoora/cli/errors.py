@@ -29,6 +29,11 @@ def report(err: CLIError) -> int:
     return err.exit_code
 
 
+def warn(text: str) -> None:
+    """One line the user should see that is not a failure (storage fell back to files, ...)."""
+    print(text, file=sys.stderr)
+
+
 def config_path(ctx: typer.Context) -> Path | None:
     """The ``--config`` given to the root command, if any."""
     root = ctx.find_root()

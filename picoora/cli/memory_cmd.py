@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 
-from picoora.cli.errors import CLIError, load_config
+from picoora.cli.errors import CLIError, load_config, warn
 
 if TYPE_CHECKING:
     from picoora.store.base import MemoryRecord, RecallResult, Store
@@ -49,7 +49,7 @@ def _store(ctx: typer.Context) -> Iterator[Store]:
 
     config = load_config(ctx)
     try:
-        store = open_store(config)
+        store = open_store(config, on_fallback=warn)
     except StoreError as err:
         raise CLIError(str(err)) from None
     try:

@@ -109,7 +109,7 @@ def _choose_model(config: Config, interactive: bool, requested: str | None) -> s
 
 
 def _ask_model(models: list[ModelInfo], default: str) -> str:
-    print("Models in Ollama:")
+    print("Models pulled in Ollama:")
     for number, info in enumerate(models, start=1):
         note = "" if info.supports_tools else "  (cannot call tools)"
         print(f"  {number}. {info.name}{note}")
@@ -117,8 +117,10 @@ def _ask_model(models: list[ModelInfo], default: str) -> str:
     while True:
         answer = typer.prompt("Model to use (number or name)", default=default).strip()
         if answer.isdigit() and 1 <= int(answer) <= len(names):
-            return names[int(answer) - 1]
+            answer = names[int(answer) - 1]
         if answer in names:
+            if not next(m for m in models if m.name == answer).supports_tools:
+                print(f"Note: {answer} cannot call tools, so it answers without memory, files or commands.")
             return answer
         print(f"Not in the list: {answer}")
 

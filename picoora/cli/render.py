@@ -65,13 +65,12 @@ class TurnRenderer:
     def __init__(self, out: IO[str], err: IO[str], *, stream: bool):
         self.out, self.err = out, err
         self.stream = stream
-        self._style_out, self._style_err = _Styled(out), _Styled(err)
+        self._style_err = _Styled(err)
         self._streamed = ""  # answer text already written since the last tool call
         self._reasoning_open = False
         self._open_call: str | None = None  # call id whose "→ ..." line still waits for ✓/✗
         self._calls: dict[str, str] = {}
-        self.final: FinalAnswer | None = None
-        self.errors: list[str] = []
+        self._errors: list[str] = []  # shown already; the FinalAnswer of an error stop repeats one
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TokenEvent):
@@ -99,7 +98,7 @@ class TurnRenderer:
         elif isinstance(event, NoticeEvent):
             self._err_line(self._style_err(event.text, YELLOW))
         elif isinstance(event, ErrorEvent):
-            self.errors.append(event.message)
+            self._errors.append(event.message)
             self._err_line(self._style_err(event.message, RED))
         elif isinstance(event, FinalAnswer):
             self._final(event)
@@ -121,12 +120,11 @@ class TurnRenderer:
         self.err.flush()
 
     def _final(self, event: FinalAnswer) -> None:
-        self.final = event
         self._close_err_line()
         text = event.text.strip()
         if event.stop_reason != "answer":
             self._end_answer_part()
-            if text and text not in self.errors:
+            if text and text not in self._errors:
                 self._err_line(self._style_err(text, RED))
             return
         if self.stream and self._streamed.strip() and self._streamed.strip() == text:

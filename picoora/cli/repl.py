@@ -47,7 +47,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, pt_input: Any 
     history_file.parent.mkdir(parents=True, exist_ok=True)
     history_file.touch(mode=0o600, exist_ok=True)  # what people type is as private as the transcripts
     prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
-    async with await open_assistant(config) as assistant:
+    async with open_assistant(config) as assistant:
         state = ReplState(assistant, session, stream)
         print(f"picoora: model {assistant.model}, session {session}. /help for commands, Ctrl+D to leave.")
         while True:

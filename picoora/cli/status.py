@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -44,7 +45,7 @@ def status(ctx: typer.Context) -> None:
         Line("Config", f"{path} {OK}" if path.is_file() else f"{path} {BAD} not found: run `picoora onboard`"),
         Line("Workspace", f"{workspace} {OK}" if workspace.is_dir() else f"{workspace} {BAD} not found: run `picoora onboard`"),
         *_provider_lines(config),
-        *_storage_lines(config),
+        *_storage_lines(config, workspace),
     ]
     width = max(len(line.label) for line in lines) + 2
     print(f"picoora {__version__}")
@@ -57,13 +58,14 @@ def _provider_lines(config: Config) -> list[Line]:
     if defaults.provider == "ollama":
         return _ollama_lines(config)
     settings = getattr(config.providers, defaults.provider)
-    key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{defaults.provider}.api_key"
     if settings.api_base:
-        where = settings.api_base
         reach = f"{OK} answers" if _port_open(settings.api_base) else f"{BAD} not reachable"
+        where = f"{settings.api_base} {reach}"
+        key = "API key set" if settings.api_key else "no API key (fine for a local server)"
     else:
-        where, reach = "its default endpoint", "not probed"
-    return [Line("Provider", f"{defaults.provider} at {where} {reach}; {key}"), Line("Model", defaults.model)]
+        where = "its default endpoint (not probed)"
+        key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{defaults.provider}.api_key"
+    return [Line("Provider", f"{defaults.provider} at {where}; {key}"), Line("Model", defaults.model)]
 
 
 def _ollama_lines(config: Config) -> list[Line]:
@@ -89,18 +91,21 @@ def _ollama_lines(config: Config) -> list[Line]:
     return [Line("Provider", f"ollama at {base} {OK} answers ({len(models)} models pulled)"), Line("Model", model_text)]
 
 
-def _storage_lines(config: Config) -> list[Line]:
+def _storage_lines(config: Config, workspace: Path) -> list[Line]:
     from picoora.store import open_store
     from picoora.store.base import StoreError
 
+    if not workspace.is_dir() and not config.oracle.enabled:  # opening would create it; a report changes nothing
+        return [Line("Storage", "nothing stored yet"), Line("Embedder", _embedder_text(config, None))]
+    fallbacks: list[str] = []
     try:
-        store = open_store(config)
+        store = open_store(config, on_fallback=fallbacks.append)
     except StoreError as err:
         return [Line("Storage", f"{BAD} {err}")]
     try:
         stats = store.stats()
         lines = [
-            Line("Storage", f"{stats.backend} in {stats.location}"),
+            Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks)),
             Line(
                 "Stored",
                 f"{stats.memories} memories, {stats.daily_notes} daily notes, {stats.sessions} sessions, "
@@ -115,8 +120,8 @@ def _storage_lines(config: Config) -> list[Line]:
     return lines
 
 
-def _embedder_text(config: Config, store: Store) -> str:
-    """The embedder the config selects, whether it can load, and whether stored vectors match it."""
+def _embedder_text(config: Config, store: Store | None) -> str:
+    """The embedder the config selects, whether it can load, and whether the stored vectors match it."""
     import importlib.util
 
     from picoora.store.embedder import create_embedder
@@ -132,7 +137,7 @@ def _embedder_text(config: Config, store: Store) -> str:
             text += f" {BAD} missing {', '.join(missing)}: recall falls back to keywords"
     else:
         text = f"{embedder.model_id} via Ollama"
-    stale = sum(1 for r in store.list_memories() if r.embedding_model != embedder.model_id)
+    stale = sum(1 for r in store.list_memories() if r.embedding_model != embedder.model_id) if store else 0
     if stale:
         text += f"; {stale} memories lack a vector from it: run `picoora memory reindex`"
     return text
