@@ -1,11 +1,11 @@
-"""Semantic-memory benchmark: model load, embedding throughput, recall latency at 10,000 memories.
+"""Semantic-memory benchmark: embedding throughput, recall latency at 10,000 memories.
 
     .venv/bin/python bench/recall_bench.py                # all measurements (about a minute on 2 cores)
     .venv/bin/python bench/recall_bench.py --calibrate    # cosine distributions behind ranking.py's constants
 
 Recall latency excludes the query's embedding (the target is p50 <= 30 ms with 10,000 memories): query
 vectors are computed first and handed to the index through a caching embedder.
-Load figures come from fresh subprocesses, so RSS is that of a process doing nothing else.
+Model load time and memory, against onnxruntime: bench/embedder_bench.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -106,43 +104,6 @@ class CachedEmbedder:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
-
-
-# ---------------------------------------------------------------------------- model load (subprocess)
-
-
-def load_child(cache_dir: str) -> None:
-    import resource
-
-    started = time.perf_counter()
-    import numpy  # noqa: F401
-    import onnxruntime  # noqa: F401
-    import tokenizers  # noqa: F401
-
-    imported = time.perf_counter()
-    embedder = MiniLMEmbedder(cache_dir=Path(cache_dir))  # kept alive: RSS is measured with the model loaded
-    embedder.embed(["What programming language do I prefer?"])
-    loaded = time.perf_counter()
-    rss = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS"))
-    print(json.dumps({
-        "import_s": imported - started, "load_s": loaded - imported,
-        "rss_mb": rss / 1024, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
-
-
-def measure_load() -> None:
-    print("Model load (fresh process; load = first embed, imports excluded):")
-    with tempfile.TemporaryDirectory() as tmp:
-        blocked = Path(tmp) / "file"
-        blocked.write_text("")
-        cases = [("cold cache (builds it)", Path(tmp) / "cache"), ("warm cache (mmap)", Path(tmp) / "cache"),
-                 ("no cache (folds in RAM)", blocked / "cache")]
-        for label, cache in cases:
-            out = subprocess.run([sys.executable, __file__, "--load-child", str(cache)],
-                                 capture_output=True, text=True, check=True).stdout
-            m = json.loads(out)
-            print(f"  {label:25s} imports {m['import_s']*1000:5.0f} ms  load {m['load_s']*1000:5.0f} ms  "
-                  f"RSS {m['rss_mb']:4.0f} MB  peak {m['peak_mb']:4.0f} MB")
 
 
 # ---------------------------------------------------------------------------- throughput and latency
@@ -251,14 +212,10 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=280)
     parser.add_argument("--calibrate", action="store_true", help="print the floor / ranking calibration instead")
-    parser.add_argument("--load-child", metavar="CACHE_DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.load_child:
-        load_child(args.load_child)
-    elif args.calibrate:
+    if args.calibrate:
         calibrate()
     else:
-        measure_load()
         measure_recall(args.memories, args.queries)
 
 

