@@ -126,7 +126,7 @@ def main() -> None:
             if m is None:
                 continue
             label = engine + (" +agent imports" if agent_imports else "")
-            print(f"  {label:22s} {m['base_mb']:4.0f}MB {m['load_s'] * 1000:5.0f}ms {m['rss_mb']:4.0f}MB "
+            print(f"  {label:26s} {m['base_mb']:4.0f}MB {m['load_s'] * 1000:5.0f}ms {m['rss_mb']:4.0f}MB "
                   f"{m['peak_mb']:4.0f}MB {m['query_ms']:6.1f}ms {m['batch_s']:8.2f}s "
                   f"{m['peak_after_batch_mb']:4.0f}MB")
     print("  (base: RSS after imports; RSS/peak: after load + one query; last peak: after the 100-text batch)")
