@@ -118,7 +118,7 @@ def main() -> None:
 
     engines = ["numpy"] + (["onnxruntime"] if importlib.util.find_spec("onnxruntime") else [])
     print(f"MiniLM-L6 int8, medians of {args.runs} fresh processes")
-    print(f"  {'engine':22s} {'base':>6s} {'load':>7s} {'RSS':>6s} {'peak':>6s} {'query':>8s} "
+    print(f"  {'engine':26s} {'base':>6s} {'load':>7s} {'RSS':>6s} {'peak':>6s} {'query':>8s} "
           f"{'100 texts':>9s} {'peak':>6s}")
     for engine in engines:
         for agent_imports in (False, True):
