@@ -73,7 +73,9 @@ def run_child(command: list[str], env: dict[str, str]) -> tuple[float, float, in
     """(wall seconds, peak RSS in MB, exit status, stdout, CPU seconds) of one child process.
     CPU time (user + system) is the steadier number when other work shares the machine."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        command, env=env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     out = child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
@@ -83,7 +85,8 @@ def run_child(command: list[str], env: dict[str, str]) -> tuple[float, float, in
 
 
 def bench_help(env: dict[str, str], runs: int) -> None:
-    for label, command in (("picoora --help", picoora_command()), ("python -m picoora --help", [sys.executable, "-m", "picoora"])):
+    commands = (("picoora --help", picoora_command()), ("python -m picoora --help", [sys.executable, "-m", "picoora"]))
+    for label, command in commands:
         run_child([*command, "--help"], env)  # warm the page cache and .pyc files
         times = [run_child([*command, "--help"], env)[0] for _ in range(runs)]
         verdict = "OK" if statistics.median(times) <= HELP_TARGET_S else "OVER"
@@ -117,8 +120,8 @@ def write_config(home: Path, fake_url: str) -> None:
 def seed_memories(env: dict[str, str], home: Path, count: int) -> None:
     facts = [f"{person} {verb} {thing}." for verb, things in TOPICS for thing in things for person in PEOPLE]
     facts.insert(0, "My favorite programming language is Go.")
-    lines = [json.dumps({"id": f"bench{i:05d}", "content": facts[i % len(facts)] + ("" if i < len(facts) else f" (note {i})")})
-             for i in range(count)]
+    contents = [facts[i % len(facts)] + ("" if i < len(facts) else f" (note {i})") for i in range(count)]
+    lines = [json.dumps({"id": f"bench{i:05d}", "content": content}) for i, content in enumerate(contents)]
     seed = home / "seed.jsonl"
     seed.write_text("\n".join(lines) + "\n")
     wall, rss, status, out, _ = run_child([*picoora_command(), "memory", "import", str(seed)], env)

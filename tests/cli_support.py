@@ -12,7 +12,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_cli(*args: str, home: Path, stdin: str = "", timeout: float = 60, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, home: Path, stdin: str = "", timeout: float = 60, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``picoora ARGS`` in a fresh interpreter. stdin is a pipe (never the terminal), so ``agent``
     without ``-m`` reads its message from ``stdin``; stdout is a pipe, so output is not streamed."""
     env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1", **(extra_env or {})}

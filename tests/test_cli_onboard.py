@@ -44,9 +44,15 @@ def test_keeps_an_edited_template_unless_forced(isolated_home):
     assert soul.read_text() == "# Soul\n\nAlways answer in haiku.\n"
     assert "SOUL.md" in again.stdout and "kept your edits" in again.stdout
 
+    config = isolated_home / "config.json"
+    edited_config = config.read_text().replace('"temperature": 0.7', '"temperature": 0.2')
+    config.write_text(edited_config)
     forced = _onboard(isolated_home, "--force", url=url)
     assert forced.returncode == 0
     assert soul.read_bytes() == template_files()["SOUL.md"]
+    assert '"temperature": 0.7' in config.read_text()  # back to the defaults
+    backup = isolated_home / "config.json.bak"
+    assert backup.read_text() == edited_config and stat.S_IMODE(backup.stat().st_mode) == 0o600
 
 
 def test_updates_an_untouched_older_template(isolated_home):

@@ -20,7 +20,9 @@ from picoora.cli.errors import CLIError, load_config, warn
 if TYPE_CHECKING:
     from picoora.store.base import MemoryRecord, RecallResult, Store
 
-RECORD_FIELDS = ("id", "content", "importance", "category", "created_at", "accessed_at", "access_count", "embedding_model")
+RECORD_FIELDS = (
+    "id", "content", "importance", "category", "created_at", "accessed_at", "access_count", "embedding_model"
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -88,7 +90,9 @@ def search(
         result = store.recall(query, limit=limit)
     _warn_if_degraded(result)
     if as_json:
-        _print_json([{**record_to_dict(m.memory), "score": round(m.score, 4), "similarity": m.similarity} for m in result.matches])
+        _print_json(
+            [{**record_to_dict(m.memory), "score": round(m.score, 4), "similarity": m.similarity} for m in result.matches]
+        )
         return
     if not result.matches:
         print("No matching memories.")
@@ -119,7 +123,10 @@ def list_(
     )
 
 
-def forget(ctx: typer.Context, memory_id: str = typer.Argument(..., metavar="ID", help="Id from `memory list` or `memory search`.")) -> None:
+def forget(
+    ctx: typer.Context,
+    memory_id: str = typer.Argument(..., metavar="ID", help="Id from `memory list` or `memory search`."),
+) -> None:
     """Delete the memory with this ID."""
     with _store(ctx) as store:
         found = store.forget(memory_id)

@@ -7,6 +7,7 @@ templates never overwrite a file the user edited, unless ``--force``.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -33,7 +34,9 @@ def register(app: typer.Typer) -> None:
 
 def onboard(
     ctx: typer.Context,
-    force: bool = typer.Option(False, "--force", help="Overwrite the config and every template, even edited ones."),
+    force: bool = typer.Option(
+        False, "--force", help="Overwrite the config (keeping a .bak copy) and every template, even edited ones."
+    ),
     non_interactive: bool = typer.Option(False, "--non-interactive", help="Ask nothing; pick the model by itself."),
     model: Optional[str] = typer.Option(None, "--model", help="Use this model (skips the question)."),
 ) -> None:
@@ -47,6 +50,10 @@ def onboard(
     chosen = _choose_model(config, interactive, model)
 
     if not keep_file:
+        if path.exists():  # --force: the old file may hold keys and passwords; keep a copy (0600, like it)
+            backup = path.with_name(path.name + ".bak")
+            shutil.copy2(path, backup)
+            print(f"Saved the previous config as {backup}")
         # Defaults only: values that came from PICO_* variables or ${VAR} references stay out of the file.
         fresh = Config()
         fresh.agents.defaults.model = chosen or fresh.agents.defaults.model

