@@ -53,8 +53,10 @@ class Assistant:
         config = self.config.model_copy(deep=True)
         config.agents.defaults.model = model
         llm = create_llm(config)
+        # Swap the client inside the same Agent: a new Agent would have new per-session locks, letting a
+        # turn on the new model overlap one still running on the old.
         old, self.llm, self.config = self.llm, llm, config
-        self.agent = _make_agent(config, self.workspace, self.store, llm, self.tools)
+        self.agent.llm = llm
         await old.close()
 
     async def aclose(self) -> None:
@@ -70,10 +72,12 @@ class Assistant:
         await self.aclose()
 
 
-def build_assistant(config: Config, *, on_fallback: Callable[[str], None] | None = None) -> Assistant:
+def build_assistant(config: Config, *, config_path: Path | None = None,
+                    on_fallback: Callable[[str], None] | None = None) -> Assistant:
     """Open everything an assistant needs. Raises StoreError or LLMError (with a message for people);
     creating the provider never touches the network, so Ollama being down shows on the first turn.
-    ``on_fallback`` gets one line when the configured storage (Oracle) cannot be used and files serve instead."""
+    ``on_fallback`` gets one line when the configured storage (Oracle) cannot be used and files serve instead.
+    ``config_path`` is the file the config came from, which the tools then refuse to read or write."""
     from picoora.config import workspace_path
     from picoora.llm import create_llm
     from picoora.store import open_store
@@ -84,14 +88,15 @@ def build_assistant(config: Config, *, on_fallback: Callable[[str], None] | None
     try:
         llm = create_llm(config)
         tools = default_registry(config)
-        agent = _make_agent(config, workspace, store, llm, tools)
+        agent = _make_agent(config, workspace, store, llm, tools, config_path)
     except BaseException:
         store.close()
         raise
     return Assistant(config=config, workspace=workspace, store=store, llm=llm, tools=tools, agent=agent)
 
 
-def _make_agent(config: Config, workspace: Path, store: Store, llm: LLM, tools: ToolRegistry) -> Agent:
+def _make_agent(config: Config, workspace: Path, store: Store, llm: LLM, tools: ToolRegistry,
+                config_path: Path | None = None) -> Agent:
     from picoora.agent import Agent
     from picoora.config import secret_values
     from picoora.tools.registry import tool_settings
@@ -103,6 +108,6 @@ def _make_agent(config: Config, workspace: Path, store: Store, llm: LLM, tools: 
         settings=config.agents.defaults,
         workspace=workspace,
         secrets=secret_values(config),
-        tool_settings=tool_settings(config),
+        tool_settings=tool_settings(config, config_path=config_path),
     )
 

@@ -41,7 +41,7 @@ class AgentDefaults(_Section):
     model: str = "qwen3:latest"
     max_tokens: int = Field(4096, ge=1)  # per answer; sent to the provider
     temperature: float = Field(0.7, ge=0.0, le=2.0)
-    context_window: int = Field(32768, ge=1024)  # tokens; drives compaction
+    context_window: int = Field(16384, ge=1024)  # tokens; drives compaction and Ollama's num_ctx
     max_tool_iterations: int = Field(20, ge=1)
     turn_timeout_seconds: float = Field(300.0, gt=0)  # wall-clock limit per turn
     summarize_message_threshold: int = Field(40, ge=4)

@@ -64,15 +64,15 @@ def test_optional_parameters_keep_their_type_for_ollama():
     assert props["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
 
 
-def test_plain_answer_forwards_temperature_and_max_tokens():
+def test_plain_answer_forwards_temperature_max_tokens_and_context_window():
     with FakeOllama([Reply("Paris is the capital.")]) as fake:
-        llm, _ = make_llm("ollama", fake.url, temperature=0.2, max_tokens=123)
+        llm, _ = make_llm("ollama", fake.url, temperature=0.2, max_tokens=123, context_window=8192)
         response = asyncio.run(llm.chat([Message("user", "Capital of France?")]))
     assert response.content == "Paris is the capital."
     assert response.finish_reason == "stop" and response.tool_calls == [] and response.notice is None
     assert response.usage.completion_tokens > 0
     body = fake.requests[0]
-    assert body["options"] == {"temperature": 0.2, "num_predict": 123}
+    assert body["options"] == {"temperature": 0.2, "num_predict": 123, "num_ctx": 8192}
     assert body["stream"] is False and body["messages"] == [{"role": "user", "content": "Capital of France?"}]
 
 

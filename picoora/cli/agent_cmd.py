@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from picoora.assistant import DEFAULT_SESSION  # a light module: it imports its heavy parts when building
-from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
+from picoora.cli.errors import EXIT_USAGE, CLIError, config_path, load_config, warn
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from picoora.assistant import Assistant
     from picoora.config import Config
 
@@ -43,29 +45,30 @@ def agent(
         message = message.strip()
         if not message:
             raise CLIError("no message: pass one with -m TEXT or on stdin", EXIT_USAGE)
-        raise typer.Exit(asyncio.run(_one_shot(config, message, session, stream)))
+        raise typer.Exit(asyncio.run(_one_shot(config, message, session, stream, config_path(ctx))))
     from picoora.cli.repl import run_repl
 
-    asyncio.run(run_repl(config, session, stream))
+    asyncio.run(run_repl(config, session, stream, config_path=config_path(ctx)))
 
 
-def open_assistant(config: Config) -> Assistant:
-    """Build the assistant, turning predictable start-up failures into CLIError."""
+def open_assistant(config: Config, path: Path | None = None) -> Assistant:
+    """Build the assistant (``path``: the --config file, kept out of the tools' reach), turning predictable
+    start-up failures into CLIError."""
     from picoora.assistant import build_assistant
     from picoora.llm.base import LLMError
     from picoora.store.base import StoreError
 
     try:
-        assistant = build_assistant(config, on_fallback=warn)
+        assistant = build_assistant(config, config_path=path, on_fallback=warn)
     except (StoreError, LLMError) as err:
         raise CLIError(str(err)) from None
     return assistant
 
 
-async def _one_shot(config: Config, text: str, session: str, stream: bool) -> int:
+async def _one_shot(config: Config, text: str, session: str, stream: bool, path: Path | None) -> int:
     from picoora.cli.render import TurnRenderer
 
-    async with open_assistant(config) as assistant:
+    async with open_assistant(config, path) as assistant:
         renderer = TurnRenderer(sys.stdout, sys.stderr, stream=stream)
         result = await assistant.ask(text, session_key=session, on_event=renderer)
     return 0 if result.stop_reason == "answer" else 1

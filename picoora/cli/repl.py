@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from picoora.assistant import Assistant
     from picoora.config import Config
 
@@ -35,7 +37,8 @@ class ReplState:
     stream: bool
 
 
-async def run_repl(config: Config, session: str, stream: bool, *, pt_input: Any = None, pt_output: Any = None) -> None:
+async def run_repl(config: Config, session: str, stream: bool, *, config_path: Path | None = None,
+                   pt_input: Any = None, pt_output: Any = None) -> None:
     """Run the REPL until the user leaves. ``pt_input``/``pt_output`` let tests drive prompt_toolkit."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
@@ -47,7 +50,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, pt_input: Any 
     history_file.parent.mkdir(parents=True, exist_ok=True)
     history_file.touch(mode=0o600, exist_ok=True)  # what people type is as private as the transcripts
     prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
-    async with open_assistant(config) as assistant:
+    async with open_assistant(config, config_path) as assistant:
         state = ReplState(assistant, session, stream)
         print(f"picoora: model {assistant.model}, session {session}. /help for commands, Ctrl+D to leave.")
         while True:

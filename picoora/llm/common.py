@@ -27,6 +27,7 @@ class ProviderSettings:
     api_key: str = ""
     max_tokens: int = 4096
     temperature: float = 0.7
+    context_window: int = 16384  # tokens; Ollama is told (num_ctx) so it never silently truncates the prompt
     timeout: float = 120.0  # seconds for one request
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
@@ -40,6 +41,7 @@ class ProviderSettings:
             api_key=provider.api_key,
             max_tokens=defaults.max_tokens,
             temperature=defaults.temperature,
+            context_window=defaults.context_window,
             timeout=provider.timeout_seconds,
             retry=retry or RetryPolicy(max_retries=provider.max_retries),
         )

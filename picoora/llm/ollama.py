@@ -73,7 +73,13 @@ class OllamaLLM:
             "messages": to_ollama_messages(messages),
             "tools": [to_ollama_tool(t) for t in tools or []] or None,
             "think": True if caps and "thinking" in caps else None,
-            "options": {"temperature": self._settings.temperature, "num_predict": self._settings.max_tokens},
+            "options": {
+                "temperature": self._settings.temperature,
+                "num_predict": self._settings.max_tokens,
+                # Ollama's own default window is small and it truncates the prompt without an error; the
+                # compaction thresholds assume the configured window, so ask for exactly that.
+                "num_ctx": self._settings.context_window,
+            },
         }
         sink = DeltaSink(on_delta)
         response = await self._with_retries(partial(self._chat_once, request, sink), model, sink)
