@@ -97,14 +97,14 @@ def test_env_overrides_win_over_the_file(isolated_home, monkeypatch):
 def test_env_names_walk_fields_that_contain_underscores(monkeypatch):
     set_env(
         monkeypatch,
-        PICO_PROVIDERS_OPENAI_API_KEY="sk-env",
+        PICO_PROVIDERS_OPENAI_API_KEY="fk-env",
         PICO_TOOLS_EXEC_TIMEOUT_SECONDS="12.5",
         PICO_TOOLS_WEB_FETCH_MAX_BYTES="5000",
         PICO_ORACLE_WALLET_PASSWORD="wp",
         PICO_AGENTS_DEFAULTS_RESTRICT_TO_WORKSPACE="false",
     )
     config = load_config()
-    assert config.providers.openai.api_key == "sk-env"
+    assert config.providers.openai.api_key == "fk-env"
     assert config.providers.anthropic.api_key == ""
     assert config.tools.exec.timeout_seconds == 12.5
     assert config.tools.web_fetch.max_bytes == 5000
@@ -310,12 +310,12 @@ def test_save_failure_is_a_config_error(tmp_path):
 
 def test_secret_values_and_redaction():
     config = Config()
-    config.providers.openai.api_key = "sk-openai"
+    config.providers.openai.api_key = "fk-openai"
     config.oracle.password = "db-pw"
     config.oracle.wallet_password = "db-pw-wallet"
     config.gateway.token = "gw-token"
     config.channels.telegram.token = "gw-token"  # duplicates are listed once
-    assert secret_values(config) == ["db-pw-wallet", "sk-openai", "gw-token", "db-pw"]
+    assert secret_values(config) == ["db-pw-wallet", "fk-openai", "gw-token", "db-pw"]
 
     shown = redacted(config)
     assert shown["providers"]["openai"]["api_key"] == "***"
@@ -332,8 +332,8 @@ def test_secret_values_and_redaction():
 # --- the example file ----------------------------------------------------------------------------
 
 EXAMPLE_REFERENCES = {
-    "OPENAI_API_KEY": "sk-example-openai",
-    "ANTHROPIC_API_KEY": "sk-example-anthropic",
+    "OPENAI_API_KEY": "fk-example-openai",
+    "ANTHROPIC_API_KEY": "fk-example-anthropic",
     "PICOORA_DB_PASSWORD": "example-db-password",
     "PICOORA_GATEWAY_TOKEN": "example-gateway-token",
     "TELEGRAM_BOT_TOKEN": "123:example-telegram",

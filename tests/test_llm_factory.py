@@ -43,12 +43,12 @@ def test_settings_come_from_the_providers_section_and_agent_defaults():
     config.agents.defaults.provider = "openai"
     config.agents.defaults.max_tokens = 999
     config.agents.defaults.temperature = 0.1
-    config.providers.openai.api_key = "sk-x"
+    config.providers.openai.api_key = "fk-x"
     config.providers.openai.api_base = "https://api.groq.com/openai/v1"
     config.providers.openai.timeout_seconds = 30
     config.providers.openai.max_retries = 5
     settings = ProviderSettings.from_config(config)
-    assert (settings.api_key, settings.api_base, settings.timeout) == ("sk-x", "https://api.groq.com/openai/v1", 30)
+    assert (settings.api_key, settings.api_base, settings.timeout) == ("fk-x", "https://api.groq.com/openai/v1", 30)
     assert (settings.max_tokens, settings.temperature, settings.retry.max_retries) == (999, 0.1, 5)
 
 

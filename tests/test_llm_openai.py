@@ -54,13 +54,13 @@ def test_messages_translate_to_the_openai_shape():
 
 def test_plain_answer_forwards_temperature_max_tokens_and_the_key():
     with FakeOpenAI([Reply("Hello!", thinking="greeting")]) as fake:
-        llm, _ = openai_llm(fake, api_key="sk-test", temperature=0.3, max_tokens=77)
+        llm, _ = openai_llm(fake, api_key="fk-test", temperature=0.3, max_tokens=77)
         response = asyncio.run(llm.chat([Message("user", "hi")]))
     assert (response.content, response.reasoning, response.finish_reason) == ("Hello!", "greeting", "stop")
     assert response.usage.prompt_tokens > 0
     body = fake.requests[0]
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("gpt-test", 0.3, 77)
-    assert fake.request_headers[0]["authorization"] == "Bearer sk-test"
+    assert fake.request_headers[0]["authorization"] == "Bearer fk-test"
 
 
 def test_streaming_assembles_tool_call_deltas_and_forwards_text_and_reasoning():

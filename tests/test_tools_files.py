@@ -108,7 +108,7 @@ def test_unrestricted_reaches_outside(tmp_path):
 @pytest.mark.parametrize("restricted", [True, False])
 def test_config_file_refused_even_when_the_workspace_contains_it(tmp_path, isolated_home, restricted):
     config = default_config_path()
-    config.write_text('{"providers": {"openai": {"api_key": "sk-live"}}}')
+    config.write_text('{"providers": {"openai": {"api_key": "fk-live"}}}')
     (isolated_home / "wallet").mkdir()
     (isolated_home / "wallet" / "ewallet.pem").write_text("key")
     # The workspace is PICOORA_HOME itself, so the config file is "inside" it.
@@ -118,7 +118,7 @@ def test_config_file_refused_even_when_the_workspace_contains_it(tmp_path, isola
         result = call(ReadFile(), ctx, path=path)
         assert result.is_error and "configuration or secrets" in result.content, path
     assert call(WriteFile(), ctx, path="config.json", content="{}").is_error
-    assert "sk-live" in config.read_text()
+    assert "fk-live" in config.read_text()
     # The default workspace inside PICOORA_HOME stays usable.
     assert not call(WriteFile(), ctx, path="workspace/notes.md", content="ok").is_error
 

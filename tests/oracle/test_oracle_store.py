@@ -241,7 +241,7 @@ def test_agents_only_see_their_own_rows(fake, config, open_store):
 
 def test_config_values_are_redacted_before_they_are_stored(fake, open_store):
     store = open_store()
-    snapshot = {"oracle": {"user": "picoora", "password": "s3cret-Pw"}, "providers": {"openai": {"api_key": "sk-1"}}}
+    snapshot = {"oracle": {"user": "picoora", "password": "s3cret-Pw"}, "providers": {"openai": {"api_key": "fk-1"}}}
     store.set_config("full_config", json.dumps(snapshot))
     store.set_config("note", "connect with s3cret-Pw please")
     stored = {r["config_key"]: r["config_value"] for r in fake.rows("PICO_CONFIG")}
