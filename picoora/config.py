@@ -411,28 +411,15 @@ def save_config(config: Config, path: Path | None = None) -> Path:
     creation, replaced atomically and fsynced. Values are written as given; a literal ``${`` is
     escaped as ``$${`` so loading the file gives the same config back. Returns the path written."""
     import json
-    import tempfile
+
+    from picoora.atomic import atomic_write_text
 
     path = Path(path).expanduser() if path is not None else default_config_path()
     text = json.dumps(_escape_references(config.model_dump(mode="json")), indent=2, ensure_ascii=False) + "\n"
-    tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # born 0600
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o600)  # exactly 0600 whatever the umask
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)  # make the rename itself durable
-        finally:
-            os.close(dir_fd)
+        atomic_write_text(path, text, mode=0o600)  # the temp file is born 0600: never world-readable
     except OSError as err:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
         raise ConfigError(f"Cannot write the configuration to {path}: {err.strerror or err}") from None
     return path
 

@@ -18,7 +18,8 @@ import pytest
 
 from picoora.config import Config
 from picoora.messages import Message
-from picoora.store import atomic, file_memories, open_store
+from picoora import atomic
+from picoora.store import file_memories, open_store
 from picoora.store.base import MemoryRecord, StoreError
 from picoora.store.files import FileStore, encode_key
 from tests.fakes.hash_embedder import HashEmbedder

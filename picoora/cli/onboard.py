@@ -143,7 +143,7 @@ def _save_new(config: Config, path: Path) -> None:
 
 def _set_model_in_file(path: Path, model: str) -> None:
     """Change only agents.defaults.model in the file, so ${VAR} references and env-only values stay out of it."""
-    from picoora.store.atomic import atomic_write_bytes
+    from picoora.atomic import atomic_write_bytes
 
     data = json.loads(path.read_text(encoding="utf-8-sig"))  # already validated by load_config
     data.setdefault("agents", {}).setdefault("defaults", {})["model"] = model

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from picoora.store.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
+from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
 from picoora.store.base import AddMemoryResult, MemoryRecord
 
 if TYPE_CHECKING:

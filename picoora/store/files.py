@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from picoora.messages import Message
-from picoora.store import atomic
+from picoora import atomic
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,

@@ -36,7 +36,7 @@ def template_files() -> dict[str, bytes]:
 
 def install_workspace(workspace: Path, *, force: bool = False) -> list[TemplateResult]:
     """Write the templates into ``workspace``, keeping the user's edits unless ``force``."""
-    from picoora.store.atomic import atomic_write_bytes
+    from picoora.atomic import atomic_write_bytes
 
     manifest_path = workspace / MANIFEST_NAME
     manifest = _read_manifest(manifest_path)

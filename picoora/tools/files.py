@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from picoora.store.atomic import atomic_write_text
+from picoora.atomic import atomic_write_text
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.sandbox import Sandbox, SandboxError
 
