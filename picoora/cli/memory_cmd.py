@@ -20,11 +20,6 @@ from picoora.cli.errors import CLIError, load_config, warn
 if TYPE_CHECKING:
     from picoora.store.base import MemoryRecord, RecallResult, Store
 
-RECORD_FIELDS = (
-    "id", "content", "importance", "category", "created_at", "accessed_at", "access_count", "embedding_model"
-)
-
-
 def register(app: typer.Typer) -> None:
     memory = typer.Typer(
         name="memory",
@@ -91,7 +86,7 @@ def search(
     _warn_if_degraded(result)
     if as_json:
         _print_json(
-            [{**record_to_dict(m.memory), "score": round(m.score, 4), "similarity": m.similarity} for m in result.matches]
+            [{**m.memory.to_json(), "score": round(m.score, 4), "similarity": m.similarity} for m in result.matches]
         )
         return
     if not result.matches:
@@ -112,7 +107,7 @@ def list_(
     with _store(ctx) as store:
         records = store.list_memories(limit=limit)
     if as_json:
-        _print_json([record_to_dict(r) for r in records])
+        _print_json([r.to_json() for r in records])
         return
     if not records:
         print("No memories yet. Add one with `picoora memory add TEXT` or tell the assistant something.")
@@ -149,7 +144,7 @@ def export(
     """Write every memory as JSON Lines."""
     with _store(ctx) as store:
         records = store.list_memories()
-    lines = "".join(json.dumps(record_to_dict(r), ensure_ascii=False) + "\n" for r in records)
+    lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
     if file is None or str(file) == "-":
         sys.stdout.write(lines)
         return
@@ -172,28 +167,15 @@ def import_(
     print(f"Imported {added} memories" + (f" ({skipped} already present)" if skipped else "") + ".")
 
 
-def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
-    data = {name: getattr(record, name) for name in RECORD_FIELDS}
-    for name in ("created_at", "accessed_at"):
-        data[name] = data[name].isoformat() if data[name] else None
-    return data
-
-
 def record_from_dict(data: dict[str, Any]) -> MemoryRecord:
+    from dataclasses import replace
+
     from picoora.store.base import MemoryRecord
 
     if not isinstance(data, dict) or not data.get("id") or not str(data.get("content") or "").strip():
         raise ValueError('each line needs at least "id" and "content"')
-    return MemoryRecord(
-        id=str(data["id"]),
-        content=str(data["content"]),
-        importance=float(data.get("importance", 0.7)),
-        category=str(data.get("category") or "general"),
-        created_at=_parse_time(data.get("created_at")),
-        accessed_at=_parse_time(data.get("accessed_at")),
-        access_count=int(data.get("access_count") or 0),
-        embedding_model=None,  # vectors are not exported; the store embeds with its own model
-    )
+    # Vectors are not exported: the importing store embeds with its own model.
+    return replace(MemoryRecord.from_json(data), embedding_model=None)
 
 
 def _read_records(file: Path) -> list[MemoryRecord]:
@@ -210,12 +192,6 @@ def _read_records(file: Path) -> list[MemoryRecord]:
         except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
             raise CLIError(f"{file}, line {number}: {err}; nothing was imported") from None
     return records
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value))
 
 
 def _short_time(value: datetime | None) -> str:

@@ -18,9 +18,10 @@ Families and what they mirror in Oracle:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import date, datetime
-from typing import Iterable, Protocol, runtime_checkable
+from datetime import date, datetime, timezone
+from typing import Any, Iterable, Protocol, runtime_checkable
 
 from picoora.messages import Message
 
@@ -34,6 +35,25 @@ class StoreError(Exception):
     """A storage operation failed; the message says what and what to do."""
 
 
+def time_to_json(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+_RFC3339_TAIL = re.compile(r"(\.\d{6})\d+|Z$")
+
+
+def time_from_json(value: Any) -> datetime | None:
+    """An ISO 8601 / RFC 3339 time as an aware datetime (naive times are taken as UTC)."""
+    if not value:
+        return None
+    text = str(value)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:  # Python 3.10 rejects Go's RFC 3339 ("Z", nanoseconds)
+        parsed = datetime.fromisoformat(_RFC3339_TAIL.sub(lambda m: m.group(1) or "+00:00", text))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
 @dataclass
 class MemoryRecord:
     id: str
@@ -44,6 +64,33 @@ class MemoryRecord:
     accessed_at: datetime | None = None
     access_count: int = 0
     embedding_model: str | None = None  # which embedder made the stored vector (None: no vector)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form used by exports and the file backend's log (times in ISO 8601)."""
+        return {
+            "id": self.id,
+            "content": self.content,
+            "importance": self.importance,
+            "category": self.category,
+            "created_at": time_to_json(self.created_at),
+            "accessed_at": time_to_json(self.accessed_at),
+            "access_count": self.access_count,
+            "embedding_model": self.embedding_model,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MemoryRecord:
+        """The inverse of ``to_json``; missing optional fields take their defaults."""
+        return cls(
+            id=str(data["id"]),
+            content=str(data["content"]),
+            importance=float(data.get("importance", 0.7)),
+            category=str(data.get("category") or "general"),
+            created_at=time_from_json(data.get("created_at")),
+            accessed_at=time_from_json(data.get("accessed_at")),
+            access_count=int(data.get("access_count") or 0),
+            embedding_model=data.get("embedding_model"),
+        )
 
 
 @dataclass

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import re
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
-from picoora.store.base import AddMemoryResult, MemoryRecord
+from picoora.store.base import AddMemoryResult, MemoryRecord, time_from_json, time_to_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,24 +42,6 @@ _ID_HEX_CHARS = 12  # short enough to type in `picoora memory forget ID`; collis
 
 def now_utc() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def time_to_json(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-_RFC3339_TAIL = re.compile(r"(\.\d{6})\d+|Z$")
-
-
-def time_from_json(value: Any) -> datetime | None:
-    if not value:
-        return None
-    text = str(value)
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:  # Python 3.10 rejects Go's RFC 3339 ("Z", nanoseconds)
-        parsed = datetime.fromisoformat(_RFC3339_TAIL.sub(lambda m: m.group(1) or "+00:00", text))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def encode_vector(vector: np.ndarray) -> str:
@@ -100,16 +81,8 @@ def _add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
 
 
 def _record_from_add(op: dict[str, Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=str(op["id"]),
-        content=str(op["content"]),
-        importance=float(op.get("importance", 0.7)),
-        category=str(op.get("category") or "general"),
-        created_at=time_from_json(op.get("created_at")),
-        accessed_at=time_from_json(op.get("accessed_at")),
-        access_count=int(op.get("access_count") or 0),
-        embedding_model=op.get("model") if op.get("vec") else None,
-    )
+    # The log names the vector's model "model" and keeps it only beside a vector.
+    return replace(MemoryRecord.from_json(op), embedding_model=op.get("model") if op.get("vec") else None)
 
 
 def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:

@@ -38,8 +38,10 @@ from picoora.store.base import (
     StoreError,
     StoreStats,
     TranscriptEntry,
+    time_from_json,
+    time_to_json,
 )
-from picoora.store.file_memories import MemoryLog, embed, now_utc, time_from_json, time_to_json
+from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
