@@ -207,6 +207,13 @@ class StoreContract:
         assert (session.messages, session.summary) == ([], "")
         assert "telegram:42" not in [s.key for s in store.list_sessions()]
         assert [e.message for e in store.read_transcript("telegram:42")] == [_user("hello")]
+        assert store.transcript_keys() == ["telegram:42"]
+
+    def test_transcript_keys_sorted_with_odd_keys(self, store, reopen):
+        keys = ["web:a b/../ü?*", "cli:default", "slack:C01/1700.12", "x" * 300]
+        for key in keys:
+            store.append_transcript(key, [_user("hi")])
+        assert reopen().transcript_keys() == sorted(keys)
 
     def test_list_sessions_with_odd_keys_most_recent_first(self, store, reopen):
         keys = ["cli:default", "slack:C01/1700.12", "web:a b/../ü?*", "a_b", "a:b"]

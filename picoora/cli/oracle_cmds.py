@@ -240,13 +240,13 @@ def _import_files(config: Config, store: OracleStore, steps: _Steps) -> None:
     from picoora.config import workspace_path
     from picoora.store import open_store
     from picoora.store.base import StoreError
-    from picoora.store.transfer import file_transcript_keys, transfer
+    from picoora.store.transfer import transfer
 
     files_only = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     workspace = workspace_path(config)
     source = open_store(files_only)
     try:
-        report = transfer(source, store, transcript_keys=file_transcript_keys(workspace))
+        report = transfer(source, store)
     except (StoreError, ValueError, OSError) as err:
         steps.warn(f"Import from {workspace} stopped: {err} (run again: what was copied is skipped next time)")
         return

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
@@ -339,12 +338,7 @@ class Inspector:
     def _recent_transcripts(self, n: int) -> list[Any]:
         if self.oracle:
             return self.store.recent_transcript_entries(n)  # type: ignore[attr-defined]
-        from picoora.config import workspace_path
-        from picoora.store.transfer import file_transcript_keys
-
-        keys = dict.fromkeys([*(s.key for s in self.store.list_sessions()),
-                              *file_transcript_keys(Path(workspace_path(self.config)))])
-        entries = [e for key in keys for e in self.store.read_transcript(key, limit=n)]
+        entries = [e for key in self.store.transcript_keys() for e in self.store.read_transcript(key, limit=n)]
         entries.sort(key=lambda e: (e.created_at is not None, e.created_at, e.seq), reverse=True)
         return entries[:n]
 

@@ -184,6 +184,7 @@ class Store(Protocol):
     # transcripts (append-only, never rewritten)
     def append_transcript(self, key: str, messages: list[Message]) -> list[int]: ...
     def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]: ...  # seq order; last `limit`
+    def transcript_keys(self) -> list[str]: ...  # sorted; every key with a transcript, reset sessions too
 
     # state, config, meta: small key/value families
     def get_state(self, key: str) -> str | None: ...

@@ -297,6 +297,19 @@ class FileStore:
                 log.warning("%s: a transcript line without %s was skipped", path, exc)
         return entries if limit is None else entries[-limit:] if limit > 0 else []
 
+    def transcript_keys(self) -> list[str]:
+        """Sorted; a transcript's first line names its key (file names of long keys end in a hash)."""
+        keys = set()
+        for path in (self.workspace / "transcripts").glob("*.jsonl"):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    first = json.loads(handle.readline() or "{}")
+            except (OSError, ValueError):  # unreadable or torn first line: nothing to list for it
+                continue
+            if isinstance(first, dict) and first.get("session_key"):
+                keys.add(str(first["session_key"]))
+        return sorted(keys)
+
     # ---- state, config, meta -------------------------------------------------------------------
 
     def _kv_path(self, family: str) -> Path:

@@ -7,10 +7,7 @@ a session, a transcript or a key/value entry is copied only when the target has 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Iterable
 
 from picoora.store.base import DailyNote, Store
 
@@ -27,28 +24,13 @@ class TransferReport:
         bucket[family] = bucket.get(family, 0) + n
 
 
-def file_transcript_keys(workspace: Path) -> list[str]:
-    """Session keys that have a transcript in a file workspace, including sessions that were reset (their
-    transcript stays while the session is gone). Reads each transcript's first line, which names its key."""
-    keys = []
-    for path in sorted((workspace / "transcripts").glob("*.jsonl")):
-        try:
-            with open(path, encoding="utf-8") as handle:
-                first = json.loads(handle.readline() or "{}")
-        except (OSError, ValueError):
-            continue
-        if isinstance(first, dict) and first.get("session_key"):
-            keys.append(str(first["session_key"]))
-    return keys
-
-
 def _note_body(note: DailyNote) -> str:
     """A note's text without the ``# YYYY-MM-DD`` header that ``append_daily_note`` writes again."""
     header = f"# {note.day.isoformat()}\n\n"
     return note.content[len(header):] if note.content.startswith(header) else note.content
 
 
-def transfer(source: Store, target: Store, *, transcript_keys: Iterable[str] = ()) -> TransferReport:
+def transfer(source: Store, target: Store) -> TransferReport:
     report = TransferReport()
 
     memories = source.list_memories()
@@ -73,7 +55,7 @@ def transfer(source: Store, target: Store, *, transcript_keys: Iterable[str] = (
                 target.compact_session(session.key, session.summary, drop_first=0)
         report.count("sessions", fresh)
 
-    for key in dict.fromkeys([*(s.key for s in sessions), *transcript_keys]):
+    for key in source.transcript_keys():  # reset sessions keep their transcripts: copy those too
         entries = source.read_transcript(key)
         fresh = bool(entries) and not target.read_transcript(key, limit=1)
         if fresh:

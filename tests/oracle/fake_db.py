@@ -550,6 +550,9 @@ class FakeOracle:
         rows = rows[-b["k"]:] if b["k"] > 0 else []
         return [(r["sequence_num"], r["role"], r["content"], r["message_json"], r["created_at"]) for r in rows]
 
+    async def _transcript_keys(self, conn, b):
+        return [(key,) for key in sorted({r["session_key"] for r in self._select("PICO_TRANSCRIPTS", self._mine(b))})]
+
     async def _transcript_recent(self, conn, b):
         rows = sorted(self._select("PICO_TRANSCRIPTS", self._mine(b)), key=lambda r: r["id"], reverse=True)
         return [(r["session_key"], r["sequence_num"], r["role"], r["content"], r["message_json"], r["created_at"])

@@ -303,6 +303,8 @@ TRANSCRIPT_READ = _sql("transcript_read", "query", """
         WHERE agent_id = :agent_id AND session_key = :session_key
         ORDER BY sequence_num DESC FETCH FIRST :k ROWS ONLY)
     ORDER BY sequence_num""")
+TRANSCRIPT_KEYS = _sql("transcript_keys", "query", """
+    SELECT DISTINCT session_key FROM PICO_TRANSCRIPTS WHERE agent_id = :agent_id ORDER BY session_key""")
 TRANSCRIPT_RECENT = _sql("transcript_recent", "query", """
     SELECT session_key, sequence_num, role, content, message_json, created_at FROM PICO_TRANSCRIPTS
     WHERE agent_id = :agent_id ORDER BY id DESC FETCH FIRST :k ROWS ONLY""")

@@ -495,6 +495,12 @@ class OracleStore:
 
         return self._run(work, "read the transcript")
 
+    def transcript_keys(self) -> list[str]:
+        async def work(tx: Tx) -> list[str]:
+            return [str(key) for (key,) in await tx.rows(q.TRANSCRIPT_KEYS, agent_id=self.agent_id)]
+
+        return self._run(work, "list transcripts")
+
     def recent_transcript_entries(self, limit: int = 20) -> list[TranscriptEntry]:
         """The latest entries over all sessions, newest first (for the inspector)."""
         async def work(tx: Tx) -> list[TranscriptEntry]:
