@@ -8,6 +8,8 @@ background goroutine that a one-shot CLI process outlived, and that raced with n
   single request outgrows the context window.
 - Only the session (the model's view) shrinks; the transcript keeps every original message.
 - Any failure leaves the session exactly as it was; the caller tells the user.
+- ``compact`` itself ignores the thresholds (``needs_compaction`` is the caller's test), so after a
+  context overflow the loop forces it by calling it, with a token budget for what is kept.
 """
 
 from __future__ import annotations
@@ -63,17 +65,33 @@ def compaction_cut(history: list[Message], keep_recent: int) -> int:
     return 0
 
 
-async def compact(store: Store, llm: LLM, session_key: str, settings: AgentDefaults) -> int:
+def fitting_cut(history: list[Message], keep_recent: int, max_kept_tokens: int) -> int:
+    """``compaction_cut``, moved on to later user messages while what is kept exceeds ``max_kept_tokens``;
+    past the end (everything folded) when even the last user message's exchange is too big."""
+    cut = compaction_cut(history, keep_recent)
+    while cut < len(history) and estimate_messages_tokens(history[cut:]) > max_kept_tokens:
+        cut = next((i for i in range(cut + 1, len(history)) if history[i].role == "user"), len(history))
+    return cut
+
+
+async def compact(
+    store: Store, llm: LLM, session_key: str, settings: AgentDefaults, *, max_kept_tokens: int | None = None
+) -> int:
     """Summarise the session's older messages into its summary; returns how many were folded (0: none).
 
-    Raises ``CompactionError`` (the session untouched) when the model or the store fails.
+    Keeps about ``settings.keep_recent_messages``; with ``max_kept_tokens``, fewer when those would be
+    bigger (see ``fitting_cut``). Raises ``CompactionError`` (the session untouched) when the model or
+    the store fails.
     """
-    session = await asyncio.to_thread(store.load_session, session_key)
-    cut = compaction_cut(session.messages, settings.keep_recent_messages)
-    if cut == 0:
-        return 0
-    summary = session.summary.strip()
     try:
+        session = await asyncio.to_thread(store.load_session, session_key)
+        if max_kept_tokens is None:
+            cut = compaction_cut(session.messages, settings.keep_recent_messages)
+        else:
+            cut = fitting_cut(session.messages, settings.keep_recent_messages, max_kept_tokens)
+        if cut == 0:
+            return 0
+        summary = session.summary.strip()
         for chunk in _chunks(session.messages[:cut], _chunk_budget(summary, settings)):
             summary = await _fold(llm, summary, chunk, settings)
         await asyncio.to_thread(store.compact_session, session_key, summary, cut)

@@ -5,6 +5,12 @@ the message list, call the model, run the tool calls it asks for (concurrently, 
 order); stop on an answer or a limit; write the final answer; append the turn's messages to the
 session; emit ``FinalAnswer``; compact the session if it grew too long.
 
+Context overflow: the first ``ContextOverflowError`` of a turn (the provider's classification, never
+a guess from the error text) folds the older stored conversation into the session summary, keeping
+only as many recent messages as fit, then the same call is made again with the rebuilt system prompt.
+The turn's own messages are not part of the session yet, so they stay in the request untouched. A
+second overflow, or a failed summary, ends the turn with an error that says what to do.
+
 Stop reasons (``TurnResult.stop_reason`` and ``FinalAnswer.stop_reason``): ``answer``,
 ``max_iterations``, ``time_limit``, ``repeated_tool_call``, ``error``. Every turn ends with exactly one
 ``FinalAnswer`` event; on an error an ``ErrorEvent`` with the same text comes just before it (a
@@ -28,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from picoora.agent.compaction import CompactionError, compact, needs_compaction
-from picoora.agent.context import build_messages, build_system_prompt, gather_inputs
+from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs
 from picoora.agent.events import (
     ErrorEvent,
     Event,
@@ -41,8 +47,17 @@ from picoora.agent.events import (
     ToolCallStarted,
 )
 from picoora.agent.repair import complete_pairs, interrupted_result, repair_history, unique_calls
+from picoora.agent.tokens import estimate_messages_tokens
 from picoora.config import AgentDefaults
-from picoora.llm.base import LLM, RAW_ARGUMENTS_KEY, DeltaKind, LLMError, LLMResponse
+from picoora.llm.base import (
+    LLM,
+    RAW_ARGUMENTS_KEY,
+    ContextOverflowError,
+    DeltaKind,
+    LLMError,
+    LLMResponse,
+    OnDelta,
+)
 from picoora.messages import Message, ToolCall
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult
@@ -54,6 +69,9 @@ log = logging.getLogger(__name__)
 
 REPEAT_LIMIT = 3  # the third identical call in a turn stops it
 RAW_PREVIEW_CHARS = 200
+# After an overflow, the stored history kept verbatim plus this turn may fill this share of the window
+# (the rest is for the system prompt, the summary and the answer).
+OVERFLOW_KEPT_SHARE = 0.5
 
 
 @dataclass
@@ -129,6 +147,10 @@ class _TimeLimitReached(Exception):
     pass
 
 
+class _ContextFull(Exception):
+    """The request does not fit the model's context window and compaction could not make it fit."""
+
+
 class _Turn:
     """The state of one turn; lives inside the session lock."""
 
@@ -140,6 +162,10 @@ class _Turn:
         self.produced: list[Message] = []  # this turn's messages, in the transcript already
         self.history: list[Message] = []
         self.summary = ""
+        self.inputs: ContextInputs | None = None
+        self.system = ""  # the system prompt; rebuilt only when the summary changes
+        self.schemas: list[dict[str, Any]] = []
+        self.overflow_compacted = False  # a context overflow already compacted the session this turn
         self.open_calls: list[ToolCall] = []  # the batch being executed
         self.finished: dict[str, Message] = {}  # results of the open batch that have returned
         self.call_counts: dict[str, int] = {}
@@ -161,18 +187,11 @@ class _Turn:
         self.deadline = asyncio.get_running_loop().time() + self.settings.turn_timeout_seconds
         try:
             await self._record([Message(role="user", content=text)])
+            self.schemas = self.agent.tools.schemas()
             inputs = await asyncio.to_thread(gather_inputs, self.agent.store, self.key, text, self.settings)
-            self.history, self.summary = inputs.session.messages, inputs.session.summary
-            schemas = self.agent.tools.schemas()
-            system = build_system_prompt(
-                inputs,
-                tools=schemas,
-                workspace=self.agent.workspace,
-                settings=self.settings,
-                model_label=f"{self.agent.llm.provider}/{self.agent.llm.model}",
-            )
-            return await self._loop(system, schemas)
-        except LLMError as exc:
+            self._use_context(inputs)
+            return await self._loop()
+        except (LLMError, _ContextFull) as exc:
             return await self._fail(str(exc))
         except StoreError as exc:
             return await self._fail(f"Could not read or save the conversation: {exc}")
@@ -183,13 +202,23 @@ class _Turn:
                 log.warning("could not save the interrupted turn of %s: %s", self.key, exc)
             raise
 
-    async def _loop(self, system: str, schemas: list[dict[str, Any]]) -> TurnResult:
+    def _use_context(self, inputs: ContextInputs) -> None:
+        """Take the session's history and summary into this turn; the summary is part of the system prompt."""
+        self.inputs = inputs
+        self.history, self.summary = inputs.session.messages, inputs.session.summary
+        self.system = build_system_prompt(
+            inputs,
+            tools=self.schemas,
+            workspace=self.agent.workspace,
+            settings=self.settings,
+            model_label=f"{self.agent.llm.provider}/{self.agent.llm.model}",
+        )
+
+    async def _loop(self) -> TurnResult:
         on_delta = self._on_delta if self.emit.sink is not None else None
         while True:
-            request = repair_history(build_messages(system, self.history, self.produced))
-            self.iterations += 1
             try:
-                response = await self._bounded(self.agent.llm.chat(request, schemas or None, on_delta=on_delta))
+                response = await self._call_model(on_delta)
             except _TimeLimitReached:
                 return await self._stop("time_limit", self._time_limit_text())
             await self.agent._notice_once(response.notice, self.emit)
@@ -218,6 +247,45 @@ class _Turn:
                 return await self._stop(
                     "time_limit", self._time_limit_text(), unrun_reason="Interrupted: the turn hit its time limit."
                 )
+
+    async def _call_model(self, on_delta: OnDelta | None) -> LLMResponse:
+        """One model call; the turn's first context overflow compacts the session and the call is made again."""
+        request = repair_history(build_messages(self.system, self.history, self.produced))
+        self.iterations += 1
+        try:
+            return await self._bounded(self.agent.llm.chat(request, self.schemas or None, on_delta=on_delta))
+        except ContextOverflowError as exc:
+            if self.overflow_compacted:  # so the call below is the turn's only retry
+                raise self._context_full("even after the older conversation was summarised") from exc
+        await self._compact_for_overflow()
+        return await self._call_model(on_delta)
+
+    async def _compact_for_overflow(self) -> None:
+        """Fold the older stored conversation into the summary, keeping what fits, and reload the context."""
+        self.overflow_compacted = True
+        room = int(self.settings.context_window * OVERFLOW_KEPT_SHARE) - estimate_messages_tokens(self.produced)
+        try:
+            folded = await self._bounded(
+                compact(self.agent.store, self.agent.llm, self.key, self.settings, max_kept_tokens=max(room, 0))
+            )
+        except CompactionError as exc:
+            raise self._context_full(
+                f"and summarising the older conversation failed ({exc}); it is kept as it was"
+            ) from exc
+        if not folded:
+            raise self._context_full("and there is no older conversation left to summarise")
+        assert self.inputs is not None  # set before the first model call
+        session = await asyncio.to_thread(self.agent.store.load_session, self.key)
+        self._use_context(replace(self.inputs, session=session))
+        await self.emit(NoticeEvent(self.key, f"The older conversation ({folded} messages) was summarised to fit "
+                                              "the model's context window; the transcript keeps every message."))
+
+    def _context_full(self, why: str) -> _ContextFull:
+        return _ContextFull(
+            f"The conversation does not fit the model's context window, {why}. Start a new session with /new, "
+            "or use a model with a larger context window and set agents.defaults.context_window to match it "
+            f"(now {self.settings.context_window}; for Ollama, raising it raises num_ctx)."
+        )
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         self.tool_rounds += 1
