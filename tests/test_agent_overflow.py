@@ -9,6 +9,7 @@ from picoora.llm.base import AuthenticationError, ContextOverflowError, Retryabl
 from picoora.messages import Message, ToolCall
 from picoora.tools.base import ToolResult
 from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
+from tests.fakes.recording_store import RecordingStore
 from tests.fakes.scripted_llm import ScriptedLLM, Sleep, answer, calls
 
 KEY = "cli:overflow"
@@ -137,6 +138,19 @@ def test_a_failed_compaction_ends_the_turn_and_keeps_the_history(tmp_path):
     session = store.load_session(KEY)
     assert session.summary == "old summary"
     assert session.messages == old + [Message(role="user", content="hi")]
+
+
+def test_a_store_failure_while_compacting_ends_the_turn_and_keeps_the_history(tmp_path):
+    inner = seeded_store(tmp_path, summary="old summary")
+    old = inner.load_session(KEY).messages
+    store = RecordingStore(inner, fail={"compact_session"})
+    llm = ScriptedLLM(overflow(), answer("new summary"))
+    result = asyncio.run(make_agent(store, llm, tmp_path, keep_recent_messages=2).run_turn(KEY, "hi"))
+
+    assert result.stop_reason == "error" and len(llm.requests) == 2
+    assert "compact_session failed" in result.text and "kept as it was" in result.text
+    session = inner.load_session(KEY)
+    assert (session.summary, session.messages) == ("old summary", old + [Message(role="user", content="hi")])
 
 
 def test_a_turn_too_big_on_its_own_is_not_retried(tmp_path):
