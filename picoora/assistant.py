@@ -8,12 +8,16 @@
             result = await assistant.ask("What programming language do I prefer?")
             print(result.text)
 
-``build_assistant`` opens the store, the LLM client, the tool registry and the agent loop; closing
-the assistant closes them again. The CLI and the gateway are thin layers over this.
+``build_assistant`` opens the store, the model clients, the tool registry and the agent loop; closing
+the assistant closes them again. The CLI, the gateway and the channels are thin layers over this: every
+session operation they offer (a new session, a session's model, the list of sessions, a history, the
+last trace) is a method here, so each front door behaves the same.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -22,11 +26,22 @@ if TYPE_CHECKING:
     from picoora.agent import Agent, TurnResult
     from picoora.agent.events import EventSink
     from picoora.config import Config
-    from picoora.llm.base import LLM
-    from picoora.store.base import Store
+    from picoora.llm.pool import ModelChoice, ModelPool
+    from picoora.store.aio import AsyncStore
+    from picoora.store.base import Session, Store, TranscriptEntry, TurnTrace
     from picoora.tools.registry import ToolRegistry
 
 DEFAULT_SESSION = "cli:default"
+_MODEL_STATE = "session_model:"  # state key prefix: a session's chosen model survives restarts
+LAST_CHANNEL = "last_channel"  # state: the channel and chat the owner spoke on last (as the Go version keeps)
+
+
+class TurnFailed(Exception):
+    """``Assistant.answer`` raises this when a turn ends without an answer; the message says why."""
+
+    def __init__(self, result: TurnResult):
+        super().__init__(result.text)
+        self.result = result
 
 
 @dataclass
@@ -34,35 +49,106 @@ class Assistant:
     config: Config
     workspace: Path
     store: Store
-    llm: LLM
+    astore: AsyncStore
+    models: ModelPool
     tools: ToolRegistry
     agent: Agent
 
+    # -- turns ---------------------------------------------------------------------------------------
+
     async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> TurnResult:
-        """Run one turn: the user's ``text`` in, the assistant's answer (and how the turn ended) out."""
+        """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
+        ``answer`` or why not; an error is never disguised as an answer, see ``answer``)."""
+        await self._restore_model(session_key)
         return await self.agent.run_turn(session_key, text, on_event)
+
+    async def answer(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> str:
+        """The answer's text, or ``TurnFailed`` when the turn stopped without one."""
+        result = await self.ask(text, session_key, on_event)
+        if result.stop_reason != "answer":
+            raise TurnFailed(result)
+        return result.text
+
+    # -- sessions ------------------------------------------------------------------------------------
+
+    async def new_session(self, session_key: str) -> None:
+        """Start the session afresh: its history and summary go, its transcript and memories stay."""
+        await self.astore.reset_session(session_key)
+
+    async def sessions(self) -> list[Session]:
+        return await self.astore.list_sessions()
+
+    async def history(self, session_key: str, limit: int | None = None) -> list[TranscriptEntry]:
+        """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones."""
+        return await self.astore.read_transcript(session_key, limit)
+
+    async def trace(self, turn_id: str | None = None, session_key: str | None = None) -> TurnTrace | None:
+        """The trace of ``turn_id``, or the last turn's (of ``session_key`` when given)."""
+        if turn_id:
+            return await self.astore.get_trace(turn_id)
+        return await self.astore.last_trace(session_key)
 
     @property
     def model(self) -> str:
-        return self.config.agents.defaults.model
+        """The configured default model."""
+        return self.models.default.model
 
-    async def switch_model(self, model: str) -> None:
-        """Use another model of the same provider from now on (the config file is not changed)."""
-        from picoora.llm import create_llm
+    async def session_model(self, session_key: str) -> ModelChoice:
+        await self._restore_model(session_key)
+        return self.agent.session_model(session_key)
 
-        config = self.config.model_copy(deep=True)
-        config.agents.defaults.model = model
-        llm = create_llm(config)
-        # Swap the client inside the same Agent: a new Agent would have new per-session locks, letting a
-        # turn on the new model overlap one still running on the old.
-        old, self.llm, self.config = self.llm, llm, config
-        self.agent.llm = llm
-        await old.close()
+    async def set_session_model(self, session_key: str, model: str, provider: str | None = None) -> ModelChoice:
+        """Use ``model`` for this session from its next turn on, after checking it can answer; the choice is
+        stored. Raises ``LLMError`` (nothing changed) when the model is not usable."""
+        from picoora.llm.pool import ModelChoice
+
+        choice = ModelChoice(provider or self.models.default.provider, model)
+        await self.check_model(choice)
+        self.agent.set_session_model(session_key, choice)
+        await self.astore.set_state(_MODEL_STATE + session_key, json.dumps([choice.provider, choice.model]))
+        return choice
+
+    async def check_model(self, choice: ModelChoice) -> None:
+        """Raise ``LLMError`` when ``choice`` cannot answer: an unknown provider, or an Ollama model not pulled."""
+        from picoora.llm import PROVIDERS
+        from picoora.llm.base import LLMError
+
+        if choice.provider not in PROVIDERS:
+            raise LLMError(f"unknown provider {choice.provider!r}: use one of {', '.join(PROVIDERS)}")
+        if choice.provider == "ollama":
+            from picoora.llm.ollama_admin import model_available, not_pulled
+
+            base = self.config.providers.ollama.api_base
+            if not await asyncio.to_thread(model_available, base, choice.model):
+                raise not_pulled(choice.model, base)
+
+    async def _restore_model(self, session_key: str) -> None:
+        """Load a session's stored model choice the first time this process sees the session."""
+        if self.agent.has_runtime(session_key):
+            return
+        from picoora.llm.pool import ModelChoice
+
+        stored = await self.astore.get_state(_MODEL_STATE + session_key)
+        choice = self.models.default
+        if stored:
+            try:
+                provider, model = json.loads(stored)
+                choice = ModelChoice(str(provider), str(model))
+            except (ValueError, TypeError):
+                pass  # an unreadable choice: the default model answers
+        try:
+            self.agent.set_session_model(session_key, choice)
+        except Exception:  # the stored model's provider cannot be built any more: the default answers
+            self.agent.set_session_model(session_key, self.models.default)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
         try:
-            await self.llm.close()
+            await self.agent.aclose()
+            await self.models.aclose()
         finally:
+            self.astore.close()
             self.store.close()
 
     async def __aenter__(self) -> Assistant:
@@ -78,36 +164,28 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
     creating the provider never touches the network, so Ollama being down shows on the first turn.
     ``on_fallback`` gets one line when the configured storage (Oracle) cannot be used and files serve instead.
     ``config_path`` is the file the config came from, which the tools then refuse to read or write."""
-    from picoora.config import workspace_path
+    from picoora.agent import Agent
+    from picoora.config import secret_values, workspace_path
     from picoora.llm import create_llm
+    from picoora.llm.pool import ModelChoice, ModelPool
     from picoora.store import open_store
+    from picoora.store.aio import AsyncStore
     from picoora.tools import default_registry
+    from picoora.tools.registry import tool_settings
 
     workspace = workspace_path(config)
     store = open_store(config, on_fallback=on_fallback)
     try:
-        llm = create_llm(config)
+        defaults = config.agents.defaults
+        default = ModelChoice(defaults.provider, defaults.model)
+        models = ModelPool(lambda c: create_llm(config, provider=c.provider, model=c.model), default=default)
+        models.select(default)  # fails here, not on the first turn, when the provider cannot be set up
         tools = default_registry(config)
-        agent = _make_agent(config, workspace, store, llm, tools, config_path)
+        astore = AsyncStore(store)
+        agent = Agent(store=store, astore=astore, models=models, tools=tools, settings=defaults, workspace=workspace,
+                      secrets=secret_values(config), tool_settings=tool_settings(config, config_path=config_path))
     except BaseException:
         store.close()
         raise
-    return Assistant(config=config, workspace=workspace, store=store, llm=llm, tools=tools, agent=agent)
-
-
-def _make_agent(config: Config, workspace: Path, store: Store, llm: LLM, tools: ToolRegistry,
-                config_path: Path | None = None) -> Agent:
-    from picoora.agent import Agent
-    from picoora.config import secret_values
-    from picoora.tools.registry import tool_settings
-
-    return Agent(
-        store=store,
-        llm=llm,
-        tools=tools,
-        settings=config.agents.defaults,
-        workspace=workspace,
-        secrets=secret_values(config),
-        tool_settings=tool_settings(config, config_path=config_path),
-    )
-
+    return Assistant(config=config, workspace=workspace, store=store, astore=astore, models=models, tools=tools,
+                     agent=agent)

@@ -41,6 +41,13 @@ def write_config(home: Path, *, ollama_url: str, embedder: str = "none", **defau
     return path
 
 
+def closed_port_url_config(home: Path, **defaults: Any) -> Path:
+    """A config whose model server is nowhere (commands that never reach a model)."""
+    from tests.fakes._http import closed_port_url
+
+    return write_config(home, ollama_url=closed_port_url(), **defaults)
+
+
 def messages_text(request: dict) -> str:
     """Everything the model was shown in one chat request."""
     return "\n".join(str(m.get("content") or "") for m in request.get("messages", []))

@@ -185,7 +185,7 @@ class StoreContract:
 
     def test_compaction_drops_oldest_and_sets_summary(self, store):
         store.append_session("s", _tool_turn("Oslo") + _tool_turn("Rome"))
-        store.compact_session("s", "Asked about the weather in Oslo.", drop_first=4)
+        assert store.compact_session("s", "Asked about the weather in Oslo.", _tool_turn("Oslo"))
         store.append_session("s", [_user("and Paris?")])
         session = store.load_session("s")
         assert session.summary == "Asked about the weather in Oslo."
@@ -195,13 +195,27 @@ class StoreContract:
         store.append_session("shared", [_user(f"old {n}") for n in range(4)])
         stale_view = store.load_session("shared")
         reopen().append_session("shared", [_user("arrived meanwhile")])
-        store.compact_session("shared", "summary of old", drop_first=len(stale_view.messages) - 1)
+        assert store.compact_session("shared", "summary of old", stale_view.messages[:3])
         assert [m.content for m in store.load_session("shared").messages] == ["old 3", "arrived meanwhile"]
+
+    def test_concurrent_compactions_fold_by_identity_and_lose_nothing(self, store, reopen):
+        store.append_session("c", [_user(f"turn {n}") for n in range(6)])
+        first_view, second_view = store.load_session("c"), reopen().load_session("c")
+        assert store.compact_session("c", "summary A", first_view.messages[:4])
+        # The second compaction saw the same messages; they are gone already, so it changes nothing.
+        assert not reopen().compact_session("c", "summary B", second_view.messages[:2])
+        session = store.load_session("c")
+        assert (session.summary, [m.content for m in session.messages]) == ("summary A", ["turn 4", "turn 5"])
+
+    def test_set_summary_keeps_the_messages(self, store):
+        store.append_session("s", [_user("hi")])
+        store.set_summary("s", "greeted")
+        assert (store.load_session("s").summary, store.load_session("s").messages) == ("greeted", [_user("hi")])
 
     def test_reset_clears_the_session_but_not_its_transcript(self, store):
         store.append_session("telegram:42", [_user("hello")])
         store.append_transcript("telegram:42", [_user("hello")])
-        store.compact_session("telegram:42", "greeting", drop_first=0)
+        store.set_summary("telegram:42", "greeting")
         store.reset_session("telegram:42")
         session = store.load_session("telegram:42")
         assert (session.messages, session.summary) == ([], "")
@@ -257,7 +271,7 @@ class StoreContract:
         turn = _tool_turn("Graz") + _tool_turn("Linz")
         store.append_session("s", turn)
         store.append_transcript("s", turn)
-        store.compact_session("s", "weather talk", drop_first=6)
+        store.compact_session("s", "weather talk", turn[:6])
         assert len(store.load_session("s").messages) == 2
         assert [e.message for e in store.read_transcript("s")] == turn
 
@@ -342,3 +356,51 @@ class StoreContract:
 
         assert isinstance(store, Store)
         assert isinstance(store.load_session("x"), Session)
+
+    # ---- what the front doors ask for (no backend checks anywhere above the store) ---------------
+
+    def test_traces_round_trip_and_the_last_is_per_session(self, store, reopen):
+        from picoora.store.base import RecalledMemory, ToolCallTrace, TurnTrace
+
+        first = TurnTrace("t1", "web:a", started_at=datetime.now().astimezone(), provider="ollama", model="m",
+                          prompt_tokens=10, completion_tokens=3, model_calls=1, first_token_ms=12.5, latency_ms=40.0,
+                          recalled=[RecalledMemory("m1", 0.61, 0.55, "a fact")],
+                          tool_calls=[ToolCallTrace("c1", "recall", {"query": "x"}, 3.2, True, "Found 1")],
+                          stop_reason="answer")
+        store.append_trace(first)
+        store.append_trace(TurnTrace("t2", "web:b", stop_reason="error", error="model down"))
+        again = reopen()
+        assert again.get_trace("t1").to_json() == first.to_json()
+        assert again.last_trace().turn_id == "t2"
+        assert again.last_trace("web:a").turn_id == "t1"
+        assert again.last_trace("nobody") is None and again.get_trace("nope") is None
+
+    def test_recall_without_touch_leaves_access_counts(self, store):
+        memory = store.add_memory("The spare key is under the blue flowerpot").memory
+        store.recall("spare key flowerpot", touch=False)
+        assert store.get_memory(memory.id).access_count == 0
+        store.recall("spare key flowerpot")
+        assert store.get_memory(memory.id).access_count == 1
+
+    def test_vector_status_names_the_embedder_and_counts_missing_vectors(self, store):
+        store.add_memory("a memory with a vector")
+        status = store.vector_status()
+        assert status.embedder and status.where and status.missing == 0
+
+    def test_daily_notes_are_listed_newest_first_without_loading_all(self, store):
+        store.append_daily_note("old entry about the garden", day=date.today() - timedelta(days=40))
+        store.append_daily_note("today: fixed the bike")
+        rows = store.list_daily_notes(1)
+        assert [r.day for r in rows] == [date.today()] and "bike" in rows[0].content
+        assert [r.day for r in store.list_daily_notes(10)] == [date.today(), date.today() - timedelta(days=40)]
+        found = store.search_daily_notes("garden", 5)
+        assert found and "garden" in found[0][0].content
+
+    def test_recent_transcript_entries_span_sessions_newest_first(self, store):
+        store.append_transcript("a", [_user("first")])
+        store.append_transcript("b", [_user("second")])
+        assert [e.message.content for e in store.recent_transcript_entries(5)] == ["second", "first"]
+
+    def test_ping_and_details_answer(self, store):
+        store.ping()
+        assert store.details() is not None and isinstance(store.display_name, str)

@@ -7,6 +7,7 @@ from picoora.agent.repair import repair_history
 from picoora.config import AgentDefaults
 from picoora.llm.base import RetryableError
 from picoora.messages import Message, ToolCall
+from picoora.store.aio import AsyncStore
 from picoora.tools.base import ToolResult
 from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
@@ -22,6 +23,13 @@ def turn(i, with_tool=False):
             Message(role="tool", content=f"result {i}", tool_call_id=f"c{i}", name="echo"),
         ]
     return msgs + [Message(role="assistant", content=f"answer {i}")]
+
+
+async def turn_then_idle(agent, key, text, on_event=None):
+    """One turn, then wait for the compaction it started (it runs after the answer, in the background)."""
+    result = await agent.run_turn(key, text, on_event=on_event)
+    await agent.wait_idle()
+    return result
 
 
 def is_summary_request(messages):
@@ -77,11 +85,11 @@ def test_thresholds_by_count_and_by_token_share():
     assert needs_compaction([], "s" * 2100, settings)
 
 
-def test_long_session_is_summarised_before_the_turn_returns_and_the_transcript_stays_whole(tmp_path):
+def test_long_session_is_summarised_after_the_answer_and_the_transcript_stays_whole(tmp_path):
     store, llm, events = file_store(tmp_path), chatty_llm("They talked about questions 1 to 3."), Collector()
     agent = make_agent(store, llm, tmp_path, summarize_message_threshold=6, keep_recent_messages=2)
     for i in range(4):
-        asyncio.run(agent.run_turn(KEY, f"question {i}", on_event=events))
+        asyncio.run(turn_then_idle(agent, KEY, f"question {i}", on_event=events))
     session = store.load_session(KEY)
     assert session.summary == "They talked about questions 1 to 3."
     assert session.messages[0].role == "user" and len(session.messages) < 8
@@ -90,9 +98,12 @@ def test_long_session_is_summarised_before_the_turn_returns_and_the_transcript_s
     request = summary_requests(llm)[0]
     assert request.tools is None
     assert "user: question 0" in request.messages[1].content
-    assert any("Summarised" in e.text for e in events.of("notice"))
+    assert any("Summarised" in e.text for e in events.of("compaction"))
+    compaction = events.of("compaction")[0]
+    answer_of_that_turn = next(e for e in events.of("final_answer") if e.turn_id == compaction.turn_id)
+    assert compaction.seq > answer_of_that_turn.seq  # the answer came first; the summary never delays it
     # The summary reaches the next turn's system prompt.
-    asyncio.run(agent.run_turn(KEY, "and now?"))
+    asyncio.run(turn_then_idle(agent, KEY, "and now?"))
     assert "They talked about questions 1 to 3." in llm.requests[-1].system
 
 
@@ -100,9 +111,9 @@ def test_existing_summary_is_folded_in_not_replaced(tmp_path):
     store = file_store(tmp_path)
     for i in range(6):
         store.append_session(KEY, turn(i))
-    store.compact_session(KEY, "Earlier: the user's cat is called Miso.", drop_first=0)
+    store.set_summary(KEY, "Earlier: the user's cat is called Miso.")
     llm = chatty_llm("Merged summary")
-    asyncio.run(compact(store, llm, KEY, AgentDefaults(keep_recent_messages=2)))
+    asyncio.run(compact(AsyncStore(store), llm, KEY, AgentDefaults(keep_recent_messages=2)))
     assert "Earlier: the user's cat is called Miso." in summary_requests(llm)[0].messages[1].content
     assert store.load_session(KEY).summary == "Merged summary"
 
@@ -114,7 +125,7 @@ def test_a_long_older_part_is_folded_chunk_by_chunk_carrying_the_summary(tmp_pat
         store.append_session(KEY, [long_question, Message(role="assistant", content=f"a{i}")])
     folds = iter(f"summary after fold {n}" for n in range(1, 100))
     llm = ScriptedLLM(respond=lambda messages: answer(next(folds)))
-    folded = asyncio.run(compact(store, llm, KEY, AgentDefaults(context_window=2048, keep_recent_messages=2)))
+    folded = asyncio.run(compact(AsyncStore(store), llm, KEY, AgentDefaults(context_window=2048, keep_recent_messages=2)))
     requests = summary_requests(llm)
     assert folded == 22 and len(requests) > 1
     for n, request in enumerate(requests[1:], 1):
@@ -140,7 +151,7 @@ def test_tool_pairs_survive_compaction_intact(tmp_path):
     agent = make_agent(store, ScriptedLLM(respond=respond), tmp_path, FunctionRegistry(echo=echo),
                        summarize_message_threshold=5, keep_recent_messages=3)
     for i in range(5):
-        asyncio.run(agent.run_turn(KEY, f"turn {i}"))
+        asyncio.run(turn_then_idle(agent, KEY, f"turn {i}"))
     kept = store.load_session(KEY).messages
     assert store.load_session(KEY).summary == "S"
     assert kept[0].role == "user"
@@ -158,12 +169,12 @@ def test_failed_summary_keeps_the_history_and_says_so(tmp_path):
     agent = make_agent(store, ScriptedLLM(respond=respond), tmp_path, summarize_message_threshold=4,
                        keep_recent_messages=2)
     store.append_session(KEY, turn(1) + turn(2))
-    store.compact_session(KEY, "old summary", drop_first=0)
-    result = asyncio.run(agent.run_turn(KEY, "third", on_event=events))
+    store.set_summary(KEY, "old summary")
+    result = asyncio.run(turn_then_idle(agent, KEY, "third", on_event=events))
     assert result.text == "fine"
     session = store.load_session(KEY)
     assert session.summary == "old summary" and len(session.messages) == 6
-    assert events.events[-1].type == "notice"
+    assert events.events[-1].type == "compaction" and not events.events[-1].ok
     assert "summariser timed out" in events.events[-1].text and "kept as it was" in events.events[-1].text
 
 
@@ -173,6 +184,6 @@ def test_empty_summary_counts_as_a_failure(tmp_path):
     llm = chatty_llm("   ")
     agent = make_agent(store, llm, tmp_path, summarize_message_threshold=4, keep_recent_messages=2)
     events = Collector()
-    asyncio.run(agent.run_turn(KEY, "more", on_event=events))
-    assert "empty summary" in events.of("notice")[0].text
+    asyncio.run(turn_then_idle(agent, KEY, "more", on_event=events))
+    assert "empty summary" in events.of("compaction")[0].text
     assert len(store.load_session(KEY).messages) == 8

@@ -69,7 +69,8 @@ def test_tool_round_then_answer_with_events_in_order(tmp_path):
 
     kinds = events.types()
     first_tool = kinds.index("tool_call_started")
-    assert set(kinds[:first_tool]) == {"token"}  # "Let me check." streamed before the call
+    assert kinds[0] == "turn_started"
+    assert set(kinds[1:first_tool]) == {"token"}  # "Let me check." streamed before the call
     assert kinds[first_tool:first_tool + 2] == ["tool_call_started", "tool_call_finished"]
     assert set(kinds[first_tool + 2:-1]) == {"token"} and kinds[-1] == "final_answer"
     started, finished = events.of("tool_call_started")[0], events.of("tool_call_finished")[0]
@@ -182,8 +183,8 @@ def test_unreachable_provider_ends_the_turn_plainly(tmp_path):
     store, events = file_store(tmp_path), Collector()
     result = run(make_agent(store, ScriptedLLM(ProviderUnavailableError(message)), tmp_path), "hi", events)
     assert (result.text, result.stop_reason) == (message, "error")
-    assert events.types() == ["error", "final_answer"]
-    assert events.events[0].message == message and events.events[1].stop_reason == "error"
+    assert events.types() == ["turn_started", "error", "final_answer"]
+    assert events.events[1].message == message and events.events[2].stop_reason == "error"
     assert [(m.role, m.content) for m in session_of(store)] == [("user", "hi")]
     assert [(m.role, m.content) for m in transcript_of(store)] == [("user", "hi")]
 
@@ -232,14 +233,16 @@ def test_persistence_order_user_first_final_before_event(tmp_path):
     assert order == [("event", ["hello", "done"])]
 
 
-def test_model_cannot_use_tools_notice_is_shown_once_per_agent(tmp_path):
+def test_model_cannot_use_tools_notice_is_shown_once_per_session(tmp_path):
     notice = "qwen-mini cannot call tools; answering without them."
     llm = ScriptedLLM(respond=lambda messages: answer("plain", notice=notice))
     agent = make_agent(file_store(tmp_path), llm, tmp_path)
-    events = Collector()
-    run(agent, "one", events)
-    run(agent, "two", events, key="cli:other")
-    assert [e.text for e in events.of("notice")] == [notice]
+    first, other = Collector(), Collector()
+    run(agent, "one", first)
+    run(agent, "two", first)
+    run(agent, "three", other, key="cli:other")  # another person's session is told too
+    assert [e.text for e in first.of("notice")] == [notice]
+    assert [e.text for e in other.of("notice")] == [notice]
 
 
 def test_empty_answer_from_a_thinking_model_is_explained(tmp_path):
@@ -318,14 +321,14 @@ def test_session_with_a_dangling_call_from_an_old_crash(tmp_path):
     assert all(m.content != INTERRUPTED for m in session_of(store))
 
 
-def test_a_failing_event_sink_does_not_store_the_turn_twice(tmp_path):
+def test_a_failing_event_sink_loses_nothing_and_stores_the_turn_once(tmp_path):
     def sink(event):
         if event.type == "final_answer":
             raise ConnectionResetError("the web client went away")
 
     store = file_store(tmp_path)
-    with pytest.raises(ConnectionResetError):
-        run(make_agent(store, ScriptedLLM(answer("Hello")), tmp_path), "hi", sink)
+    result = run(make_agent(store, ScriptedLLM(answer("Hello")), tmp_path), "hi", sink)
+    assert (result.text, result.stop_reason) == ("Hello", "answer")
     assert [m.content for m in session_of(store)] == ["hi", "Hello"]
 
 

@@ -34,7 +34,7 @@ def seeded_store(tmp_path, turns=6, summary="", **kwargs):
     for i in range(turns):
         store.append_session(KEY, turn(i, **kwargs))
     if summary:
-        store.compact_session(KEY, summary, drop_first=0)
+        store.set_summary(KEY, summary)
     return store
 
 

@@ -22,7 +22,7 @@ def test_status_with_ollama_up_and_the_model_pulled(isolated_home):
     assert _line(out, "Provider") == f"Provider:  ollama at {fake.url} ✓ answers (2 models pulled)"
     assert "qwen3:latest ✓ pulled, can call tools" in _line(out, "Model")
     assert "files in" in _line(out, "Storage")
-    assert "1 memories" in _line(out, "Stored")
+    assert "1 memory" in _line(out, "Stored")
     assert "keywords only" in _line(out, "Embedder")
 
 

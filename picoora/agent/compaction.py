@@ -21,7 +21,8 @@ from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_messages_tokens, esti
 from picoora.config import AgentDefaults
 from picoora.llm.base import LLM, LLMError
 from picoora.messages import Message
-from picoora.store.base import Store, StoreError
+from picoora.store.aio import AsyncStore
+from picoora.store.base import StoreError
 
 REQUEST_SHARE = 0.5  # share of the context window one summarisation request may fill
 MAX_MESSAGE_CHARS = 2000  # longer messages are shortened in what the summariser sees
@@ -75,7 +76,7 @@ def fitting_cut(history: list[Message], keep_recent: int, max_kept_tokens: int) 
 
 
 async def compact(
-    store: Store, llm: LLM, session_key: str, settings: AgentDefaults, *, max_kept_tokens: int | None = None
+    store: AsyncStore, llm: LLM, session_key: str, settings: AgentDefaults, *, max_kept_tokens: int | None = None
 ) -> int:
     """Summarise the session's older messages into its summary; returns how many were folded (0: none).
 
@@ -84,7 +85,7 @@ async def compact(
     the store fails.
     """
     try:
-        session = await asyncio.to_thread(store.load_session, session_key)
+        session = await store.load_session(session_key)
         if max_kept_tokens is None:
             cut = compaction_cut(session.messages, settings.keep_recent_messages)
         else:
@@ -94,7 +95,8 @@ async def compact(
         summary = session.summary.strip()
         for chunk in _chunks(session.messages[:cut], _chunk_budget(summary, settings)):
             summary = await _fold(llm, summary, chunk, settings)
-        await asyncio.to_thread(store.compact_session, session_key, summary, cut)
+        if not await store.compact_session(session_key, summary, session.messages[:cut]):
+            return 0  # another process compacted these messages first; its summary stands
     except (LLMError, StoreError) as exc:
         raise CompactionError(str(exc)) from exc
     return cut

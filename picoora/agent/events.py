@@ -1,4 +1,12 @@
-"""Typed events a turn emits: the CLI renders them, the gateway will stream them (SSE)."""
+"""Typed events a turn emits: the CLI renders them, the gateway streams them (SSE), channels send them.
+
+Every event carries its session, the id of the turn it belongs to and a sequence number (1, 2, ...
+within that turn), stamped by the loop as it emits. A turn's events, in order: ``TurnStarted``; then
+reasoning, tokens, tool calls and notices as they happen; then exactly one ``FinalAnswer`` (preceded by
+an ``ErrorEvent`` with the same text when the turn failed). ``FinalAnswer`` is the last content event:
+only a ``CompactionEvent`` (the session's older messages were summarised, after the answer was
+recorded) may follow it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,8 @@ from typing import Any, Awaitable, Callable, Union
 @dataclass
 class Event:
     session_key: str
+    turn_id: str = field(default="", kw_only=True)
+    seq: int = field(default=0, kw_only=True)
 
     @property
     def type(self) -> str:
@@ -16,6 +26,11 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, **asdict(self)}
+
+
+@dataclass
+class TurnStarted(Event):
+    model: str = ""  # "provider/model" answering this turn
 
 
 @dataclass
@@ -45,7 +60,7 @@ class ToolCallFinished(Event):
 
 @dataclass
 class NoticeEvent(Event):
-    """Something the user should know that is not an error (model cannot use tools, history summarised)."""
+    """Something the user should know that is not an error (model cannot use tools, context summarised)."""
 
     text: str
 
@@ -53,7 +68,7 @@ class NoticeEvent(Event):
 @dataclass
 class FinalAnswer(Event):
     text: str
-    stop_reason: str = "answer"  # answer | max_iterations | time_limit | repeated_tool_call | error
+    stop_reason: str = "answer"  # answer | max_iterations | time_limit | repeated_tool_call | error | cancelled
 
 
 @dataclass
@@ -61,7 +76,17 @@ class ErrorEvent(Event):
     message: str
 
 
+@dataclass
+class CompactionEvent(Event):
+    """After the answer: older messages were folded into the session summary (or that failed: ``ok`` False)."""
+
+    text: str
+    folded: int = 0
+    ok: bool = True
+
+
 _TYPE_NAMES = {
+    TurnStarted: "turn_started",
     TokenEvent: "token",
     ReasoningEvent: "reasoning",
     ToolCallStarted: "tool_call_started",
@@ -69,6 +94,7 @@ _TYPE_NAMES = {
     NoticeEvent: "notice",
     FinalAnswer: "final_answer",
     ErrorEvent: "error",
+    CompactionEvent: "compaction",
 }
 
 EventSink = Callable[[Event], Union[None, Awaitable[None]]]

@@ -28,14 +28,17 @@ import asyncio
 import inspect
 import json
 import logging
+import time
+import uuid
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from picoora.agent.compaction import CompactionError, compact, needs_compaction
 from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs
 from picoora.agent.events import (
+    CompactionEvent,
     ErrorEvent,
     Event,
     EventSink,
@@ -45,9 +48,11 @@ from picoora.agent.events import (
     TokenEvent,
     ToolCallFinished,
     ToolCallStarted,
+    TurnStarted,
 )
 from picoora.agent.repair import complete_pairs, interrupted_result, repair_history, unique_calls
 from picoora.agent.tokens import estimate_messages_tokens
+from picoora.agent.trace import TraceRecorder
 from picoora.config import AgentDefaults
 from picoora.llm.base import (
     LLM,
@@ -58,7 +63,9 @@ from picoora.llm.base import (
     LLMResponse,
     OnDelta,
 )
+from picoora.llm.pool import ModelChoice, ModelPool
 from picoora.messages import Message, ToolCall
+from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult
 
@@ -72,6 +79,7 @@ RAW_PREVIEW_CHARS = 200
 # After an overflow, the stored history kept verbatim plus this turn may fill this share of the window
 # (the rest is for the system prompt, the summary and the answer).
 OVERFLOW_KEPT_SHARE = 0.5
+DRAIN_SECONDS = 10.0  # how long a finished turn waits for a slow event consumer before dropping it
 
 
 @dataclass
@@ -80,6 +88,15 @@ class TurnResult:
     stop_reason: str
     iterations: int  # model calls made
     tool_calls: int  # tool calls executed
+    turn_id: str = ""
+
+
+@dataclass
+class _SessionRuntime:
+    """What belongs to one session in this process: its model and the notices it has been shown."""
+
+    model: ModelChoice
+    notices_shown: set[str] = field(default_factory=set)
 
 
 class Agent:
@@ -88,23 +105,32 @@ class Agent:
         agent = Agent(store=store, llm=llm, tools=registry, settings=config.agents.defaults, workspace=ws)
         result = await agent.run_turn("cli:default", "hello", on_event=print)
 
-    ``on_event`` may be a plain function or a coroutine function. Keep one Agent per process (or per
-    gateway): the per-session ordering holds among the turns of one Agent.
+    ``llm`` is one ready client; an assistant passes ``models`` (a ``ModelPool``) instead, and each
+    session may then use its own model (``set_session_model``). ``on_event`` may be a plain function or
+    a coroutine function; it is called from a task of its own, so a sink that raises, is slow or has gone
+    away never stops the turn (a raising sink is dropped, with a log line). Keep one Agent per process:
+    the per-session ordering holds among the turns of one Agent. Call ``aclose`` at the end: it waits
+    for the compactions still running.
     """
 
     def __init__(
         self,
         *,
         store: Store,
-        llm: LLM,
         tools: ToolRegistry,
         settings: AgentDefaults,
         workspace: Path,
+        llm: LLM | None = None,
+        models: ModelPool | None = None,
         secrets: Iterable[str] = (),
         tool_settings: dict[str, Any] | None = None,
+        astore: AsyncStore | None = None,
     ):
+        if (llm is None) == (models is None):
+            raise ValueError("give the Agent either llm or models")
         self.store = store
-        self.llm = llm
+        self.astore = astore or AsyncStore(store)
+        self.models = models or ModelPool.fixed(llm)  # type: ignore[arg-type]
         self.tools = tools
         self.settings = settings
         self.workspace = workspace
@@ -112,35 +138,140 @@ class Agent:
         self.tool_settings = tool_settings or {}
         # One lock per session with a turn running or waiting; unused locks are collected.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
-        self._notices_shown: set[str] = set()
+        self._sessions: dict[str, _SessionRuntime] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- sessions ------------------------------------------------------------------------------------
+
+    def _runtime(self, session_key: str) -> _SessionRuntime:
+        runtime = self._sessions.get(session_key)
+        if runtime is None:
+            self.models.select(self.models.default)
+            runtime = self._sessions[session_key] = _SessionRuntime(self.models.default)
+        return runtime
+
+    def has_runtime(self, session_key: str) -> bool:
+        return session_key in self._sessions
+
+    def session_model(self, session_key: str) -> ModelChoice:
+        return self._runtime(session_key).model
+
+    def set_session_model(self, session_key: str, choice: ModelChoice) -> None:
+        """Use ``choice`` for this session's next turns; a turn already running finishes on its model."""
+        runtime = self._sessions.get(session_key)
+        if runtime is None:  # a session seen for the first time starts on ``choice``
+            self.models.select(choice)
+            self._sessions[session_key] = _SessionRuntime(choice)
+            return
+        if choice == runtime.model:
+            return
+        self.models.select(choice)  # raises before anything changes when the client cannot be made
+        old, runtime.model = runtime.model, choice
+        runtime.notices_shown.clear()  # the new model may have its own limitations to tell about
+        self.models.deselect(old)
+
+    # -- turns ---------------------------------------------------------------------------------------
 
     async def run_turn(self, session_key: str, text: str, on_event: EventSink | None = None) -> TurnResult:
+        """Run one turn; returns once its answer is recorded and its events are delivered.
+
+        Compaction of a session that grew too long runs after that, in the background but still
+        holding the session's lock, so the answer never waits for a summary and the session's next
+        turn never starts before it."""
         lock = self._locks.get(session_key)
         if lock is None:
             lock = self._locks[session_key] = asyncio.Lock()
-        async with lock:
-            turn = _Turn(self, session_key, on_event)
-            result = await turn.run(text)
-            if result.stop_reason != "error":  # the model just failed; a summary request would fail too
-                await turn.compact_if_needed()
-            return result
+        emit = _Emitter(session_key, uuid.uuid4().hex[:12], on_event)
+        await lock.acquire()
+        release_later = False
+        try:
+            runtime = self._runtime(session_key)
+            async with self.models.lease(runtime.model) as llm:
+                turn = _Turn(self, session_key, emit, llm, runtime)
+                result = await turn.run(text)
+            if result.stop_reason != "error" and turn.needs_compaction():  # after an error a summary fails too
+                self._in_background(self._compact_then_release(turn, lock))
+                release_later = True
+        finally:
+            if not release_later:
+                lock.release()
+        await emit.drain()
+        return result
 
-    async def _notice_once(self, text: str | None, emit: _Emitter) -> None:
-        if text and text not in self._notices_shown:
-            self._notices_shown.add(text)
-            await emit(NoticeEvent(emit.session_key, text))
+    async def _compact_then_release(self, turn: _Turn, lock: asyncio.Lock) -> None:
+        try:
+            async with self.models.lease(turn.runtime.model) as llm:
+                turn.llm = llm
+                await turn.compact()
+        finally:
+            lock.release()
+        await turn.emit.drain()
+
+    def _in_background(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def wait_idle(self) -> None:
+        """Wait for background work (compactions) to finish."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    async def aclose(self) -> None:
+        await self.wait_idle()
 
 
 class _Emitter:
-    def __init__(self, session_key: str, sink: EventSink | None):
+    """Stamps a turn's events (turn id, sequence number) and hands them to the sink from its own task.
+
+    The turn never waits for the sink: events go into a queue, and a delivery task calls the sink in
+    order. A sink that raises is dropped for the rest of the turn (the turn and its answer are unharmed);
+    ``drain`` waits until what was emitted has been delivered, and drops a sink that stays far behind."""
+
+    def __init__(self, session_key: str, turn_id: str, sink: EventSink | None):
         self.session_key = session_key
+        self.turn_id = turn_id
         self.sink = sink
+        self._seq = 0
+        self._queue: asyncio.Queue[Event] | None = None
+        self._task: asyncio.Task[None] | None = None
 
     async def __call__(self, event: Event) -> None:
-        if self.sink is not None:
-            result = self.sink(event)
-            if inspect.isawaitable(result):
-                await result
+        self._seq += 1
+        event.session_key, event.turn_id, event.seq = self.session_key, self.turn_id, self._seq
+        if self.sink is None:
+            return
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._task = asyncio.get_running_loop().create_task(self._deliver(self._queue))
+        self._queue.put_nowait(event)
+
+    async def _deliver(self, queue: asyncio.Queue[Event]) -> None:
+        while True:
+            event = await queue.get()
+            try:
+                if self.sink is not None:
+                    result = self.sink(event)
+                    if inspect.isawaitable(result):
+                        await result
+            except Exception:  # the consumer's problem (a closed connection, a bug): not the turn's
+                log.warning("an event consumer of %s failed and was detached", self.session_key, exc_info=True)
+                self.sink = None
+            finally:
+                queue.task_done()
+
+    async def drain(self) -> None:
+        """Wait until what was emitted is delivered; a sink still behind after DRAIN_SECONDS is dropped."""
+        if self._queue is None or self._task is None:
+            return
+        timeout = DRAIN_SECONDS
+        try:
+            await asyncio.wait_for(self._queue.join(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("an event consumer of %s fell %s s behind and was detached", self.session_key, timeout)
+            self.sink = None
+        self._task.cancel()  # idle now; a later event (the compaction's) starts a new delivery task
+        self._task = self._queue = None
 
 
 class _TimeLimitReached(Exception):
@@ -154,10 +285,13 @@ class _ContextFull(Exception):
 class _Turn:
     """The state of one turn; lives inside the session lock."""
 
-    def __init__(self, agent: Agent, session_key: str, on_event: EventSink | None):
+    def __init__(self, agent: Agent, session_key: str, emit: _Emitter, llm: LLM, runtime: _SessionRuntime):
         self.agent = agent
         self.key = session_key
-        self.emit = _Emitter(session_key, on_event)
+        self.emit = emit
+        self.llm = llm
+        self.runtime = runtime
+        self.store = agent.astore
         self.settings = agent.settings
         self.produced: list[Message] = []  # this turn's messages, in the transcript already
         self.history: list[Message] = []
@@ -182,25 +316,37 @@ class _Turn:
         )
         self.deadline = 0.0
         self.saved = False  # the session got this turn's messages
+        self.trace = TraceRecorder(emit.turn_id, session_key, llm, agent.secrets)
 
     async def run(self, text: str) -> TurnResult:
         self.deadline = asyncio.get_running_loop().time() + self.settings.turn_timeout_seconds
+        await self.emit(TurnStarted(self.key, model=f"{self.llm.provider}/{self.llm.model}"))
         try:
             await self._record([Message(role="user", content=text)])
             self.schemas = self.agent.tools.schemas()
-            inputs = await asyncio.to_thread(gather_inputs, self.agent.store, self.key, text, self.settings)
+            inputs = await self.store.run(gather_inputs, self.agent.store, self.key, text, self.settings)
+            self.trace.recalled(inputs.recall)
             self._use_context(inputs)
-            return await self._loop()
+            result = await self._loop()
         except (LLMError, _ContextFull) as exc:
-            return await self._fail(str(exc))
+            result = await self._fail(str(exc))
         except StoreError as exc:
-            return await self._fail(f"Could not read or save the conversation: {exc}")
+            result = await self._fail(f"Could not read or save the conversation: {exc}")
         except BaseException:  # cancelled (Ctrl+C) or a bug: leave the store consistent, then propagate
             try:
                 await self._save_partial()
             except StoreError as exc:  # the original exception matters more; this one is only logged
                 log.warning("could not save the interrupted turn of %s: %s", self.key, exc)
+            await self._save_trace("cancelled", None)
             raise
+        await self._save_trace(result.stop_reason, result.text if result.stop_reason == "error" else None)
+        return result
+
+    async def _save_trace(self, stop_reason: str, error: str | None) -> None:
+        try:
+            await self.store.append_trace(self.trace.finish(stop_reason, error))
+        except StoreError as exc:  # a lost trace must not cost the answer
+            log.warning("could not save the trace of turn %s: %s", self.emit.turn_id, exc)
 
     def _use_context(self, inputs: ContextInputs) -> None:
         """Take the session's history and summary into this turn; the summary is part of the system prompt."""
@@ -211,7 +357,7 @@ class _Turn:
             tools=self.schemas,
             workspace=self.agent.workspace,
             settings=self.settings,
-            model_label=f"{self.agent.llm.provider}/{self.agent.llm.model}",
+            model_label=f"{self.llm.provider}/{self.llm.model}",
         )
 
     async def _loop(self) -> TurnResult:
@@ -221,7 +367,7 @@ class _Turn:
                 response = await self._call_model(on_delta)
             except _TimeLimitReached:
                 return await self._stop("time_limit", self._time_limit_text())
-            await self.agent._notice_once(response.notice, self.emit)
+            await self._notice_once(response.notice)
             calls = unique_calls(response.tool_calls)
             if not calls:
                 return await self._answer(response)
@@ -253,7 +399,9 @@ class _Turn:
         request = repair_history(build_messages(self.system, self.history, self.produced))
         self.iterations += 1
         try:
-            return await self._bounded(self.agent.llm.chat(request, self.schemas or None, on_delta=on_delta))
+            response = await self._bounded(self.llm.chat(request, self.schemas or None, on_delta=on_delta))
+            self.trace.model_call(response.usage)
+            return response
         except ContextOverflowError as exc:
             if self.overflow_compacted:  # so the call below is the turn's only retry
                 raise self._context_full("even after the older conversation was summarised") from exc
@@ -266,7 +414,7 @@ class _Turn:
         room = int(self.settings.context_window * OVERFLOW_KEPT_SHARE) - estimate_messages_tokens(self.produced)
         try:
             folded = await self._bounded(
-                compact(self.agent.store, self.agent.llm, self.key, self.settings, max_kept_tokens=max(room, 0))
+                compact(self.store, self.llm, self.key, self.settings, max_kept_tokens=max(room, 0))
             )
         except CompactionError as exc:
             raise self._context_full(
@@ -275,7 +423,7 @@ class _Turn:
         if not folded:
             raise self._context_full("and there is no older conversation left to summarise")
         assert self.inputs is not None  # set before the first model call
-        session = await asyncio.to_thread(self.agent.store.load_session, self.key)
+        session = await self.store.load_session(self.key)
         self._use_context(replace(self.inputs, session=session))
         await self.emit(NoticeEvent(self.key, f"The older conversation ({folded} messages) was summarised to fit "
                                               "the model's context window; the transcript keeps every message."))
@@ -292,10 +440,22 @@ class _Turn:
         self.open_calls, self.finished = calls, {}
         for call in calls:
             await self.emit(ToolCallStarted(self.key, call.id, call.name, dict(call.arguments)))
-        await self._bounded(asyncio.gather(*(self._run_tool(call) for call in calls)))
+        await self._bounded(self._run_batch(calls))
         results = [self.finished[call.id] for call in calls]
         self.open_calls, self.finished = [], {}
         await self._record(results)
+
+    async def _run_batch(self, calls: list[ToolCall]) -> None:
+        """The calls concurrently; when cancelled, every call is cancelled and awaited (its child process
+        killed) before the cancellation goes on, so nothing is left running or unretrieved."""
+        tasks = [asyncio.ensure_future(self._run_tool(call)) for call in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _run_tool(self, call: ToolCall) -> None:
         if RAW_ARGUMENTS_KEY in call.arguments:  # the provider could not parse the model's arguments
@@ -303,8 +463,10 @@ class _Turn:
             result = ToolResult.error(f"the arguments for {call.name} were not valid JSON ({raw!r}); "
                                       "call it again with a JSON object")
         else:
+            started = time.monotonic()
             result = await self.agent.tools.execute(call.name, dict(call.arguments), self.ctx)
             self.executed += 1
+            self.trace.tool_call(call, result, time.monotonic() - started)
         self.finished[call.id] = Message(role="tool", content=result.content, tool_call_id=call.id, name=call.name)
         await self.emit(ToolCallFinished(self.key, call.id, call.name, result.content, ok=not result.is_error))
 
@@ -318,6 +480,7 @@ class _Turn:
             raise
 
     async def _on_delta(self, kind: DeltaKind, text: str) -> None:
+        self.trace.first_token()
         event = TokenEvent(self.key, text) if kind == "token" else ReasoningEvent(self.key, text)
         await self.emit(event)
 
@@ -367,7 +530,7 @@ class _Turn:
         await self._record([final])
         await self._save_session(self.produced)
         await self.emit(FinalAnswer(self.key, final.content, stop_reason=reason))
-        return TurnResult(final.content, reason, self.iterations, self.executed)
+        return TurnResult(final.content, reason, self.iterations, self.executed, self.emit.turn_id)
 
     async def _fail(self, message: str) -> TurnResult:
         try:
@@ -376,7 +539,7 @@ class _Turn:
             message += f"\n(The conversation could not be saved either: {exc})"
         await self.emit(ErrorEvent(self.key, message))
         await self.emit(FinalAnswer(self.key, message, stop_reason="error"))
-        return TurnResult(message, "error", self.iterations, self.executed)
+        return TurnResult(message, "error", self.iterations, self.executed, self.emit.turn_id)
 
     async def _save_partial(self) -> None:
         """After an error or cancellation: keep the results that came back, then only complete pairs."""
@@ -389,7 +552,7 @@ class _Turn:
     async def _record(self, messages: list[Message]) -> None:
         # Listed before the write: a write cut short by cancellation still completes in its thread.
         self.produced.extend(messages)
-        await asyncio.to_thread(self.agent.store.append_transcript, self.key, messages)
+        await self.store.append_transcript(self.key, messages)
 
     async def _save_session(self, messages: list[Message]) -> None:
         """Append the turn to the session, once: a cancellation or a failing event sink after (or during)
@@ -398,21 +561,26 @@ class _Turn:
             return
         self.saved = True
         stripped = [replace(m, reasoning=None) if m.reasoning else m for m in messages]
-        await asyncio.to_thread(self.agent.store.append_session, self.key, stripped)
+        await self.store.append_session(self.key, stripped)
 
-    async def compact_if_needed(self) -> None:
-        if not needs_compaction(self.history + self.produced, self.summary, self.settings):
-            return
+    async def _notice_once(self, text: str | None) -> None:
+        if text and text not in self.runtime.notices_shown:
+            self.runtime.notices_shown.add(text)
+            await self.emit(NoticeEvent(self.key, text))
+
+    def needs_compaction(self) -> bool:
+        return needs_compaction(self.history + self.produced, self.summary, self.settings)
+
+    async def compact(self) -> None:
+        """After the answer: fold older messages into the summary; the outcome is a ``CompactionEvent``."""
         try:
-            folded = await asyncio.wait_for(
-                compact(self.agent.store, self.agent.llm, self.key, self.settings),
-                self.settings.turn_timeout_seconds,
-            )
+            folded = await asyncio.wait_for(compact(self.store, self.llm, self.key, self.settings),
+                                            self.settings.turn_timeout_seconds)
         except (CompactionError, asyncio.TimeoutError) as exc:
             reason = str(exc) or "it took too long"
-            await self.emit(NoticeEvent(self.key, f"Could not summarise the older conversation ({reason}); "
-                                                  "the history is kept as it was."))
+            await self.emit(CompactionEvent(self.key, f"Could not summarise the older conversation ({reason}); "
+                                                      "the history is kept as it was.", ok=False))
             return
         if folded:
-            await self.emit(NoticeEvent(self.key, f"Summarised {folded} older messages into the session summary; "
-                                                  "the transcript keeps them all."))
+            await self.emit(CompactionEvent(self.key, f"Summarised {folded} older messages into the session summary; "
+                                                      "the transcript keeps them all.", folded=folded))

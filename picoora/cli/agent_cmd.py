@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from picoora.assistant import DEFAULT_SESSION  # a light module: it imports its heavy parts when building
-from picoora.cli.errors import EXIT_USAGE, CLIError, config_path, load_config, warn
+from picoora.cli.errors import EXIT_USAGE, CLIError, config_path, load_config
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from picoora.assistant import Assistant
     from picoora.config import Config
+
+EXIT_INTERRUPTED = 130  # the shell's convention for a command ended by Ctrl+C
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +33,8 @@ def agent(
     """Chat with the assistant: one message with -m (or piped on stdin), else an interactive session.
 
     Exit status: 0 when the assistant answered, 1 when the turn stopped without an answer
-    (model unreachable, a limit reached, ...), 2 for a bad config or bad arguments.
+    (model unreachable, a limit reached, ...), 2 for a bad config or bad arguments, 130 when
+    interrupted with Ctrl+C (the turn so far is kept).
     """
     import asyncio
 
@@ -51,24 +53,14 @@ def agent(
     asyncio.run(run_repl(config, session, stream, config_path=config_path(ctx)))
 
 
-def open_assistant(config: Config, path: Path | None = None) -> Assistant:
-    """Build the assistant (``path``: the --config file, kept out of the tools' reach), turning predictable
-    start-up failures into CLIError."""
-    from picoora.assistant import build_assistant
-    from picoora.llm.base import LLMError
-    from picoora.store.base import StoreError
-
-    try:
-        assistant = build_assistant(config, config_path=path, on_fallback=warn)
-    except (StoreError, LLMError) as err:
-        raise CLIError(str(err)) from None
-    return assistant
-
-
 async def _one_shot(config: Config, text: str, session: str, stream: bool, path: Path | None) -> int:
+    from picoora.cli.opening import open_assistant
     from picoora.cli.render import TurnRenderer
+    from picoora.cli.turns import run_interruptible
 
     async with open_assistant(config, path) as assistant:
         renderer = TurnRenderer(sys.stdout, sys.stderr, stream=stream)
-        result = await assistant.ask(text, session_key=session, on_event=renderer)
+        result = await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer), renderer)
+    if result is None:
+        return EXIT_INTERRUPTED
     return 0 if result.stop_reason == "answer" else 1

@@ -19,7 +19,7 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.oracle.setup import OracleSetup
-    from picoora.store.oracle.store import OracleStore
+    from picoora.store.base import Store
 
 EXIT_READY, EXIT_FAILED, EXIT_WARNINGS = 0, 1, 3
 OK, WARN, FAIL = "✓", "⚠", "✗"
@@ -142,9 +142,9 @@ def _schema_step(setup: OracleSetup, steps: _Steps) -> None:
     except StoreError as err:
         raise steps.fail(f"Schema initialization failed: {err}") from None
     if not applied:
-        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 8 PICO_ tables)")
+        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 9 PICO_ tables)")
     elif before == 0:
-        steps.ok(f"Schema created (version {LATEST_VERSION}, 8 tables with PICO_ prefix)")
+        steps.ok(f"Schema created (version {LATEST_VERSION}, 9 tables with PICO_ prefix)")
     else:
         steps.ok(f"Schema upgraded from version {before} to {LATEST_VERSION}: "
                  + "; ".join(m.description for m in applied))
@@ -203,7 +203,7 @@ def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:
         steps.ok(f"Oracle Text index {text.name} " + ("created" if text.created else "already exists"))
 
 
-def _open_store(config: Config, steps: _Steps) -> OracleStore:
+def _open_store(config: Config, steps: _Steps) -> Store:
     from picoora.store.oracle import OracleUnavailable, open_oracle_store
 
     try:
@@ -212,7 +212,7 @@ def _open_store(config: Config, steps: _Steps) -> OracleStore:
         raise steps.fail(str(err)) from None
 
 
-def _seed_prompts(config: Config, store: OracleStore, steps: _Steps) -> None:
+def _seed_prompts(config: Config, store: Store, steps: _Steps) -> None:
     from picoora.config import workspace_path
     from picoora.store.base import PROMPT_NAMES
 
@@ -229,14 +229,14 @@ def _seed_prompts(config: Config, store: OracleStore, steps: _Steps) -> None:
         steps.warn(f"No prompt files in {workspace}: run `picoora onboard`, then `picoora setup-oracle` again")
 
 
-def _store_config_snapshot(config: Config, store: OracleStore, steps: _Steps) -> None:
+def _store_config_snapshot(config: Config, store: Store, steps: _Steps) -> None:
     from picoora.config import redacted
 
     store.set_config("full_config", json.dumps(redacted(config), ensure_ascii=False))
     steps.ok("Config snapshot stored in PICO_CONFIG (secrets redacted)")
 
 
-def _import_files(config: Config, store: OracleStore, steps: _Steps) -> None:
+def _import_files(config: Config, store: Store, steps: _Steps) -> None:
     from picoora.config import workspace_path
     from picoora.store import open_store
     from picoora.store.base import StoreError

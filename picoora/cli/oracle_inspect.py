@@ -2,9 +2,9 @@
 
 The layout is the Go version's (overview dashboard, then one view per table), read through the Store
 protocol so it works on either backend; the title says which one. Oracle adds what only it has (vector
-flags, ONNX models, vector indexes, semantic search of daily notes). Secrets never reach the output:
+flags, ONNX models, vector indexes; notes are searched by meaning on both). Secrets never reach the output:
 config values are redacted again here, and every known secret value is scrubbed from the final text.
-Looking does not count as an access: ``-s`` on Oracle searches without touching access counts.
+Looking does not count as an access: ``-s`` searches without touching access counts.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ BANNER = "=" * 61
 RULE = "  " + "─" * 57
 RECENT = 5
 SHORT = 100  # characters of a value shown in the overview
-_ALL_DAYS = 36500
 
 
 def oracle_inspect(
@@ -70,13 +69,13 @@ def oracle_inspect(
 
 def _open(config: Config, files: bool) -> Store:
     from picoora.store import open_store
-    from picoora.store.oracle import OracleUnavailable, open_oracle_store
+    from picoora.store.base import StoreError
 
-    if files or not config.oracle.enabled:
-        return open_store(config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})}))
+    if files:  # the user asked for the workspace files whatever the config says
+        config = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     try:
-        return open_oracle_store(config, require_model=False)
-    except OracleUnavailable as err:
+        return open_store(config, inspect_only=True)
+    except StoreError as err:
         raise CLIError(f"{err}\n(to look at the file backend instead: picoora oracle-inspect --files)") from None
 
 
@@ -112,10 +111,6 @@ class Inspector:
     search: str | None = None
     name: str | None = None
 
-    @property
-    def oracle(self) -> bool:
-        return self.store.backend == "oracle"
-
     def render(self, table: str | None) -> tuple[Any, list[str]]:
         views: dict[str | None, Callable[[], tuple[Any, list[str]]]] = {
             None: self.overview, "memories": self.memories, "sessions": self.sessions,
@@ -125,8 +120,7 @@ class Inspector:
         return views[table]()
 
     def _title(self, heading: str, location: str | None = None) -> list[str]:
-        backend = "Oracle AI Database" if self.oracle else "File Storage"
-        return [BANNER, f"  picoora {backend} Inspector{': ' + heading if heading else ''}",
+        return [BANNER, f"  picoora {self.store.display_name} Inspector{': ' + heading if heading else ''}",
                 f"  {location or self.store.stats().location}", BANNER, ""]
 
     # ---- overview --------------------------------------------------------------------------------
@@ -146,7 +140,7 @@ class Inspector:
         transcripts = self._recent_transcripts(RECENT)
         sessions = self.store.list_sessions()[:RECENT]
         state = list(self.store.all_state().items())[:RECENT]
-        notes = self.store.recent_daily_notes(_ALL_DAYS)[:RECENT]
+        notes = self.store.list_daily_notes(RECENT)
         prompts = self.store.list_prompts()[:RECENT]
         config = list(self._config_rows().items())[:RECENT]
         sections = [
@@ -198,8 +192,7 @@ class Inspector:
 
     def _memory_search(self) -> tuple[Any, list[str]]:
         query = self.search or ""
-        result = (self.store.recall(query, self.limit, touch=False) if self.oracle  # type: ignore[call-arg]
-                  else self.store.recall(query, self.limit))
+        result = self.store.recall(query, self.limit, touch=False)
         lines = self._title("") + [f"  Semantic Search: \"{query}\""]
         if result.degraded:
             lines.append(f"  (keyword matching only: {result.note})")
@@ -248,25 +241,16 @@ class Inspector:
         if self.search is not None:
             return self._note_search()
         lines = self._title("Daily Notes") + [RULE]
-        if self.oracle:
-            rows = self.store.list_daily_notes(self.limit)  # type: ignore[attr-defined]
-            for n in rows:
-                lines += ["", f"  Date: {n.day.isoformat()}  ID: {n.note_id}  Vector: {'yes' if n.has_vector else 'no'}  "
-                              f"Updated: {_when(n.updated_at)}", _block("Content", _note_text(n.day, n.content))]
-            data = [{"day": n.day, "id": n.note_id, "vector": n.has_vector, "updated_at": n.updated_at,
-                     "content": n.content} for n in rows]
-        else:
-            notes = self.store.recent_daily_notes(_ALL_DAYS)[: self.limit]
-            for n in notes:
-                lines += ["", f"  Date: {n.day.isoformat()}", _block("Content", _note_text(n.day, n.content))]
-            data = [{"day": n.day, "content": n.content} for n in notes]
+        rows = self.store.list_daily_notes(self.limit)
+        for n in rows:
+            lines += ["", f"  Date: {n.day.isoformat()}  ID: {n.note_id}  Vector: {'yes' if n.has_vector else 'no'}  "
+                          f"Updated: {_when(n.updated_at)}", _block("Content", _note_text(n.day, n.content))]
+        data = [{"day": n.day, "id": n.note_id, "vector": n.has_vector, "updated_at": n.updated_at,
+                 "content": n.content} for n in rows]
         return data, lines + ([] if data else ["  No daily notes yet."])
 
     def _note_search(self) -> tuple[Any, list[str]]:
-        if not self.oracle:
-            raise CLIError("semantic search of daily notes needs the Oracle backend (notes are embedded there)",
-                           EXIT_USAGE)
-        found = self.store.search_daily_notes(self.search or "", self.limit)  # type: ignore[attr-defined]
+        found = self.store.search_daily_notes(self.search or "", self.limit)
         lines = self._title("") + [f"  Semantic Search of Daily Notes: \"{self.search}\"", RULE]
         for note, similarity in found:
             lines += ["", f"  [{similarity * 100:5.1f}% match]  Date: {note.day.isoformat()}",
@@ -307,26 +291,23 @@ class Inspector:
         meta = self._meta_rows()
         lines = self._title("Meta") + [RULE] + [f"  {k:<30s} = {v}" for k, v in meta.items()]
         lines += [] if meta else ["  No metadata yet."]
-        if not self.oracle:
-            return {"meta": meta}, lines + ["", "  (file backend: no ONNX models or vector indexes)"]
-        catalogue = self.store.catalogue()  # type: ignore[attr-defined]
-        models, indexes = catalogue["models"], [i for i in catalogue["indexes"] if "VEC" in str(i[0])]
-        lines += ["", "  ONNX Models", RULE]
-        lines += [f"  {n:<25s}  {f:<15s}  {a}" for n, f, a in models] or ["  No ONNX models loaded."]
-        lines += ["", "  Vector Indexes", RULE]
-        lines += [f"  {i[0]:<30s}  on {i[1]}" for i in indexes] or ["  No vector indexes (run picoora setup-oracle)."]
-        data = {"meta": meta, "onnx_models": [{"name": n, "function": f, "algorithm": a} for n, f, a in models],
-                "vector_indexes": [{"name": i[0], "table": i[1], "status": i[3]} for i in indexes]}
+        details = self.store.details()
+        if details.note:
+            lines += ["", f"  ({details.note})"]
+        if details.models or not details.note:
+            lines += ["", "  ONNX Models", RULE]
+            lines += [f"  {n:<25s}  {f:<15s}  {a}" for n, f, a in details.models] or ["  No ONNX models loaded."]
+            lines += ["", "  Vector Indexes", RULE]
+            lines += [f"  {name:<30s}  on {table}" for name, table, _ in details.indexes] or [
+                "  No vector indexes (run picoora setup-oracle)."]
+        data = {"meta": meta, "onnx_models": [{"name": n, "function": f, "algorithm": a} for n, f, a in details.models],
+                "vector_indexes": [{"name": n, "table": t, "status": st} for n, t, st in details.indexes]}
         return data, lines
 
     # ---- helpers -----------------------------------------------------------------------------------
 
     def _meta_rows(self) -> dict[str, str]:
-        rows = {}
-        if self.oracle:
-            rows.update({str(k): str(v) for k, v, _ in self.store.catalogue()["schema"]})  # type: ignore[attr-defined]
-        rows.update(self.store.all_meta())
-        return rows
+        return {**self.store.details().schema, **self.store.all_meta()}
 
     def _config_rows(self) -> dict[str, str]:
         from picoora.config import secret_values
@@ -336,11 +317,7 @@ class Inspector:
         return {k: redact_value(v, secrets) for k, v in self.store.all_config().items()}
 
     def _recent_transcripts(self, n: int) -> list[Any]:
-        if self.oracle:
-            return self.store.recent_transcript_entries(n)  # type: ignore[attr-defined]
-        entries = [e for key in self.store.transcript_keys() for e in self.store.read_transcript(key, limit=n)]
-        entries.sort(key=lambda e: (e.created_at is not None, e.created_at, e.seq), reverse=True)
-        return entries[:n]
+        return self.store.recent_transcript_entries(n)
 
 
 def _memory(m: Any) -> dict[str, Any]:

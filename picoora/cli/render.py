@@ -12,6 +12,7 @@ import os
 from typing import IO, Any
 
 from picoora.agent.events import (
+    CompactionEvent,
     ErrorEvent,
     Event,
     FinalAnswer,
@@ -95,7 +96,7 @@ class TurnRenderer:
             self._open_call = event.call_id
         elif isinstance(event, ToolCallFinished):
             self._tool_finished(event)
-        elif isinstance(event, NoticeEvent):
+        elif isinstance(event, (NoticeEvent, CompactionEvent)):
             self._err_line(self._style_err(event.text, YELLOW))
         elif isinstance(event, ErrorEvent):
             self._errors.append(event.message)

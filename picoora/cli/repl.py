@@ -6,8 +6,6 @@ Ctrl+D, ``exit`` or ``quit`` leave.
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,7 +41,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
 
-    from picoora.cli.agent_cmd import open_assistant
+    from picoora.cli.opening import open_assistant
     from picoora.config import picoora_home
 
     history_file = picoora_home() / "history"
@@ -52,7 +50,8 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
     prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
     async with open_assistant(config, config_path) as assistant:
         state = ReplState(assistant, session, stream)
-        print(f"picoora: model {assistant.model}, session {session}. /help for commands, Ctrl+D to leave.")
+        choice = await assistant.session_model(session)
+        print(f"picoora: model {choice.model}, session {session}. /help for commands, Ctrl+D to leave.")
         while True:
             try:
                 line = (await prompt.prompt_async(PROMPT)).strip()
@@ -69,64 +68,37 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
 
 
 async def handle_command(state: ReplState, line: str) -> None:
+    from picoora.llm.base import LLMError
+
     name, _, arg = line.partition(" ")
     arg = arg.strip()
+    assistant = state.assistant
     if name == "/help":
         print(HELP)
     elif name == "/new":
-        state.assistant.store.reset_session(state.session)
+        await assistant.new_session(state.session)
         print(f"Session {state.session} starts afresh.")
     elif name == "/session":
         if arg:
             state.session = arg
         print(f"Session: {state.session}")
     elif name == "/model":
-        if arg and arg != state.assistant.model:
-            await switch_model(state.assistant, arg)
-        print(f"Model: {state.assistant.model} ({state.assistant.config.agents.defaults.provider})")
+        if arg:
+            try:
+                await assistant.set_session_model(state.session, arg)
+            except LLMError as err:
+                print(f"Error: {err}", file=sys.stderr)
+        choice = await assistant.session_model(state.session)
+        print(f"Model: {choice.model} ({choice.provider})")
     else:
         print(f"Unknown command {name}: type /help for the list.", file=sys.stderr)
-
-
-async def switch_model(assistant: Assistant, model: str) -> None:
-    """Switch when the model can answer; with Ollama, a model that is not pulled is refused up front."""
-    from picoora.llm.base import LLMError
-
-    try:
-        if assistant.config.agents.defaults.provider == "ollama":
-            from picoora.llm.ollama_admin import model_available, not_pulled
-
-            base = assistant.config.providers.ollama.api_base
-            if not await asyncio.to_thread(model_available, base, model):
-                raise not_pulled(model, base)
-        await assistant.switch_model(model)
-    except LLMError as err:
-        print(f"Error: {err}", file=sys.stderr)
 
 
 async def run_cancellable_turn(state: ReplState, text: str) -> None:
     """One turn; SIGINT (Ctrl+C) cancels it instead of ending the REPL."""
     from picoora.cli.render import TurnRenderer
+    from picoora.cli.turns import run_interruptible
 
     renderer = TurnRenderer(sys.stdout, sys.stderr, stream=state.stream)
-    task = asyncio.ensure_future(state.assistant.ask(text, session_key=state.session, on_event=renderer))
-    interrupted = False
-
-    def on_interrupt() -> None:
-        nonlocal interrupted
-        interrupted = True
-        task.cancel()
-
-    loop = asyncio.get_running_loop()
-    previous = signal.getsignal(signal.SIGINT)
-    loop.add_signal_handler(signal.SIGINT, on_interrupt)
-    try:
-        await task
-    except asyncio.CancelledError:
-        if not interrupted:  # the REPL itself is being cancelled, not just this turn
-            raise
-        renderer.cancelled()
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        signal.signal(signal.SIGINT, previous)
+    await run_interruptible(state.assistant.ask(text, session_key=state.session, on_event=renderer), renderer)
     print()

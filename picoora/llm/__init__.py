@@ -22,14 +22,20 @@ PROVIDERS = {
 }
 
 
-def create_llm(config: Config, *, retry: RetryPolicy | None = None) -> LLM:
-    """The provider named by ``agents.defaults.provider``, set up from ``providers.<name>``.
+def create_llm(config: Config, *, provider: str | None = None, model: str | None = None,
+               retry: RetryPolicy | None = None) -> LLM:
+    """A client for ``provider``/``model`` (default: ``agents.defaults``), set up from ``providers.<name>``.
 
     ``retry`` replaces the policy built from ``providers.<name>.max_retries`` (tests inject a sleep).
     Creating never touches the network; errors surface on the first ``chat``.
     """
     from picoora.llm.common import ProviderSettings
 
-    module_name, class_name = PROVIDERS[config.agents.defaults.provider]
+    provider = provider or config.agents.defaults.provider
+    if provider not in PROVIDERS:
+        from picoora.llm.base import LLMError
+
+        raise LLMError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    module_name, class_name = PROVIDERS[provider]
     provider_class = getattr(importlib.import_module(module_name), class_name)
-    return provider_class(ProviderSettings.from_config(config, retry=retry))
+    return provider_class(ProviderSettings.from_config(config, provider=provider, model=model, retry=retry))

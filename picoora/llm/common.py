@@ -32,18 +32,19 @@ class ProviderSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
-    def from_config(cls, config: Config, *, retry: RetryPolicy | None = None) -> ProviderSettings:
+    def from_config(cls, config: Config, *, provider: str | None = None, model: str | None = None,
+                    retry: RetryPolicy | None = None) -> ProviderSettings:
         defaults = config.agents.defaults
-        provider = getattr(config.providers, defaults.provider)
+        provider_config = getattr(config.providers, provider or defaults.provider)
         return cls(
-            model=defaults.model,
-            api_base=provider.api_base,
-            api_key=provider.api_key,
+            model=model or defaults.model,
+            api_base=provider_config.api_base,
+            api_key=provider_config.api_key,
             max_tokens=defaults.max_tokens,
             temperature=defaults.temperature,
             context_window=defaults.context_window,
-            timeout=provider.timeout_seconds,
-            retry=retry or RetryPolicy(max_retries=provider.max_retries),
+            timeout=provider_config.timeout_seconds,
+            retry=retry or RetryPolicy(max_retries=provider_config.max_retries),
         )
 
 

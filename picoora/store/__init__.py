@@ -13,19 +13,26 @@ if TYPE_CHECKING:
     from picoora.store.base import Store
 
 
-def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = None) -> Store:
+def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = None,
+               inspect_only: bool = False) -> Store:
     """The store the config asks for. Opening is cheap: the embedding model loads on first use.
 
     With ``oracle.enabled`` the Oracle backend is tried under its connect deadline; when it cannot be used
     (unreachable, bad credentials, no schema, no ONNX model) the file backend takes over and
-    ``on_fallback`` receives one line saying why and what to run.
+    ``on_fallback`` receives one line saying why and what to run. ``inspect_only`` (the inspector: it
+    looks at what is stored) opens without the embedding model and raises ``StoreError`` instead of
+    falling back, so it never shows the wrong store.
     """
     if config.oracle.enabled:
         from picoora.store.oracle import OracleUnavailable, open_oracle_store
 
         try:
-            return open_oracle_store(config)
+            return open_oracle_store(config, require_model=not inspect_only)
         except OracleUnavailable as exc:
+            if inspect_only:
+                from picoora.store.base import StoreError
+
+                raise StoreError(str(exc)) from None
             if on_fallback is not None:
                 on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
     return open_file_store(config)

@@ -19,7 +19,7 @@ Families and what they mirror in Oracle:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any, Iterable, Protocol, runtime_checkable
 
@@ -33,6 +33,15 @@ PROMPT_NAMES = ("IDENTITY.md", "SOUL.md", "AGENT.md", "USER.md", "AGENTS.md")
 
 class StoreError(Exception):
     """A storage operation failed; the message says what and what to do."""
+
+
+def without_folded(messages: list[Message], folded: list[Message]) -> list[Message] | None:
+    """``messages`` minus the leading ``folded`` ones, or None when they no longer lead the session (another
+    compaction got there first): compaction removes messages by identity, never by count."""
+    head = messages[: len(folded)]
+    if len(head) < len(folded) or [m.to_dict() for m in head] != [m.to_dict() for m in folded]:
+        return None
+    return messages[len(folded):]
 
 
 def time_to_json(value: datetime | None) -> str | None:
@@ -143,6 +152,57 @@ class Prompt:
 
 
 @dataclass
+class ToolCallTrace:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]  # secrets scrubbed
+    duration_ms: float
+    ok: bool
+    result_preview: str = ""  # the start of the result (scrubbed), so a bad tool output can be seen
+
+
+@dataclass
+class RecalledMemory:
+    memory_id: str
+    score: float
+    similarity: float | None
+    content: str  # scrubbed, shortened
+
+
+@dataclass
+class TurnTrace:
+    """What one turn cost and why it answered as it did (``picoora trace``)."""
+
+    turn_id: str
+    session_key: str
+    started_at: datetime | None = None
+    provider: str = ""
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_calls: int = 0
+    first_token_ms: float | None = None  # from the turn's start to the first streamed token (None: not streamed)
+    latency_ms: float = 0.0
+    recalled: list[RecalledMemory] = field(default_factory=list)
+    recall_note: str | None = None  # why recall was degraded, if it was
+    tool_calls: list[ToolCallTrace] = field(default_factory=list)
+    stop_reason: str = ""
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["started_at"] = time_to_json(self.started_at)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnTrace:
+        fields = {**data, "started_at": time_from_json(data.get("started_at"))}
+        fields["recalled"] = [RecalledMemory(**r) for r in data.get("recalled") or []]
+        fields["tool_calls"] = [ToolCallTrace(**c) for c in data.get("tool_calls") or []]
+        return cls(**fields)
+
+
+@dataclass
 class StoreStats:
     backend: str  # "files" or "oracle"
     location: str  # workspace path or DSN (never with a password)
@@ -155,52 +215,114 @@ class StoreStats:
     config_keys: int
 
 
-@runtime_checkable
-class Store(Protocol):
-    """What the agent, tools and CLI know about storage. Both backends pass the same contract tests."""
+@dataclass
+class DailyNoteRow:
+    """A daily note as the inspector lists it."""
 
-    backend: str
+    day: date
+    note_id: str
+    content: str
+    updated_at: datetime | None
+    has_vector: bool
 
-    # memories
+
+@dataclass
+class VectorStatus:
+    """Whether recall by meaning can use the stored vectors (``status``, ``/ready``)."""
+
+    embedder: str  # the model that embeds ("" when none: keyword-only recall)
+    where: str  # "local", "ollama", "in the database"
+    missing: int  # memories with no vector from that embedder (``picoora memory reindex`` fixes it)
+    note: str | None = None  # a problem loading the embedder, if any
+
+
+@dataclass
+class BackendDetails:
+    """What only some backends have, for the inspector: schema rows, loaded models, vector indexes."""
+
+    schema: dict[str, str] = field(default_factory=dict)
+    models: list[tuple[str, str, str]] = field(default_factory=list)  # name, function, algorithm
+    indexes: list[tuple[str, str, str]] = field(default_factory=list)  # name, table, status
+    note: str = ""  # e.g. "file backend: no ONNX models or vector indexes"
+
+
+# One small interface per family; ``Store`` composes them. The agent needs only a few of them.
+
+
+class MemoryStore(Protocol):
     def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult: ...
-    def recall(self, query: str, limit: int = 5) -> RecallResult: ...
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult: ...  # touch: count an access
     def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
     def list_memories(self, limit: int | None = None) -> list[MemoryRecord]: ...
     def forget(self, memory_id: str) -> bool: ...
     def reindex(self) -> int: ...  # re-embed every memory with the current embedder; returns how many
     def import_memories(self, records: Iterable[MemoryRecord]) -> int: ...
+    def vector_status(self) -> VectorStatus: ...
 
-    # daily notes
+
+class DailyNoteStore(Protocol):
     def append_daily_note(self, content: str, day: date | None = None) -> DailyNote: ...
     def recent_daily_notes(self, days: int = 3) -> list[DailyNote]: ...  # today and days-1 before, newest first
+    def list_daily_notes(self, limit: int) -> list[DailyNoteRow]: ...  # newest first, without loading the rest
+    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]: ...
 
-    # sessions (the model's view; compaction rewrites it)
+
+class SessionStore(Protocol):
+    """The model's view of a conversation; compaction rewrites it."""
+
     def load_session(self, key: str) -> Session: ...
     def append_session(self, key: str, messages: list[Message]) -> None: ...
-    def compact_session(self, key: str, summary: str, drop_first: int) -> None: ...
+    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool: ...  # see without_folded
+    def set_summary(self, key: str, summary: str) -> None: ...
     def reset_session(self, key: str) -> None: ...
     def list_sessions(self) -> list[Session]: ...
 
-    # transcripts (append-only, never rewritten)
+
+class TranscriptStore(Protocol):
+    """Append-only, never rewritten."""
+
     def append_transcript(self, key: str, messages: list[Message]) -> list[int]: ...
     def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]: ...  # seq order; last `limit`
     def transcript_keys(self) -> list[str]: ...  # sorted; every key with a transcript, reset sessions too
+    def recent_transcript_entries(self, limit: int) -> list[TranscriptEntry]: ...  # newest first, all sessions
 
-    # state, config, meta: small key/value families
+
+class TraceStore(Protocol):
+    def append_trace(self, trace: TurnTrace) -> None: ...
+    def get_trace(self, turn_id: str) -> TurnTrace | None: ...
+    def last_trace(self, session_key: str | None = None) -> TurnTrace | None: ...
+
+
+class KeyValueStore(Protocol):
+    """State, config and meta: small key/value families."""
+
     def get_state(self, key: str) -> str | None: ...
     def set_state(self, key: str, value: str) -> None: ...
     def all_state(self) -> dict[str, str]: ...
     def get_config(self, key: str) -> str | None: ...
-    def set_config(self, key: str, value: str) -> None: ...
+    def set_config(self, key: str, value: str) -> None: ...  # secrets are redacted before storing
     def all_config(self) -> dict[str, str]: ...
     def get_meta(self, key: str) -> str | None: ...
     def set_meta(self, key: str, value: str) -> None: ...
     def all_meta(self) -> dict[str, str]: ...
 
-    # prompts
+
+class PromptStore(Protocol):
     def list_prompts(self) -> list[Prompt]: ...  # the PROMPT_NAMES that exist, in that order
     def get_prompt(self, name: str) -> Prompt | None: ...
     def set_prompt(self, name: str, content: str) -> None: ...
 
-    def stats(self) -> StoreStats: ...
+
+@runtime_checkable
+class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceStore, KeyValueStore, PromptStore,
+            Protocol):
+    """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
+    which backend they have (``display_name`` is for titles only)."""
+
+    backend: str
+    display_name: str  # "File Storage", "Oracle AI Database"
+
+    def stats(self) -> StoreStats: ...  # counts of every family (one query each; fine for status, not /ready)
+    def ping(self) -> None: ...  # cheap liveness check; raises StoreError when the store cannot answer
+    def details(self) -> BackendDetails: ...
     def close(self) -> None: ...

@@ -6,6 +6,7 @@ Layout (people read the Markdown; the rest is JSON a person can still open):
   memory/YYYYMM/YYYYMMDD.md                         daily notes, same format as the Go version
   sessions/<encoded key>.json                       the model's view of a conversation (atomic replace)
   transcripts/<encoded key>.jsonl                   every message ever, append-only, numbered
+  traces/turns.jsonl                                what each turn cost and why (``picoora trace``)
   state/state.json state/config.json state/meta.json small key/value documents
   .picoora.lock                                     the cross-process lock
 
@@ -21,7 +22,7 @@ import json
 import logging
 import re
 from dataclasses import replace
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -30,7 +31,9 @@ from picoora import atomic
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,
+    BackendDetails,
     DailyNote,
+    DailyNoteRow,
     MemoryRecord,
     Prompt,
     RecallResult,
@@ -38,8 +41,11 @@ from picoora.store.base import (
     StoreError,
     StoreStats,
     TranscriptEntry,
+    TurnTrace,
+    VectorStatus,
     time_from_json,
     time_to_json,
+    without_folded,
 )
 from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.locking import WorkspaceLock
@@ -55,6 +61,7 @@ PRIVATE = 0o600  # conversations and state are nobody else's business
 _KEY_SAFE = re.compile(r"[A-Za-z0-9.\-]")
 _MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for suffixes
 _PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
+NOTE_SEARCH_DAYS = 366  # notes searched by `oracle-inspect notes -s` on files: about a year
 _KV_FILES = {"state": "state.json", "config": "config.json", "meta": "meta.json"}
 
 
@@ -87,6 +94,7 @@ class FileStore:
     """
 
     backend = "files"
+    display_name = "File Storage"
 
     def __init__(
         self,
@@ -128,10 +136,12 @@ class FileStore:
         with self._lock:
             return self._memories.add(content, importance, category or "general", vector, model)
 
-    def recall(self, query: str, limit: int = 5) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult:
         with self._lock:
             index = self._memories.searchable()
         result = index.search(query, limit)  # outside the lock: embeds the query
+        if not touch:
+            return result
         with self._lock:
             touched = self._memories.touch([match.memory.id for match in result.matches])
         matches = [replace(match, memory=touched[match.memory.id]) for match in result.matches if match.memory.id in touched]
@@ -231,14 +241,17 @@ class FileStore:
             session.messages.extend(messages)
             self._write_session(session)
 
-    def compact_session(self, key: str, summary: str, drop_first: int) -> None:
-        """Drop the oldest ``drop_first`` messages and set the summary. Messages another process appended
-        since the caller loaded the session are at the end, so they are kept."""
+    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool:
+        """Replace the leading ``folded`` messages by ``summary``; False (nothing changed) when they no longer
+        lead the session. Messages appended since the caller loaded it are at the end, so they are kept."""
         with self._lock:
             session = self.load_session(key)
-            session.messages = session.messages[max(drop_first, 0) :]
-            session.summary = summary
+            rest = without_folded(session.messages, folded)
+            if rest is None:
+                return False
+            session.messages, session.summary = rest, summary
             self._write_session(session)
+        return True
 
     def reset_session(self, key: str) -> None:
         """Forget the model's view of the conversation; its transcript stays."""
@@ -374,6 +387,96 @@ class FileStore:
         with self._lock:
             atomic.atomic_write_text(path, content)
 
+    # ---- what the front doors ask for ------------------------------------------------------------
+
+    def vector_status(self) -> VectorStatus:
+        if self._embedder is None:
+            return VectorStatus(embedder="", where="", missing=0)
+        model_id = self._embedder.model_id
+        with self._lock:
+            missing = sum(1 for r in self._memories.records() if r.embedding_model != model_id)
+        where = "via Ollama" if model_id.startswith("ollama:") else "local, CPU"
+        return VectorStatus(embedder=model_id, where=where, missing=missing)
+
+    def _note_days(self) -> list[date]:
+        days = []
+        for path in (self.workspace / "memory").glob("[0-9]*/[0-9]*.md"):
+            if re.fullmatch(r"\d{8}\.md", path.name):
+                try:
+                    days.append(datetime.strptime(path.stem, "%Y%m%d").date())
+                except ValueError:
+                    continue
+        return sorted(days, reverse=True)
+
+    def list_daily_notes(self, limit: int) -> list[DailyNoteRow]:
+        rows = []
+        for day in self._note_days()[: max(limit, 0)]:
+            path = self._note_path(day)
+            text = _read_text(path)
+            if text is not None:
+                updated = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+                rows.append(DailyNoteRow(day, day.strftime("%Y%m%d"), text, updated, has_vector=False))
+        return rows
+
+    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]:
+        """By meaning when an embedder loads (notes are embedded on the fly: there are few), else by keywords."""
+        from picoora.store.keywords import KeywordIndex
+
+        notes = [DailyNote(row.day, row.content) for row in self.list_daily_notes(NOTE_SEARCH_DAYS)]
+        if not notes or not query.strip():
+            return []
+        scores = _similarities(self._embedder, query, [n.content for n in notes])
+        if scores is None:
+            keywords = KeywordIndex()
+            for i, note in enumerate(notes):
+                keywords.add(str(i), note.content)
+            by_id, codes = keywords.match(query)
+            scores = [max(by_id.get(str(i), 0.0), codes.get(str(i), 0.0)) for i in range(len(notes))]
+        ranked = sorted(zip(notes, scores), key=lambda pair: pair[1], reverse=True)
+        return [(note, float(score)) for note, score in ranked if score > 0][:limit]
+
+    def set_summary(self, key: str, summary: str) -> None:
+        with self._lock:
+            session = self.load_session(key)
+            session.summary = summary
+            self._write_session(session)
+
+    def recent_transcript_entries(self, limit: int) -> list[TranscriptEntry]:
+        entries = [e for key in self.transcript_keys() for e in self.read_transcript(key, limit=limit)]
+        entries.sort(key=lambda e: (e.created_at is not None, e.created_at, e.seq), reverse=True)
+        return entries[: max(limit, 0)]
+
+    # ---- traces ----------------------------------------------------------------------------------
+
+    def _trace_path(self) -> Path:
+        return self.workspace / "traces" / "turns.jsonl"
+
+    def append_trace(self, trace: TurnTrace) -> None:
+        with self._lock:
+            atomic.append_jsonl(self._trace_path(), [trace.to_json()])
+
+    def _traces(self) -> list[TurnTrace]:
+        traces = []
+        for line in atomic.read_jsonl(self._trace_path()):
+            try:
+                traces.append(TurnTrace.from_json(line))
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: an unreadable trace line was skipped (%s)", self._trace_path(), exc)
+        return traces
+
+    def get_trace(self, turn_id: str) -> TurnTrace | None:
+        return next((t for t in reversed(self._traces()) if t.turn_id == turn_id), None)
+
+    def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
+        return next((t for t in reversed(self._traces()) if session_key in (None, t.session_key)), None)
+
+    def ping(self) -> None:
+        if not self.workspace.is_dir():
+            raise StoreError(f"the workspace {self.workspace} is missing: run `picoora onboard`")
+
+    def details(self) -> BackendDetails:
+        return BackendDetails(note="file backend: no ONNX models or vector indexes")
+
     # ---- everything ----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
@@ -447,3 +550,15 @@ def _go_tool_call(call: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             arguments = {"raw": arguments}  # what the Go version does with arguments it cannot parse
     return {"id": call.get("id", ""), "name": call["function"].get("name", ""), "arguments": arguments}
+
+
+def _similarities(embedder: Embedder | None, query: str, texts: list[str]) -> list[float] | None:
+    """Cosine similarity of ``query`` to each text, or None when no embedder can run."""
+    if embedder is None:
+        return None
+    try:
+        vectors = embedder.embed([query, *texts])
+    except Exception as exc:  # an embedder that cannot load: keyword search instead
+        log.warning("embedding daily notes failed, searching by keywords: %s", exc)
+        return None
+    return [float(score) for score in vectors[1:] @ vectors[0]]  # the embedders return unit vectors

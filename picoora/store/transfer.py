@@ -52,7 +52,7 @@ def transfer(source: Store, target: Store) -> TransferReport:
         if fresh:
             target.append_session(session.key, session.messages)
             if session.summary:
-                target.compact_session(session.key, session.summary, drop_first=0)
+                target.set_summary(session.key, session.summary)
         report.count("sessions", fresh)
 
     for key in source.transcript_keys():  # reset sessions keep their transcripts: copy those too

@@ -558,6 +558,32 @@ class FakeOracle:
         return [(r["session_key"], r["sequence_num"], r["role"], r["content"], r["message_json"], r["created_at"])
                 for r in rows[: b["k"]]]
 
+    async def _trace_insert(self, conn, b):
+        self.insert(conn, "PICO_TRACES", {**{k: v for k, v in b.items() if k != "now"}, "created_at": b["now"]})
+        return 1
+
+    async def _trace_get(self, conn, b):
+        return [(r["trace_json"],) for r in self._select("PICO_TRACES", lambda r: r["agent_id"] == b["agent_id"]
+                                                          and r["trace_id"] == b["trace_id"])]
+
+    def _newest_trace(self, where: Callable[[dict], bool]) -> list[tuple]:
+        rows = sorted(self._select("PICO_TRACES", where), key=lambda r: r["created_at"], reverse=True)
+        return [(r["trace_json"],) for r in rows[:1]]
+
+    async def _trace_last(self, conn, b):
+        return self._newest_trace(self._mine(b))
+
+    async def _trace_last_in_session(self, conn, b):
+        return self._newest_trace(self._session(b))
+
+    async def _memory_vectors_missing(self, conn, b):
+        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and (
+            r["embedding"] is None or r["embedding_model"] != b["embedding_model"]))
+        return [(len(rows),)]
+
+    async def _ping(self, conn, b):
+        return [(1,)]
+
     async def _kv_get(self, table: str, key_col: str, value_col: str, b) -> list[tuple]:
         rows = self._select(table, lambda r: r["agent_id"] == b["agent_id"] and r[key_col] == b[key_col])
         return [(r[value_col],) for r in rows]

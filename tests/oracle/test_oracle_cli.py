@@ -64,7 +64,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        "✓ Schema created (version 5, 8 tables with PICO_ prefix)",
+        "✓ Schema created (version 6, 9 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
         "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created",
@@ -87,7 +87,7 @@ def test_setup_twice_changes_nothing_and_says_so(fake, config, onnx_file):
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert "✓ Schema up to date (version 5, 8 PICO_ tables)" in steps
+    assert "✓ Schema up to date (version 6, 9 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in steps
     assert "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT already exists" in steps
@@ -172,7 +172,7 @@ def _file_workspace(config: Config) -> FileStore:
     files.append_daily_note("Planted tomatoes.", day=date.today() - timedelta(days=1))
     files.append_daily_note("Watered them.", day=date.today() - timedelta(days=1))
     files.append_session("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
-    files.compact_session("cli:default", "greetings", drop_first=0)
+    files.set_summary("cli:default", "greetings")
     files.append_transcript("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
     files.append_session("telegram:9", [Message("user", "gone soon")])
     files.append_transcript("telegram:9", [Message("user", "gone soon")])
@@ -236,7 +236,7 @@ def test_overview_has_the_go_layout_and_no_secrets(filled):
                     "Recent State Entries (last 5):", "Recent Daily Notes (last 5):", "System Prompts (last 5):",
                     "Config Entries (last 5):", "Schema Metadata:"):
         assert f"  {heading}" in out
-    assert "schema_version                 = 5" in out
+    assert "schema_version                 = 6" in out
     assert PASSWORD not in out and "password is ***" in out
 
 

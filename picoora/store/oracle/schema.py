@@ -51,6 +51,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         q.ADD_TRANSCRIPTS_MESSAGE, q.ADD_TRANSCRIPTS_SEQ_KEY,
     )),
     Migration(5, "daily notes: one per agent and day", (q.ADD_DAILY_NOTES_DAY_KEY,)),
+    Migration(6, "turn traces: PICO_TRACES", (q.CREATE_TRACES, q.INDEX_TRACES_SESSION)),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

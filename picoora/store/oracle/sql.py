@@ -347,6 +347,37 @@ PROMPT_SET = _sql("prompt_set", "dml", """
     VALUES (s.prompt_name, s.agent_id, :content, :now)""")
 
 # ---------------------------------------------------------------------------------------------------
+# Turn traces (schema version 6): one JSON document per turn, beside the transcript.
+
+CREATE_TRACES = _sql("create_traces", "ddl", """
+    CREATE TABLE PICO_TRACES (
+        trace_id    VARCHAR2(64) NOT NULL,
+        agent_id    VARCHAR2(64) NOT NULL,
+        session_key VARCHAR2(1024 CHAR) NOT NULL,
+        trace_json  CLOB CHECK (trace_json IS JSON),
+        created_at  TIMESTAMP DEFAULT SYSTIMESTAMP,
+        PRIMARY KEY (trace_id, agent_id))""", _EXISTS)
+INDEX_TRACES_SESSION = _sql("index_traces_session", "ddl",
+                            "CREATE INDEX idx_pico_traces_session ON PICO_TRACES(agent_id, session_key, created_at)",
+                            _INDEXED)
+TRACE_INSERT = _sql("trace_insert", "dml", """
+    INSERT INTO PICO_TRACES (trace_id, agent_id, session_key, trace_json, created_at)
+    VALUES (:trace_id, :agent_id, :session_key, :trace_json, :now)""")
+TRACE_GET = _sql("trace_get", "query",
+                 "SELECT trace_json FROM PICO_TRACES WHERE agent_id = :agent_id AND trace_id = :trace_id")
+TRACE_LAST = _sql("trace_last", "query", """
+    SELECT trace_json FROM PICO_TRACES WHERE agent_id = :agent_id
+    ORDER BY created_at DESC FETCH FIRST 1 ROWS ONLY""")
+TRACE_LAST_IN_SESSION = _sql("trace_last_in_session", "query", """
+    SELECT trace_json FROM PICO_TRACES WHERE agent_id = :agent_id AND session_key = :session_key
+    ORDER BY created_at DESC FETCH FIRST 1 ROWS ONLY""")
+
+MEMORY_VECTORS_MISSING = _sql("memory_vectors_missing", "query", """
+    SELECT COUNT(*) FROM PICO_MEMORIES WHERE agent_id = :agent_id
+    AND (embedding IS NULL OR embedding_model IS NULL OR embedding_model <> :embedding_model)""")
+PING = _sql("ping", "query", "SELECT 1 FROM DUAL")
+
+# ---------------------------------------------------------------------------------------------------
 # Counts (per agent; meta is schema-wide) and the catalogue views the inspector and setup read.
 
 STATS = _sql("stats", "query", """

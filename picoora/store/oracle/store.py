@@ -25,7 +25,9 @@ from picoora.store import ranking
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,
+    BackendDetails,
     DailyNote,
+    DailyNoteRow,
     MemoryRecord,
     Prompt,
     RecallResult,
@@ -34,6 +36,9 @@ from picoora.store.base import (
     StoreError,
     StoreStats,
     TranscriptEntry,
+    TurnTrace,
+    VectorStatus,
+    without_folded,
 )
 from picoora.store.keywords import KeywordIndex, tokenize
 from picoora.store.oracle import codec, schema
@@ -79,21 +84,11 @@ def _is_schema_key(key: str) -> bool:
     return key == schema.VERSION_KEY or key.startswith("migration.")
 
 
-@dataclass
-class NoteRow:
-    """A daily note as the inspector lists it."""
-
-    day: date
-    note_id: str
-    content: str
-    updated_at: datetime | None
-    has_vector: bool
-
-
 class OracleStore:
     """The Store protocol on Oracle AI Database. Open it with :func:`picoora.store.oracle.open_oracle_store`."""
 
     backend = "oracle"
+    display_name = "Oracle AI Database"
 
     def __init__(
         self,
@@ -383,10 +378,10 @@ class OracleStore:
 
         return self._run(work, "search daily notes")
 
-    def list_daily_notes(self, limit: int = 20) -> list[NoteRow]:
-        async def work(tx: Tx) -> list[NoteRow]:
+    def list_daily_notes(self, limit: int = 20) -> list[DailyNoteRow]:
+        async def work(tx: Tx) -> list[DailyNoteRow]:
             rows = await tx.rows(q.NOTE_LIST, agent_id=self.agent_id, k=limit)
-            return [NoteRow(codec.as_date(day), str(note_id), codec.text(content), codec.to_utc(updated), flag == "yes")
+            return [DailyNoteRow(codec.as_date(day), str(note_id), codec.text(content), codec.to_utc(updated), flag == "yes")
                     for day, note_id, content, updated, flag in rows]
 
         return self._run(work, "list daily notes")
@@ -430,12 +425,22 @@ class OracleStore:
 
         self._run(work, "save the session")
 
-    def compact_session(self, key: str, summary: str, drop_first: int) -> None:
-        """Drop the oldest ``drop_first`` messages and set the summary (messages appended since stay)."""
-        async def work(tx: Tx) -> None:
-            await self._rewrite_session(tx, key, lambda old, _: (old[max(drop_first, 0):], summary))
+    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool:
+        """Replace the leading ``folded`` messages by ``summary`` (see ``without_folded``); messages appended
+        since stay. False when another compaction already removed them."""
+        async def work(tx: Tx) -> bool:
+            done = False
 
-        self._run(work, "compact the session")
+            def fold(old: list[Message], old_summary: str) -> tuple[list[Message], str]:
+                nonlocal done
+                rest = without_folded(old, folded)
+                done = rest is not None
+                return (rest, summary) if rest is not None else (old, old_summary)
+
+            await self._rewrite_session(tx, key, fold)
+            return done
+
+        return self._run(work, "compact the session")
 
     def reset_session(self, key: str) -> None:
         """Forget the model's view of the conversation; its transcript stays."""
@@ -618,14 +623,62 @@ class OracleStore:
                           daily_notes=int(notes), sessions=int(sessions), transcript_entries=int(transcripts),
                           state_keys=int(state), prompts=int(prompts), config_keys=int(config))
 
-    def catalogue(self) -> dict[str, list[tuple]]:
-        """What the inspector's meta view adds: schema bookkeeping rows (key, value, updated), loaded ONNX
-        models (name, function, algorithm) and PICO_ indexes (name, table, type, status)."""
-        async def work(tx: Tx) -> dict[str, list[tuple]]:
-            schema_rows = [row for row in await tx.rows(q.META_ALL) if _is_schema_key(str(row[0]))]
-            return {"schema": schema_rows, "models": await tx.rows(q.MODELS), "indexes": await tx.rows(q.PICO_INDEXES)}
+    def details(self) -> BackendDetails:
+        """Schema bookkeeping rows, loaded ONNX models and the PICO_ vector indexes (by their index type)."""
+        async def work(tx: Tx) -> BackendDetails:
+            schema_rows = {str(k): str(v) for k, v, _ in await tx.rows(q.META_ALL) if _is_schema_key(str(k))}
+            models = [(str(n), str(f), str(a)) for n, f, a in await tx.rows(q.MODELS)]
+            indexes = [(str(name), str(table), str(status)) for name, table, kind, status in await tx.rows(q.PICO_INDEXES)
+                       if "VECTOR" in str(kind).upper()]
+            return BackendDetails(schema=schema_rows, models=models, indexes=indexes)
 
         return self._run(work, "read the catalogue")
 
+    def vector_status(self) -> VectorStatus:
+        async def work(tx: Tx) -> int:
+            row = await tx.one(q.MEMORY_VECTORS_MISSING, agent_id=self.agent_id, embedding_model=self.model)
+            return int(row[0]) if row else 0
+
+        return VectorStatus(embedder=self.model, where="in the database", missing=self._run(work, "count vectors"))
+
+    def ping(self) -> None:
+        async def work(tx: Tx) -> None:
+            await tx.one(q.PING)
+
+        self._run(work, "answer a ping", timeout=5.0)
+
+    # ---- traces ----------------------------------------------------------------------------------
+
+    def append_trace(self, trace: TurnTrace) -> None:
+        async def work(tx: Tx) -> None:
+            await tx.run(q.TRACE_INSERT, trace_id=trace.turn_id, agent_id=self.agent_id, session_key=trace.session_key,
+                         trace_json=json.dumps(trace.to_json(), ensure_ascii=False), now=utc_stamp())
+
+        self._run(work, "save the turn trace")
+
+    def get_trace(self, turn_id: str) -> TurnTrace | None:
+        async def work(tx: Tx) -> tuple | None:
+            return await tx.one(q.TRACE_GET, agent_id=self.agent_id, trace_id=turn_id)
+
+        return _trace_from_row(self._run(work, "read the turn trace"))
+
+    def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
+        async def work(tx: Tx) -> tuple | None:
+            if session_key is None:
+                return await tx.one(q.TRACE_LAST, agent_id=self.agent_id)
+            return await tx.one(q.TRACE_LAST_IN_SESSION, agent_id=self.agent_id, session_key=session_key)
+
+        return _trace_from_row(self._run(work, "read the turn trace"))
+
+    def set_summary(self, key: str, summary: str) -> None:
+        async def work(tx: Tx) -> None:
+            await self._rewrite_session(tx, key, lambda old, _: (old, summary))
+
+        self._run(work, "save the session summary")
+
     def close(self) -> None:
         self._db.close()
+
+
+def _trace_from_row(row: tuple | None) -> TurnTrace | None:
+    return TurnTrace.from_json(json.loads(codec.text(row[0]))) if row else None

@@ -1,0 +1,52 @@
+"""The store from the event loop: every Store method as a coroutine, without blocking the loop.
+
+    astore = AsyncStore(store)
+    session = await astore.load_session("cli:default")
+
+A backend with a native async path (``store.native_async()``, the Oracle backend's driver on its own
+event loop) is awaited directly, with no thread per call. Everything else (the file backend's blocking
+reads and fsyncs) runs in a bounded executor sized for the backend, so a gateway serving many chats
+never starts a thread per request. ``run`` takes any function of the store (several reads in one go).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+from picoora.store.base import Store
+
+T = TypeVar("T")
+
+DEFAULT_WORKERS = 4  # the file backend serialises writes under one lock: more threads only queue
+
+
+class AsyncStore:
+    def __init__(self, store: Store, *, workers: int = DEFAULT_WORKERS):
+        self.store = store
+        native = getattr(store, "native_async", None)
+        self._native = native() if callable(native) else None
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="picoora-store")
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in the store's executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        native = getattr(self._native, name, None) if self._native is not None else None
+        if native is not None:
+            return native
+        method = getattr(self.store, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self.run(method, *args, **kwargs)
+
+        call.__name__ = name
+        return call
+
+    def close(self) -> None:
+        """Stop the executor (waiting for running calls); the store itself is closed by its owner."""
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,126 @@
+"""Ctrl+C while ``exec`` runs a long command: one line, no traceback, the child killed, the transcript valid.
+
+Both drive a real ``picoora agent`` process and a real ``sleep``: one-shot mode over pipes, the REPL on a
+pseudo-terminal (prompt_toolkit needs one), each interrupted with SIGINT as a terminal's Ctrl+C would.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from picoora.agent.repair import repair_history
+from picoora.store.files import FileStore
+from tests.cli_support import REPO, write_config
+from tests.fakes.ollama_server import FakeOllama, Reply
+
+SLEEP = "sleep 47.25"  # a duration no other process on the machine uses
+
+
+def _sleepers() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().replace(b"\0", b" ").strip() == SLEEP.encode():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _wait_for(condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _fake_model() -> FakeOllama:
+    return FakeOllama(replies=[Reply(tool_calls=[("exec", {"command": SLEEP})]), Reply(content="unused")])
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1"}
+
+
+def _assert_store_consistent(home: Path) -> None:
+    store = FileStore(home / "workspace")
+    session = store.load_session("cli:default").messages
+    assert repair_history(session) == session  # only complete call/result pairs were kept
+    assert [e.message.role for e in store.read_transcript("cli:default")][0] == "user"
+    store.close()
+
+
+def test_ctrl_c_in_one_shot_mode_prints_one_line_and_kills_the_command(isolated_home):
+    with _fake_model() as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        proc = subprocess.Popen([sys.executable, "-m", "picoora", "agent", "-m", "run the long command"],
+                                cwd=REPO, env=_env(isolated_home), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert _wait_for(_sleepers), "the exec tool never started the command"
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "(cancelled)" in err
+    assert "Traceback" not in err and "never retrieved" not in err and "KeyboardInterrupt" not in err
+    assert _wait_for(lambda: not _sleepers(), 5), "the command outlived the cancelled turn"
+    _assert_store_consistent(isolated_home)
+
+
+def _read_until(fd: int, needle: bytes, seconds: float = 20.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def test_ctrl_c_in_the_repl_cancels_the_turn_and_the_repl_goes_on(isolated_home):
+    with _fake_model() as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: picoora's REPL on the pseudo-terminal
+            os.chdir(REPO)
+            env = {**_env(isolated_home), "PROMPT_TOOLKIT_NO_CPR": "1"}  # no cursor-position query to answer
+            os.execve(sys.executable, [sys.executable, "-m", "picoora", "agent"], env)
+        try:
+            output = _read_until(fd, b"you>")
+            os.write(fd, b"run the long command\r")
+            assert _wait_for(_sleepers), "the exec tool never started the command"
+            os.kill(pid, signal.SIGINT)
+            output += _read_until(fd, b"(cancelled)")
+            output += _read_until(fd, b"you>")
+            os.write(fd, b"exit\r")
+            output += _read_until(fd, b"\0", seconds=10)  # to the end
+            _, status = os.waitpid(pid, 0)
+        finally:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.close(fd)
+    text = output.decode("utf-8", errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert "(cancelled)" in text
+    assert "Traceback" not in text and "never retrieved" not in text
+    assert _wait_for(lambda: not _sleepers(), 5), "the command outlived the cancelled turn"
+    _assert_store_consistent(isolated_home)

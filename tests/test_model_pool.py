@@ -1,0 +1,86 @@
+"""ModelPool shares one client per model and closes it only when no session has it and nothing is in flight;
+AsyncStore prefers a backend's native coroutines and otherwise uses its bounded executor."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from picoora.llm.pool import ModelChoice, ModelPool
+from picoora.store.aio import AsyncStore
+from tests.fakes.scripted_llm import ScriptedLLM
+
+DEFAULT, OTHER = ModelChoice("scripted", "default"), ModelChoice("scripted", "other")
+
+
+def _pool():
+    made: list[ScriptedLLM] = []
+
+    def factory(choice):
+        made.append(ScriptedLLM(model=choice.model))
+        return made[-1]
+
+    return ModelPool(factory, default=DEFAULT), made
+
+
+def test_a_client_in_flight_is_never_closed_and_an_idle_one_is():
+    async def scenario():
+        pool, made = _pool()
+        pool.select(OTHER)
+        async with pool.lease(OTHER) as llm:
+            pool.deselect(OTHER)  # the session moved on while its request runs
+            await asyncio.sleep(0)
+            closed_during = llm.closed
+        await asyncio.sleep(0)  # the close runs as a task
+        return pool, made, closed_during, llm.closed
+
+    pool, made, closed_during, closed_after = asyncio.run(scenario())
+    assert (closed_during, closed_after) == (False, True)
+    assert pool.open_clients() == []
+    assert len(made) == 1  # one client for the model, shared
+
+
+def test_sessions_on_one_model_share_a_client_and_the_default_stays_open():
+    async def scenario():
+        pool, made = _pool()
+        pool.select(OTHER)
+        pool.select(OTHER)
+        pool.deselect(OTHER)
+        async with pool.lease(DEFAULT):
+            pass
+        still_open = set(pool.open_clients())
+        await pool.aclose()
+        return made, still_open
+
+    made, still_open = asyncio.run(scenario())
+    assert still_open == {OTHER, DEFAULT}
+    assert [m.model for m in made] == ["other", "default"] and all(m.closed for m in made)
+
+
+class _Store:
+    def __init__(self):
+        self.threads: list[str] = []
+
+    def get_state(self, key):
+        self.threads.append(threading.current_thread().name)
+        return f"sync {key}"
+
+    def native_async(self):
+        class Native:
+            async def get_meta(self, key):
+                return f"native {key}"
+
+        return Native()
+
+
+def test_async_store_uses_native_coroutines_and_a_bounded_executor_otherwise():
+    store = _Store()
+    astore = AsyncStore(store, workers=2)  # type: ignore[arg-type]
+
+    async def scenario():
+        return await astore.get_meta("k"), await asyncio.gather(*(astore.get_state(str(i)) for i in range(20)))
+
+    native, synced = asyncio.run(scenario())
+    astore.close()
+    assert native == "native k" and synced[3] == "sync 3"
+    assert len(set(store.threads)) <= 2 and all(name.startswith("picoora-store") for name in store.threads)
