@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SESSION = "cli:default"
 _MODEL_STATE = "session_model:"  # state key prefix: a session's chosen model survives restarts
-LAST_CHANNEL = "last_channel"  # state: the channel and chat the owner spoke on last (as the Go version keeps)
 
 
 class TurnFailed(Exception):

@@ -1,14 +1,37 @@
 """Chat messages as every layer sees them: provider-neutral, JSON-serialisable.
 
-A leaf module (no picoora imports) so the store, the providers and the agent loop share one shape.
+A leaf module (no picoora imports) so the store, the providers and the agent loop share one shape, and
+one reader: ``Message.from_dict`` also reads the Go version's session format (OpenAI-style tool calls).
 Roles: "system", "user", "assistant", "tool". An assistant message may carry tool calls; a tool
 message answers exactly one call through ``tool_call_id``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+# The one key for tool-call arguments that are not a JSON object (a model's broken JSON): providers and
+# stored sessions of every format keep the raw text under it, and the agent answers such a call with an
+# error telling the model its arguments were malformed instead of running the tool.
+RAW_ARGUMENTS_KEY = "__raw__"
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments from a JSON string (or an already parsed object); anything that is not a JSON
+    object is kept whole under ``RAW_ARGUMENTS_KEY``."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if not isinstance(raw, str):
+        return {RAW_ARGUMENTS_KEY: json.dumps(raw)}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {RAW_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
 
 
 @dataclass
@@ -22,7 +45,12 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(id=str(data["id"]), name=str(data["name"]), arguments=dict(data.get("arguments") or {}))
+        """picoora's shape, or the Go version's / OpenAI's ``{"id", "function": {"name", "arguments": "<json>"}}``."""
+        function = data.get("function")
+        if isinstance(function, dict):
+            return cls(id=str(data.get("id") or ""), name=str(function.get("name") or ""),
+                       arguments=parse_arguments(function.get("arguments")))
+        return cls(id=str(data["id"]), name=str(data["name"]), arguments=parse_arguments(data.get("arguments")))
 
 
 @dataclass

@@ -3,7 +3,6 @@
 import asyncio
 import itertools
 
-import pytest
 
 from picoora.agent.repair import INTERRUPTED, repair_history
 from picoora.llm.base import RAW_ARGUMENTS_KEY, ProviderUnavailableError

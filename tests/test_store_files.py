@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from picoora.config import Config
-from picoora.messages import Message
+from picoora.messages import RAW_ARGUMENTS_KEY, Message
 from picoora import atomic
 from picoora.store import file_memories, open_store
 from picoora.store.base import MemoryRecord, StoreError
@@ -147,7 +147,7 @@ def test_go_version_session_files_are_read(make_store, workspace):
     (workspace / "sessions/telegram_123.json").write_text(json.dumps(go_session))
     session = make_store().load_session("telegram:123")
     calls = session.messages[1].tool_calls
-    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}), ("c2", "echo", {"raw": "not json"})]
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}), ("c2", "echo", {RAW_ARGUMENTS_KEY: "not json"})]
     assert session.summary == "earlier chat" and session.updated_at.year == 2026
 
 

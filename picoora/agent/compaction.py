@@ -14,7 +14,6 @@ background goroutine that a one-shot CLI process outlived, and that raced with n
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_messages_tokens, estimate_tokens

@@ -22,9 +22,9 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, parse_tool_arguments
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings
 from picoora.llm.retry import call_with_retries, classify_api_error
-from picoora.messages import Message, ToolCall
+from picoora.messages import Message, ToolCall, parse_arguments
 
 KEY_HINT = "Set providers.anthropic.api_key (or PICO_PROVIDERS_ANTHROPIC_API_KEY)"
 FINISH_REASONS = {
@@ -207,6 +207,6 @@ class StreamAssembler:
 
     def response(self) -> LLMResponse:
         for index, pieces in self._json.items():
-            self._blocks[index]["input"] = parse_tool_arguments("".join(pieces))
+            self._blocks[index]["input"] = parse_arguments("".join(pieces))
         blocks = [block for _, block in sorted(self._blocks.items())]
         return response_from_blocks(blocks, self._stop_reason, self._usage)

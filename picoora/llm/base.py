@@ -10,15 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Protocol, Union
 
-from picoora.messages import Message, ToolCall
+from picoora.messages import RAW_ARGUMENTS_KEY, Message, ToolCall
 
 # An OpenAI-style function schema: {"type": "function", "function": {"name", "description", "parameters"}}
 ToolSchema = dict[str, Any]
 
-# When a model's tool-call arguments are not a JSON object (broken JSON), providers return
-# ``ToolCall.arguments == {RAW_ARGUMENTS_KEY: "<the raw string>"}``: the agent should answer the call
-# with an error telling the model its arguments were malformed, not run the tool.
-RAW_ARGUMENTS_KEY = "__raw__"
+__all__ = ["RAW_ARGUMENTS_KEY"]  # defined in picoora.messages; providers use it through here
 
 DeltaKind = Literal["token", "reasoning"]
 # Called with ("token", text) or ("reasoning", text) as a streamed answer arrives. May be sync or async.

@@ -1,5 +1,5 @@
 """Plumbing the three providers share: their settings, streamed-delta forwarding, per-loop SDK clients,
-and parsing tool-call arguments that arrive as JSON strings.
+and new tool-call ids (arguments are parsed by ``picoora.messages.parse_arguments``).
 
 No SDK is imported here, so ``picoora.llm`` stays cheap to import.
 """
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Generic, TypeVar
+from typing import Awaitable, Callable, Generic, TypeVar
 
 from picoora.config import Config
-from picoora.llm.base import RAW_ARGUMENTS_KEY, DeltaKind, OnDelta
+from picoora.llm.base import DeltaKind, OnDelta
 from picoora.llm.retry import RetryPolicy
 
 C = TypeVar("C")
@@ -92,18 +91,6 @@ class PerLoopClient(Generic[C]):
         self._client = self._loop = None
         if client is not None and same_loop:
             await self._close(client)
-
-
-def parse_tool_arguments(raw: str | None) -> dict[str, Any]:
-    """Tool-call arguments from a JSON string. Broken or non-object JSON is kept whole under
-    ``RAW_ARGUMENTS_KEY`` so the agent can tell the model its call was malformed instead of crashing."""
-    if raw is None or not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return {RAW_ARGUMENTS_KEY: raw}
-    return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
 
 
 def new_call_id() -> str:

@@ -25,9 +25,9 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id, parse_tool_arguments
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id
 from picoora.llm.retry import call_with_retries, classify_api_error
-from picoora.messages import Message, ToolCall
+from picoora.messages import Message, ToolCall, parse_arguments
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 KEY_HINT = "Set providers.openai.api_key (or PICO_PROVIDERS_OPENAI_API_KEY)"
@@ -165,7 +165,7 @@ def response_from_completion(completion: Any) -> LLMResponse:
     choice = completion.choices[0]
     message = choice.message
     tool_calls = [
-        ToolCall(id=call.id or new_call_id(), name=call.function.name, arguments=parse_tool_arguments(call.function.arguments))
+        ToolCall(id=call.id or new_call_id(), name=call.function.name, arguments=parse_arguments(call.function.arguments))
         for call in message.tool_calls or []
         if call.type == "function"
     ]
@@ -227,7 +227,7 @@ class StreamAssembler:
 
     def response(self) -> LLMResponse:
         tool_calls = [
-            ToolCall(id=call["id"] or new_call_id(), name=call["name"], arguments=parse_tool_arguments("".join(call["arguments"])))
+            ToolCall(id=call["id"] or new_call_id(), name=call["name"], arguments=parse_arguments("".join(call["arguments"])))
             for _, call in sorted(self._calls.items())
         ]
         return LLMResponse(

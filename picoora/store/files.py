@@ -524,32 +524,13 @@ def _session_from_json(document: dict[str, Any], path: Path) -> Session:
     try:
         return Session(
             key=str(document["key"]),
-            messages=[_message_from_json(m) for m in document.get("messages") or []],
+            messages=[Message.from_dict(m) for m in document.get("messages") or []],
             summary=str(document.get("summary") or ""),
             created_at=time_from_json(document.get("created_at") or document.get("created")),
             updated_at=time_from_json(document.get("updated_at") or document.get("updated")),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StoreError(f"{path} is not a session picoora can read ({exc!r}): move it away or delete it") from None
-
-
-def _message_from_json(data: dict[str, Any]) -> Message:
-    calls = data.get("tool_calls") or []
-    if any("function" in call for call in calls):  # Go: {"id","type","function":{"name","arguments":"<json>"}}
-        data = {**data, "tool_calls": [_go_tool_call(call) for call in calls]}
-    return Message.from_dict(data)
-
-
-def _go_tool_call(call: dict[str, Any]) -> dict[str, Any]:
-    if "function" not in call:
-        return call
-    arguments = call["function"].get("arguments") or {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            arguments = {"raw": arguments}  # what the Go version does with arguments it cannot parse
-    return {"id": call.get("id", ""), "name": call["function"].get("name", ""), "arguments": arguments}
 
 
 def _similarities(embedder: Embedder | None, query: str, texts: list[str]) -> list[float] | None:

@@ -91,25 +91,11 @@ def message_to_json(message: Message) -> dict[str, Any]:
     return data
 
 
-def _tool_call(data: dict[str, Any]) -> ToolCall:
-    function = data.get("function")
-    if not isinstance(function, dict):  # picoora's own shape
-        return ToolCall.from_dict(data)
-    arguments = function.get("arguments") or {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            arguments = {"_raw": arguments}  # keep what the model sent rather than lose the call
-    return ToolCall(id=str(data.get("id") or ""), name=str(function.get("name") or ""),
-                    arguments=arguments if isinstance(arguments, dict) else {"_value": arguments})
-
-
 def message_from_json(data: dict[str, Any]) -> Message:
     return Message(
         role=str(data.get("role") or "user"),
         content=text(data.get("content")),
-        tool_calls=[_tool_call(call) for call in data.get("tool_calls") or []],
+        tool_calls=[ToolCall.from_dict(call) for call in data.get("tool_calls") or []],
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
         reasoning=data.get("reasoning"),

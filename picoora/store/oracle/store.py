@@ -16,7 +16,7 @@ import json
 import math
 import re
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, Iterable
 

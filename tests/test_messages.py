@@ -1,0 +1,32 @@
+"""One codec: picoora's message shape and the Go version's read by the same code, broken arguments kept
+under one key whatever the source."""
+
+from __future__ import annotations
+
+from picoora.messages import RAW_ARGUMENTS_KEY, Message, ToolCall, parse_arguments
+from picoora.store.oracle import codec
+
+
+def test_go_and_picoora_tool_calls_read_alike():
+    go = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+    ours = {"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}}
+    assert ToolCall.from_dict(go) == ToolCall.from_dict(ours) == ToolCall("c1", "weather", {"city": "Oslo"})
+
+
+def test_broken_arguments_land_under_one_key_from_every_reader():
+    broken = '{"city": "Oslo"'
+    go = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": broken}}]}
+    from_files = Message.from_dict(go)
+    from_oracle = codec.message_from_json(go)
+    assert from_files.tool_calls[0].arguments == {RAW_ARGUMENTS_KEY: broken}
+    assert from_oracle.tool_calls[0].arguments == {RAW_ARGUMENTS_KEY: broken}
+    assert parse_arguments("[1, 2]") == {RAW_ARGUMENTS_KEY: "[1, 2]"}  # JSON, but not an object
+    assert parse_arguments("") == {} and parse_arguments({"a": 1}) == {"a": 1}
+
+
+def test_oracle_writes_the_go_shape_and_reads_it_back():
+    message = Message(role="assistant", tool_calls=[ToolCall("c9", "recall", {"query": "cats"})])
+    stored = codec.message_to_json(message)
+    assert stored["tool_calls"][0]["function"]["arguments"] == '{"query": "cats"}'
+    assert codec.message_from_json(stored) == message
