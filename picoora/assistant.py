@@ -16,8 +16,8 @@ last trace) is a method here, so each front door behaves the same.
 
 from __future__ import annotations
 
-import asyncio
-import json
+# asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
+# `picoora --help` must not pay for asyncio.
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -99,6 +99,8 @@ class Assistant:
     async def set_session_model(self, session_key: str, model: str, provider: str | None = None) -> ModelChoice:
         """Use ``model`` for this session from its next turn on, after checking it can answer; the choice is
         stored. Raises ``LLMError`` (nothing changed) when the model is not usable."""
+        import json
+
         from picoora.llm.pool import ModelChoice
 
         choice = ModelChoice(provider or self.models.default.provider, model)
@@ -115,6 +117,8 @@ class Assistant:
         if choice.provider not in PROVIDERS:
             raise LLMError(f"unknown provider {choice.provider!r}: use one of {', '.join(PROVIDERS)}")
         if choice.provider == "ollama":
+            import asyncio
+
             from picoora.llm.ollama_admin import model_available, not_pulled
 
             base = self.config.providers.ollama.api_base
@@ -125,6 +129,8 @@ class Assistant:
         """Load a session's stored model choice the first time this process sees the session."""
         if self.agent.has_runtime(session_key):
             return
+        import json
+
         from picoora.llm.pool import ModelChoice
 
         stored = await self.astore.get_state(_MODEL_STATE + session_key)

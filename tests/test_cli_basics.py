@@ -48,3 +48,14 @@ def test_malformed_config_given_with_global_flag(isolated_home, tmp_path):
     assert str(broken) in result.stderr
     assert "not valid JSON" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_command_line_starts_without_heavy_imports():
+    import subprocess
+    import sys
+
+    probe = ("import sys, picoora.cli.app; "
+             "print(sorted(m for m in ('asyncio', 'anthropic', 'openai', 'ollama', 'numpy', 'oracledb', 'httpx') "
+             "if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"  # `picoora --help` pays for none of them

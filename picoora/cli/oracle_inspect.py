@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from picoora.store.base import Store
 
 TABLES = ("memories", "sessions", "transcripts", "state", "notes", "prompts", "config", "meta")
-LABELS = {"memories": "Memories", "sessions": "Sessions", "transcripts": "Transcripts", "state": "State",
-          "notes": "Daily Notes", "prompts": "Prompts", "config": "Config", "meta": "Meta"}
 BANNER = "=" * 61
 RULE = "  " + "─" * 57
 RECENT = 5

@@ -77,15 +77,6 @@ def classify_ollama_error(exc: Exception, *, base: str, model: str, retry_after:
     )
 
 
-def is_reachable(api_base: str = DEFAULT_OLLAMA_BASE) -> bool:
-    try:
-        with _client(api_base) as client:
-            client.list()
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "not usable right now"
-        return False
-
-
 def list_models(api_base: str = DEFAULT_OLLAMA_BASE) -> list[ModelInfo]:
     """The pulled models and whether each can call tools. Raises ``ProviderUnavailableError`` when Ollama is down."""
     base = native_base(api_base)
