@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 ENV_PREFIX = "PICO_"
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
@@ -49,6 +49,19 @@ class AgentDefaults(_Section):
     keep_recent_messages: int = Field(8, ge=2)  # kept verbatim after compaction
     memory_context_tokens: int = Field(800, ge=0)  # budget for recalled memories in the prompt
     daily_note_days: int = Field(3, ge=0)
+    timezone: str = ""  # IANA name (Europe/Lisbon) for schedules and dates; empty: the machine's
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        if name:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {name!r}: use an IANA name such as Europe/Lisbon") from None
+        return name
 
 
 class Agents(_Section):
@@ -116,7 +129,19 @@ class Channels(_Section):
 
 class HeartbeatConfig(_Section):
     enabled: bool = False
-    interval: int = Field(30, ge=0)  # minutes; 0 disables
+    interval: int = Field(30, ge=0)  # minutes; 0 disables, otherwise at least 5
+
+    @field_validator("interval")
+    @classmethod
+    def _at_least_five(cls, minutes: int) -> int:
+        if 0 < minutes < 5:
+            raise ValueError("the heartbeat interval is 0 (off) or at least 5 minutes")
+        return minutes
+
+
+class CronConfig(_Section):
+    enabled: bool = True
+    missed_grace_minutes: int = Field(60, ge=0)  # a job missed while the gateway was down runs once if this recent
 
 
 class ExecToolConfig(_Section):
@@ -146,6 +171,7 @@ class Config(_Section):
     gateway: GatewayConfig = GatewayConfig()
     channels: Channels = Channels()
     heartbeat: HeartbeatConfig = HeartbeatConfig()
+    cron: CronConfig = CronConfig()
     tools: ToolsConfig = ToolsConfig()
 
 

@@ -1,7 +1,8 @@
 """Runs the bus's inbound messages as turns and publishes the replies: the one entry point channels,
 scheduled jobs and the heartbeat share (no side door into the agent, so no race with other turns).
 
-Messages of one session are handled in arrival order, one at a time; different sessions concurrently.
+A message may name where its reply goes (``reply_channel``/``reply_chat_id`` in its metadata: a scheduled
+job answers the chat that set it up). Messages of one session are handled in arrival order, one at a time; different sessions concurrently.
 A session's worker lives while it has messages, so thousands of quiet chats cost nothing. Every handled
 message records ``last_channel`` ("<channel>:<chat_id>", as the Go version does) so the heartbeat and
 background tasks know where the owner spoke last; internal channels (jobs, the heartbeat) do not.
@@ -60,7 +61,10 @@ class Dispatcher:
         if message.channel not in INTERNAL_CHANNELS:
             await self.assistant.astore.set_state(LAST_CHANNEL, f"{message.channel}:{message.chat_id}")
         result = await self.assistant.ask(message.text, session_key=message.session)
-        await self.bus.publish_outbound(OutboundMessage(message.channel, message.chat_id, result.text,
+        # Jobs and background tasks answer elsewhere: the chat that asked for them.
+        channel = message.metadata.get("reply_channel", message.channel)
+        chat_id = message.metadata.get("reply_chat_id", message.chat_id)
+        await self.bus.publish_outbound(OutboundMessage(channel, chat_id, result.text,
                                                         metadata={"turn_id": result.turn_id,
                                                                   "stop_reason": result.stop_reason}))
 

@@ -1,0 +1,141 @@
+"""Runs the stored jobs with APScheduler (3.x, asyncio) and hands each firing to the message bus.
+
+- An ``agent`` job is a message to the agent in the job's own session (``cron:<id>``); the dispatcher runs
+  the turn (so it is in the transcript) and the reply goes to the job's channel and chat.
+- A ``reminder`` is delivered as it is, and recorded in the job's transcript.
+- The book is re-read every few seconds, so ``picoora cron`` edits made while the gateway runs take effect
+  without a restart; a job edited or removed is rescheduled or dropped.
+- On start, a job whose last due time passed while nothing was running runs once, if that was within
+  ``missed_grace`` (then it follows its schedule again); an older miss is recorded as ``missed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from picoora.bus import InboundMessage, MessageBus, OutboundMessage
+from picoora.messages import Message
+from picoora.scheduler.jobs import Job, JobBook, JobError, next_fire, trigger_for
+from picoora.store.aio import AsyncStore
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 5.0
+REMINDER_PREFIX = "⏰ "
+
+
+class SchedulerService:
+    def __init__(self, book: JobBook, astore: AsyncStore, bus: MessageBus, *, missed_grace: timedelta,
+                 poll_seconds: float = POLL_SECONDS, clock: Callable[[], datetime] | None = None):
+        self.book = book
+        self.astore = astore
+        self.bus = bus
+        self.missed_grace = missed_grace
+        self.poll_seconds = poll_seconds
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._scheduler: Any = None
+        self._scheduled: dict[str, str] = {}  # job id -> the definition it was scheduled from
+        self._poller: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        self._scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=timezone.utc)
+        self._scheduler.start()
+        await self.catch_up()
+        await self.sync()
+        self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    async def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                await self.sync()
+            except Exception:  # a store hiccup: try again at the next poll
+                log.warning("could not re-read the scheduled jobs", exc_info=True)
+
+    async def _jobs(self) -> list[Job]:
+        return await self.astore.run(self.book.jobs)
+
+    async def sync(self) -> None:
+        """Make the scheduler's jobs match the book's."""
+        wanted = {job.id: job for job in await self._jobs() if job.enabled and await self._still_due(job)}
+        for job_id in list(self._scheduled):
+            if job_id not in wanted or wanted[job_id].to_json() != self._scheduled[job_id]:
+                self._unschedule(job_id)
+        for job_id, job in wanted.items():
+            if job_id in self._scheduled:
+                continue
+            try:
+                trigger = trigger_for(job, self.book.default_zone)
+            except JobError as exc:
+                log.warning("job %s cannot be scheduled: %s", job_id, exc)
+                continue
+            self._scheduler.add_job(self.fire, trigger, args=[job_id], id=job_id, replace_existing=True,
+                                    coalesce=True, misfire_grace_time=int(self.missed_grace.total_seconds()) or 1)
+            self._scheduled[job_id] = job.to_json()
+
+    async def _still_due(self, job: Job) -> bool:
+        """A one-off job that already ran (or was missed for good) is not scheduled again."""
+        if job.kind != "at":
+            return True
+        return not (await self.astore.run(self.book.run_record, job.id)).last_status
+
+    def _unschedule(self, job_id: str) -> None:
+        self._scheduled.pop(job_id, None)
+        if self._scheduler.get_job(job_id) is not None:
+            self._scheduler.remove_job(job_id)
+
+    async def catch_up(self) -> list[str]:
+        """Run once each job that fell due within the grace period while nothing ran (however often it fell
+        due); record older misses as ``missed``. Returns the ids of the jobs run."""
+        now, ran = self._clock(), []
+        for job in await self._jobs():
+            if not job.enabled:
+                continue
+            record = await self.astore.run(self.book.run_record, job.id)
+            if job.kind == "at" and record.last_status:
+                continue
+            since = datetime.fromisoformat(record.last_run or job.created_at)
+            try:
+                recent = next_fire(job, max(since, now - self.missed_grace), self.book.default_zone)
+                overdue = next_fire(job, since, self.book.default_zone)
+            except JobError:
+                continue
+            if recent is not None and recent <= now:
+                await self.fire(job.id)
+                ran.append(job.id)
+            elif overdue is not None and overdue <= now:
+                await self.astore.run(self.book.record_run, job.id, "missed", f"due at {overdue.isoformat()}", now)
+        return ran
+
+    async def fire(self, job_id: str) -> None:
+        """Run one job now (what the scheduler calls at each due time)."""
+        job = await self.astore.run(self.book.get, job_id)
+        if job is None or not job.enabled:
+            return
+        try:
+            if job.action == "reminder":
+                text = REMINDER_PREFIX + job.text
+                await self.astore.append_transcript(job.session_key, [Message(role="assistant", content=text)])
+                delivered = await self.bus.publish_outbound(OutboundMessage(job.channel, job.chat_id, text,
+                                                                            metadata={"job_id": job.id}))
+                status, error = ("ok", None) if delivered else ("error", f"no {job.channel} channel is running")
+            else:
+                await self.bus.publish_inbound(InboundMessage(
+                    "cron", job.id, "cron", job.text, session_key=job.session_key,
+                    metadata={"reply_channel": job.channel, "reply_chat_id": job.chat_id, "job_id": job.id}))
+                status, error = "ok", None
+        except Exception as exc:  # one failing job must not stop the scheduler
+            log.warning("job %s failed", job_id, exc_info=True)
+            status, error = "error", str(exc)
+        await self.astore.run(self.book.record_run, job.id, status, error, self._clock())

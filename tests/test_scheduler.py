@@ -1,0 +1,180 @@
+"""Scheduled jobs: triggers in time zones (across a DST change), the book in the store (edits from another
+process, no lost updates), the missed-job rule with a controlled clock, and real firings through the bus."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from picoora.assistant import build_assistant
+from picoora.bus import MessageBus
+from picoora.config import load_config
+from picoora.dispatch import Dispatcher
+from picoora.scheduler.jobs import JobBook, JobError, next_fire, parse_interval
+from picoora.scheduler.service import SchedulerService
+from picoora.store.aio import AsyncStore
+from picoora.store.files import FileStore
+from tests.cli_support import write_config
+from tests.fakes.ollama_server import FakeOllama, Reply
+
+LISBON = ZoneInfo("Europe/Lisbon")
+
+
+def _book(tmp_path, clock=None, zone=""):
+    return JobBook(FileStore(tmp_path / "ws"), default_zone=zone, _clock=clock)
+
+
+def test_a_daily_cron_job_keeps_its_local_hour_across_the_dst_change(tmp_path):
+    book = _book(tmp_path, zone="Europe/Lisbon")
+    job = book.add("cron", "0 8 * * *", "morning briefing", "telegram", "42")
+    before = next_fire(job, datetime(2026, 10, 23, 12, tzinfo=timezone.utc), "Europe/Lisbon")
+    after = next_fire(job, before, "Europe/Lisbon")  # summer time ends on 25 October 2026
+    assert [t.astimezone(LISBON).hour for t in (before, after)] == [8, 8]
+    assert [t.astimezone(timezone.utc).hour for t in (before, after)] == [7, 8]
+
+
+def test_a_job_in_its_own_time_zone_and_bad_specs_are_refused_plainly(tmp_path):
+    book = _book(tmp_path)
+    tokyo = book.add("cron", "30 9 * * mon-fri", "stand-up", "cli", "default", timezone_name="Asia/Tokyo")
+    fire = next_fire(tokyo, datetime(2026, 12, 1, tzinfo=timezone.utc))
+    assert (fire.astimezone(ZoneInfo("Asia/Tokyo")).hour, fire.astimezone(ZoneInfo("Asia/Tokyo")).minute) == (9, 30)
+    assert parse_interval("90m") == timedelta(minutes=90)
+    for kind, spec, problem in [("every", "5s", "too short"), ("every", "often", "cannot read the interval"),
+                                ("cron", "61 * * * *", "cron expression"), ("at", "2020-01-01T00:00", "in the past"),
+                                ("at", "tomorrow", "cannot read the time"), ("weekly", "x", "unknown kind")]:
+        with pytest.raises(JobError, match=problem):
+            book.add(kind, spec, "x", "cli", "default")
+    with pytest.raises(JobError, match="unknown time zone"):
+        book.add("cron", "0 8 * * *", "x", "cli", "default", timezone_name="Mars/Olympus")
+    assert [j.id for j in book.jobs()] == [tokyo.id]
+
+
+def test_edits_and_run_records_from_two_processes_lose_nothing(tmp_path):
+    editor, scheduler = _book(tmp_path), _book(tmp_path)  # two stores on one workspace: two processes
+    job = editor.add("every", "1h", "check the backups", "telegram", "42")
+    scheduler.record_run(job.id, "ok")
+    editor.set_enabled(job.id, False)
+    scheduler.record_run(job.id, "ok")
+    assert editor.get(job.id).enabled is False  # the run records did not undo the edit
+    assert scheduler.run_record(job.id).runs == 2
+    assert editor.remove(job.id) and editor.jobs() == [] and not editor.remove(job.id)
+
+
+class _Recorder:
+    def __init__(self):
+        self.outbound, self.inbound = [], []
+
+
+def _service(book, clock, grace_minutes=90):
+    bus = MessageBus()
+    service = SchedulerService(book, AsyncStore(book.store), bus, missed_grace=timedelta(minutes=grace_minutes),
+                               clock=clock)
+    return service, bus
+
+
+def test_a_job_missed_while_down_runs_once_within_the_grace_period(tmp_path):
+    start = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+    now = [start]
+    book = _book(tmp_path, clock=lambda: now[0])
+    hourly = book.add("every", "1h", "hourly check", "telegram", "42")
+    stale = book.add("every", "1d", "daily digest", "telegram", "42")
+    now[0] = start + timedelta(hours=3, minutes=30)  # the gateway was down: hourly missed 3 times, daily not due
+    service, bus = _service(book, lambda: now[0], grace_minutes=60)
+
+    async def scenario():
+        ran = await service.catch_up()
+        messages = []
+        while not bus._inbound.empty():
+            messages.append(await bus.next_inbound())
+        return ran, messages
+
+    ran, messages = asyncio.run(scenario())
+    assert ran == [hourly.id]
+    assert [m.text for m in messages] == ["hourly check"]  # once, not three times
+    assert messages[0].session == f"cron:{hourly.id}" and messages[0].metadata["reply_chat_id"] == "42"
+    assert book.run_record(hourly.id).last_status == "ok"
+    assert book.run_record(stale.id).last_status == ""
+
+    now[0] += timedelta(days=2)  # down again: the hourly job fell due within the last hour, so it runs once;
+    assert asyncio.run(service.catch_up()) == [hourly.id]  # the daily one's last due time is older: missed
+    assert book.run_record(hourly.id).runs == 2 and book.run_record(stale.id).last_status == "missed"
+
+
+def test_a_reminder_fires_for_real_reaches_its_chat_and_is_not_repeated_after_a_restart(tmp_path):
+    book = _book(tmp_path)
+    soon = (datetime.now(timezone.utc) + timedelta(seconds=1)).isoformat()
+    job = book.add("at", soon, "take the cake out", "telegram", "42", action="reminder")
+
+    async def run_once():
+        service, bus = _service(book, None)  # type: ignore[arg-type]
+        service._clock = lambda: datetime.now(timezone.utc)
+        got = []
+
+        async def deliver(message):
+            got.append(message)
+
+        bus.subscribe("telegram", deliver)
+        await service.start()
+        for _ in range(60):
+            if got:
+                break
+            await asyncio.sleep(0.05)
+        await service.stop()
+        return got
+
+    first = asyncio.run(run_once())
+    assert [(m.chat_id, m.text) for m in first] == [("42", "⏰ take the cake out")]
+    assert [e.message.content for e in book.store.read_transcript(job.session_key)] == ["⏰ take the cake out"]
+    assert asyncio.run(run_once()) == []  # restarted: a one-off job that ran stays done
+
+
+def test_jobs_added_and_removed_by_another_process_while_running_are_picked_up(tmp_path):
+    book, other = _book(tmp_path), _book(tmp_path)
+
+    async def scenario():
+        service, _ = _service(book, None)  # type: ignore[arg-type]
+        service._clock = lambda: datetime.now(timezone.utc)
+        service.poll_seconds = 0.05
+        await service.start()
+        job = other.add("cron", "0 8 * * *", "briefing", "telegram", "42")
+        await asyncio.sleep(0.3)
+        scheduled = service._scheduler.get_job(job.id) is not None
+        other.set_enabled(job.id, False)
+        await asyncio.sleep(0.3)
+        after_disable = service._scheduler.get_job(job.id) is not None
+        await service.stop()
+        return scheduled, after_disable
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+def test_an_agent_job_runs_a_turn_in_its_session_and_answers_the_chat_that_set_it(isolated_home):
+    with FakeOllama(responder=lambda body: Reply(content="Backups look fine.")) as fake:
+        config = load_config(write_config(isolated_home, ollama_url=fake.url))
+
+        async def scenario():
+            bus = MessageBus()
+            got = []
+
+            async def deliver(message):
+                got.append(message)
+
+            bus.subscribe("telegram", deliver)
+            async with build_assistant(config) as assistant:
+                book = JobBook(assistant.store)
+                job = book.add("every", "1h", "check the backups", "telegram", "42")
+                service = SchedulerService(book, assistant.astore, bus, missed_grace=timedelta(hours=1))
+                dispatcher = Dispatcher(assistant, bus)
+                runner = asyncio.create_task(dispatcher.run())
+                await service.fire(job.id)
+                await asyncio.wait_for(dispatcher.wait_idle(), 20)
+                runner.cancel()
+                transcript = [e.message.content for e in await assistant.history(job.session_key)]
+            return got, transcript
+
+        got, transcript = asyncio.run(scenario())
+    assert [(m.channel, m.chat_id, m.text) for m in got] == [("telegram", "42", "Backups look fine.")]
+    assert transcript == ["check the backups", "Backups look fine."]
