@@ -159,7 +159,7 @@ class WebFetch(Tool):
         assert isinstance(args, WebFetchArgs)
         import httpx
 
-        cfg = WebFetchConfig.model_validate(ctx.settings.get("web_fetch", {}))
+        cfg = ctx.settings.tools.web_fetch
         try:
             fetched = await asyncio.wait_for(fetch(args.url.strip(), cfg), cfg.timeout_seconds)
         except (FetchRefused, AddressRefused) as exc:
