@@ -33,7 +33,7 @@ SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
 
 # scheme://user:password@host  and  Oracle's user/password@host (an EZConnect string with credentials)
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<tail>@)")
-_SLASH_PASSWORD = re.compile(r"^(?P<head>\s*[A-Za-z0-9_.$#\"-]+/)(?P<secret>[^@\s/]+)(?P<tail>@)")
+_SLASH_PASSWORD = re.compile(r"(?P<head>(?:^|(?<=[\s\"'=(]))[A-Za-z0-9_.$#-]+/)(?P<secret>[^@\s/]+)(?P<tail>@)")
 
 
 def dsn_password(dsn: str) -> str | None:

@@ -30,15 +30,20 @@ class CLIError(Exception):
 _known_secrets: list[str] = []
 
 
+def shown(text: str) -> str:
+    """``text`` fit to print: DSN passwords and the loaded config's secrets hidden."""
+    return scrub(redact_dsn(text), _known_secrets)
+
+
 def report(err: CLIError) -> int:
     """Print the failure for people; returns the exit code to end with."""
-    print(scrub(redact_dsn(f"Error: {err}"), _known_secrets), file=sys.stderr)
+    print(shown(f"Error: {err}"), file=sys.stderr)
     return err.exit_code
 
 
 def warn(text: str) -> None:
     """One line the user should see that is not a failure (storage fell back to files, ...)."""
-    print(scrub(redact_dsn(text), _known_secrets), file=sys.stderr)
+    print(shown(text), file=sys.stderr)
 
 
 def config_path(ctx: typer.Context) -> Path | None:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from picoora.cli.errors import config_path, load_config
+from picoora.cli.errors import config_path, load_config, shown
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -52,7 +52,7 @@ def status(ctx: typer.Context) -> None:
     width = max(len(line.label) for line in lines) + 2
     print(f"picoora {__version__}")
     for line in lines:
-        print(f"{line.label + ':':<{width}}{line.text}")
+        print(shown(f"{line.label + ':':<{width}}{line.text}"))
 
 
 def _provider_lines(config: Config) -> list[Line]:
