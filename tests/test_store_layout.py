@@ -119,3 +119,17 @@ def test_the_layout_is_the_one_place_paths_come_from(tmp_path):
     assert layout.memory_log.parent == layout.memory  # an index kept beside the log lives here too
     assert not layout.notes.is_relative_to(private) and not layout.prompt_path("USER.md").is_relative_to(private)
     assert layout.note_path(date(2026, 3, 7)) == tmp_path / "memory" / "202603" / "20260307.md"
+
+
+def test_corrupt_transcript_lines_are_skipped_and_never_stop_the_next_append(tmp_path, caplog):
+    store = FileStore(tmp_path / "ws")
+    try:
+        store.append_transcript(KEY, [Message(role="user", content="one")])
+        path = FileLayout(tmp_path / "ws").transcripts / "cli_default.jsonl"
+        with open(path, "a") as fh:
+            fh.write('not json at all\n{"seq": "oops", "message": 1}\n{"unrelated": true}\n')
+        assert store.append_transcript(KEY, [Message(role="assistant", content="two")]) == [2]
+        entries = store.read_transcript(KEY)
+        assert [(e.seq, e.message.content) for e in entries] == [(1, "one"), (2, "two")]
+    finally:
+        store.close()

@@ -289,8 +289,7 @@ class FileStore:
             return []
         path = self._transcript_path(key)
         with self._lock:  # the last seq is read and extended under the lock: no two writers reuse one
-            last = atomic.last_jsonl_record(path)
-            first_seq = int(last["seq"]) + 1 if last else 1
+            first_seq = _last_seq(path) + 1
             at = time_to_json(now_utc())
             seqs = list(range(first_seq, first_seq + len(messages)))
             lines = [
@@ -521,6 +520,20 @@ def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+
+
+def _last_seq(path: Path) -> int:
+    """The highest seq in a transcript (0 when empty). Read from the end; a last line without a
+    usable seq (hand-edited, or written by something else) costs one full scan, never a crash."""
+    last = atomic.last_jsonl_record(path)
+    if last is None:
+        return 0
+    try:
+        return int(last["seq"])
+    except (KeyError, TypeError, ValueError):
+        log.warning("%s: the last line has no usable seq; numbering continues after the highest one", path)
+    seqs = [line.get("seq") for line in atomic.read_jsonl(path)]
+    return max((seq for seq in seqs if isinstance(seq, int)), default=0)
 
 
 def _count_lines(path: Path) -> int:
