@@ -122,30 +122,47 @@ def test_status_says_which_exec_mode_is_in_force(isolated_home):
     assert "Exec:" in out and "tools.exec.enabled is false" in out
 
 
-@pytest.mark.parametrize("mode", ["sandboxed", "unsandboxed"])
-def test_hundreds_of_exec_calls_run_a_few_at_a_time(tmp_path, monkeypatch, mode):
-    """One model message with hundreds of exec calls: the registry lets at most the per-turn cap run at once."""
+@pytest.mark.parametrize("per_process", [16, 2])
+def test_tool_calls_are_capped_per_turn_and_per_process(tmp_path, monkeypatch, per_process):
+    """Two turns at once, 40 calls each: no turn runs more than 3 at once, the process no more than its cap."""
     import asyncio
 
     from picoora.tools import shell
     from picoora.tools.registry import ToolRegistry
     from tests.tools_support import make_ctx
 
-    if mode == "sandboxed":
-        require_sandbox()
-    else:
-        monkeypatch.setattr(shell, "exec_mode", lambda cfg: ExecMode("unsandboxed", "test"))
+    monkeypatch.setattr(shell, "exec_mode", lambda cfg: ExecMode("unsandboxed", "test"))
     registry = ToolRegistry()
     registry.register(shell.Exec())
-    ctx = make_ctx(tmp_path, settings={"max_parallel_calls_per_turn": 3})
-    ctx.workspace.joinpath("slots").mkdir()
-    # Each call records itself while it runs; the widest moment is the number of live entries.
-    # (Every sandbox is pid 2 inside its own namespace, so the entry is named by pid and time.)
-    command = "f=slots/$$-$(date +%s%N); touch $f; ls slots | wc -l; sleep 0.01; rm $f"
+    settings = {"max_parallel_calls_per_turn": 3, "max_parallel_calls": per_process}
+    turns = [make_ctx(tmp_path, settings=settings) for _ in range(2)]
+    slots = turns[0].workspace / "slots"
+    slots.mkdir()
+    # Each call leaves a file while it runs and counts its own turn's files and everyone's.
+    command = "f=slots/{turn}-$$; touch $f; echo $(ls slots | grep -c '^{turn}-') $(ls slots | wc -l); sleep 0.01; rm $f"
 
     async def burst() -> list[str]:
-        calls = [registry.execute("exec", {"command": command}, ctx) for _ in range(300 if mode == "unsandboxed" else 60)]
+        calls = [registry.execute("exec", {"command": command.format(turn=t)}, ctx)
+                 for t, ctx in enumerate(turns) for _ in range(40)]
         return [r.content for r in await asyncio.gather(*calls)]
 
-    widest = max(int(out.split()[0]) for out in asyncio.run(burst()))
-    assert 1 <= widest <= 3
+    counts = [tuple(map(int, out.split()[:2])) for out in asyncio.run(burst())]
+    assert max(turn for turn, _ in counts) <= 3
+    assert max(everyone for _, everyone in counts) <= min(2 * 3, per_process)
+
+
+def test_a_thousand_exec_calls_in_one_message_through_the_cli(isolated_home):
+    """The attack as it came: one model message asking for 1,000 exec calls (649 processes at once
+    before). Each command records how many were running when it started."""
+    require_sandbox()
+    workspace = isolated_home / "workspace"
+    (workspace / "slots").mkdir(parents=True)
+    commands = [f"f=slots/{i}; touch $f; ls slots | wc -l >> widths; sleep 0.01; rm $f" for i in range(1000)]
+    replies = [Reply(tool_calls=[("exec", {"command": c}) for c in commands]), Reply(content="Done.")]
+    with FakeOllama(replies=replies) as fake:
+        write_config(isolated_home, ollama_url=fake.url, max_tool_iterations=2)
+        done = run_cli("agent", "-m", "go", home=isolated_home, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    widths = [int(line) for line in (workspace / "widths").read_text().split()]
+    assert len(widths) == 1000
+    assert max(widths) <= 4  # tools.max_parallel_calls_per_turn, default 4
