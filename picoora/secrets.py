@@ -19,6 +19,7 @@ use it without import cycles.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -92,9 +93,15 @@ class Scrubber:
         return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
 
 
+@functools.lru_cache(maxsize=8)
+def _scrubber(secrets: tuple[str, ...]) -> Scrubber:
+    return Scrubber(secrets)
+
+
 def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every known secret value, and its likely encodings, replaced by ``***``."""
-    return Scrubber(secrets)(text)
+    """``text`` with every known secret value, and its likely encodings, replaced by ``***``.
+    The pattern for a set of secrets is built once (a process has one config)."""
+    return _scrubber(tuple(meaningful(secrets)))(text)
 
 
 def redact_tree(value: Any) -> Any:
