@@ -31,6 +31,8 @@ def _old_workspace(ws):
     (ws / "memory" / "memories.jsonl").write_text(json.dumps(
         {"op": "add", "id": "m1", "content": "likes tea", "importance": 0.5, "category": "general",
          "created_at": "2026-01-05T10:00:00+00:00"}) + "\n")
+    (ws / "traces").mkdir()
+    (ws / "traces" / "turns.jsonl").write_text('{"turn_id": "t1"}\n')
     (ws / "USER.md").write_text("Ana")
     (ws / ".picoora.lock").write_text("")
 
@@ -53,9 +55,10 @@ def test_an_old_workspace_moves_once_and_loses_nothing(tmp_path):
         store.append_transcript(KEY, [Message(role="assistant", content="hello")])
     finally:
         store.close()
-    for old in ("sessions", "transcripts", "state", "memory/memories.jsonl", ".picoora.lock"):
+    for old in ("sessions", "transcripts", "state", "traces", "memory/memories.jsonl", ".picoora.lock"):
         assert not (ws / old).exists(), old
     layout = FileLayout(ws)
+    assert (layout.traces / "turns.jsonl").read_text() == '{"turn_id": "t1"}\n'
     assert layout.memory_log.is_file() and (layout.transcripts / "cli_default.jsonl").is_file()
     # What people read stays where they expect it.
     assert (ws / "memory" / "202601" / "20260105.md").read_text().endswith("A note.")
