@@ -12,7 +12,7 @@ import pytest
 from picoora.config import Config, ConfigError, load_config, secret_values
 from picoora.secrets import REDACTED, dsn_password, redact_dsn, redact_text, redact_tree, scrub
 from picoora.store.files import FileStore
-from tests.cli_support import run_cli
+from tests.cli_support import REPO, run_cli
 
 SECRET = 'sk-test-"quoted"/and+slash=0123'
 
@@ -125,7 +125,7 @@ def test_the_cli_error_line_scrubs_known_secrets(capsys):
 
 def test_no_other_scrubber_is_left():
     found = subprocess.run(["grep", "-rlE", r"def (scrub|redact_value|meaningful_secrets)\b", "picoora"],
-                           capture_output=True, text=True).stdout.split()
+                           capture_output=True, text=True, cwd=REPO).stdout.split()
     assert found == ["picoora/secrets.py"]
-    hand_rolled = subprocess.run(["grep", "-rn", "replace(secret", "picoora"], capture_output=True, text=True).stdout
+    hand_rolled = subprocess.run(["grep", "-rn", "replace(secret", "picoora"], capture_output=True, text=True, cwd=REPO).stdout
     assert hand_rolled == ""
