@@ -173,8 +173,8 @@ class Exec(Tool):
     name = "exec"
     description = (
         "Execute a shell command in the workspace and return its output (stdout, stderr, exit code). "
-        "Commands are time-limited, their output is capped, and they run sandboxed: only the workspace "
-        "is writable and there is no network unless the user allowed it."
+        "Commands are time-limited and their output is capped; in the sandbox only the workspace is "
+        "writable and there is no network unless the user allowed it."
     )
     Args = ExecArgs
 
