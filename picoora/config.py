@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from picoora.secrets import SECRET_FIELDS, dsn_password, redact_tree, scrub
 
 ENV_PREFIX = "PICO_"
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
@@ -148,19 +150,32 @@ class ExecToolConfig(_Section):
     enabled: bool = True
     timeout_seconds: float = Field(60.0, gt=0)
     max_output_chars: int = Field(10000, ge=100)
+    network: bool = False  # the sandbox gets the host's network only when this is on
+    # Where no OS sandbox (bubblewrap) can run, exec is off unless this is on: commands then run
+    # directly as the user, behind the text guard only.
+    allow_unsandboxed: bool = False
 
 
 class WebFetchConfig(_Section):
     enabled: bool = True
     timeout_seconds: float = Field(30.0, gt=0)
-    max_bytes: int = Field(2_000_000, ge=1000)
+    max_bytes: int = Field(2_000_000, ge=1000)  # decoded bytes, across every content-encoding layer
     max_chars: int = Field(50_000, ge=100)
     allow_hosts: list[str] = []  # hosts exempt from the private-address guard
+
+
+class FilesToolConfig(_Section):
+    max_read_chars: int = Field(40_000, ge=100)  # text one read_file call returns
+    max_file_bytes: int = Field(20_000_000, ge=1000)  # larger files are refused by read_file/edit_file
+    max_list_entries: int = Field(1000, ge=1)
 
 
 class ToolsConfig(_Section):
     exec: ExecToolConfig = ExecToolConfig()
     web_fetch: WebFetchConfig = WebFetchConfig()
+    files: FilesToolConfig = FilesToolConfig()
+    max_parallel_calls_per_turn: int = Field(4, ge=1)  # tool calls of one turn running at once
+    max_parallel_calls: int = Field(16, ge=1)  # tool calls of the whole process running at once
 
 
 class Config(_Section):
@@ -191,8 +206,6 @@ def workspace_path(config: Config) -> Path:
 # ---------------------------------------------------------------------------------------------
 # Loading: defaults < file < PICO_* environment, then ${VAR} expansion, then validation.
 
-SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
-REDACTED = "***"
 _TEST_PREFIX = "PICO_TEST_"  # the test-suite's own knobs (live DSNs, ...), never config
 # "$${" is an escaped literal "${"; "${NAME}" is a reference; any other "$" is literal text.
 _REFERENCE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -220,14 +233,15 @@ def load_config(path: Path | None = None) -> Config:
 
     unset: list[tuple[Key, str]] = []
     tree = _expand(tree, (), unset)
+    secrets = _tree_secrets(tree)
     if unset:
-        raise _report([(source(key), key, f"refers to ${{{var}}}, which is not set in the environment "
+        raise _report(secrets, [(source(key), key, f"refers to ${{{var}}}, which is not set in the environment "
                                              f"(export {var}=... or write the value itself)")
                        for key, var in unset])
     try:
         return Config.model_validate(tree)
     except ValidationError as err:
-        raise _report([(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()]) from None
+        raise _report(secrets, [(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()]) from None
 
 
 def unknown_env_overrides() -> list[str]:
@@ -421,12 +435,13 @@ def _dotted(key: Key) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in key).lstrip(".")
 
 
-def _report(problems: list[tuple[str, Key, str]]) -> ConfigError:
+def _report(secrets: list[str], problems: list[tuple[str, Key, str]]) -> ConfigError:
+    """The message for people; a secret shown as the offending value of a misplaced key is scrubbed."""
     by_source: dict[str, list[str]] = {}
     for source, key, text in problems:
         by_source.setdefault(source, []).append(f"  {_dotted(key)}: {text}")
-    return ConfigError("\n".join(f"Invalid configuration in {source}:\n" + "\n".join(lines)
-                                 for source, lines in by_source.items()))
+    return ConfigError(scrub("\n".join(f"Invalid configuration in {source}:\n" + "\n".join(lines)
+                                       for source, lines in by_source.items()), secrets))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -458,25 +473,33 @@ def _escape_references(value: Any) -> Any:
     return value.replace("${", "$${") if isinstance(value, str) else value
 
 
-def _secret_slots(tree: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    """(node, key) for every non-empty secret in a dumped config, found by field name."""
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            yield from _secret_slots(value)
-        elif key in SECRET_FIELDS and isinstance(value, str) and value:
-            yield tree, key
+def _tree_secrets(tree: Any) -> list[str]:
+    """Secret values in a config-shaped tree: secret-named fields and passwords inside DSN strings."""
+    found: set[str] = set()
+
+    def walk(node: Any, key: str | int | None) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, None)
+        elif isinstance(node, str) and node:
+            if key in SECRET_FIELDS:
+                found.add(node)
+            elif (password := dsn_password(node)) is not None:
+                found.add(password)
+
+    walk(tree, None)
+    return sorted(found, key=lambda s: (-len(s), s))
 
 
 def secret_values(config: Config) -> list[str]:
-    """Every distinct non-empty secret in ``config``, longest first (so scrubbing them in this order
-    never leaves the tail of a longer secret that contains a shorter one)."""
-    tree = config.model_dump()
-    return sorted({node[key] for node, key in _secret_slots(tree)}, key=lambda s: (-len(s), s))
+    """Every distinct non-empty secret in ``config`` (from the file, ``${VAR}`` or a ``PICO_*``
+    override alike), longest first."""
+    return _tree_secrets(config.model_dump())
 
 
 def redacted(config: Config) -> dict[str, Any]:
-    """``config`` as a JSON-ready dict with every non-empty secret replaced by ``***``."""
-    tree = config.model_dump(mode="json")
-    for node, key in list(_secret_slots(tree)):
-        node[key] = REDACTED
-    return tree
+    """``config`` as a JSON-ready dict with every non-empty secret and DSN password replaced by ``***``."""
+    return redact_tree(config.model_dump(mode="json"))

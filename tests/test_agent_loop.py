@@ -290,7 +290,7 @@ def test_tools_get_the_turns_context(tmp_path):
     ctx = seen[0]
     assert (ctx.session_key, ctx.workspace, ctx.store) == (KEY, tmp_path, store)
     assert ctx.secrets == ["sk-live-12345"]  # the registry scrubs them from every result
-    assert ctx.restrict_to_workspace is False and ctx.settings == {"exec": {"timeout_seconds": 5}}
+    assert ctx.restrict_to_workspace is False and ctx.settings.tools.exec.timeout_seconds == 5
 
 
 def test_malformed_arguments_are_answered_with_an_error_not_run(tmp_path):

@@ -85,7 +85,7 @@ def test_cli_one_shot_turn_lands_in_the_transcript(config, isolated_home, tmp_pa
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
-    transcripts = list((tmp_path / "ws" / "transcripts").glob("*.jsonl"))
+    transcripts = list((tmp_path / "ws" / ".picoora" / "transcripts").glob("*.jsonl"))
     lines = [json.loads(line) for line in transcripts[0].read_text().splitlines()]
     roles = [line["message"]["role"] for line in lines]
     assert roles[0] == "user" and roles[-1] == "assistant", (provider, roles)

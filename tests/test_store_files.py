@@ -81,22 +81,22 @@ def test_layout_and_go_compatible_daily_notes(make_store, workspace):
     assert (workspace / "memory/202603/20260307.md").read_text() == "# 2026-03-07\n\nBought a kettle.\nCalled mum."
 
     store.append_session("cli:default", [Message(role="user", content="hi")])
-    session_file = workspace / "sessions/cli_default.json"
+    session_file = workspace / ".picoora/sessions/cli_default.json"
     document = json.loads(session_file.read_text())
     assert document["key"] == "cli:default" and document["messages"] == [{"role": "user", "content": "hi"}]
     assert set(document) == {"key", "summary", "messages", "created_at", "updated_at"}
     assert stat.S_IMODE(session_file.stat().st_mode) == 0o600
 
     store.append_transcript("cli:default", [Message(role="user", content="hi")])
-    (line,) = _jsonl_lines(workspace / "transcripts/cli_default.jsonl")
+    (line,) = _jsonl_lines(workspace / ".picoora/transcripts/cli_default.jsonl")
     assert (line["seq"], line["session_key"], line["message"]) == (1, "cli:default", {"role": "user", "content": "hi"})
 
     store.set_state("last_channel", "cli")
     store.set_config("model", "qwen3")
     store.set_meta("schema_version", "1")
-    assert json.loads((workspace / "state/state.json").read_text()) == {"last_channel": "cli"}
-    assert json.loads((workspace / "state/config.json").read_text()) == {"model": "qwen3"}
-    assert json.loads((workspace / "state/meta.json").read_text()) == {"schema_version": "1"}
+    assert json.loads((workspace / ".picoora/state/state.json").read_text()) == {"last_channel": "cli"}
+    assert json.loads((workspace / ".picoora/state/config.json").read_text()) == {"model": "qwen3"}
+    assert json.loads((workspace / ".picoora/state/meta.json").read_text()) == {"schema_version": "1"}
 
     store.set_prompt("USER.md", "Ana")
     assert (workspace / "USER.md").read_text() == "Ana"
@@ -106,12 +106,12 @@ def test_layout_and_go_compatible_daily_notes(make_store, workspace):
         store.set_prompt("../escape.md", "x")
 
     memory = store.add_memory("Prefers tea over coffee").memory
-    (add_op,) = _jsonl_lines(workspace / "memory/memories.jsonl")
+    (add_op,) = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert (add_op["op"], add_op["id"], add_op["content"], add_op["model"]) == (
         "add", memory.id, "Prefers tea over coffee", "test-hash-384")
     vector = file_memories.decode_vector(add_op["vec"])
     assert vector.shape == (384,) and abs(float((vector**2).sum()) - 1.0) < 1e-5
-    assert (workspace / ".picoora.lock").exists()
+    assert (workspace / ".picoora/store.lock").exists()
 
 
 def test_odd_session_keys_get_distinct_safe_files(make_store, workspace):
@@ -119,9 +119,9 @@ def test_odd_session_keys_get_distinct_safe_files(make_store, workspace):
     keys = ["slack:C01/1700.12", "../../etc/passwd", ".", "..", "a_b", "a:b", "a%3Ab", "ü mlaut", "x" * 400, "y" * 400]
     for key in keys:
         store.append_session(key, [Message(role="user", content=key)])
-    files = sorted((workspace / "sessions").iterdir())
+    files = sorted((workspace / ".picoora/sessions").iterdir())
     assert len(files) == len(keys)
-    assert all(f.parent == workspace / "sessions" and len(f.name.encode()) < 255 for f in files)
+    assert all(f.parent == workspace / ".picoora/sessions" and len(f.name.encode()) < 255 for f in files)
     assert sorted(s.key for s in make_store().list_sessions()) == sorted(keys)
     assert len({encode_key(k) for k in keys}) == len(keys)
     with pytest.raises(ValueError):
@@ -129,7 +129,7 @@ def test_odd_session_keys_get_distinct_safe_files(make_store, workspace):
 
 
 def test_go_version_session_files_are_read(make_store, workspace):
-    (workspace / "sessions").mkdir(parents=True)
+    (workspace / ".picoora/sessions").mkdir(parents=True)
     go_session = {
         "key": "telegram:123",
         "messages": [
@@ -144,7 +144,7 @@ def test_go_version_session_files_are_read(make_store, workspace):
         "created": "2026-02-01T10:00:00.123456789+01:00",
         "updated": "2026-02-01T10:05:00Z",
     }
-    (workspace / "sessions/telegram_123.json").write_text(json.dumps(go_session))
+    (workspace / ".picoora/sessions/telegram_123.json").write_text(json.dumps(go_session))
     session = make_store().load_session("telegram:123")
     calls = session.messages[1].tool_calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}), ("c2", "echo", {RAW_ARGUMENTS_KEY: "not json"})]
@@ -154,8 +154,8 @@ def test_go_version_session_files_are_read(make_store, workspace):
 def test_an_unreadable_session_file_is_reported_and_skipped_in_listings(make_store, workspace):
     store = make_store()
     store.append_session("good", [Message(role="user", content="fine")])
-    (workspace / "sessions/broken.json").write_text('{"messages": "no key"}')
-    (workspace / "sessions/torn.json").write_text('{"key": "torn", "mess')
+    (workspace / ".picoora/sessions/broken.json").write_text('{"messages": "no key"}')
+    (workspace / ".picoora/sessions/torn.json").write_text('{"key": "torn", "mess')
     assert [s.key for s in store.list_sessions()] == ["good"]
     with pytest.raises(StoreError, match="broken.json"):
         store.load_session("broken")
@@ -182,7 +182,7 @@ def test_open_store_uses_the_configured_workspace(tmp_path):
 def test_torn_last_transcript_line_is_skipped_and_appends_continue(make_store, workspace):
     store = make_store()
     store.append_transcript("k", [Message(role="user", content="one"), Message(role="user", content="two")])
-    path = workspace / "transcripts/k.jsonl"
+    path = workspace / ".picoora/transcripts/k.jsonl"
     with open(path, "ab") as handle:
         handle.write(b'{"seq": 3, "created_at": "2026-01-01T00:00:00+00:00", "session_key": "k", "mess')
     assert [e.message.content for e in store.read_transcript("k")] == ["one", "two"]
@@ -193,7 +193,7 @@ def test_torn_last_transcript_line_is_skipped_and_appends_continue(make_store, w
 def test_torn_memory_log_line_is_skipped_and_appends_continue(make_store, workspace):
     store = make_store()
     kept = store.add_memory("Keeps bees in the garden").memory
-    log_path = workspace / "memory/memories.jsonl"
+    log_path = workspace / ".picoora/memory/memories.jsonl"
     with open(log_path, "ab") as handle:
         handle.write(b'{"op":"add","id":"torn","content":"half writ')
     again = make_store()
@@ -244,17 +244,17 @@ def test_last_record_is_found_behind_long_lines_and_torn_tails(tmp_path):
 
 def test_leftover_temp_files_are_removed_on_open(make_store, workspace):
     make_store().append_session("s", [Message(role="user", content="x")])
-    leftover = workspace / "sessions/.s.json.abc123.tmp"
+    leftover = workspace / ".picoora/sessions/.s.json.abc123.tmp"
     leftover.write_text("{half")
     make_store()
     assert not leftover.exists()
-    assert (workspace / "sessions/s.json").exists()
+    assert (workspace / ".picoora/sessions/s.json").exists()
 
 
 def test_broken_state_document_names_the_file(make_store, workspace):
     store = make_store()
-    (workspace / "state").mkdir(parents=True)
-    (workspace / "state/state.json").write_text("{not json")
+    (workspace / ".picoora/state").mkdir(parents=True)
+    (workspace / ".picoora/state/state.json").write_text("{not json")
     with pytest.raises(StoreError, match="state.json"):
         store.get_state("anything")
 
@@ -269,7 +269,7 @@ def test_memory_log_compacts_when_dead_lines_dominate(make_store, workspace, mon
     for n in range(12):
         store.forget(store.add_memory(f"temporary fact {n} on {n * 13}").memory.id)
     store.recall("keeper fact", limit=3)
-    lines = _jsonl_lines(workspace / "memory/memories.jsonl")
+    lines = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert len(lines) < 15  # 27 ops were written; the rewrite left the live ones and a few since
     assert {m.id for m in make_store().list_memories()} == {m.id for m in keep}
     assert make_store().get_memory(keep[0].id).access_count == 1
@@ -295,7 +295,7 @@ def test_changing_the_embedder_then_reindex(make_store, workspace):
     assert new.get_memory(record.id).embedding_model == "test-hash-384-old"
     assert new.reindex() == 1
     assert new.get_memory(record.id).embedding_model == "test-hash-384-new"
-    assert [op["model"] for op in _jsonl_lines(workspace / "memory/memories.jsonl")] == ["test-hash-384-new"]
+    assert [op["model"] for op in _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")] == ["test-hash-384-new"]
     assert new.recall("tomatoes balcony", limit=1).matches[0].memory.id == record.id
 
 

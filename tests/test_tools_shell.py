@@ -10,12 +10,31 @@ import pytest
 from picoora.config import Config
 from picoora.tools import default_registry
 from picoora.tools.command_guard import destructive_reason
+from picoora.tools import shell
+from picoora.tools.os_sandbox import ExecMode
 from picoora.tools.shell import Exec
-from tests.tools_support import call, make_ctx
+from tests.tools_support import call, make_ctx, require_sandbox
+
+
+@pytest.fixture
+def unsandboxed(monkeypatch):
+    """Run exec as on a machine without a sandbox where the user allowed unsandboxed commands."""
+    monkeypatch.setattr(shell, "exec_mode", lambda cfg: ExecMode("unsandboxed", "UNSANDBOXED (test)"))
+
+
+@pytest.fixture(params=["sandboxed", "unsandboxed"])
+def exec_mode_name(request):
+    """Each test that takes this runs once in the sandbox (skipped where the kernel refuses it) and once without."""
+    if request.param == "sandboxed":
+        require_sandbox()
+    else:
+        request.getfixturevalue("unsandboxed")
+    return request.param
 
 
 def exec_ctx(tmp_path, **overrides):
-    settings = {"exec": {"timeout_seconds": 5, "max_output_chars": 1000}}
+    # Sandboxed where bubblewrap runs; elsewhere the tests still run, unsandboxed.
+    settings = {"exec": {"timeout_seconds": 5, "max_output_chars": 1000, "allow_unsandboxed": True}}
     settings["exec"].update(overrides.pop("exec", {}))
     return make_ctx(tmp_path, settings=settings, **overrides)
 
@@ -47,38 +66,54 @@ def test_working_dir_through_a_symlink_out_is_refused(tmp_path):
     assert result.is_error and "symlink" in result.content
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie waiting for init to reap it is dead for our purposes.
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split()[2] != "Z"
+def _running(marker: str) -> list[int]:
+    """Host pids of live (not zombie) processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z" and "sh -c" not in cmdline and "bwrap" not in cmdline:
+            found.append(int(entry))
+    return found
 
 
-def _wait_dead(pid: int) -> bool:
-    for _ in range(100):
-        if not _alive(pid):
+def _all_gone(marker: str) -> bool:
+    for _ in range(150):
+        if not _running(marker):
             return True
         time.sleep(0.02)
     return False
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path):
+def test_timeout_kills_the_whole_process_group(tmp_path, exec_mode_name):
     ctx = exec_ctx(tmp_path, exec={"timeout_seconds": 0.5})
-    # The child sleeps in the background and reports its pid; the shell then waits forever.
-    result = call(Exec(), ctx, command="sleep 30 & echo child=$!; wait")
+    result = call(Exec(), ctx, command="sleep 36.125 & echo started; wait")
     assert result.is_error and "timed out after 0.5s" in result.content
-    child = int(result.content.split("child=")[1].split()[0])
-    assert _wait_dead(child)
+    assert _all_gone("sleep 36.125")
 
 
-def test_background_children_do_not_outlive_the_command(tmp_path):
-    result = call(Exec(), exec_ctx(tmp_path), command="sleep 30 & echo child=$!")
+@pytest.mark.parametrize("timeout", [0.5, 5])
+def test_a_setsid_daemon_dies_with_the_sandboxed_command(tmp_path, timeout):
+    """Unsandboxed, a daemon in a session of its own escapes the process group; the PID namespace does not let it."""
+    require_sandbox()
+    ctx = exec_ctx(tmp_path, exec={"timeout_seconds": timeout})
+    command = "setsid sleep 37.125 & (setsid sh -c 'sleep 37.125 &') ; echo started" + ("; sleep 30" if timeout < 1 else "")
+    result = call(Exec(), ctx, command=command)
+    assert "started" in result.content
+    assert _all_gone("sleep 37.125")
+
+
+def test_background_children_do_not_outlive_the_command(tmp_path, exec_mode_name):
+    result = call(Exec(), exec_ctx(tmp_path), command="sleep 38.125 & echo started")
     assert not result.is_error and result.content.endswith("Exit code: 0")
-    child = int(result.content.split("child=")[1].split()[0])
-    assert _wait_dead(child)
+    assert _all_gone("sleep 38.125")
 
 
 def test_output_is_capped_with_a_truncation_note(tmp_path):
@@ -90,7 +125,7 @@ def test_output_is_capped_with_a_truncation_note(tmp_path):
     assert result.content.endswith("Exit code: 0")
 
 
-def test_environment_has_no_secrets(tmp_path, monkeypatch):
+def test_environment_has_no_secrets(tmp_path, monkeypatch, exec_mode_name):
     monkeypatch.setenv("PICO_PROVIDERS_OPENAI_API_KEY", "sk-from-pico-var")
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-123456")
     monkeypatch.setenv("DB_PASSWORD", "hunter2hunter2")
@@ -100,14 +135,15 @@ def test_environment_has_no_secrets(tmp_path, monkeypatch):
     env = call(Exec(), ctx, command="env").content
     for leaked in ("sk-from-pico-var", "tok-123456", "hunter2hunter2", "sk-known-secret", "INNOCENT_LOOKING", "PICO_"):
         assert leaked not in env
-    assert "HARMLESS_SETTING=visible-value" in env
+    if exec_mode_name == "unsandboxed":  # the sandbox starts from an empty environment
+        assert "HARMLESS_SETTING=visible-value" in env
     assert f"HOME={ctx.workspace.resolve()}" in env
 
 
 def test_secret_printed_by_a_command_is_scrubbed(tmp_path):
     ctx = exec_ctx(tmp_path, secrets=["sk-known-secret"])
     (ctx.workspace / "leak.txt").write_text("the key is sk-known-secret")
-    assert call(Exec(), ctx, command="cat leak.txt").content.startswith("the key is [REDACTED]")
+    assert call(Exec(), ctx, command="cat leak.txt").content.startswith("the key is ***")
 
 
 @pytest.mark.parametrize(
@@ -167,14 +203,14 @@ def test_destructive_guard_lets_ordinary_commands_through(tmp_path):
         ("bash -c 'cat ../secret.txt'", "path escapes the workspace"),
     ],
 )
-def test_restricted_exec_refuses_paths_outside(tmp_path, command, reason):
+def test_restricted_exec_refuses_paths_outside(unsandboxed, tmp_path, command, reason):
     ctx = exec_ctx(tmp_path)
     (ctx.workspace / "link").symlink_to("/etc")
     result = call(Exec(), ctx, command=command)
     assert result.is_error and reason in result.content
 
 
-def test_restricted_exec_refuses_the_config_file_inside_the_workspace(tmp_path, isolated_home):
+def test_restricted_exec_refuses_the_config_file_inside_the_workspace(unsandboxed, tmp_path, isolated_home):
     (isolated_home / "config.json").write_text('{"k": "v"}')
     ctx = exec_ctx(tmp_path)
     ctx.workspace = isolated_home
@@ -191,6 +227,7 @@ def test_restricted_exec_allows_workspace_paths_and_dev_null(tmp_path):
 
 def test_disabled_by_config():
     config = Config()
+    config.tools.exec.allow_unsandboxed = True  # registered whether or not this machine has a sandbox
     assert "exec" in default_registry(config).names()
     config.tools.exec.enabled = False
     assert "exec" not in default_registry(config).names()

@@ -22,3 +22,14 @@ def call(tool: Tool, ctx: ToolContext, **args: Any) -> ToolResult:
     registry = ToolRegistry()
     registry.register(tool)
     return asyncio.run(registry.execute(tool.name, args, ctx))
+
+
+def require_sandbox() -> None:
+    """Skip, saying why, where bubblewrap cannot create its namespaces."""
+    import pytest
+
+    from picoora.tools.os_sandbox import probe
+
+    support = probe()
+    if not support.available:
+        pytest.skip(f"no OS sandbox on this machine: {support.reason}")

@@ -16,7 +16,7 @@ from picoora.llm.base import LLM, Usage
 from picoora.messages import ToolCall
 from picoora.store.base import RecallResult, RecalledMemory, ToolCallTrace, TurnTrace
 from picoora.tools.base import ToolResult
-from picoora.tools.registry import scrub
+from picoora.secrets import scrub
 
 PREVIEW_CHARS = 300
 

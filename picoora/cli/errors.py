@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from picoora.secrets import redact_dsn, scrub
+
 if TYPE_CHECKING:
     from picoora.config import Config
 
@@ -23,15 +25,25 @@ class CLIError(Exception):
         self.exit_code = exit_code
 
 
+# Secret values of the config this command loaded: every line printed here is scrubbed of them
+# (a driver's error can quote a DSN or a key back).
+_known_secrets: list[str] = []
+
+
+def shown(text: str) -> str:
+    """``text`` fit to print: DSN passwords and the loaded config's secrets hidden."""
+    return scrub(redact_dsn(text), _known_secrets)
+
+
 def report(err: CLIError) -> int:
     """Print the failure for people; returns the exit code to end with."""
-    print(f"Error: {err}", file=sys.stderr)
+    print(shown(f"Error: {err}"), file=sys.stderr)
     return err.exit_code
 
 
 def warn(text: str) -> None:
     """One line the user should see that is not a failure (storage fell back to files, ...)."""
-    print(text, file=sys.stderr)
+    print(shown(text), file=sys.stderr)
 
 
 def config_path(ctx: typer.Context) -> Path | None:
@@ -42,10 +54,12 @@ def config_path(ctx: typer.Context) -> Path | None:
 
 def load_config(ctx: typer.Context) -> Config:
     """Load the config the user pointed at; a bad file becomes a CLIError with exit code 2."""
-    from picoora.config import ConfigError
+    from picoora.config import ConfigError, secret_values
     from picoora.config import load_config as _load
 
     try:
-        return _load(config_path(ctx))
+        config = _load(config_path(ctx))
     except ConfigError as err:
         raise CLIError(str(err), EXIT_USAGE) from None
+    _known_secrets[:] = secret_values(config)
+    return config

@@ -42,6 +42,7 @@ def oracle_inspect(
     """Show what picoora stored: an overview, or one table (memories, sessions, transcripts, state, notes,
     prompts [NAME], config, meta)."""
     from picoora.config import secret_values
+    from picoora.secrets import scrub
     from picoora.store.base import StoreError
 
     config = load_config(ctx)
@@ -60,9 +61,7 @@ def oracle_inspect(
     finally:
         store.close()
     text = json.dumps(data, ensure_ascii=False, indent=2, default=str) if as_json else "\n".join(lines)
-    for secret in secret_values(config):
-        text = text.replace(secret, "***")
-    print(text)
+    print(scrub(text, secret_values(config)))
 
 
 def _open(config: Config, files: bool) -> Store:
@@ -309,10 +308,10 @@ class Inspector:
 
     def _config_rows(self) -> dict[str, str]:
         from picoora.config import secret_values
-        from picoora.store.redaction import redact_value
+        from picoora.secrets import redact_text
 
         secrets = secret_values(self.config)
-        return {k: redact_value(v, secrets) for k, v in self.store.all_config().items()}
+        return {k: redact_text(v, secrets) for k, v in self.store.all_config().items()}
 
     def _recent_transcripts(self, n: int) -> list[Any]:
         return self.store.recent_transcript_entries(n)

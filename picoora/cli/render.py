@@ -3,12 +3,19 @@
 The answer goes to stdout (so ``picoora agent -m ... > answer.txt`` captures only the answer);
 reasoning, tool-call lines, notices and errors go to stderr. A tool call is one line,
 ``→ recall(query="...")`` followed by ``✓`` or ``✗`` once it finishes.
+
+Everything an event carries is the model's or a tool's text, so terminal control is stripped before
+it is written: escape sequences (an OSC 52 clipboard write, a screen clear, a cursor move) and the
+other C0/C1 control characters but newline and tab. A sequence split across streamed tokens loses
+its ESC either way, so what is left prints as plain characters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from typing import IO, Any
 
 from picoora.agent.events import (
@@ -25,6 +32,25 @@ from picoora.agent.events import (
 
 _MAX_VALUE_CHARS = 60
 _MAX_ERROR_CHARS = 100
+# CSI (ESC [ or 0x9b) ... final byte; OSC (ESC ] or 0x9d) ... BEL/ST; any other two-byte ESC sequence.
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[@-Z\\-_]"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_TEXT_FIELDS = ("text", "message", "result", "name")
+
+
+def printable(text: str) -> str:
+    """``text`` without terminal escape sequences or control characters (newline and tab stay)."""
+    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
+def _printable_event(event: Event) -> Event:
+    changes = {
+        name: printable(value) for name in _TEXT_FIELDS
+        if isinstance(value := getattr(event, name, None), str) and value != printable(value)
+    }
+    return dataclasses.replace(event, **changes) if changes else event
 
 
 def format_call(name: str, arguments: dict[str, Any]) -> str:
@@ -74,6 +100,7 @@ class TurnRenderer:
         self._errors: list[str] = []  # shown already; the FinalAnswer of an error stop repeats one
 
     def __call__(self, event: Event) -> None:
+        event = _printable_event(event)
         if isinstance(event, TokenEvent):
             if self.stream:
                 self._close_err_line()
@@ -89,7 +116,7 @@ class TurnRenderer:
         elif isinstance(event, ToolCallStarted):
             self._end_answer_part()
             self._close_err_line()
-            call = format_call(event.name, event.arguments)
+            call = printable(format_call(event.name, event.arguments))
             self._calls[event.call_id] = call
             self.err.write(self._style_err(f"→ {call}", CYAN))
             self.err.flush()

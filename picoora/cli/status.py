@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from picoora.cli.errors import config_path, load_config
+from picoora.cli.errors import config_path, load_config, shown
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -47,11 +47,12 @@ def status(ctx: typer.Context) -> None:
         Line("Workspace", f"{workspace} {OK}" if workspace.is_dir() else f"{workspace} {missing}"),
         *_provider_lines(config),
         *_storage_lines(config, workspace),
+        Line("Exec", _exec_text(config)),
     ]
     width = max(len(line.label) for line in lines) + 2
     print(f"picoora {__version__}")
     for line in lines:
-        print(f"{line.label + ':':<{width}}{line.text}")
+        print(shown(f"{line.label + ':':<{width}}{line.text}"))
 
 
 def _provider_lines(config: Config) -> list[Line]:
@@ -143,6 +144,12 @@ def _configured_embedder(config: Config) -> str:
 
     embedder = create_embedder(config.memory, config.providers.ollama.api_base)
     return embedder.model_id if embedder is not None else "none: recall matches keywords only"
+
+
+def _exec_text(config: Config) -> str:
+    from picoora.tools.os_sandbox import exec_mode
+
+    return exec_mode(config.tools.exec).description
 
 
 def _port_open(url: str) -> bool:

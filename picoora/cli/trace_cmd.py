@@ -31,6 +31,7 @@ def trace(
     """Show a turn's trace: model, tokens, latency, recalled memories, tool calls, how it ended."""
     from picoora.cli.errors import warn
     from picoora.config import secret_values
+    from picoora.secrets import scrub
     from picoora.store import open_store
     from picoora.store.base import StoreError
 
@@ -47,9 +48,7 @@ def trace(
         where = f"turn {turn}" if turn != "last" else "turn" + (f" in session {session}" if session else "")
         raise CLIError(f"no trace of a {where} yet: traces are kept from the first turn on")
     text = json.dumps(found.to_json(), ensure_ascii=False, indent=2) if as_json else "\n".join(render(found))
-    for secret in secret_values(config):  # traces are scrubbed when kept; this is the second net
-        text = text.replace(secret, "***")
-    print(text)
+    print(scrub(text, secret_values(config)))  # traces are scrubbed when kept; this is the second net
 
 
 def render(t: TurnTrace) -> list[str]:

@@ -40,7 +40,7 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
 
 def open_file_store(config: Config) -> Store:
     """The embedded default: files in the workspace, recall by the configured local embedder."""
-    from picoora.config import workspace_path
+    from picoora.config import secret_values, workspace_path
     from picoora.store.embedder import create_embedder
     from picoora.store.files import FileStore
 
@@ -50,4 +50,5 @@ def open_file_store(config: Config) -> Store:
         embedder=create_embedder(memory, config.providers.ollama.api_base),
         min_similarity=memory.min_similarity,
         dedup_similarity=memory.dedup_similarity,
+        secrets=secret_values(config),
     )

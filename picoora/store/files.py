@@ -1,14 +1,16 @@
 """FileStore: the embedded default backend, plain files in the workspace.
 
-Layout (people read the Markdown; the rest is JSON a person can still open):
+Layout (``picoora.store.layout`` owns the paths; people read the Markdown, the rest is JSON a person
+can still open, kept under ``.picoora/`` where no tool reaches):
   IDENTITY.md SOUL.md AGENT.md USER.md [AGENTS.md]  prompts, in system-prompt order
-  memory/memories.jsonl                             memories: append-only op log (see file_memories)
   memory/YYYYMM/YYYYMMDD.md                         daily notes, same format as the Go version
-  sessions/<encoded key>.json                       the model's view of a conversation (atomic replace)
-  transcripts/<encoded key>.jsonl                   every message ever, append-only, numbered
-  traces/turns.jsonl                                what each turn cost and why (``picoora trace``)
-  state/state.json state/config.json state/meta.json small key/value documents
-  .picoora.lock                                     the cross-process lock
+  .picoora/memory/memories.jsonl                    memories: append-only op log (see file_memories)
+  .picoora/sessions/<encoded key>.json              the model's view of a conversation (atomic replace)
+  .picoora/transcripts/<encoded key>.jsonl          every message ever, append-only, numbered
+  .picoora/traces/turns.jsonl                       what each turn cost and why (``picoora trace``)
+  .picoora/state/{state,config,meta}.json           small key/value documents (config rows redacted)
+  .picoora/store.lock                               the cross-process lock
+A workspace in the older layout (the same files at the top) is moved once, on open.
 
 Every write, and every read that a write depends on, happens under the workspace lock and starts
 from what is on disk now, because ``picoora agent`` and ``picoora gateway`` may share the workspace.
@@ -47,7 +49,9 @@ from picoora.store.base import (
     time_to_json,
     without_folded,
 )
+from picoora.secrets import redact_text
 from picoora.store.file_memories import MemoryLog, embed, now_utc
+from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
@@ -56,7 +60,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LOCK_NAME = ".picoora.lock"
 PRIVATE = 0o600  # conversations and state are nobody else's business
 _KEY_SAFE = re.compile(r"[A-Za-z0-9.\-]")
 _MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for suffixes
@@ -91,6 +94,7 @@ class FileStore:
 
     ``embedder``: what makes memory vectors (``picoora.store.embedder.create_embedder``); None keeps
     recall keyword-only. Nothing is embedded, or even loaded, until a memory operation needs it.
+    ``secrets``: known secret values, never written in clear to a config row.
     """
 
     backend = "files"
@@ -103,18 +107,22 @@ class FileStore:
         embedder: Embedder | None = None,
         min_similarity: float = 0.0,
         dedup_similarity: float = 0.95,
+        secrets: Iterable[str] = (),
     ):
         self.workspace = Path(workspace).expanduser()
-        self._lock = WorkspaceLock(self.workspace / LOCK_NAME)
+        self.layout = FileLayout(self.workspace)
+        self._lock = WorkspaceLock(self.layout.lock)
         self._embedder = embedder
         self._min_similarity = min_similarity
         self._dedup_similarity = dedup_similarity
-        self._memories = MemoryLog(self.workspace / "memory" / "memories.jsonl", self._new_index)
-        memory = self.workspace / "memory"
+        self._secrets = tuple(secrets)
+        self._memories = MemoryLog(self.layout.memory_log, self._new_index)
+        layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
-            for directory in [self.workspace, self.workspace / "sessions", self.workspace / "state", memory]:
+            migrate(layout)
+            for directory in [self.workspace, layout.sessions, layout.state, layout.memory, layout.notes]:
                 atomic.remove_stale_temp_files(directory)
-            for month in memory.glob("[0-9]*"):
+            for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
 
     def _new_index(self) -> MemoryIndex:
@@ -189,7 +197,7 @@ class FileStore:
     # ---- daily notes ---------------------------------------------------------------------------
 
     def _note_path(self, day: date) -> Path:
-        return self.workspace / "memory" / day.strftime("%Y%m") / f"{day.strftime('%Y%m%d')}.md"
+        return self.layout.note_path(day)
 
     def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
         day = day or date.today()  # local date, as a person reads their journal
@@ -214,7 +222,7 @@ class FileStore:
     # ---- sessions ------------------------------------------------------------------------------
 
     def _session_path(self, key: str) -> Path:
-        return self.workspace / "sessions" / f"{encode_key(key)}.json"
+        return self.layout.sessions / f"{encode_key(key)}.json"
 
     def load_session(self, key: str) -> Session:
         path = self._session_path(key)
@@ -261,7 +269,7 @@ class FileStore:
     def list_sessions(self) -> list[Session]:
         """Most recently updated first."""
         sessions = []
-        for path in (self.workspace / "sessions").glob("*.json"):
+        for path in self.layout.sessions.glob("*.json"):
             try:
                 document = self._read_document(path)
                 if document is not None:
@@ -274,15 +282,14 @@ class FileStore:
     # ---- transcripts ---------------------------------------------------------------------------
 
     def _transcript_path(self, key: str) -> Path:
-        return self.workspace / "transcripts" / f"{encode_key(key)}.jsonl"
+        return self.layout.transcripts / f"{encode_key(key)}.jsonl"
 
     def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
         if not messages:
             return []
         path = self._transcript_path(key)
         with self._lock:  # the last seq is read and extended under the lock: no two writers reuse one
-            last = atomic.last_jsonl_record(path)
-            first_seq = int(last["seq"]) + 1 if last else 1
+            first_seq = _last_seq(path) + 1
             at = time_to_json(now_utc())
             seqs = list(range(first_seq, first_seq + len(messages)))
             lines = [
@@ -313,7 +320,7 @@ class FileStore:
     def transcript_keys(self) -> list[str]:
         """Sorted; a transcript's first line names its key (file names of long keys end in a hash)."""
         keys = set()
-        for path in (self.workspace / "transcripts").glob("*.jsonl"):
+        for path in self.layout.transcripts.glob("*.jsonl"):
             try:
                 with open(path, encoding="utf-8") as handle:
                     first = json.loads(handle.readline() or "{}")
@@ -326,7 +333,7 @@ class FileStore:
     # ---- state, config, meta -------------------------------------------------------------------
 
     def _kv_path(self, family: str) -> Path:
-        return self.workspace / "state" / _KV_FILES[family]
+        return self.layout.state / _KV_FILES[family]
 
     def _kv_all(self, family: str) -> dict[str, str]:
         document = self._read_document(self._kv_path(family)) or {}
@@ -353,7 +360,8 @@ class FileStore:
         return self._kv_all("config").get(key)
 
     def set_config(self, key: str, value: str) -> None:
-        self._kv_set("config", key, value)
+        """Stored redacted, as on Oracle: secret-named JSON fields, DSN passwords and known secrets."""
+        self._kv_set("config", key, redact_text(value, self._secrets))
 
     def all_config(self) -> dict[str, str]:
         return self._kv_all("config")
@@ -372,7 +380,7 @@ class FileStore:
     def _prompt_path(self, name: str) -> Path:
         if not _PROMPT_NAME.fullmatch(name):
             raise ValueError(f"{name!r} is not a prompt file name (expected something like USER.md)")
-        return self.workspace / name
+        return self.layout.prompt_path(name)
 
     def list_prompts(self) -> list[Prompt]:
         prompts = (self.get_prompt(name) for name in PROMPT_NAMES)
@@ -400,7 +408,7 @@ class FileStore:
 
     def _note_days(self) -> list[date]:
         days = []
-        for path in (self.workspace / "memory").glob("[0-9]*/[0-9]*.md"):
+        for path in self.layout.notes.glob("[0-9]*/[0-9]*.md"):
             if re.fullmatch(r"\d{8}\.md", path.name):
                 try:
                     days.append(datetime.strptime(path.stem, "%Y%m%d").date())
@@ -449,7 +457,7 @@ class FileStore:
     # ---- traces ----------------------------------------------------------------------------------
 
     def _trace_path(self) -> Path:
-        return self.workspace / "traces" / "turns.jsonl"
+        return self.layout.traces / "turns.jsonl"
 
     def append_trace(self, trace: TurnTrace) -> None:
         with self._lock:
@@ -482,14 +490,14 @@ class FileStore:
     def stats(self) -> StoreStats:
         with self._lock:
             memories = self._memories.count()
-        notes = [p for p in (self.workspace / "memory").glob("[0-9]*/[0-9]*.md") if re.fullmatch(r"\d{8}\.md", p.name)]
-        transcript_lines = sum(_count_lines(p) for p in (self.workspace / "transcripts").glob("*.jsonl"))
+        notes = [p for p in self.layout.notes.glob("[0-9]*/[0-9]*.md") if re.fullmatch(r"\d{8}\.md", p.name)]
+        transcript_lines = sum(_count_lines(p) for p in self.layout.transcripts.glob("*.jsonl"))
         return StoreStats(
             backend=self.backend,
             location=str(self.workspace),
             memories=memories,
             daily_notes=len(notes),
-            sessions=len(list((self.workspace / "sessions").glob("*.json"))),
+            sessions=len(list(self.layout.sessions.glob("*.json"))),
             transcript_entries=transcript_lines,
             state_keys=len(self.all_state()),
             prompts=len(self.list_prompts()),
@@ -512,6 +520,20 @@ def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+
+
+def _last_seq(path: Path) -> int:
+    """The highest seq in a transcript (0 when empty). Read from the end; a last line without a
+    usable seq (hand-edited, or written by something else) costs one full scan, never a crash."""
+    last = atomic.last_jsonl_record(path)
+    if last is None:
+        return 0
+    try:
+        return int(last["seq"])
+    except (KeyError, TypeError, ValueError):
+        log.warning("%s: the last line has no usable seq; numbering continues after the highest one", path)
+    seqs = [line.get("seq") for line in atomic.read_jsonl(path)]
+    return max((seq for seq in seqs if isinstance(seq, int)), default=0)
 
 
 def _count_lines(path: Path) -> int:

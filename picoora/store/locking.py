@@ -5,15 +5,20 @@ process the asyncio agent calls the store from worker threads (``asyncio.to_thre
 an ``fcntl.flock`` on a lock file (between processes) under a re-entrant ``threading.RLock`` (between
 threads; flock alone would not exclude two threads sharing one file descriptor). The kernel drops a
 flock when its process dies, so a ``kill -9`` never leaves the workspace locked. Waiting is a blocking
-flock rather than a polling loop: a poller can starve behind a process that writes in a tight loop.
+flock rather than a polling loop: a poller can starve behind a process that writes in a tight loop;
+a wait that does not end at once logs one line first, so a stuck holder is never a silent hang.
+The lock file lives in the store's private directory (``picoora.store.layout``), out of the tools' reach.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 class WorkspaceLock:
@@ -29,7 +34,7 @@ class WorkspaceLock:
         self._thread_lock.acquire()
         try:
             if self._depth == 0:
-                fcntl.flock(self._file(), fcntl.LOCK_EX)
+                self._take()
             self._depth += 1
         except BaseException:
             self._thread_lock.release()
@@ -44,10 +49,18 @@ class WorkspaceLock:
         finally:
             self._thread_lock.release()
 
+    def _take(self) -> None:
+        fd = self._file()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("waiting for %s: another picoora process is using this workspace", self.path)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+
     def _file(self) -> int:
         if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         return self._fd
 
     def close(self) -> None:

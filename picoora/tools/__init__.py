@@ -12,9 +12,11 @@ RESULT_FRAMING_CHARS = 2_000
 
 
 def default_registry(config: Config) -> ToolRegistry:
-    """A registry holding every tool the config enables (exec and web_fetch can be switched off)."""
+    """A registry holding every tool the config enables (exec and web_fetch can be switched off; exec
+    is also left out where no OS sandbox runs and unsandboxed commands are not allowed)."""
     from picoora.tools.files import FILE_TOOLS
     from picoora.tools.memory import MEMORY_TOOLS
+    from picoora.tools.os_sandbox import exec_mode
     from picoora.tools.shell import Exec
     from picoora.tools.web import WebFetch
 
@@ -23,7 +25,7 @@ def default_registry(config: Config) -> ToolRegistry:
     registry = ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS, largest + RESULT_FRAMING_CHARS))
     for tool_class in (*FILE_TOOLS, *MEMORY_TOOLS):
         registry.register(tool_class())
-    if tools_cfg.exec.enabled:
+    if exec_mode(tools_cfg.exec).runs:
         registry.register(Exec())
     if tools_cfg.web_fetch.enabled:
         registry.register(WebFetch())

@@ -8,11 +8,14 @@ or model can cause (bad path, timeout, refused URL) comes back as ``ToolResult(.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
+
+from picoora.config import ToolsConfig
 
 if TYPE_CHECKING:
     from picoora.store.base import Store
@@ -28,6 +31,25 @@ class ToolResult:
         return cls(content=f"Error: {message}", is_error=True)
 
 
+@dataclass(frozen=True)
+class ToolSettings:
+    """What the tools read from the config: the typed ``tools`` section and the paths no tool may touch."""
+
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    # Files and directories no tool may read or write (a config file given with --config, a wallet).
+    protected_paths: tuple[str, ...] = ()
+
+    @classmethod
+    def coerce(cls, value: ToolSettings | Mapping[str, Any] | None) -> ToolSettings:
+        """Settings from a ``ToolSettings`` or a plain mapping shaped like the ``tools`` section
+        (plus ``protected_paths``); unknown keys are an error, as in the config file."""
+        if isinstance(value, ToolSettings):
+            return value
+        data = dict(value or {})
+        protected = tuple(str(p) for p in data.pop("protected_paths", ()) if p)
+        return cls(ToolsConfig.model_validate(data), protected)
+
+
 @dataclass
 class ToolContext:
     """What a running tool may touch. Built by the agent loop for each turn."""
@@ -38,8 +60,14 @@ class ToolContext:
     restrict_to_workspace: bool = True
     # Values that must never reach the model (API keys, passwords); tools scrub them from output.
     secrets: list[str] = field(default_factory=list)
-    # Extra settings by tool family (exec timeout, web_fetch caps, ...), from config.tools.
-    settings: dict[str, Any] = field(default_factory=dict)
+    # The tools' settings (exec timeout, web_fetch caps, ...), from config.tools; a plain mapping of
+    # the same shape is accepted and validated.
+    settings: ToolSettings = field(default_factory=ToolSettings)
+    # Limits this turn's tool calls running at once; the registry creates it on first use.
+    turn_slots: Any = None
+
+    def __post_init__(self) -> None:
+        self.settings = ToolSettings.coerce(self.settings)
 
 
 class Tool(abc.ABC):

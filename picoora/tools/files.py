@@ -1,42 +1,34 @@
 """File tools: read_file, write_file, edit_file, append_file, list_dir.
 
-Every path goes through the sandbox (``picoora.tools.sandbox``) and the tool then works on the real
-path it returned. Writes replace the file atomically (temp file in the same directory, fsync,
+Every path goes through the sandbox (``picoora.tools.sandbox``) and the tool then opens the real
+path it returned through ``picoora.tools.safe_fs``: no symlink followed on the way, the opened
+directory checked again, regular files only, the size checked on the descriptor, no writes to a
+hard-linked file. Writes replace the file atomically (temp file in the same directory, fsync,
 rename), so a crash leaves the old or the new content, never half of it.
 
-Settings read (``ToolContext.settings["files"]``):
-  ``max_read_chars``: how much text one read_file call returns (default 40000); a bigger file is
-  read in pieces with ``offset``/``limit``.
-  ``max_list_entries``: how many entries list_dir shows (default 1000).
+Settings read (``ToolContext.settings.tools.files``):
+  ``max_read_chars``: how much text one read_file call returns; a bigger file is read in pieces
+  with ``offset``/``limit``. No line is held whole beyond it, however long.
+  ``max_file_bytes``: read_file and edit_file refuse larger files.
+  ``max_list_entries``: how many entries list_dir shows.
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import io
 import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from picoora.atomic import atomic_write_text
 from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.safe_fs import UnsafeFile, append_to_file, open_dir, open_for_reading, replace_file
 from picoora.tools.sandbox import Sandbox, SandboxError
 
-DEFAULT_MAX_READ_CHARS = 40_000
-DEFAULT_MAX_LIST_ENTRIES = 1000
 BINARY_SNIFF_BYTES = 8192
 NEW_FILE_MODE = 0o644
-
-
-def _file_setting(ctx: ToolContext, key: str, default: int) -> int:
-    return int(ctx.settings.get("files", {}).get(key, default))
-
-
-def atomic_write(path: Path, data: str) -> None:
-    """Replace ``path`` with ``data`` (UTF-8), keeping its permissions; readers see old or new, never a mix."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else NEW_FILE_MODE
-    atomic_write_text(path, data, mode)
 
 
 class PathArgs(BaseModel):
@@ -48,12 +40,17 @@ class _PathTool(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, PathArgs)
+        sandbox = Sandbox.from_context(ctx)
         try:
-            path = Sandbox.from_context(ctx).resolve(args.path)
+            path = sandbox.resolve(args.path)
         except SandboxError as exc:
             return ToolResult.error(str(exc))
         try:
-            return await asyncio.to_thread(self.work, path, args, ctx)
+            return await asyncio.to_thread(self.work, path, args, ctx, sandbox)
+        except UnsafeFile as exc:
+            return ToolResult.error(str(exc))
+        except FileNotFoundError:
+            return ToolResult.error(f"not found: {args.path}")
         except IsADirectoryError:
             return ToolResult.error(f"{args.path} is a directory")
         except NotADirectoryError:
@@ -64,7 +61,7 @@ class _PathTool(Tool):
             return ToolResult.error(f"{args.path} is not UTF-8 text")
 
     @abc.abstractmethod
-    def work(self, path: Path, args: PathArgs, ctx: ToolContext) -> ToolResult:
+    def work(self, path: Path, args: PathArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:
         """Do the file work on the sandbox-approved real ``path`` (runs in a worker thread)."""
 
 
@@ -81,14 +78,15 @@ class ReadFile(_PathTool):
     )
     Args = ReadFileArgs
 
-    def work(self, path: Path, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:  # type: ignore[override]
+    def work(self, path: Path, args: ReadFileArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]
+        limits = ctx.settings.tools.files
         if not path.exists():
             return ToolResult.error(f"file not found: {args.path}")
-        with path.open("rb") as fh:
-            if b"\0" in fh.read(BINARY_SNIFF_BYTES):
-                return ToolResult.error(f"{args.path} is a binary file ({path.stat().st_size} bytes); read_file shows text only")
-        max_chars = _file_setting(ctx, "max_read_chars", DEFAULT_MAX_READ_CHARS)
-        lines, more = _read_lines(path, args.offset, args.limit, max_chars)
+        with open_for_reading(path, sandbox.is_allowed, limits.max_file_bytes) as fd:
+            if b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
+                return ToolResult.error(f"{args.path} is a binary file ({os.fstat(fd).st_size} bytes); read_file shows text only")
+            max_chars = limits.max_read_chars
+            lines, more = _read_lines(fd, args.offset, args.limit, max_chars)
         if not lines:
             if more:
                 return ToolResult.error(f"line {args.offset} of {args.path} alone is longer than {max_chars} characters")
@@ -102,18 +100,22 @@ class ReadFile(_PathTool):
         return ToolResult(text)
 
 
-def _read_lines(path: Path, offset: int, limit: int | None, max_chars: int) -> tuple[list[str], bool]:
-    """Lines from ``offset`` on, stopping at ``limit`` lines or ``max_chars``; also whether more follow."""
+def _read_lines(fd: int, offset: int, limit: int | None, max_chars: int) -> tuple[list[str], bool]:
+    """Lines from ``offset`` on, stopping at ``limit`` lines or ``max_chars``; also whether more follow.
+    No more than ``max_chars + 1`` characters are held at once, however long a line is."""
     lines: list[str] = []
     used = 0
-    with path.open("r", encoding="utf-8", errors="replace", newline="") as fh:
-        for number, line in enumerate(fh, start=1):
-            if number < offset:
-                continue
-            if (limit is not None and len(lines) >= limit) or used + len(line) > max_chars:
-                return lines, True
-            lines.append(line)
-            used += len(line)
+    number = 1
+    raw = os.fdopen(os.dup(fd), "rb")
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        while piece := fh.readline(max_chars + 1):
+            if number >= offset:
+                if (limit is not None and len(lines) >= limit) or used + len(piece) > max_chars:
+                    return lines, True
+                lines.append(piece)
+                used += len(piece)
+            if piece.endswith(("\n", "\r")):
+                number += 1
     return lines, False
 
 
@@ -127,8 +129,8 @@ class WriteFile(_PathTool):
     description = "Write content to a file, replacing it if it exists."
     Args = WriteFileArgs
 
-    def work(self, path: Path, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:  # type: ignore[override]
-        atomic_write(path, args.content)
+    def work(self, path: Path, args: WriteFileArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]
+        replace_file(path, args.content.encode("utf-8"), sandbox.is_allowed, NEW_FILE_MODE)
         return ToolResult(f"File written: {args.path} ({len(args.content.encode())} bytes)")
 
 
@@ -142,16 +144,18 @@ class EditFile(_PathTool):
     description = "Edit a file by replacing old_text with new_text. The old_text must exist exactly in the file."
     Args = EditFileArgs
 
-    def work(self, path: Path, args: EditFileArgs, ctx: ToolContext) -> ToolResult:  # type: ignore[override]
-        if not path.is_file():
+    def work(self, path: Path, args: EditFileArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]
+        if not path.exists():
             return ToolResult.error(f"file not found: {args.path}")
-        content = path.read_text(encoding="utf-8")
+        with open_for_reading(path, sandbox.is_allowed, ctx.settings.tools.files.max_file_bytes) as fd:
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                content = fh.read().decode("utf-8")
         count = content.count(args.old_text)
         if count == 0:
             return ToolResult.error("old_text not found in file. Make sure it matches exactly")
         if count > 1:
             return ToolResult.error(f"old_text appears {count} times. Please provide more context to make it unique")
-        atomic_write(path, content.replace(args.old_text, args.new_text, 1))
+        replace_file(path, content.replace(args.old_text, args.new_text, 1).encode("utf-8"), sandbox.is_allowed, NEW_FILE_MODE)
         return ToolResult(f"File edited: {args.path}")
 
 
@@ -165,15 +169,8 @@ class AppendFile(_PathTool):
     description = "Append content to the end of a file."
     Args = AppendFileArgs
 
-    def work(self, path: Path, args: AppendFileArgs, ctx: ToolContext) -> ToolResult:  # type: ignore[override]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # One O_APPEND write: concurrent appenders never interleave inside it.
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, NEW_FILE_MODE)
-        try:
-            os.write(fd, args.content.encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    def work(self, path: Path, args: AppendFileArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]
+        append_to_file(path, args.content.encode("utf-8"), sandbox.is_allowed, NEW_FILE_MODE)
         return ToolResult(f"Appended to {args.path}")
 
 
@@ -186,14 +183,18 @@ class ListDir(_PathTool):
     description = "List files and directories in a path."
     Args = ListDirArgs
 
-    def work(self, path: Path, args: ListDirArgs, ctx: ToolContext) -> ToolResult:  # type: ignore[override]
+    def work(self, path: Path, args: ListDirArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]
         if not path.exists():
             return ToolResult.error(f"directory not found: {args.path}")
-        entries = sorted(path.iterdir(), key=lambda p: p.name)
+        if not path.is_dir():
+            raise NotADirectoryError(path)
+        with open_dir(path, sandbox.is_allowed) as dfd:
+            with os.scandir(dfd) as scan:
+                entries = sorted(((e.name, e.is_dir(follow_symlinks=False)) for e in scan), key=lambda e: e[0])
         if not entries:
             return ToolResult("(empty directory)")
-        cap = _file_setting(ctx, "max_list_entries", DEFAULT_MAX_LIST_ENTRIES)
-        lines = [f"DIR:  {p.name}" if p.is_dir() else f"FILE: {p.name}" for p in entries[:cap]]
+        cap = ctx.settings.tools.files.max_list_entries
+        lines = [f"DIR:  {name}" if is_dir else f"FILE: {name}" for name, is_dir in entries[:cap]]
         if len(entries) > cap:
             lines.append(f"... ({len(entries) - cap} more entries not shown)")
         return ToolResult("\n".join(lines))

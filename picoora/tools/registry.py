@@ -3,46 +3,50 @@
 ``execute`` never raises for anything a model can cause: an unknown tool, arguments that do not
 fit the tool's pydantic ``Args`` (the same model its JSON schema came from), or an exception inside
 the tool all come back as an error ``ToolResult``. Every result then has the known secret values
-(``ctx.secrets``) scrubbed out and is capped in size before it can reach the model.
+(``ctx.secrets``) scrubbed out (``picoora.secrets``) and is capped in size before it can reach the model.
 
-``tool_settings(config)`` builds ``ToolContext.settings``. Keys (each tool module documents what
-it reads):
-  ``exec``            the ``tools.exec`` section (timeout_seconds, max_output_chars)
-  ``web_fetch``       the ``tools.web_fetch`` section (timeout_seconds, max_bytes, max_chars, allow_hosts)
-  ``files``           read_file/list_dir caps (max_read_chars, max_list_entries); defaults when absent
-  ``protected_paths`` files and directories no tool may touch (config file, Oracle wallet)
+Calls wait for a slot before they run: at most ``tools.max_parallel_calls_per_turn`` of one turn
+(one ``ToolContext``) and ``tools.max_parallel_calls`` of the whole process (per event loop) at
+once, so a model asking for 1,000 ``exec`` calls in one message starts a few at a time.
+
+``tool_settings(config)`` builds ``ToolContext.settings``: the typed ``tools`` section (each tool
+module documents what it reads) and ``protected_paths``, files and directories no tool may touch
+(the config file, an Oracle wallet).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import weakref
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from picoora.config import Config
-from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.secrets import scrub
+from picoora.tools.base import Tool, ToolContext, ToolResult, ToolSettings
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULT_CHARS = 60_000
-REDACTED = "[REDACTED]"
-MIN_SECRET_LENGTH = 4  # shorter "secrets" would mangle ordinary output and protect nothing
 MAX_ERROR_MESSAGE_CHARS = 500
 
-
-def meaningful_secrets(secrets: list[str]) -> list[str]:
-    """The secret values worth hiding, longest first (so one containing another goes whole)."""
-    return sorted({s for s in secrets if len(s.strip()) >= MIN_SECRET_LENGTH}, key=len, reverse=True)
+# One process-wide limiter per event loop (a semaphore belongs to the loop it first waits on).
+_process_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    """``text`` with every known secret value replaced."""
-    for secret in meaningful_secrets(secrets):
-        text = text.replace(secret, REDACTED)
-    return text
+def _slots(ctx: ToolContext) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
+    """(this turn's limiter, this process's limiter), created on first use."""
+    tools = ctx.settings.tools
+    if ctx.turn_slots is None:
+        ctx.turn_slots = asyncio.Semaphore(tools.max_parallel_calls_per_turn)
+    loop = asyncio.get_running_loop()
+    if loop not in _process_slots:
+        _process_slots[loop] = asyncio.Semaphore(tools.max_parallel_calls)
+    return ctx.turn_slots, _process_slots[loop]
 
 
 def cap(text: str, limit: int) -> str:
@@ -85,7 +89,9 @@ class ToolRegistry:
         return [self._tools[name].schema() for name in self.names()]
 
     async def execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
-        result = await self._execute(name, raw_args, ctx)
+        turn_slots, process_slots = _slots(ctx)
+        async with turn_slots, process_slots:
+            result = await self._execute(name, raw_args, ctx)
         return ToolResult(cap(scrub(result.content, ctx.secrets), self.max_result_chars), result.is_error)
 
     async def _execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
@@ -126,11 +132,7 @@ class ToolRegistry:
         return args
 
 
-def tool_settings(config: Config, config_path: Path | None = None) -> dict[str, Any]:
-    """``ToolContext.settings`` from the config (see the module docstring for the keys)."""
-    protected = [str(p) for p in (config_path, config.oracle.wallet_path) if p]
-    return {
-        "exec": config.tools.exec.model_dump(),
-        "web_fetch": config.tools.web_fetch.model_dump(),
-        "protected_paths": protected,
-    }
+def tool_settings(config: Config, config_path: Path | None = None) -> ToolSettings:
+    """``ToolContext.settings`` from the config."""
+    protected = tuple(str(p) for p in (config_path, config.oracle.wallet_path) if p)
+    return ToolSettings(config.tools, protected)

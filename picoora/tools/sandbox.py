@@ -7,11 +7,9 @@ sibling directory sharing a prefix (``ws-old`` next to ``ws``) are all refused.
 
 Whatever the workspace setting, the picoora config file and everything else under ``$PICOORA_HOME``
 other than a workspace kept there are refused: they hold API keys and passwords (the Go version let
-the agent ``cat`` its own config). Extra paths to hide come from ``ToolContext.settings``.
-
-Settings read (``ToolContext.settings``):
-  ``protected_paths``: list of file or directory paths no tool may read or write (e.g. a config
-  file given with ``--config``, an Oracle wallet directory).
+the agent ``cat`` its own config). So is the store's private directory in the workspace
+(``picoora.store.layout``: sessions, transcripts, the memory log, the lock). Extra paths to hide come
+from ``ToolContext.settings.protected_paths`` (a config file given with ``--config``, an Oracle wallet).
 """
 
 from __future__ import annotations
@@ -20,12 +18,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from picoora.config import picoora_home
+from picoora.config import default_config_path, picoora_home
+from picoora.store.layout import FileLayout
 from picoora.tools.base import ToolContext
 
 OUTSIDE = "access denied: path is outside the workspace"
 SYMLINK_OUT = "access denied: symlink resolves outside workspace"
-PROTECTED = "access denied: {path} holds picoora's configuration or secrets"
+PROTECTED = "access denied: {path} holds picoora's configuration or secrets, or the store's private files"
 # The default workspace directory name under $PICOORA_HOME (see picoora.config.workspace_path).
 HOME_WORKSPACE_DIR = "workspace"
 
@@ -58,8 +57,14 @@ class Sandbox:
         home = real(picoora_home())
         candidates = (workspace, home / HOME_WORKSPACE_DIR)
         home_workspaces = tuple(ws for ws in candidates if ws != home and is_within(ws, home))
-        extra = tuple(real(Path(p).expanduser()) for p in ctx.settings.get("protected_paths", ()) if p)
-        return cls(workspace, ctx.restrict_to_workspace, home, home_workspaces, extra)
+        extra = tuple(real(Path(p).expanduser()) for p in ctx.settings.protected_paths if p)
+        private = real(FileLayout(workspace).private)
+        return cls(workspace, ctx.restrict_to_workspace, home, home_workspaces, (private, *extra))
+
+    def hidden_paths(self) -> tuple[Path, ...]:
+        """What the exec sandbox covers: $PICOORA_HOME (the workspace is bound back over it) and every
+        protected path."""
+        return (self.home, real(default_config_path()), *self.protected)
 
     def is_protected(self, path: Path) -> bool:
         """True for a real path holding config or secrets."""

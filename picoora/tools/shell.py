@@ -1,21 +1,25 @@
 """The ``exec`` tool: run a shell command in the workspace, bounded in time, output and reach.
 
-The command runs as ``sh -c`` in its own process group with the workspace (or a ``working_dir``
-inside it) as its directory. On timeout the whole group is killed, so children die too; when the
-shell itself finishes, whatever it left running in the background is ended with it. Output is
-read while the command runs and capped, so a chatty command cannot fill memory. A non-zero exit
-code is an ordinary result the model reads (grep finding nothing exits 1); a timeout is an error.
+The boundary is the OS sandbox (``picoora.tools.os_sandbox``): the command runs under bubblewrap
+in its own PID, mount, IPC and (unless ``tools.exec.network``) network namespaces, sees the
+workspace read-write and the system read-only, and cannot see ``$PICOORA_HOME``, the config, the
+store's private files, the user's home or the assistant's environment. Where no sandbox can run,
+exec is off, unless ``tools.exec.allow_unsandboxed`` lets commands run directly as the user.
 
-The child's environment has none of the assistant's secrets: ``PICO_*`` variables, anything whose
-name says KEY/TOKEN/SECRET/PASSWORD/PASSWD/CREDENTIAL, and anything whose value contains a known
-secret are dropped. When restricted to the workspace, HOME points at the workspace too, so a bare
-``cd`` or a tool reading ``~/.config`` stays inside.
+Either way the command (bwrap, or ``sh -c`` unsandboxed) runs in its own process group with the
+workspace (or a ``working_dir`` inside it) as its directory; on timeout, and when it ends, the whole
+group is killed (sandboxed, the PID namespace takes every process of the command with it, ``setsid``
+daemons included). Output is read while the command runs and capped, so a chatty command cannot fill
+memory. A non-zero exit code is an ordinary result the model reads; a timeout is an error.
 
-Before running, ``picoora.tools.command_guard`` refuses destructive commands and (restricted)
-paths outside the workspace. That guard is BEST EFFORT, not isolation: see its docstring.
+Unsandboxed, the child's environment has none of the assistant's secrets: ``PICO_*`` variables,
+anything whose name says KEY/TOKEN/SECRET/PASSWORD/PASSWD/CREDENTIAL, and anything whose value
+contains a known secret are dropped, and (restricted) HOME points at the workspace.
+``picoora.tools.command_guard`` first refuses destructive commands, and unsandboxed also paths
+outside the workspace: a friendly first check, BEST EFFORT, not the boundary (see its docstring).
 
-Settings read (``ToolContext.settings["exec"]``, the ``tools.exec`` config section):
-  ``timeout_seconds`` (default 60), ``max_output_chars`` (default 10000).
+Settings read (``ToolContext.settings.tools.exec``): ``timeout_seconds``, ``max_output_chars``,
+``network``, ``allow_unsandboxed``.
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from picoora.config import ENV_PREFIX, ExecToolConfig
+from picoora.config import ENV_PREFIX
+from picoora.secrets import meaningful
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.command_guard import REFUSED, destructive_reason, path_escape_reason
-from picoora.tools.registry import meaningful_secrets
+from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, exec_mode
 from picoora.tools.sandbox import Sandbox, SandboxError
 
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -43,7 +48,7 @@ PIPE_GRACE_SECONDS = 2.0
 
 def child_env(secrets: list[str], home: Path | None) -> dict[str, str]:
     """The current environment minus anything secret; HOME replaced when ``home`` is given."""
-    known = meaningful_secrets(secrets)
+    known = meaningful(secrets)
     env = {
         name: value
         for name, value in os.environ.items()
@@ -111,11 +116,11 @@ class ShellOutcome:
     output_incomplete: bool  # a detached process kept the pipes open past the grace period
 
 
-async def run_shell(command: str, cwd: Path, env: dict[str, str], timeout: float, cap: int) -> ShellOutcome:
-    """Run ``sh -c command``; kill its process group on timeout, cancellation, or when the shell ends."""
+async def run_shell(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, cap: int) -> ShellOutcome:
+    """Run ``argv``; kill its process group on timeout, cancellation, or when it ends."""
     loop = asyncio.get_running_loop()
     transport, output = await loop.subprocess_exec(
-        lambda: _CappedOutput(cap, loop), "sh", "-c", command, cwd=cwd, env=env,
+        lambda: _CappedOutput(cap, loop), *argv, cwd=cwd, env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
     timed_out = incomplete = False
@@ -168,13 +173,17 @@ class Exec(Tool):
     name = "exec"
     description = (
         "Execute a shell command in the workspace and return its output (stdout, stderr, exit code). "
-        "Commands are time-limited and their output is capped. Use with caution."
+        "Commands are time-limited and their output is capped; in the sandbox only the workspace is "
+        "writable and there is no network unless the user allowed it."
     )
     Args = ExecArgs
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ExecArgs)
-        settings = ExecToolConfig.model_validate(ctx.settings.get("exec", {}))
+        settings = ctx.settings.tools.exec
+        mode = exec_mode(settings)
+        if not mode.runs:
+            return ToolResult.error(f"exec is {mode.description}")
         sandbox = Sandbox.from_context(ctx)
         try:
             cwd = sandbox.resolve(args.working_dir) if args.working_dir else sandbox.workspace
@@ -182,11 +191,18 @@ class Exec(Tool):
             return ToolResult.error(f"working_dir {args.working_dir!r}: {exc}")
         if not cwd.is_dir():
             return ToolResult.error(f"working_dir {args.working_dir or cwd} is not an existing directory")
+        sandboxed = mode.name == "sandboxed"
         reason = destructive_reason(args.command, cwd, sandbox.workspace)
-        if reason is None and sandbox.restricted:
+        if reason is None and sandbox.restricted and not sandboxed:
             reason = path_escape_reason(args.command, cwd, sandbox)
         if reason is not None:
             return ToolResult.error(REFUSED.format(reason=reason))
-        env = child_env(ctx.secrets, sandbox.workspace if sandbox.restricted else None)
-        outcome = await run_shell(args.command, cwd, env, settings.timeout_seconds, settings.max_output_chars)
+        if sandboxed:
+            mounts = Mounts(sandbox.workspace, sandbox.hidden_paths(), writable_system=not sandbox.restricted)
+            argv = bwrap_argv(args.command, cwd, mounts, network=settings.network)
+            env = clean_env(sandbox.workspace)
+        else:
+            argv = ["sh", "-c", args.command]
+            env = child_env(ctx.secrets, sandbox.workspace if sandbox.restricted else None)
+        outcome = await run_shell(argv, cwd, env, settings.timeout_seconds, settings.max_output_chars)
         return format_outcome(outcome, settings.max_output_chars, settings.timeout_seconds)

@@ -45,7 +45,7 @@ from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import Database, Tx, error_code
-from picoora.store.redaction import redact_value
+from picoora.secrets import redact_text
 
 EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens; 1000 characters also stay under a 4000-byte VARCHAR2 bind
 ALL_ROWS = 2**31 - 1  # FETCH FIRST bound when the caller wants everything
@@ -560,7 +560,7 @@ class OracleStore:
     def set_config(self, key: str, value: str) -> None:
         """Stored redacted: secret-named JSON fields and known secret values never reach the table."""
         self._set(q.CONFIG_SET, "save config", agent_id=self.agent_id, config_key=key,
-                  config_value=redact_value(value, self._secrets))
+                  config_value=redact_text(value, self._secrets))
 
     def all_config(self) -> dict[str, str]:
         return self._all(q.CONFIG_ALL, "read config", agent_id=self.agent_id)
