@@ -21,6 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 log = logging.getLogger(__name__)
 
 INBOUND_CAPACITY = 1000
+LAST_CHANNEL = "last_channel"  # state key: "<channel>:<chat_id>" the owner spoke on last (as the Go version)
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from picoora.bus import InboundMessage, MessageBus, OutboundMessage
+from picoora.bus import LAST_CHANNEL, InboundMessage, MessageBus, OutboundMessage
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
 
 log = logging.getLogger(__name__)
 
-LAST_CHANNEL = "last_channel"
 INTERNAL_CHANNELS = frozenset({"cron", "heartbeat", "system"})
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from picoora.assistant import build_assistant
-from picoora.bus import InboundMessage, MessageBus, OutboundMessage
+from picoora.bus import LAST_CHANNEL, InboundMessage, MessageBus, OutboundMessage
 from picoora.config import load_config
-from picoora.dispatch import LAST_CHANNEL, Dispatcher
+from picoora.dispatch import Dispatcher
 from tests.cli_support import write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 

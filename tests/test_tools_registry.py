@@ -126,7 +126,7 @@ def test_default_registry_and_settings(tmp_path):
     config.tools.exec.allow_unsandboxed = True  # exec is listed whether or not this machine has a sandbox
     names = default_registry(config).names()
     assert names == sorted(
-        ["append_file", "edit_file", "exec", "forget", "list_dir", "read_file", "recall", "remember",
+        ["append_file", "cron", "edit_file", "exec", "forget", "list_dir", "read_file", "recall", "remember",
          "web_fetch", "write_daily_note", "write_file"]
     )
     settings = tool_settings(config, config_path=Path("/etc/picoora.json"))

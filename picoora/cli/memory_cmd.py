@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 
-from picoora.cli.errors import CLIError, load_config, warn
+from picoora.cli.errors import CLIError, load_config
 
 if TYPE_CHECKING:
     from picoora.store.base import MemoryRecord, RecallResult, Store
@@ -41,20 +41,10 @@ def register(app: typer.Typer) -> None:
 
 @contextmanager
 def _store(ctx: typer.Context) -> Iterator[Store]:
-    from picoora.store import open_store
-    from picoora.store.base import StoreError
+    from picoora.cli.opening import command_store
 
-    config = load_config(ctx)
-    try:
-        store = open_store(config, on_fallback=warn)
-    except StoreError as err:
-        raise CLIError(str(err)) from None
-    try:
+    with command_store(load_config(ctx)) as store:
         yield store
-    except StoreError as err:
-        raise CLIError(str(err)) from None
-    finally:
-        store.close()
 
 
 def add(

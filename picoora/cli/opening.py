@@ -1,8 +1,10 @@
-"""Opening the assistant for a command: start-up failures become one line (``CLIError``), not a traceback."""
+"""Opening the assistant or the store for a command: start-up failures become one line (``CLIError``),
+not a traceback."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from picoora.cli.errors import CLIError, warn
 
@@ -11,6 +13,7 @@ if TYPE_CHECKING:
 
     from picoora.assistant import Assistant
     from picoora.config import Config
+    from picoora.store.base import Store
 
 
 def open_assistant(config: Config, path: Path | None = None) -> Assistant:
@@ -23,3 +26,21 @@ def open_assistant(config: Config, path: Path | None = None) -> Assistant:
         return build_assistant(config, config_path=path, on_fallback=warn)
     except (StoreError, LLMError) as err:
         raise CLIError(str(err)) from None
+
+
+@contextmanager
+def command_store(config: Config) -> Iterator[Store]:
+    """The configured store for a command that needs no model; store failures become one line."""
+    from picoora.store import open_store
+    from picoora.store.base import StoreError
+
+    try:
+        store = open_store(config, on_fallback=warn)
+    except StoreError as err:
+        raise CLIError(str(err)) from None
+    try:
+        yield store
+    except StoreError as err:
+        raise CLIError(str(err)) from None
+    finally:
+        store.close()

@@ -29,21 +29,13 @@ def trace(
     as_json: bool = typer.Option(False, "--json", help="Print the trace as JSON."),
 ) -> None:
     """Show a turn's trace: model, tokens, latency, recalled memories, tool calls, how it ended."""
-    from picoora.cli.errors import warn
+    from picoora.cli.opening import command_store
     from picoora.config import secret_values
     from picoora.secrets import scrub
-    from picoora.store import open_store
-    from picoora.store.base import StoreError
 
     config = load_config(ctx)
-    try:
-        store = open_store(config, on_fallback=warn)
-        try:
-            found = store.last_trace(session) if turn == "last" else store.get_trace(turn)
-        finally:
-            store.close()
-    except StoreError as err:
-        raise CLIError(str(err)) from None
+    with command_store(config) as store:
+        found = store.last_trace(session) if turn == "last" else store.get_trace(turn)
     if found is None:
         where = f"turn {turn}" if turn != "last" else "turn" + (f" in session {session}" if session else "")
         raise CLIError(f"no trace of a {where} yet: traces are kept from the first turn on")

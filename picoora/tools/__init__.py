@@ -29,4 +29,8 @@ def default_registry(config: Config) -> ToolRegistry:
         registry.register(Exec())
     if tools_cfg.web_fetch.enabled:
         registry.register(WebFetch())
+    if config.cron.enabled:
+        from picoora.tools.cron import Cron
+
+        registry.register(Cron(default_zone=config.agents.defaults.timezone))
     return registry

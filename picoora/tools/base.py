@@ -83,6 +83,17 @@ class Tool(abc.ABC):
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
-        params = cls.Args.model_json_schema()
-        params.pop("title", None)
+        params = _without_titles(cls.Args.model_json_schema())
         return {"type": "function", "function": {"name": cls.name, "description": cls.description, "parameters": params}}
+
+
+def _without_titles(schema: Any) -> Any:
+    """The schema without pydantic's generated ``title`` keys: they repeat each field's name and cost
+    prompt tokens on every turn. Property names themselves are kept, even one called ``title``."""
+    if isinstance(schema, dict):
+        return {key: (_without_titles(value) if key != "properties" else
+                      {name: _without_titles(sub) for name, sub in value.items()})
+                for key, value in schema.items() if key != "title" or not isinstance(value, str)}
+    if isinstance(schema, list):
+        return [_without_titles(item) for item in schema]
+    return schema

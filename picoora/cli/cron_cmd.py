@@ -1,0 +1,111 @@
+"""``picoora cron list|add|remove|enable|disable``: scheduled jobs, editable while the gateway runs.
+
+The gateway's scheduler re-reads the jobs every few seconds, so a change here takes effect without a
+restart, and nothing the scheduler records (last run, outcome) can undo it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
+
+
+def register(app: typer.Typer) -> None:
+    cron = typer.Typer(name="cron", help="Scheduled jobs: reminders and tasks at a time, every interval, or by cron.",
+                       no_args_is_help=True)
+    for name, command in (("list", list_), ("add", add), ("remove", remove), ("enable", enable),
+                          ("disable", disable)):
+        cron.command(name)(command)
+    app.add_typer(cron)
+
+
+def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the jobs with their schedule, target, state and last run."""
+    from dataclasses import asdict
+
+    from picoora.cli.opening import command_store
+    from picoora.scheduler.jobs import JobBook
+
+    with command_store(load_config(ctx)) as store:
+        book = JobBook(store)
+        rows = [(job, book.run_record(job.id)) for job in book.jobs()]
+    if as_json:
+        print(json.dumps([{**asdict(job), "last_run": run.last_run, "last_status": run.last_status,
+                           "last_error": run.last_error, "runs": run.runs} for job, run in rows], indent=2))
+        return
+    if not rows:
+        print("No scheduled jobs. Add one with: picoora cron add every 1d \"Summarise my notes\"")
+    for job, run in rows:
+        state = "on " if job.enabled else "off"
+        last = f"last {run.last_status} {run.last_run[:16]}" if run.last_run else "not run yet"
+        zone = f" ({job.timezone})" if job.timezone else ""
+        print(f"{job.id}  {state}  {job.kind:<5} {job.spec}{zone}  → {job.channel}:{job.chat_id}  "
+              f"[{job.action}, {last}]  {job.text}")
+
+
+def add(
+    ctx: typer.Context,
+    kind: str = typer.Argument(..., help="at (once), every (interval) or cron (expression)."),
+    when: str = typer.Argument(..., help="ISO time (2026-12-24T18:00), interval (90m, 2h, 1d) or 5-field cron."),
+    message: str = typer.Argument(..., help="What the agent should do then (or the reminder's text)."),
+    reminder: bool = typer.Option(False, "--reminder", help="Send the message as it is, without the agent."),
+    channel: Optional[str] = typer.Option(None, "--channel", help="Where the result goes (default: the chat used last)."),
+    chat: Optional[str] = typer.Option(None, "--chat", help="The chat id on that channel."),
+    tz: str = typer.Option("", "--tz", help="IANA time zone (default: agents.defaults.timezone)."),
+) -> None:
+    """Schedule a job."""
+    from picoora.bus import LAST_CHANNEL
+    from picoora.cli.opening import command_store
+    from picoora.scheduler.jobs import JobBook, JobError
+
+    config = load_config(ctx)
+    with command_store(config) as store:
+        if not (channel and chat):
+            last_channel, _, last_chat = (store.get_state(LAST_CHANNEL) or "").partition(":")
+            channel, chat = channel or last_channel, chat or last_chat
+        if not (channel and chat):
+            raise CLIError("say where the result goes: --channel telegram --chat CHAT_ID "
+                           "(no chat has talked to the gateway yet)", EXIT_USAGE)
+        try:
+            job = JobBook(store, default_zone=config.agents.defaults.timezone).add(
+                kind, when, message, channel, chat, action="reminder" if reminder else "agent", timezone_name=tz)
+        except JobError as err:
+            raise CLIError(str(err), EXIT_USAGE) from None
+    print(f"Scheduled {job.id}: {job.kind} {job.spec} → {job.channel}:{job.chat_id}")
+
+
+def _edit(ctx: typer.Context, job_id: str, enabled: bool | None) -> None:
+    from picoora.cli.opening import command_store
+    from picoora.scheduler.jobs import JobBook, JobError
+
+    with command_store(load_config(ctx)) as store:
+        book = JobBook(store)
+        try:
+            if enabled is None:
+                if not book.remove(job_id):
+                    raise JobError(f"no job {job_id!r}: `picoora cron list` shows them")
+                print(f"Removed {job_id}.")
+            else:
+                book.set_enabled(job_id, enabled)
+                print(f"{'Enabled' if enabled else 'Disabled'} {job_id}.")
+        except JobError as err:
+            raise CLIError(str(err)) from None
+
+
+def remove(ctx: typer.Context, job_id: str = typer.Argument(...)) -> None:
+    """Delete a job."""
+    _edit(ctx, job_id, None)
+
+
+def enable(ctx: typer.Context, job_id: str = typer.Argument(...)) -> None:
+    """Turn a job back on."""
+    _edit(ctx, job_id, True)
+
+
+def disable(ctx: typer.Context, job_id: str = typer.Argument(...)) -> None:
+    """Stop a job from running (it is kept)."""
+    _edit(ctx, job_id, False)

@@ -1,0 +1,75 @@
+"""The ``cron`` tool (the model schedules for the chat it talks to) and ``picoora cron`` (the owner edits
+jobs from the shell, while a gateway may be running)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from picoora.scheduler.jobs import JobBook
+from picoora.store.files import FileStore
+from picoora.tools.base import ToolContext
+from picoora.tools.cron import Cron
+from picoora.tools.registry import ToolRegistry
+from tests.cli_support import closed_port_url_config, run_cli
+
+
+def _call(store, workspace, session_key, **args):
+    registry = ToolRegistry()
+    registry.register(Cron(default_zone="Europe/Lisbon"))
+    ctx = ToolContext(workspace=workspace, store=store, session_key=session_key)
+    return asyncio.run(registry.execute("cron", args, ctx))
+
+
+def test_the_model_schedules_for_the_chat_it_talks_to(tmp_path):
+    store = FileStore(tmp_path / "ws")
+    added = _call(store, tmp_path, "telegram:42", action="add", kind="cron", when="0 8 * * mon-fri",
+                  message="Give me the weather")
+    assert not added.is_error and "telegram:42" in added.content
+    [job] = JobBook(store).jobs()
+    assert (job.channel, job.chat_id, job.action, job.text) == ("telegram", "42", "agent", "Give me the weather")
+    assert job.id in _call(store, tmp_path, "telegram:42", action="list").content
+    assert "Disabled" in _call(store, tmp_path, "telegram:42", action="disable", job_id=job.id).content
+    assert JobBook(store).get(job.id).enabled is False
+    assert _call(store, tmp_path, "telegram:42", action="remove", job_id=job.id).content == f"Removed job {job.id}."
+    assert _call(store, tmp_path, "telegram:42", action="list").content == "No scheduled jobs."
+
+
+def test_bad_requests_are_tool_errors_not_crashes(tmp_path):
+    store = FileStore(tmp_path / "ws")
+    for args, problem in [({"action": "add", "when": "every now and then", "message": "x", "kind": "every"},
+                           "cannot read the interval"),
+                          ({"action": "add", "message": "x"}, "needs when and message"),
+                          ({"action": "remove"}, "needs job_id"),
+                          ({"action": "enable", "job_id": "nope"}, "no job"),
+                          ({"action": "explode"}, "action")]:
+        result = _call(store, tmp_path, "telegram:42", **args)
+        assert result.is_error and problem in result.content, result.content
+
+
+def test_from_the_cli_session_the_target_is_the_chat_used_last(tmp_path):
+    store = FileStore(tmp_path / "ws")
+    store.set_state("last_channel", "telegram:42")
+    _call(store, tmp_path, "cli:default", action="add", kind="every", when="1d", message="digest", reminder=True)
+    [job] = JobBook(store).jobs()
+    assert (job.channel, job.chat_id, job.action) == ("telegram", "42", "reminder")
+
+
+def test_picoora_cron_commands(isolated_home):
+    closed_port_url_config(isolated_home)
+    no_target = run_cli("cron", "add", "every", "1d", "digest", home=isolated_home)
+    assert no_target.returncode == 2 and "--channel" in no_target.stderr
+    added = run_cli("cron", "add", "cron", "0 8 * * *", "Morning briefing", "--channel", "telegram",
+                    "--chat", "42", "--tz", "Europe/Lisbon", home=isolated_home)
+    assert added.returncode == 0, added.stderr
+    job_id = added.stdout.split()[1].rstrip(":")
+    listed = json.loads(run_cli("cron", "list", "--json", home=isolated_home).stdout)
+    assert [(j["id"], j["timezone"], j["enabled"], j["last_status"]) for j in listed] == [
+        (job_id, "Europe/Lisbon", True, "")]
+    assert run_cli("cron", "disable", job_id, home=isolated_home).returncode == 0
+    assert "off" in run_cli("cron", "list", home=isolated_home).stdout
+    bad = run_cli("cron", "add", "cron", "99 * * * *", "x", "--channel", "t", "--chat", "1", home=isolated_home)
+    assert bad.returncode == 2 and "cron expression" in bad.stderr and "Traceback" not in bad.stderr
+    assert run_cli("cron", "remove", job_id, home=isolated_home).returncode == 0
+    gone = run_cli("cron", "remove", job_id, home=isolated_home)
+    assert gone.returncode == 1 and "no job" in gone.stderr
