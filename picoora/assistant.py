@@ -18,7 +18,7 @@ from __future__ import annotations
 
 # asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
 # `picoora --help` must not pay for asyncio.
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
+    from picoora.people import Person
     from picoora.store.aio import AsyncStore
     from picoora.store.base import Session, Store, TranscriptEntry, TurnTrace
     from picoora.tools.registry import ToolRegistry
@@ -52,6 +53,19 @@ class Assistant:
     models: ModelPool
     tools: ToolRegistry
     agent: Agent
+    person: str = ""  # empty: the owner
+    _people: dict[str, Assistant] = field(default_factory=dict, repr=False)
+
+    def for_person(self, person: Person) -> Assistant:
+        """The assistant as ``person`` sees it: the owner gets this one; anyone else their own store (their
+        memories, notes, sessions, traces; the prompts shared) and only the tools that cannot reach the
+        owner's machine or data (memory and web, no files or shell), on the same shared model clients."""
+        if person.owner:
+            return self
+        scoped = self._people.get(person.name)
+        if scoped is None:
+            scoped = self._people[person.name] = _scoped_assistant(self, person.name)
+        return scoped
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -150,6 +164,10 @@ class Assistant:
 
     async def aclose(self) -> None:
         try:
+            for scoped in self._people.values():
+                await scoped.agent.aclose()
+                scoped.astore.close()
+                scoped.store.close()
             await self.agent.aclose()
             await self.models.aclose()
         finally:
@@ -194,3 +212,22 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
         raise
     return Assistant(config=config, workspace=workspace, store=store, astore=astore, models=models, tools=tools,
                      agent=agent)
+
+
+def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
+    from picoora.agent import Agent
+    from picoora.config import secret_values
+    from picoora.store.aio import AsyncStore
+    from picoora.store.scoped import open_person_store
+    from picoora.tools import guest_registry
+    from picoora.tools.registry import tool_settings
+
+    store = open_person_store(owner.config, owner.store, person)
+    astore = AsyncStore(store)
+    tools = guest_registry(owner.config)
+    agent = Agent(store=store, astore=astore, models=owner.models, tools=tools, settings=owner.config.agents.defaults,
+                  workspace=owner.workspace, secrets=secret_values(owner.config),
+                  tool_settings=tool_settings(owner.config))
+    return Assistant(config=owner.config, workspace=owner.workspace, store=store, astore=astore, models=owner.models,
+                     tools=tools, agent=agent, person=person)
+

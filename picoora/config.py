@@ -119,7 +119,16 @@ class GatewayConfig(_Section):
 class ChannelConfig(_Section):
     enabled: bool = False
     token: str = ""
-    allow_from: list[str] = []  # empty admits nobody; ["*"] admits everyone
+    allow_from: list[str] = []  # user ids or @usernames; empty admits nobody; ["*"] admits everyone
+    api_base: str = ""  # the platform's API root (empty: the public one); tests point it at a fake
+
+
+class UserConfig(_Section):
+    """A person and the identities that are theirs ("telegram:123456", "telegram:@alice")."""
+
+    name: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    owner: bool = False  # the owner's memories are the CLI's; everyone else has their own
+    identities: list[str] = []
 
 
 class Channels(_Section):
@@ -187,6 +196,7 @@ class Config(_Section):
     channels: Channels = Channels()
     heartbeat: HeartbeatConfig = HeartbeatConfig()
     cron: CronConfig = CronConfig()
+    users: list[UserConfig] = []
     tools: ToolsConfig = ToolsConfig()
 
 

@@ -5,7 +5,8 @@ A message may name where its reply goes (``reply_channel``/``reply_chat_id`` in 
 job answers the chat that set it up). Messages of one session are handled in arrival order, one at a time; different sessions concurrently.
 A session's worker lives while it has messages, so thousands of quiet chats cost nothing. Every handled
 message records ``last_channel`` ("<channel>:<chat_id>", as the Go version does) so the heartbeat and
-background tasks know where the owner spoke last; internal channels (jobs, the heartbeat) do not.
+background tasks know where the owner spoke last; internal channels (jobs, the heartbeat) do not. A message
+a channel admitted carries its ``person`` (``picoora.people``); the turn runs in that person's scope.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from picoora.bus import LAST_CHANNEL, InboundMessage, MessageBus, OutboundMessage
+from picoora.people import Person, owner_name
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
@@ -57,9 +59,12 @@ class Dispatcher:
                 return
 
     async def handle(self, message: InboundMessage) -> None:
+        # Channels admit senders and say who they are; jobs and the heartbeat are the owner's.
+        person = message.metadata.get("person") or Person(owner_name(self.assistant.config), owner=True)
+        assistant = self.assistant.for_person(person)
         if message.channel not in INTERNAL_CHANNELS:
-            await self.assistant.astore.set_state(LAST_CHANNEL, f"{message.channel}:{message.chat_id}")
-        result = await self.assistant.ask(message.text, session_key=message.session)
+            await assistant.astore.set_state(LAST_CHANNEL, f"{message.channel}:{message.chat_id}")
+        result = await assistant.ask(message.text, session_key=message.session)
         # Jobs and background tasks answer elsewhere: the chat that asked for them.
         channel = message.metadata.get("reply_channel", message.channel)
         chat_id = message.metadata.get("reply_chat_id", message.chat_id)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from picoora.config import Config
     from picoora.store.base import Store
 
@@ -38,15 +40,15 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
     return open_file_store(config)
 
 
-def open_file_store(config: Config) -> Store:
-    """The embedded default: files in the workspace, recall by the configured local embedder."""
+def open_file_store(config: Config, workspace: Path | None = None) -> Store:
+    """The embedded default: files in the workspace (or ``workspace``), recall by the configured local embedder."""
     from picoora.config import secret_values, workspace_path
     from picoora.store.embedder import create_embedder
     from picoora.store.files import FileStore
 
     memory = config.memory
     return FileStore(
-        workspace_path(config),
+        workspace or workspace_path(config),
         embedder=create_embedder(memory, config.providers.ollama.api_base),
         min_similarity=memory.min_similarity,
         dedup_similarity=memory.dedup_similarity,

@@ -71,6 +71,10 @@ class FileLayout:
     def traces(self) -> Path:
         return self.private / "traces"
 
+    def person(self, name: str) -> Path:
+        """The root of a person's own store (everyone but the owner): private, like the rest."""
+        return self.private / "people" / name
+
     @property
     def notes(self) -> Path:
         """Daily notes: people read them, so they stay in the open workspace."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from picoora.config import Config
 from picoora.tools.registry import DEFAULT_MAX_RESULT_CHARS, ToolRegistry, tool_settings
 
-__all__ = ["ToolRegistry", "default_registry", "tool_settings"]
+__all__ = ["ToolRegistry", "default_registry", "guest_registry", "tool_settings"]
 
 # Room above the largest single result a tool produces (web text, exec output) for its framing lines.
 RESULT_FRAMING_CHARS = 2_000
@@ -33,4 +33,19 @@ def default_registry(config: Config) -> ToolRegistry:
         from picoora.tools.cron import Cron
 
         registry.register(Cron(default_zone=config.agents.defaults.timezone))
+    return registry
+
+
+def guest_registry(config: Config) -> ToolRegistry:
+    """The tools for people other than the owner: their own memory and the web, nothing that reaches the
+    owner's machine, files or schedules (no file tools, no exec, no cron)."""
+    from picoora.tools.memory import MEMORY_TOOLS
+    from picoora.tools.web import WebFetch
+
+    registry = ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS,
+                                                 config.tools.web_fetch.max_chars + RESULT_FRAMING_CHARS))
+    for tool_class in MEMORY_TOOLS:
+        registry.register(tool_class())
+    if config.tools.web_fetch.enabled:
+        registry.register(WebFetch())
     return registry

@@ -1,0 +1,172 @@
+"""People: who is talking, on which channel, and whether they are let in.
+
+An identity is ``<channel>:<sender id>`` or ``<channel>:@<username>``. A person is a name with the
+identities that are theirs (``users`` in config, plus those the owner admitted with ``picoora pair
+approve``). Admission, for a sender on a channel:
+
+- a configured person or an approved pairing: admitted as that person;
+- listed in the channel's ``allow_from`` by id or @username: admitted as the owner when no person
+  claims the identity (the single-user set-up: "this Telegram account is me");
+- ``allow_from: ["*"]``: admitted as a guest of their own (``guest-<channel>-<id>``), never as the owner,
+  so strangers do not share the owner's memory (the Go version's fault);
+- anyone else: refused; they get a pairing code and nothing of their text reaches the model.
+
+The owner's data is the store as configured; everyone else's is scoped to them (``store.scoped``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Iterable
+
+from picoora.config import Config
+from picoora.store.base import KeyValueStore
+
+OWNER = "owner"  # the owner's name when no configured user is marked owner
+PAIR_PREFIX, APPROVED_PREFIX = "pair.code.", "pair.person."
+CODE_LIFETIME = timedelta(hours=1)
+_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or typed from a phone
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    owner: bool = False
+
+
+@dataclass(frozen=True)
+class Sender:
+    channel: str
+    sender_id: str
+    username: str = ""  # without the @
+
+    @property
+    def identities(self) -> list[str]:
+        ids = [f"{self.channel}:{self.sender_id}"]
+        if self.username:
+            ids.append(f"{self.channel}:@{self.username.lstrip('@').lower()}")
+        return ids
+
+
+def _norm(identity: str) -> str:
+    channel, _, who = identity.partition(":")
+    return f"{channel}:{who.lower()}" if who.startswith("@") else identity
+
+
+def owner_name(config: Config) -> str:
+    return next((u.name for u in config.users if u.owner), OWNER)
+
+
+class Directory:
+    """Resolves senders to people from the config and the approved pairings in the owner's store."""
+
+    def __init__(self, config: Config, store: KeyValueStore):
+        self.config = config
+        self.store = store
+        self.owner = Person(owner_name(config), owner=True)
+
+    def _configured(self) -> dict[str, Person]:
+        found = {}
+        for user in self.config.users:
+            for identity in user.identities:
+                found[_norm(identity)] = Person(user.name, owner=user.owner or user.name == self.owner.name)
+        return found
+
+    def _approved(self, identities: Iterable[str]) -> Person | None:
+        for identity in identities:
+            name = self.store.get_state(APPROVED_PREFIX + identity)
+            if name:
+                return Person(name, owner=name == self.owner.name)
+        return None
+
+    def admit(self, sender: Sender, allow_from: list[str]) -> Person | None:
+        """The person ``sender`` speaks as, or None when they are not let in."""
+        configured = self._configured()
+        for identity in sender.identities:
+            if identity in configured:
+                return configured[identity]
+        approved = self._approved(sender.identities)
+        if approved is not None:
+            return approved
+        listed = {entry.lower() if entry.startswith("@") else entry for entry in allow_from}
+        if sender.sender_id in listed or (sender.username and f"@{sender.username.lower()}" in listed):
+            return self.owner
+        if "*" in listed:
+            return Person(guest_name(sender))
+        return None
+
+
+def guest_name(sender: Sender) -> str:
+    return _SAFE.sub("-", f"guest-{sender.channel}-{sender.sender_id}")[:32]
+
+
+@dataclass
+class PairingRequest:
+    code: str
+    channel: str
+    sender_id: str
+    username: str
+    expires: str  # ISO, UTC
+
+    @property
+    def expired(self) -> bool:
+        return datetime.fromisoformat(self.expires) <= datetime.now(timezone.utc)
+
+
+class Pairing:
+    """Codes for unknown senders, kept in the owner's store so ``picoora pair`` works from another process."""
+
+    def __init__(self, store: KeyValueStore):
+        self.store = store
+
+    def request(self, sender: Sender) -> tuple[PairingRequest, bool]:
+        """The sender's open request (a new one if none is valid); True when it is new (so it is told once)."""
+        for pending in self.pending():
+            if (pending.channel, pending.sender_id) == (sender.channel, sender.sender_id):
+                return pending, False
+        code = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
+        request = PairingRequest(code, sender.channel, sender.sender_id, sender.username,
+                                 (datetime.now(timezone.utc) + CODE_LIFETIME).isoformat())
+        self.store.set_state(PAIR_PREFIX + code, json.dumps(request.__dict__))
+        return request, True
+
+    def pending(self) -> list[PairingRequest]:
+        requests = []
+        for key, value in self.store.all_state().items():
+            if key.startswith(PAIR_PREFIX) and value:
+                try:
+                    request = PairingRequest(**json.loads(value))
+                except (ValueError, TypeError):
+                    continue
+                if not request.expired:
+                    requests.append(request)
+        return requests
+
+    def _take(self, code: str) -> PairingRequest:
+        value = self.store.get_state(PAIR_PREFIX + code.strip().upper())
+        if not value:
+            raise KeyError(f"no pairing code {code}: `picoora pair list` shows the open ones")
+        request = PairingRequest(**json.loads(value))
+        self.store.set_state(PAIR_PREFIX + request.code, "")
+        if request.expired:
+            raise KeyError(f"the pairing code {code} has expired: ask them to write again for a new one")
+        return request
+
+    def approve(self, code: str, name: str = "") -> Person:
+        """Admit the code's sender as ``name`` (default: a guest of their own)."""
+        request = self._take(code)
+        sender = Sender(request.channel, request.sender_id, request.username)
+        person = name or guest_name(sender)
+        if _SAFE.search(person):
+            raise ValueError(f"a person's name is letters, digits, '.', '_' or '-', not {person!r}")
+        for identity in sender.identities:
+            self.store.set_state(APPROVED_PREFIX + identity, person)
+        return Person(person)
+
+    def refuse(self, code: str) -> PairingRequest:
+        return self._take(code)
