@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Sequence
+from urllib.parse import parse_qsl
 
 
 @dataclass
@@ -169,7 +170,10 @@ def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
         def _dispatch(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            body = json.loads(raw) if raw else {}
+            if "application/x-www-form-urlencoded" in (self.headers.get("Content-Type") or ""):
+                body = dict(parse_qsl(raw.decode()))  # the Telegram client posts forms
+            else:
+                body = json.loads(raw) if raw else {}
             fake.route(Exchange(self, method, self.path.split("?")[0], body))
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature

@@ -1,0 +1,1 @@
+"""The long-running service: HTTP API, web chat, channels, scheduler, heartbeat."""

@@ -1,0 +1,177 @@
+"""Telegram, by long polling (no public URL needed), on python-telegram-bot's ``Bot``.
+
+- ``channels.telegram.api_base`` replaces the Bot API root, so the tests run against a fake Bot API.
+- Messages older than ``STALE_SECONDS`` when the channel starts are skipped (a restart answers what
+  arrived while it was down for a moment, not a day-old backlog).
+- Replies are split at Telegram's limit on paragraph or line boundaries and sent as HTML; when Telegram
+  rejects the markup, the same text goes again as plain text.
+- Network errors, timeouts, 5xx and 429 (honouring ``retry_after``) are retried with backoff; they never
+  end the channel or the gateway.
+- The bot token is part of every request URL: it is scrubbed from every log record and error text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from typing import Any
+
+from picoora.gateway.channels.base import Channel
+from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
+from picoora.people import Sender
+from picoora.secrets import scrub
+
+log = logging.getLogger(__name__)
+
+POLL_TIMEOUT_SECONDS = 25
+STALE_SECONDS = 300
+OFFSET_KEY = "telegram.offset"
+BACKOFF_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
+SEND_ATTEMPTS = 5
+PUBLIC_API = "https://api.telegram.org"
+
+
+class _TokenScrubbingRecords:
+    """A log record factory that takes the token out of every record as it is made: request URLs carry the
+    token, and httpx (INFO) and python-telegram-bot (DEBUG) log them from loggers of their own, which a
+    logger filter would not cover."""
+
+    def __init__(self, token: str):
+        self.token = token
+        self.previous = logging.getLogRecordFactory()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = self.previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is the logger's problem, not ours
+            return record
+        if self.token in message:
+            record.msg, record.args = scrub(message, [self.token]), None
+        return record
+
+    def install(self) -> None:
+        logging.setLogRecordFactory(self)
+
+    def uninstall(self) -> None:
+        if logging.getLogRecordFactory() is self:
+            logging.setLogRecordFactory(self.previous)
+
+
+class TelegramChannel(Channel):
+    name = "telegram"
+
+    def __init__(self, *args: Any, sleep: Any = asyncio.sleep, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        from telegram import Bot
+
+        if not self.config.token:
+            raise ValueError("channels.telegram.token is empty: set it (or PICO_CHANNELS_TELEGRAM_TOKEN)")
+        self._records = _TokenScrubbingRecords(self.config.token)
+        self._records.install()  # before the Bot exists: it logs its URL when made
+        root = (self.config.api_base or PUBLIC_API).rstrip("/")
+        self.bot = Bot(self.config.token, base_url=f"{root}/bot", base_file_url=f"{root}/file/bot")
+        self._sleep = sleep
+        self._oldest = 0.0  # messages sent before this (epoch seconds) are not answered
+
+    def _clean(self, exc: BaseException) -> str:
+        return scrub(str(exc) or type(exc).__name__, [self.config.token])
+
+    async def run(self) -> None:
+        offset = await self._start()
+        failures = 0
+        while True:
+            try:
+                updates = await self.bot.get_updates(offset=offset, timeout=POLL_TIMEOUT_SECONDS,
+                                                     allowed_updates=["message"],
+                                                     read_timeout=POLL_TIMEOUT_SECONDS + 10)
+                failures = 0
+            except Exception as exc:  # network trouble, 5xx, 429: wait and poll again
+                await self._sleep(self._backoff(exc, failures))
+                failures += 1
+                continue
+            for update in updates:
+                offset = update.update_id + 1
+                await self._handle(update)
+            if updates:  # remembered, so a restart neither answers these again nor skips newer ones
+                await asyncio.to_thread(self.directory.store.set_state, OFFSET_KEY, str(offset))
+
+    async def _start(self) -> int | None:
+        """Initialise the bot (getMe) and return the stored update offset; retried until the Bot API answers."""
+        import time
+
+        failures = 0
+        while True:
+            try:
+                await self.bot.initialize()
+                self._oldest = time.time() - STALE_SECONDS
+                stored = await asyncio.to_thread(self.directory.store.get_state, OFFSET_KEY)
+                return int(stored) if stored and stored.isdigit() else None
+            except Exception as exc:
+                log.warning("telegram: cannot reach the Bot API yet (%s); retrying", self._clean(exc))
+                await self._sleep(self._backoff(exc, failures))
+                failures += 1
+
+    async def _handle(self, update: Any) -> None:
+        message = update.message
+        if message is None or not message.text or message.from_user is None:
+            return
+        if message.date is not None and message.date.timestamp() < self._oldest:
+            return  # from long before this start
+        user = message.from_user
+        sender = Sender("telegram", str(user.id), user.username or "")
+        try:
+            await self.receive(sender, str(message.chat_id), message.text,
+                               message_id=message.message_id, username=user.username or "")
+        except Exception:  # one bad update must not stop the polling
+            log.exception("telegram: could not handle an update")
+
+    def _backoff(self, exc: BaseException, failures: int) -> float:
+        from telegram.error import RetryAfter
+
+        if isinstance(exc, RetryAfter):
+            with warnings.catch_warnings():  # an int today, a timedelta in a later major version: both work
+                warnings.simplefilter("ignore")
+                seconds = exc.retry_after
+            return float(seconds.total_seconds() if hasattr(seconds, "total_seconds") else seconds)
+        log.warning("telegram: %s; retrying", self._clean(exc))
+        return BACKOFF_SECONDS[min(failures, len(BACKOFF_SECONDS) - 1)]
+
+    async def show_typing(self, chat_id: str) -> None:
+        await self.bot.send_chat_action(chat_id=int(chat_id), action="typing")
+
+    async def deliver(self, chat_id: str, text: str) -> None:
+        for piece in split_message(text or "(no answer)"):
+            await self._send_piece(int(chat_id), piece)
+
+    async def _send_piece(self, chat_id: int, text: str) -> None:
+        from telegram.error import BadRequest, Forbidden, InvalidToken
+
+        formatted: str | None = to_telegram_html(text)
+        for attempt in range(SEND_ATTEMPTS):
+            try:
+                if formatted is not None:
+                    await self.bot.send_message(chat_id=chat_id, text=formatted, parse_mode="HTML")
+                else:
+                    await self.bot.send_message(chat_id=chat_id, text=text)
+                return
+            except BadRequest as exc:
+                if formatted is not None and "parse" in str(exc).lower():
+                    formatted = None  # Telegram rejected the markup: the same words, plain
+                    continue
+                raise RuntimeError(f"Telegram refused the message: {self._clean(exc)}") from None
+            except (Forbidden, InvalidToken) as exc:
+                raise RuntimeError(f"Telegram refused the message: {self._clean(exc)}") from None
+            except Exception as exc:  # 429, 5xx, network: back off and try again
+                if attempt == SEND_ATTEMPTS - 1:
+                    raise RuntimeError(f"Telegram did not take the message: {self._clean(exc)}") from None
+                await self._sleep(self._backoff(exc, attempt))
+
+    async def close(self) -> None:
+        await super().close()
+        try:
+            await self.bot.shutdown()
+        except Exception as exc:  # closing a connection that is already gone
+            log.debug("telegram: shutdown: %s", self._clean(exc))
+        self._records.uninstall()

@@ -1,0 +1,49 @@
+"""Telegram's side of a reply: split at its length limit on paragraph or line boundaries, and the small
+part of Markdown models write (bold, italic, code, code blocks, links) turned into Telegram's HTML.
+
+Escaping comes first, so nothing the model writes can become a tag; every pattern is a simple regular
+expression with no nested repetition, so a hostile answer costs linear time.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+TELEGRAM_LIMIT = 4096  # characters per message, after entity parsing
+
+_BLOCK = re.compile(r"```[A-Za-z0-9_+-]*\n?(.*?)```", re.DOTALL)
+_CODE = re.compile(r"`([^`\n]+)`")
+_BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])[*_]([^*_\n]+)[*_](?![\w*])")
+_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+
+
+def split_message(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
+    """Pieces of at most ``limit`` characters, cut at a blank line, else a line break, else a space."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = max(window.rfind("\n\n"), 0) or max(window.rfind("\n"), 0) or max(window.rfind(" "), 0) or limit
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def to_telegram_html(text: str) -> str:
+    blocks: list[str] = []
+
+    def keep_block(match: re.Match[str]) -> str:
+        blocks.append(f"<pre>{html.escape(match.group(1))}</pre>")
+        return f"\x00{len(blocks) - 1}\x00"
+
+    text = _BLOCK.sub(keep_block, text)
+    text = html.escape(text, quote=False)
+    text = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", text)
+    text = _BOLD.sub(r"<b>\1</b>", text)
+    text = _ITALIC.sub(r"<i>\1</i>", text)
+    text = _LINK.sub(lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', text)
+    return re.sub("\x00(\\d+)\x00", lambda m: blocks[int(m.group(1))], text)

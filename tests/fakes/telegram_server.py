@@ -1,0 +1,135 @@
+"""A fake Telegram Bot API on 127.0.0.1 for the channel tests, spoken to by python-telegram-bot.
+
+Implements getMe, deleteWebhook, getUpdates (long polling over a queue the test fills with
+``push``), sendMessage (recorded; rejects malformed HTML as Telegram does, or plays scripted failures:
+``fail_next(429, retry_after=1)``, ``fail_next(500)``) and sendChatAction (recorded).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import deque
+
+from tests.fakes._http import Exchange, FakeServer
+
+_TAG = re.compile(r"</?([a-z]+)[^>]*>")
+_ALLOWED = {"b", "i", "u", "s", "code", "pre", "a"}
+
+
+def _html_ok(text: str) -> bool:
+    """Rough Telegram HTML check: only known tags, properly nested."""
+    stack = []
+    for match in _TAG.finditer(text):
+        tag, closing = match.group(1), match.group(0).startswith("</")
+        if tag not in _ALLOWED:
+            return False
+        if closing:
+            if not stack or stack.pop() != tag:
+                return False
+        else:
+            stack.append(tag)
+    return not stack
+
+
+class FakeTelegram(FakeServer):
+    def __init__(self, token: str = "123456:TEST-token-value-abcdef", port: int = 0):
+        super().__init__(port=port)
+        self.token = token
+        self.updates: deque[dict] = deque()
+        self.sent: list[dict] = []
+        self.actions: list[dict] = []
+        self.calls: list[str] = []
+        self.failures: deque[tuple[int, dict]] = deque()
+        self.reject_html = False  # answer every HTML message with "can't parse entities"
+        self._next_id = 1
+        self._arrived = threading.Condition()
+
+    # -- what the test does -----------------------------------------------------------------------
+
+    def push(self, user_id: int, text: str, *, chat_id: int | None = None, username: str = "") -> None:
+        with self._arrived:
+            update_id = self._next_id
+            self._next_id += 1
+            sender = {"id": user_id, "is_bot": False, "first_name": "T"}
+            if username:
+                sender["username"] = username
+            self.updates.append({"update_id": update_id, "message": {
+                "message_id": update_id, "date": int(time.time()), "text": text, "from": sender,
+                "chat": {"id": chat_id or user_id, "type": "private"}}})
+            self._arrived.notify_all()
+
+    def fail_next(self, status: int, retry_after: int | None = None) -> None:
+        self.failures.append((status, {"retry_after": retry_after} if retry_after is not None else {}))
+
+    def texts(self, chat_id: int) -> list[str]:
+        return [m["text"] for m in self.sent if int(m["chat_id"]) == chat_id]
+
+    # -- the API ----------------------------------------------------------------------------------
+
+    def route(self, exchange: Exchange) -> None:
+        try:
+            self._route(exchange)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on a long poll (the channel was stopped)
+
+    def _route(self, exchange: Exchange) -> None:
+        prefix = f"/bot{self.token}/"
+        if not exchange.path.startswith(prefix):
+            exchange.send_json(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+            return
+        method = exchange.path[len(prefix):]
+        self.calls.append(method)
+        if method in ("sendMessage", "sendChatAction") and self.failures:
+            status, parameters = self.failures.popleft()
+            exchange.send_json(status, {"ok": False, "error_code": status, "description": f"fake error {status}",
+                                        **({"parameters": parameters} if parameters else {})})
+            return
+        handler = getattr(self, f"_{method}", None)
+        if handler is None:
+            exchange.send_json(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+            return
+        handler(exchange)
+
+    def _ok(self, exchange: Exchange, result: object) -> None:
+        exchange.send_json(200, {"ok": True, "result": result})
+
+    def _getMe(self, exchange: Exchange) -> None:
+        self._ok(exchange, {"id": 999, "is_bot": True, "first_name": "pico", "username": "pico_bot",
+                            "can_join_groups": False, "can_read_all_group_messages": False,
+                            "supports_inline_queries": False})
+
+    def _deleteWebhook(self, exchange: Exchange) -> None:
+        self._ok(exchange, True)
+
+    def _getUpdates(self, exchange: Exchange) -> None:
+        body = exchange.body
+        offset = int(body.get("offset", 0) or 0)
+        timeout = min(float(body.get("timeout", 0) or 0), 1.0)  # short polls keep the tests quick
+        with self._arrived:
+            while offset and self.updates and self.updates[0]["update_id"] < offset:
+                self.updates.popleft()  # confirmed by the client
+            if not self.updates and timeout:
+                self._arrived.wait(timeout)
+            self._ok(exchange, list(self.updates))
+
+    def _sendMessage(self, exchange: Exchange) -> None:
+        body = dict(exchange.body)
+        if body.get("parse_mode") == "HTML" and (self.reject_html or not _html_ok(body["text"])):
+            exchange.send_json(400, {"ok": False, "error_code": 400,
+                                     "description": "Bad Request: can't parse entities: unsupported start tag"})
+            return
+        if len(body["text"]) > 4096:
+            exchange.send_json(400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"})
+            return
+        self.sent.append(body)
+        self._ok(exchange, {"message_id": len(self.sent), "date": int(time.time()), "text": body["text"],
+                            "chat": {"id": int(body["chat_id"]), "type": "private"}})
+
+    def _sendChatAction(self, exchange: Exchange) -> None:
+        self.actions.append(dict(exchange.body))
+        self._ok(exchange, True)
+
+    def _close(self, exchange: Exchange) -> None:
+        self._ok(exchange, True)
