@@ -20,7 +20,7 @@ from __future__ import annotations
 # `picoora --help` must not pay for asyncio.
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from picoora.agent import Agent, TurnResult
@@ -54,6 +54,7 @@ class Assistant:
     tools: ToolRegistry
     agent: Agent
     person: str = ""  # empty: the owner
+    messenger: Any = None  # set by a front door that offers the messaging tools (picoora.messengers)
     _people: dict[str, Assistant] = field(default_factory=dict, repr=False)
 
     def for_person(self, person: Person) -> Assistant:
@@ -164,6 +165,8 @@ class Assistant:
 
     async def aclose(self) -> None:
         try:
+            if self.messenger is not None:  # background tasks the owner started finish and report first
+                await self.messenger.wait_idle()
             for scoped in self._people.values():
                 await scoped.agent.aclose()
                 scoped.astore.close()

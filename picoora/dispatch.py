@@ -65,6 +65,9 @@ class Dispatcher:
         if message.channel not in INTERNAL_CHANNELS:
             await assistant.astore.set_state(LAST_CHANNEL, f"{message.channel}:{message.chat_id}")
         result = await assistant.ask(message.text, session_key=message.session)
+        said = getattr(assistant.messenger, "already_said", None)
+        if said is not None and said(message.session, result.text):
+            return  # the model already sent this reply with the message tool: not twice
         # Jobs and background tasks answer elsewhere: the chat that asked for them.
         channel = message.metadata.get("reply_channel", message.channel)
         chat_id = message.metadata.get("reply_chat_id", message.chat_id)

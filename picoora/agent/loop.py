@@ -140,6 +140,7 @@ class Agent:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._sessions: dict[str, _SessionRuntime] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self.messenger: Any = None  # set by the front door (gateway or terminal) for the messaging tools
 
     # -- sessions ------------------------------------------------------------------------------------
 
@@ -313,6 +314,7 @@ class _Turn:
             restrict_to_workspace=agent.settings.restrict_to_workspace,
             secrets=list(agent.secrets),
             settings=agent.tool_settings,
+            messenger=agent.messenger,
         )
         self.deadline = 0.0
         self.saved = False  # the session got this turn's messages

@@ -22,10 +22,16 @@ def open_assistant(config: Config, path: Path | None = None) -> Assistant:
     from picoora.llm.base import LLMError
     from picoora.store.base import StoreError
 
+    import sys
+
+    from picoora.messengers import TerminalMessenger, enable_messaging
+
     try:
-        return build_assistant(config, config_path=path, on_fallback=warn)
+        assistant = build_assistant(config, config_path=path, on_fallback=warn)
     except (StoreError, LLMError) as err:
         raise CLIError(str(err)) from None
+    enable_messaging(assistant, TerminalMessenger(assistant, sys.stdout))
+    return assistant
 
 
 @contextmanager

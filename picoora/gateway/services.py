@@ -39,7 +39,10 @@ class GatewayServices:
     async def start(self) -> None:
         from picoora.people import Directory, Pairing
 
+        from picoora.messengers import BusMessenger, enable_messaging
+
         config = self.assistant.config
+        enable_messaging(self.assistant, BusMessenger(self.assistant, self.bus))
         self._spawn("dispatcher", Dispatcher(self.assistant, self.bus).run())
         directory, pairing = Directory(config, self.assistant.store), Pairing(self.assistant.store)
         for name in _enabled_channels(config):

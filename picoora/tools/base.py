@@ -65,6 +65,8 @@ class ToolContext:
     settings: ToolSettings = field(default_factory=ToolSettings)
     # Limits this turn's tool calls running at once; the registry creates it on first use.
     turn_slots: Any = None
+    # Where ``message``/``spawn``/``subagent`` act (picoora.tools.messaging.Messenger); None: nowhere.
+    messenger: Any = None
 
     def __post_init__(self) -> None:
         self.settings = ToolSettings.coerce(self.settings)

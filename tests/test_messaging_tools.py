@@ -1,0 +1,89 @@
+"""message, spawn and subagent: in the gateway through the bus (the final reply never sent twice, a spawned
+task's result delivered to the chat that asked), and in the terminal (printed; one-shot waits for tasks)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from picoora.assistant import build_assistant
+from picoora.bus import InboundMessage, MessageBus
+from picoora.config import load_config
+from picoora.dispatch import Dispatcher
+from picoora.messengers import BusMessenger, enable_messaging
+from picoora.people import Person
+from tests.cli_support import run_cli, write_config
+from tests.fakes.ollama_server import FakeOllama, Reply
+
+
+def _model(body: dict) -> Reply:
+    """Scripted by the user's words; tool results come back as the last message."""
+    messages = body["messages"]
+    last, user = messages[-1], next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    if last["role"] == "tool":
+        return Reply(content=f"done after: {last['content']}" if "echo" not in user else "Working on it.")
+    if user.startswith("say"):
+        return Reply(tool_calls=[("message", {"text": "Working on it."})])
+    if user.startswith("background"):
+        return Reply(tool_calls=[("spawn", {"task": "count the sheep"})])
+    if user.startswith("nested"):
+        return Reply(tool_calls=[("subagent", {"task": "spawn another"})])
+    if user.startswith("spawn another"):
+        return Reply(tool_calls=[("spawn", {"task": "forever"})])
+    if user == "count the sheep":
+        return Reply(content="42 sheep")
+    return Reply(content="plain answer")
+
+
+def _gateway(home, texts):
+    with FakeOllama(responder=_model) as fake:
+        config = load_config(write_config(home, ollama_url=fake.url))
+
+        async def scenario():
+            bus, sent = MessageBus(), []
+
+            async def deliver(message):
+                sent.append(message.text)
+
+            bus.subscribe("telegram", deliver)
+            async with build_assistant(config) as assistant:
+                messenger = BusMessenger(assistant, bus)
+                enable_messaging(assistant, messenger)
+                dispatcher = Dispatcher(assistant, bus)
+                runner = asyncio.create_task(dispatcher.run())
+                for text in texts:
+                    await bus.publish_inbound(InboundMessage("telegram", "42", "42", text,
+                                                             metadata={"person": Person("owner", owner=True)}))
+                await asyncio.wait_for(dispatcher.wait_idle(), 20)
+                await messenger.wait_idle()
+                runner.cancel()
+                guest_tools = assistant.for_person(Person("sam")).tools.names()
+            return sent, guest_tools
+
+        return asyncio.run(scenario())
+
+
+def test_message_reaches_the_chat_and_the_same_final_reply_is_not_sent_twice(isolated_home):
+    sent, _ = _gateway(isolated_home, ["say echo"])  # the model says "Working on it." twice: once with the tool
+    assert sent == ["Working on it."]
+
+
+def test_a_spawned_task_reports_to_the_chat_that_asked(isolated_home):
+    sent, guest_tools = _gateway(isolated_home, ["background please"])
+    assert sent[0].startswith("done after: Started background task")
+    assert any(s.startswith("Background task") and "42 sheep" in s for s in sent[1:])
+    assert not {"message", "spawn", "subagent"} & set(guest_tools)
+
+
+def test_a_subagent_is_waited_for_and_cannot_start_tasks_of_its_own(isolated_home):
+    sent, _ = _gateway(isolated_home, ["nested work"])
+    assert len(sent) == 1 and "cannot start another one" in sent[0]
+
+
+def test_in_the_terminal_one_shot_waits_for_the_background_task(isolated_home):
+    with FakeOllama(responder=_model) as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        result = run_cli("agent", "-m", "background please", home=isolated_home)
+        said = run_cli("agent", "-m", "say echo", "-s", "cli:other", home=isolated_home)
+    assert result.returncode == 0, result.stderr
+    assert "Started background task" in result.stdout and "42 sheep" in result.stdout
+    assert said.stdout.count("Working on it.") >= 1
