@@ -9,6 +9,7 @@ further tasks, so a model cannot fork itself without end.
 
 from __future__ import annotations
 
+import abc
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -55,39 +56,37 @@ class TaskArgs(BaseModel):
     task: str = Field(min_length=1, description="what to do, self-contained")
 
 
-class Spawn(Tool):
-    name = "spawn"
-    description = "Start a background task (its own agent turn); its result is sent to this chat when done."
+class _TaskTool(Tool):
     Args = TaskArgs
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, TaskArgs)
-        refused = _refuse(ctx)
-        if refused:
-            return refused
-        task_id = ctx.messenger.spawn(args.task, ctx.session_key)  # type: ignore[union-attr]
+        if ctx.messenger is None:
+            return ToolResult.error("background tasks cannot run from here")
+        if TASK_MARK in ctx.session_key:
+            return ToolResult.error("a background task cannot start another one; do the work here")
+        return await self.start(ctx.messenger, args.task, ctx.session_key)
+
+    @abc.abstractmethod
+    async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:
+        """Hand ``task`` to ``messenger`` (checked: there is one, and this is not a task already)."""
+
+
+class Spawn(_TaskTool):
+    name = "spawn"
+    description = "Start a background task (its own agent turn); its result is sent to this chat when done."
+
+    async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:
+        task_id = messenger.spawn(task, origin_session)
         return ToolResult(f"Started background task {task_id}; its result will be sent here when it is done.")
 
 
-class Subagent(Tool):
+class Subagent(_TaskTool):
     name = "subagent"
     description = "Run a task as a separate agent turn and wait for its answer."
-    Args = TaskArgs
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
-        assert isinstance(args, TaskArgs)
-        refused = _refuse(ctx)
-        if refused:
-            return refused
-        return ToolResult(await ctx.messenger.run_subagent(args.task, ctx.session_key))  # type: ignore[union-attr]
-
-
-def _refuse(ctx: ToolContext) -> ToolResult | None:
-    if ctx.messenger is None:
-        return ToolResult.error("background tasks cannot run from here")
-    if TASK_MARK in ctx.session_key:
-        return ToolResult.error("a background task cannot start another one; do the work here")
-    return None
+    async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:
+        return ToolResult(await messenger.run_subagent(task, origin_session))
 
 
 MESSAGING_TOOLS = (SendMessage, Spawn, Subagent)
