@@ -175,8 +175,11 @@ step("create the LLM (import ollama, httpx)")
 from picoora.tools import default_registry
 tools = default_registry(config)
 step("tool registry")
-from picoora.assistant import _make_agent
-agent = _make_agent(config, workspace_path(config), store, llm, tools)
+from picoora.agent import Agent
+from picoora.config import secret_values
+from picoora.tools.registry import tool_settings
+agent = Agent(store=store, llm=llm, tools=tools, settings=config.agents.defaults, workspace=workspace_path(config),
+              secrets=secret_values(config), tool_settings=tool_settings(config))
 step("agent loop")
 store.recall("warm-up question")
 step("first recall (loads MiniLM)")
