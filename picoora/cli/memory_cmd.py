@@ -70,9 +70,9 @@ def search(
     limit: int = typer.Option(5, "-n", "--limit", min=1, help="At most this many results."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON array instead of a table."),
 ) -> None:
-    """Find the memories closest to QUERY."""
+    """Find the memories closest to QUERY (weaker matches too). Looking does not count as an access."""
     with _store(ctx) as store:
-        result = store.recall(query, limit=limit)
+        result = store.recall(query, limit=limit, touch=False)
     _warn_if_degraded(result)
     if as_json:
         _print_json(

@@ -144,10 +144,12 @@ class FileStore:
         with self._lock:
             return self._memories.add(content, importance, category or "general", vector, model)
 
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
+        """``touch=False`` looks without counting an access; ``confident_only`` keeps only the matches
+        sure enough to push into a turn unasked (``ranking.push_mask``)."""
         with self._lock:
             index = self._memories.searchable()
-        result = index.search(query, limit)  # outside the lock: embeds the query
+        result = index.search(query, limit, confident_only=confident_only)  # outside the lock: embeds the query
         if not touch:
             return result
         with self._lock:

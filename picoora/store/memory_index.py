@@ -12,13 +12,14 @@ stored while the embedder was unavailable, has no vector here: it is found by ke
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from picoora.store import ranking
+from picoora.store.ranking import normalise_text
+from picoora.store.anchors import Anchors
 from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
 from picoora.store.embedder import Embedder, EmbedderUnavailable
 from picoora.store.keywords import KeywordIndex
@@ -28,12 +29,6 @@ if TYPE_CHECKING:
 
 RETRY_EMBEDDER_SECONDS = 30.0  # after a failure, do not pay a timeout per call: try again after this long
 _INITIAL_ROWS = 64
-_SPACES = re.compile(r"\s+")
-
-
-def normalise_text(content: str) -> str:
-    """The form two memories must share to be the same text: case, spacing and final punctuation ignored."""
-    return _SPACES.sub(" ", content.casefold()).strip().rstrip(".!;").rstrip()
 
 
 class MemoryIndex:
@@ -60,6 +55,8 @@ class MemoryIndex:
         self._touched = np.zeros(_INITIAL_ROWS, dtype=np.float64)  # epoch seconds; NaN when unknown
         self._by_text: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
+        self.push_calibration = ranking.file_push_calibration(self.model_id)
+        self._anchors = Anchors(embedder) if embedder else None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -133,7 +130,7 @@ class MemoryIndex:
     # ------------------------------------------------------------------ queries
 
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
-        """A stored memory with the same normalised text, or a vector at least ``dedup_similarity`` close."""
+        """A stored memory ``content`` repeats (``ranking.is_same_fact``), closest first; None when it is new."""
         import numpy as np
 
         with self._lock:
@@ -145,11 +142,16 @@ class MemoryIndex:
                 return None
             sims = self._vectors[:n] @ vector
             sims[~self._has_vector[:n]] = -np.inf
-            best = int(np.argmax(sims))
-            return self._records[self._ids[best]] if sims[best] >= self.dedup_similarity else None
+            close = np.flatnonzero(sims >= self.dedup_similarity)
+            for row in close[np.argsort(-sims[close])]:
+                record = self._records[self._ids[row]]
+                if ranking.is_same_fact(content, record.content, float(sims[row]), self.dedup_similarity):
+                    return record
+            return None
 
-    def search(self, query: str, limit: int, *, now: datetime | None = None) -> RecallResult:
-        """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules."""
+    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
+        """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules; ``confident_only``: only
+        those confident enough to push into a turn unasked (``ranking.push_mask``)."""
         import numpy as np
 
         now = now or datetime.now(timezone.utc)
@@ -158,6 +160,9 @@ class MemoryIndex:
             wants_vector = self._embedder is not None and n > 0 and bool(self._has_vector[:n].any())
         vectors = self.embed([query]) if wants_vector else None  # outside the lock: embedding is the slow part
         query_vector = None if vectors is None else vectors[0]
+        anchor_best = None
+        if confident_only and query_vector is not None and self._anchors is not None:
+            anchor_best = self._anchors.best(query_vector)
         with self._lock:
             n = len(self._ids)
             if n == 0 or limit <= 0:
@@ -172,6 +177,8 @@ class MemoryIndex:
             base = np.where(comparable, sims, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
             ok |= code >= ranking.CODE_ADMIT
+            if confident_only:
+                ok &= ranking.push_mask(sims, comparable, keyword, code, anchor_best, self.push_calibration)
             score = ranking.relevance(base, code) + self._adjustments(n, now)
             candidates = np.flatnonzero(ok)
             if len(candidates) > limit:

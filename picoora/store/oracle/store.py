@@ -105,6 +105,7 @@ class OracleStore:
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
         self.floor = min_similarity or ranking.GENERIC_SIMILARITY_FLOOR
         self.dedup_similarity = dedup_similarity
+        self.push_calibration = ranking.oracle_push_calibration(self.model)  # uncalibrated: see ranking.ORACLE_PUSH
         self.text_index = text_index
         self._secrets = tuple(secrets)
         self._missing_model_note: str | None = None
@@ -161,7 +162,7 @@ class OracleStore:
         if vector is None:
             return None
         row = await tx.one(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector, embedding_model=self.model, k=1)
-        if row is not None and 1.0 - float(row[8]) >= self.dedup_similarity:
+        if row is not None and ranking.is_same_fact(content, codec.text(row[1]), 1.0 - float(row[8]), self.dedup_similarity):
             return codec.memory_from_row(row)
         return None
 
@@ -198,14 +199,14 @@ class OracleStore:
         return replace(record, created_at=codec.to_utc(codec.from_utc(record.created_at)),
                        accessed_at=codec.to_utc(codec.from_utc(record.accessed_at)))
 
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
         """``touch=False`` searches without counting it as an access (the inspector looks, it does not recall)."""
         async def work(tx: Tx) -> RecallResult:
             if limit <= 0 or not query.strip():
                 return RecallResult([])
             vector = await self._embed(tx, query)
             candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
-            matches = self._rank(query, candidates, limit)
+            matches = self._rank(query, candidates, limit, confident_only)
             touched = matches
             if touch:
                 now = utc_stamp()
@@ -241,7 +242,8 @@ class OracleStore:
                 found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
         return found
 
-    def _rank(self, query: str, candidates: dict[str, tuple[MemoryRecord, float | None]], limit: int) -> list[ScoredMemory]:
+    def _rank(self, query: str, candidates: dict[str, tuple[MemoryRecord, float | None]], limit: int,
+              confident_only: bool = False) -> list[ScoredMemory]:
         # Keyword evidence is computed over the candidates (the file backend uses all memories): IDF from a
         # smaller sample, same rules.
         keywords = KeywordIndex()
@@ -253,6 +255,8 @@ class OracleStore:
         for memory_id, (record, similarity) in candidates.items():
             keyword, code = keyword_by_id.get(memory_id, 0.0), code_by_id.get(memory_id, 0.0)
             if not ranking.is_match(similarity, keyword, code, self.floor):
+                continue
+            if confident_only and not ranking.should_push(similarity, keyword, code, None, self.push_calibration):
                 continue
             score = ranking.final_score(similarity, keyword, code, record.importance, record.created_at,
                                         record.accessed_at, now)
