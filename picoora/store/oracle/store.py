@@ -18,7 +18,7 @@ import re
 import uuid
 from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from picoora.messages import Message
 from picoora.store import ranking
@@ -285,7 +285,7 @@ class OracleStore:
 
         return self._run(work, "forget the memory")
 
-    def reindex(self, batch: int = 100) -> int:
+    def reindex(self, batch: int = 100, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every memory with the configured model, ``batch`` memories per transaction."""
         async def contents(tx: Tx) -> list[tuple]:
             return await tx.rows(q.MEMORY_CONTENTS, agent_id=self.agent_id)
@@ -308,9 +308,12 @@ class OracleStore:
                 return count
 
             done += self._run(work, "re-embed memories", timeout=300.0)
+            if progress:
+                progress(min(start + batch, len(rows)), len(rows))
         return done
 
-    def import_memories(self, records: Iterable[MemoryRecord], batch: int = 50) -> int:
+    def import_memories(self, records: Iterable[MemoryRecord], batch: int = 50, *,
+                        progress: Callable[[int, int], None] | None = None) -> int:
         """Add records keeping their ids and fields; skips existing ids, duplicates and empty texts."""
         pending = [r for r in records if r.content.strip()]
         imported = 0
@@ -331,6 +334,8 @@ class OracleStore:
                 return count
 
             imported += self._run(work, "import memories", timeout=300.0)
+            if progress:
+                progress(min(start + batch, len(pending)), len(pending))
         return imported
 
     # ---- daily notes ---------------------------------------------------------------------------
