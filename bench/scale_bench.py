@@ -86,7 +86,7 @@ def seed(home: Path, count: int) -> None:
 
     from picoora.store.base import MemoryRecord
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
-    from picoora.store.file_memories import _add_op, encode_vector
+    from picoora.store.file_memories import add_op, encode_vector
 
     path = home / "workspace" / "memory" / "memories.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +97,7 @@ def seed(home: Path, count: int) -> None:
             vector = rng.standard_normal(MINILM_DIM).astype(np.float32)
             vector /= np.linalg.norm(vector)
             record = MemoryRecord(id=f"s{i:07d}", content=text, embedding_model=MINILM_MODEL_ID)
-            out.write(json.dumps(_add_op(record, encode_vector(vector)), ensure_ascii=False) + "\n")
+            out.write(json.dumps(add_op(record, encode_vector(vector)), ensure_ascii=False) + "\n")
 
 
 def p50(values: list[float]) -> float:

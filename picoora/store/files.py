@@ -56,6 +56,7 @@ from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
+    from picoora.store.anchors import Anchors
     from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
     from picoora.store.memory_index import MemoryIndex
@@ -121,7 +122,7 @@ class FileStore:
         self._min_similarity = min_similarity
         self._dedup_similarity = dedup_similarity
         self._secrets = tuple(secrets)
-        self._memories = MemoryLog(self.layout.memory_log, self._new_index)
+        self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
@@ -130,10 +131,11 @@ class FileStore:
             for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
 
-    def _new_index(self) -> MemoryIndex:
+    def _new_index(self, anchors: Anchors | None = None) -> MemoryIndex:
         from picoora.store.memory_index import MemoryIndex
 
-        return MemoryIndex(self._embedder, min_similarity=self._min_similarity, dedup_similarity=self._dedup_similarity)
+        return MemoryIndex(self._embedder, min_similarity=self._min_similarity, dedup_similarity=self._dedup_similarity,
+                           anchors=anchors)
 
     # ---- memories ------------------------------------------------------------------------------
 
