@@ -144,7 +144,7 @@ def table(args) -> None:
     sets = Sets(pairs, codes, facts, synthetic_memories(args.distractors))
     print(f"{len(pairs)} paraphrased pairs + {len(codes)} code queries over {len(facts)} facts; "
           f"{len(OFFTOPIC)} off-topic questions; targets: recall@5 >= 0.95, recall@1 >= 0.85, silence >= 0.85\n")
-    print(f"| embedder | store | rule | recall@1 | recall@5 | silence |\n|---|---|---|---|---|---|")
+    print("| embedder | store | rule | recall@1 | recall@5 | silence |\n|---|---|---|---|---|---|")
     for name, embedder, chosen in embedders(args, sets):
         for with_distractors in (False, True):
             store = f"{len(facts)} facts" + (f" + {len(sets.distractors)} look-alikes" if with_distractors else "")

@@ -9,7 +9,9 @@ embedding them would (search cost does not depend on what the vectors say; bulk 
 measured by bench/bulk_bench.py). The first command after seeding builds the index; the timed runs
 after it are what every later process pays.
 
-* one-shot turn: ``picoora agent --no-stream -m`` against the fake Ollama, wall time and peak RSS of the child
+* one-shot turn: ``picoora agent --no-stream -m`` against the fake Ollama, wall time, CPU time (steadier
+  when other work shares the machine) and peak RSS of the child. With 0 memories recall embeds nothing, so
+  the model is not even loaded; the cost of the store's size is the difference between 1,000 and 10,000.
 * ``memory search`` step: wall time of ``store.recall(..., touch=False)`` in a fresh process that opened
   the store (query embedding included: the model is loaded first and not counted)
 * recall excluding the query's embedding: ``MemoryIndex.search`` with a precomputed query vector
@@ -115,9 +117,9 @@ def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs
         command = [*picoora_command(), "agent", "--no-stream", "-m", QUESTION]
         run_child(command, env)
         results = [run_child(command, env) for _ in range(runs)]
-        walls, rss = [r[0] for r in results], [r[1] for r in results]
+        walls, rss, cpu = [r[0] for r in results], [r[1] for r in results], [r[4] for r in results]
         print(f"  agent -m, {count:>7,} memories: median {statistics.median(walls):.3f} s  "
-              f"peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
+              f"CPU {statistics.median(cpu):.3f} s  peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
     if search:
         out = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, json.dumps(QUERIES)], env=env, cwd=ROOT,
                              capture_output=True, text=True, check=True)

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import uuid
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -245,6 +246,7 @@ class MemoryLog:
         self._lines = 0  # lines in the log, to decide when to compact
         self._tail_ops = 0  # lines after the snapshot, to decide when to rewrite it
         self._anchors: Anchors | None = None  # kept across reloads, like the embedder
+        self._bulk = False  # during an import or reindex the snapshot is rewritten once, at the end
         self._set_base(None)
 
     def _set_base(self, base: Snapshot | None) -> None:
@@ -278,8 +280,20 @@ class MemoryLog:
             self._load()
         elif status.st_size > self._offset:
             self._read_tail()
-        if self._tail_ops > SNAPSHOT_TAIL_OPS:
+        if self._tail_ops > SNAPSHOT_TAIL_OPS and not self._bulk:
             self._rebuild()
+
+    @contextmanager
+    def bulk(self, lock: AbstractContextManager) -> Iterator[None]:
+        """Many appends in a row (import, reindex), each under ``lock``: rewriting the snapshot every
+        ``SNAPSHOT_TAIL_OPS`` lines would fold the growing log again and again, so it waits for the end."""
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            with lock:
+                self.refresh()
 
     def _load(self) -> None:
         from picoora.store.memory_snapshot import Snapshot

@@ -194,10 +194,11 @@ class FileStore:
             expected = self._memories.reindex_pending(self._embedder.model_id)
         ids, texts = list(expected), list(expected.values())
         try:
-            for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
-                chunk = {memory_id: expected[memory_id] for memory_id in ids[start : start + len(vectors)]}
-                with self._lock:
-                    self._memories.store_reembedded(chunk, list(vectors), self._embedder.model_id)
+            with self._memories.bulk(self._lock):
+                for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
+                    chunk = {memory_id: expected[memory_id] for memory_id in ids[start : start + len(vectors)]}
+                    with self._lock:
+                        self._memories.store_reembedded(chunk, list(vectors), self._embedder.model_id)
         except EmbedderUnavailable as exc:
             raise StoreError(f"{_NO_EMBEDDER} (run the reindex again to continue where it stopped): {exc}") from None
         with self._lock:
@@ -218,10 +219,11 @@ class FileStore:
             with self._lock:
                 return self._memories.import_records(records, [None] * len(records), None)
         try:
-            for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
-                with self._lock:
-                    added += self._memories.import_records(records[start : start + len(vectors)], list(vectors),
-                                                           self._embedder.model_id)
+            with self._memories.bulk(self._lock):
+                for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
+                    with self._lock:
+                        added += self._memories.import_records(records[start : start + len(vectors)],
+                                                               list(vectors), self._embedder.model_id)
         except EmbedderUnavailable as exc:
             raise StoreError(f"memory import stopped after {added} memories (run it again to continue): {exc}") from None
         return added

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from picoora.store.memory_snapshot import Snapshot
 
 # Ranking a candidate costs tokenizing it (~0.2 ms): these bound a query's work at any store size.
-VECTOR_CANDIDATES = 32  # nearest snapshot rows by cosine (at least 4x the limit)
-KEYWORD_CANDIDATES = 32  # rows holding the most IDF-weighted query terms (codes and names are rare, so weigh most)
+VECTOR_CANDIDATES = 24  # nearest snapshot rows by cosine (at least 4x the limit)
+KEYWORD_CANDIDATES = 24  # rows holding the most IDF-weighted query terms (codes and names are rare, so weigh most)
 
 
 @dataclass

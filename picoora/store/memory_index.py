@@ -163,8 +163,6 @@ class MemoryIndex:
     def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
         """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules; ``confident_only``: only
         those confident enough to push into a turn unasked (``ranking.push_mask``)."""
-        import numpy as np
-
         now = now or datetime.now(timezone.utc)
         with self._lock:
             n = len(self._ids)

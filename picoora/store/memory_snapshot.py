@@ -36,6 +36,8 @@ from picoora.store.ranking import normalise_text
 if TYPE_CHECKING:
     import numpy as np
 
+    from picoora.store.base import MemoryRecord
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1
