@@ -135,3 +135,18 @@ def test_memory_search_and_inspector_do_not_count_as_access(isolated_home):
         assert "kestrel-7" in result.stdout
     listed = json.loads(run_cli("memory", "list", "--json", home=isolated_home).stdout)
     assert listed[0]["access_count"] == 0
+
+
+def test_agent_pushes_no_memory_into_hi_there_but_does_for_a_real_question(isolated_home):
+    from tests.fakes.ollama_server import FakeOllama, Reply
+
+    with FakeOllama(responder=lambda body: Reply(content="ok")) as fake:
+        write_config(isolated_home, ollama_url=fake.url, embedder="minilm")
+        for fact in ("I live in Lisbon", "My sister Anna is a paediatric nurse in Gdansk"):
+            assert run_cli("memory", "add", fact, home=isolated_home).returncode == 0
+        for message in ("hi there", "Which city do I live in?"):
+            result = run_cli("agent", "-m", message, home=isolated_home)
+            assert result.returncode == 0, result.stderr
+    greeting, question = (request["messages"][0]["content"] for request in fake.requests)
+    assert "Recalled memories" not in greeting and "Lisbon" not in greeting
+    assert "I live in Lisbon" in question.split("Recalled memories", 1)[1]
