@@ -139,3 +139,16 @@ def test_tiny_and_empty_logs(tmp_path, count):
         assert len(store.list_memories()) == count
     with closing(_store(ws)) as store:
         assert len(store.recall("only fact", limit=3).matches) == count
+
+
+def test_a_store_takes_the_snapshot_another_store_rewrote_instead_of_folding_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 5)
+    ws = tmp_path / "ws"
+    _fill(ws)
+    with closing(_store(ws)) as reader, closing(_store(ws)) as writer:
+        reader.list_memories()
+        for n in range(7):
+            writer.add_memory(f"tail fact {n} number {n * 11}")
+        writer.list_memories()  # the writer folds its long tail into a new snapshot
+        _no_replay(monkeypatch)
+        assert len(reader.list_memories()) == len(FACTS) + 7

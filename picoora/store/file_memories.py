@@ -1,4 +1,5 @@
-"""The file backend's memories: an append-only op log, its in-memory fold, and the search index fed from it.
+"""The file backend's memories: an append-only op log, its fold (a snapshot plus the lines after it), and
+the search index fed from it.
 
 ``memory/memories.jsonl`` holds one operation per line:
   add      {"op":"add","id","content","importance","category","created_at","accessed_at","access_count","model","vec"}
@@ -11,8 +12,10 @@ made it, so vectors of different models are never compared. When dead lines outn
 log is compacted by an atomic rewrite into one ``add`` per live memory.
 
 Another process may append at any time, so every operation first catches up with the file while holding
-the workspace lock: new lines are read from the last known offset; a different inode (the other process
-compacted) or a shorter file means a full reload.
+the workspace lock: new lines are read from the last known offset; a different file (another process
+compacted: another inode, or different bytes before our offset) or a shorter one means a full reload.
+A process does not fold the whole log to start: ``memory_snapshot`` keeps a memory-mapped image of it
+beside the log, and only the lines after the image are replayed (``MemoryLog``).
 """
 
 from __future__ import annotations
@@ -281,7 +284,8 @@ class MemoryLog:
         elif status.st_size > self._offset:
             self._read_tail()
         if self._tail_ops > SNAPSHOT_TAIL_OPS and not self._bulk:
-            self._rebuild()
+            # Another process may have rewritten it already: take that one rather than fold the log again.
+            self._load(newer_than=self._base.position.offset if self._base else 0)
 
     @contextmanager
     def bulk(self, lock: AbstractContextManager) -> Iterator[None]:
@@ -295,11 +299,13 @@ class MemoryLog:
             with lock:
                 self.refresh()
 
-    def _load(self) -> None:
+    def _load(self, *, newer_than: int = -1) -> None:
+        """Take the snapshot on disk if it matches the log and folds more than ``newer_than`` bytes of it;
+        otherwise fold the log and write one."""
         from picoora.store.memory_snapshot import Snapshot
 
         snapshot = Snapshot.load(self.path, self._model)
-        if snapshot is None:
+        if snapshot is None or snapshot.position.offset <= newer_than:
             self._rebuild()
             return
         self._set_base(snapshot)
