@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from picoora.store import ranking
+from picoora.store.blas import one_blas_thread
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,7 +104,6 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._model = None
         self._tokenizer = None
-        self._blas = None  # threadpoolctl's handle on numpy's BLAS
         self._load_error: EmbedderUnavailable | None = None
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -116,10 +116,7 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(texts)
         # Texts of similar length go together, so little compute is spent on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        # One BLAS thread: OpenBLAS threads wait on each other, so when the cores are busy (Ollama answering,
-        # the agent's tools) a two-thread product stalls; we measured 10 ms queries turn into 150-450 ms,
-        # while one thread loses little on these small matrices.
-        with self._blas.limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             start = 0
             while start < len(order):
                 end = start + 1  # grow the batch while the next (longest so far) text keeps it under budget
@@ -152,7 +149,7 @@ class MiniLMEmbedder:
             if self._load_error is not None:  # a broken install stays broken: fail fast, same message
                 raise self._load_error
             try:
-                self._model, self._tokenizer, self._blas = self._open()
+                self._model, self._tokenizer = self._open()
             except EmbedderUnavailable as exc:
                 self._load_error = exc
                 raise
@@ -160,7 +157,7 @@ class MiniLMEmbedder:
     def _open(self):
         try:
             import numpy  # noqa: F401
-            from threadpoolctl import ThreadpoolController
+            import threadpoolctl  # noqa: F401  (blas.one_blas_thread)
             from tokenizers import Tokenizer
 
             from picoora.store.minilm import MiniLM, ModelLayoutError
@@ -198,7 +195,7 @@ class MiniLMEmbedder:
             ) from None
         tokenizer.no_padding()  # the vendored file pads to 128; batches are padded to their longest text instead
         tokenizer.enable_truncation(max_length=MINILM_MAX_TOKENS)
-        return model, tokenizer, ThreadpoolController()
+        return model, tokenizer
 
 
 class _OnnxRuntimeModel:

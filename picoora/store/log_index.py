@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from picoora.store import ranking
 from picoora.store.base import MemoryRecord, RecallResult
+from picoora.store.blas import one_blas_thread
 from picoora.store.keywords import idf, tokenize
 from picoora.store.memory_index import MemoryIndex
 
@@ -59,13 +60,19 @@ class LogIndex:
 
     def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
         if self._base is None:
-            return self._tail.search(query, limit, now=now, confident_only=confident_only)
+            with one_blas_thread():
+                return self._tail.search(query, limit, now=now, confident_only=confident_only)
         wants_vector = self._tail.model_id is not None and (self._base_vectors or self._tail.vector_count() > 0)
         vectors = self.embed([query]) if wants_vector else None
         query_vector = None if vectors is None else vectors[0]
         with self._overlay.lock:
             dead = list(self._overlay.dead)
             changed = dict(self._overlay.changed)
+        with one_blas_thread():
+            return self._rank(query, query_vector, limit, now, confident_only, dead, changed)
+
+    def _rank(self, query: str, query_vector: np.ndarray | None, limit: int, now: datetime | None, confident_only: bool,
+              dead: list[int], changed: dict[int, MemoryRecord]) -> RecallResult:
         ranker = MemoryIndex(self._tail.embedder, min_similarity=self._tail.floor,
                              dedup_similarity=self._tail.dedup_similarity, anchors=self._tail.anchors)
         ranker.push_calibration = self._tail.push_calibration
@@ -110,6 +117,10 @@ class LogIndex:
 
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
         """A live memory ``content`` repeats (``ranking.is_same_fact``): exact text first, then the closest."""
+        with one_blas_thread():
+            return self._find_duplicate(content, vector)
+
+    def _find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
         import numpy as np
 
         if self._base is not None:
