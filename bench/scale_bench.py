@@ -90,7 +90,9 @@ def seed(home: Path, count: int) -> None:
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
     from picoora.store.file_memories import add_op, encode_vector
 
-    path = home / "workspace" / "memory" / "memories.jsonl"
+    from picoora.store.layout import FileLayout
+
+    path = FileLayout(home / "workspace").memory_log
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(7)
     texts = synthetic_memories(count)
@@ -107,10 +109,11 @@ def p50(values: list[float]) -> float:
 
 
 def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs: int) -> None:
-    for name in ("memory",):
-        target = home / "workspace" / name
-        if target.exists():
-            subprocess.run(["rm", "-rf", str(target)], check=True)
+    from picoora.store.layout import FileLayout
+
+    target = FileLayout(home / "workspace").memory
+    if target.exists():
+        subprocess.run(["rm", "-rf", str(target)], check=True)
     seed(home, count)
     run_child([*picoora_command(), "memory", "search", "warm up the index"], env)  # builds whatever is cached
     if turn:

@@ -16,6 +16,7 @@ from picoora.store import bulk_embed
 from picoora.store.base import MemoryRecord, StoreError
 from picoora.store.embedder import EmbedderUnavailable, MiniLMEmbedder
 from picoora.store.files import FileStore
+from picoora.store.layout import FileLayout
 from tests.cli_support import REPO, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.hash_embedder import HashEmbedder
@@ -60,7 +61,7 @@ def test_an_interrupted_reindex_resumes_where_it_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(bulk_embed, "CHUNK", 10)
     with closing(FileStore(tmp_path / "ws", embedder=HashEmbedder(salt="old"))) as store:
         assert store.import_memories(_records(35)) == 35
-    log = tmp_path / "ws/memory/memories.jsonl"
+    log = FileLayout(tmp_path / "ws").memory_log
     progress = log.with_name("memories.reindex.json")
     with closing(FileStore(tmp_path / "ws", embedder=FlakyEmbedder(fail_on=3, salt="new"))) as store:
         with pytest.raises(StoreError, match="run the reindex again to continue"):

@@ -10,6 +10,7 @@ import pytest
 
 from picoora.store import file_memories
 from picoora.store.files import FileStore
+from picoora.store.layout import FileLayout
 from picoora.store.memory_index import MemoryIndex
 from picoora.store.memory_snapshot import snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
@@ -39,7 +40,7 @@ def test_a_new_process_answers_from_the_snapshot_without_replaying_the_log(tmp_p
     ids = _fill(ws)
     with closing(_store(ws)) as store:
         store.list_memories()  # the first open after writes folds the log once and snapshots it
-    assert (snapshot_dir(ws / "memory/memories.jsonl") / "manifest.json").is_file()
+    assert (snapshot_dir(FileLayout(ws).memory_log) / "manifest.json").is_file()
     _no_replay(monkeypatch)
     with closing(_store(ws)) as store:
         assert store.recall("boat moored pier", limit=1).matches[0].memory.id == ids[0]
@@ -65,7 +66,7 @@ def test_a_log_rewritten_behind_the_snapshot_is_never_trusted(tmp_path):
     _fill(ws)
     with closing(_store(ws)) as store:
         store.list_memories()
-    log = ws / "memory/memories.jsonl"
+    log = FileLayout(ws).memory_log
     lines = log.read_text().splitlines(keepends=True)
     replaced = json.loads(lines[0])
     replaced.update(id="edited0001", content="The canoe is stored in the shed")
@@ -94,7 +95,7 @@ def test_damaged_or_half_written_index_files_are_rebuilt_from_the_log(tmp_path, 
     ids = _fill(ws)
     with closing(_store(ws)) as store:
         store.list_memories()
-    directory = snapshot_dir(ws / "memory/memories.jsonl")
+    directory = snapshot_dir(FileLayout(ws).memory_log)
     gen = json.loads((directory / "manifest.json").read_text())["gen"]
     (directory / f"{gen}.vectors.npy").write_bytes(b"\x93NUMPY garbage")
     (directory / "0123456789ab.vectors.npy").write_bytes(b"left by a crash before the manifest switched")
@@ -119,7 +120,7 @@ def test_a_long_tail_is_folded_into_a_new_snapshot(tmp_path, monkeypatch):
     monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 5)
     ws = tmp_path / "ws"
     _fill(ws)
-    directory = snapshot_dir(ws / "memory/memories.jsonl")
+    directory = snapshot_dir(FileLayout(ws).memory_log)
     with closing(_store(ws)) as store:
         store.list_memories()
         first = json.loads((directory / "manifest.json").read_text())["gen"]

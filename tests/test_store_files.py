@@ -296,7 +296,7 @@ def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_o
     kept = first.add_memory("The boat is moored at pier seven").memory
     doomed = first.add_memory("The canoe is stored in the shed").memory
     assert {m.id for m in first.list_memories()} == {kept.id, doomed.id}
-    log = workspace / "memory/memories.jsonl"
+    log = workspace / ".picoora/memory/memories.jsonl"
     old_size = log.stat().st_size
     for n in range(8):
         second.forget(second.add_memory(f"short lived {n} thing {n * 3}").memory.id)
