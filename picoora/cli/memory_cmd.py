@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
 
@@ -70,9 +70,9 @@ def search(
     limit: int = typer.Option(5, "-n", "--limit", min=1, help="At most this many results."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON array instead of a table."),
 ) -> None:
-    """Find the memories closest to QUERY."""
+    """Find the memories closest to QUERY (weaker matches too). Looking does not count as an access."""
     with _store(ctx) as store:
-        result = store.recall(query, limit=limit)
+        result = store.recall(query, limit=limit, touch=False)
     _warn_if_degraded(result)
     if as_json:
         _print_json(
@@ -121,9 +121,10 @@ def forget(
 
 
 def reindex(ctx: typer.Context) -> None:
-    """Re-embed every memory with the configured embedder (after changing memory.embedder)."""
-    with _store(ctx) as store:
-        count = store.reindex()
+    """Re-embed every memory with the configured embedder (after changing memory.embedder).
+    An interrupted reindex continues where it stopped when run again."""
+    with _store(ctx) as store, _progress("Re-embedding") as progress:
+        count = store.reindex(progress=progress)
     print(f"Re-embedded {count} memories.")
 
 
@@ -149,12 +150,32 @@ def import_(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="A JSON Lines file from `picoora memory export` ('-': stdin)."),
 ) -> None:
-    """Add memories from a JSON Lines file, keeping their ids and times; known ones are skipped."""
+    """Add memories from a JSON Lines file, keeping their ids and times; known ones are skipped
+    (so an interrupted import continues when run again)."""
     records = _read_records(file)
-    with _store(ctx) as store:
-        added = store.import_memories(records)
+    with _store(ctx) as store, _progress("Importing") as progress:
+        added = store.import_memories(records, progress=progress)
     skipped = len(records) - added
     print(f"Imported {added} memories" + (f" ({skipped} already present)" if skipped else "") + ".")
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr when it is a terminal; no callback otherwise (pipes, tests)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
 
 
 def record_from_dict(data: dict[str, Any]) -> MemoryRecord:

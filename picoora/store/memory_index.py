@@ -12,13 +12,15 @@ stored while the embedder was unavailable, has no vector here: it is found by ke
 
 from __future__ import annotations
 
-import re
 import threading
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from picoora.store import ranking
+from picoora.store.ranking import normalise_text
+from picoora.store.anchors import Anchors
 from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
 from picoora.store.embedder import Embedder, EmbedderUnavailable
 from picoora.store.keywords import KeywordIndex
@@ -28,19 +30,20 @@ if TYPE_CHECKING:
 
 RETRY_EMBEDDER_SECONDS = 30.0  # after a failure, do not pay a timeout per call: try again after this long
 _INITIAL_ROWS = 64
-_SPACES = re.compile(r"\s+")
-
-
-def normalise_text(content: str) -> str:
-    """The form two memories must share to be the same text: case, spacing and final punctuation ignored."""
-    return _SPACES.sub(" ", content.casefold()).strip().rstrip(".!;").rstrip()
 
 
 class MemoryIndex:
-    def __init__(self, embedder: Embedder | None, *, min_similarity: float = 0.0, dedup_similarity: float = 0.95):
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        *,
+        min_similarity: float = 0.0,
+        dedup_similarity: float = 0.95,
+        anchors: Anchors | None = None,
+    ):
         import numpy as np
 
-        self._embedder = embedder
+        self.embedder = embedder
         self.model_id: str | None = embedder.model_id if embedder else None
         # 0 means "the embedder's calibrated floor" (config: memory.min_similarity).
         self.floor = min_similarity or (embedder.similarity_floor if embedder else ranking.GENERIC_SIMILARITY_FLOOR)
@@ -60,9 +63,14 @@ class MemoryIndex:
         self._touched = np.zeros(_INITIAL_ROWS, dtype=np.float64)  # epoch seconds; NaN when unknown
         self._by_text: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
+        self.push_calibration = ranking.file_push_calibration(self.model_id)
+        self.anchors = anchors or (Anchors(embedder) if embedder else None)  # shared by the indexes of one store
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._row
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -71,10 +79,10 @@ class MemoryIndex:
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
         """Vectors from this index's embedder, or None when none can be had right now (reason kept)."""
-        if self._embedder is None or time.monotonic() < self._retry_at:
+        if self.embedder is None or time.monotonic() < self._retry_at:
             return None
         try:
-            vectors = self._embedder.embed(texts)
+            vectors = self.embedder.embed(texts)
         except EmbedderUnavailable as exc:
             self._unavailable = f"recall by meaning is unavailable, so recall matches keywords only: {exc}"
             self._retry_at = time.monotonic() + RETRY_EMBEDDER_SECONDS
@@ -133,7 +141,7 @@ class MemoryIndex:
     # ------------------------------------------------------------------ queries
 
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
-        """A stored memory with the same normalised text, or a vector at least ``dedup_similarity`` close."""
+        """A stored memory ``content`` repeats (``ranking.is_same_fact``), closest first; None when it is new."""
         import numpy as np
 
         with self._lock:
@@ -145,23 +153,49 @@ class MemoryIndex:
                 return None
             sims = self._vectors[:n] @ vector
             sims[~self._has_vector[:n]] = -np.inf
-            best = int(np.argmax(sims))
-            return self._records[self._ids[best]] if sims[best] >= self.dedup_similarity else None
+            close = np.flatnonzero(sims >= self.dedup_similarity)
+            for row in close[np.argsort(-sims[close])]:
+                record = self._records[self._ids[row]]
+                if ranking.is_same_fact(content, record.content, float(sims[row]), self.dedup_similarity):
+                    return record
+            return None
 
-    def search(self, query: str, limit: int, *, now: datetime | None = None) -> RecallResult:
-        """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules."""
-        import numpy as np
-
+    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
+        """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules; ``confident_only``: only
+        those confident enough to push into a turn unasked (``ranking.push_mask``)."""
         now = now or datetime.now(timezone.utc)
         with self._lock:
             n = len(self._ids)
-            wants_vector = self._embedder is not None and n > 0 and bool(self._has_vector[:n].any())
+            wants_vector = self.embedder is not None and n > 0 and bool(self._has_vector[:n].any())
         vectors = self.embed([query]) if wants_vector else None  # outside the lock: embedding is the slow part
         query_vector = None if vectors is None else vectors[0]
+        matches = self.rank(query, query_vector, limit, now=now, confident_only=confident_only)
+        with self._lock:
+            return self.result(matches, query_vector, len(self._ids) - self.vector_count(), len(self._ids))
+
+    def anchor_best(self, query_vector: np.ndarray | None) -> float | None:
+        """The query's best cosine against the background questions (``ranking.push_mask``)."""
+        return None if query_vector is None or self.anchors is None else self.anchors.best(query_vector)
+
+    def vector_count(self) -> int:
+        with self._lock:
+            return int(self._has_vector[: len(self._ids)].sum())
+
+    def rank(
+        self, query: str, query_vector: np.ndarray | None, limit: int, *, now: datetime | None = None,
+        confident_only: bool = False, anchor_best: float | None = None,
+    ) -> list[ScoredMemory]:
+        """``search`` with the query already embedded (None: keywords only). ``anchor_best`` is computed
+        when not given and ``confident_only`` needs it."""
+        import numpy as np
+
+        now = now or datetime.now(timezone.utc)
+        if confident_only and anchor_best is None:
+            anchor_best = self.anchor_best(query_vector)
         with self._lock:
             n = len(self._ids)
             if n == 0 or limit <= 0:
-                return self._result([], query_vector)
+                return []
             keyword_by_id, code_by_id = self._keywords.match(query)
             keyword = self._as_row_array(keyword_by_id, n)
             code = self._as_row_array(code_by_id, n)
@@ -172,12 +206,14 @@ class MemoryIndex:
             base = np.where(comparable, sims, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
             ok |= code >= ranking.CODE_ADMIT
+            if confident_only:
+                ok &= ranking.push_mask(sims, comparable, keyword, code, anchor_best, self.push_calibration)
             score = ranking.relevance(base, code) + self._adjustments(n, now)
             candidates = np.flatnonzero(ok)
             if len(candidates) > limit:
                 candidates = candidates[np.argpartition(-score[candidates], limit - 1)[:limit]]
             candidates = candidates[np.argsort(-score[candidates], kind="stable")]
-            matches = [
+            return [
                 ScoredMemory(
                     memory=self._records[self._ids[row]],
                     score=float(np.clip(score[row], 0.0, 1.0)),
@@ -185,18 +221,25 @@ class MemoryIndex:
                 )
                 for row in candidates
             ]
-            return self._result(matches, query_vector)
+
+    def items(self) -> list[tuple[MemoryRecord, np.ndarray | None]]:
+        """Every record with its vector (None without one), as copies."""
+        with self._lock:
+            return [
+                (replace(self._records[memory_id]), self._vectors[row].copy() if self._has_vector[row] else None)
+                for row, memory_id in enumerate(self._ids)
+            ]
 
     # ------------------------------------------------------------------ internals
 
-    def _result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None) -> RecallResult:
-        if self._embedder is None or (query_vector is None and self._unavailable):
+    def result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None, missing: int, total: int) -> RecallResult:
+        """``matches`` with why recall was degraded, or how many of ``total`` memories lack a vector."""
+        if self.embedder is None or (query_vector is None and self._unavailable):
             return RecallResult(matches, degraded=True, note=self._unavailable)
-        missing = len(self._ids) - int(self._has_vector[: len(self._ids)].sum())
         note = None
         if missing:
             note = (
-                f"{missing} of {len(self._ids)} memories have no {self.model_id} vector (stored by another "
+                f"{missing} of {total} memories have no {self.model_id} vector (stored by another "
                 "embedder or while it was unavailable) and are matched by keywords only: run `picoora memory reindex`"
             )
         return RecallResult(matches, degraded=False, note=note)

@@ -18,7 +18,7 @@ import re
 import uuid
 from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from picoora.messages import Message
 from picoora.store import ranking
@@ -105,6 +105,7 @@ class OracleStore:
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
         self.floor = min_similarity or ranking.GENERIC_SIMILARITY_FLOOR
         self.dedup_similarity = dedup_similarity
+        self.push_calibration = ranking.oracle_push_calibration(self.model)  # uncalibrated: see ranking.ORACLE_PUSH
         self.text_index = text_index
         self._secrets = tuple(secrets)
         self._missing_model_note: str | None = None
@@ -161,7 +162,7 @@ class OracleStore:
         if vector is None:
             return None
         row = await tx.one(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector, embedding_model=self.model, k=1)
-        if row is not None and 1.0 - float(row[8]) >= self.dedup_similarity:
+        if row is not None and ranking.is_same_fact(content, codec.text(row[1]), 1.0 - float(row[8]), self.dedup_similarity):
             return codec.memory_from_row(row)
         return None
 
@@ -198,14 +199,14 @@ class OracleStore:
         return replace(record, created_at=codec.to_utc(codec.from_utc(record.created_at)),
                        accessed_at=codec.to_utc(codec.from_utc(record.accessed_at)))
 
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
         """``touch=False`` searches without counting it as an access (the inspector looks, it does not recall)."""
         async def work(tx: Tx) -> RecallResult:
             if limit <= 0 or not query.strip():
                 return RecallResult([])
             vector = await self._embed(tx, query)
             candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
-            matches = self._rank(query, candidates, limit)
+            matches = self._rank(query, candidates, limit, confident_only)
             touched = matches
             if touch:
                 now = utc_stamp()
@@ -241,7 +242,8 @@ class OracleStore:
                 found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
         return found
 
-    def _rank(self, query: str, candidates: dict[str, tuple[MemoryRecord, float | None]], limit: int) -> list[ScoredMemory]:
+    def _rank(self, query: str, candidates: dict[str, tuple[MemoryRecord, float | None]], limit: int,
+              confident_only: bool = False) -> list[ScoredMemory]:
         # Keyword evidence is computed over the candidates (the file backend uses all memories): IDF from a
         # smaller sample, same rules.
         keywords = KeywordIndex()
@@ -253,6 +255,8 @@ class OracleStore:
         for memory_id, (record, similarity) in candidates.items():
             keyword, code = keyword_by_id.get(memory_id, 0.0), code_by_id.get(memory_id, 0.0)
             if not ranking.is_match(similarity, keyword, code, self.floor):
+                continue
+            if confident_only and not ranking.should_push(similarity, keyword, code, None, self.push_calibration):
                 continue
             score = ranking.final_score(similarity, keyword, code, record.importance, record.created_at,
                                         record.accessed_at, now)
@@ -281,7 +285,7 @@ class OracleStore:
 
         return self._run(work, "forget the memory")
 
-    def reindex(self, batch: int = 100) -> int:
+    def reindex(self, batch: int = 100, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every memory with the configured model, ``batch`` memories per transaction."""
         async def contents(tx: Tx) -> list[tuple]:
             return await tx.rows(q.MEMORY_CONTENTS, agent_id=self.agent_id)
@@ -304,9 +308,12 @@ class OracleStore:
                 return count
 
             done += self._run(work, "re-embed memories", timeout=300.0)
+            if progress:
+                progress(min(start + batch, len(rows)), len(rows))
         return done
 
-    def import_memories(self, records: Iterable[MemoryRecord], batch: int = 50) -> int:
+    def import_memories(self, records: Iterable[MemoryRecord], batch: int = 50, *,
+                        progress: Callable[[int, int], None] | None = None) -> int:
         """Add records keeping their ids and fields; skips existing ids, duplicates and empty texts."""
         pending = [r for r in records if r.content.strip()]
         imported = 0
@@ -327,6 +334,8 @@ class OracleStore:
                 return count
 
             imported += self._run(work, "import memories", timeout=300.0)
+            if progress:
+                progress(min(start + batch, len(pending)), len(pending))
         return imported
 
     # ---- daily notes ---------------------------------------------------------------------------

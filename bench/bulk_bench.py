@@ -1,0 +1,52 @@
+"""Bulk embedding throughput: `picoora memory import` and `picoora memory reindex` of N short memories.
+
+    .venv/bin/python bench/bulk_bench.py [--memories 10000]
+
+Target (issue 12): 10,000 short memories in under 40 s on this 2-core machine. The memories are the
+synthetic ones of bench/recall_bench.py (8-12 words each; about a fifth repeat an earlier one exactly or differ only in wording, and import skips
+those). Peak RSS is the largest of the command and its worker processes. Each command runs as a real child process;
+its wall time includes start-up, worker start and the durable per-chunk writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_cli import picoora_command, run_child  # noqa: E402
+from recall_bench import synthetic_memories  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="picoora-bulk-") as tmp:
+        home = Path(tmp)
+        env = {k: v for k, v in {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1"}.items()
+               if not k.startswith("PICO_")}
+        config = {"agents": {"defaults": {"model": "qwen3:latest"}}, "memory": {"embedder": "minilm"}}
+        (home / "config.json").write_text(json.dumps(config))
+        seed = home / "seed.jsonl"
+        texts = synthetic_memories(args.memories)
+        seed.write_text("".join(json.dumps({"id": f"b{i:06d}", "content": t}) + "\n" for i, t in enumerate(texts)))
+        print(f"Python {sys.version.split()[0]} on {os.cpu_count()} CPUs; {args.memories:,} memories")
+        for label, command in (("memory import", ["memory", "import", str(seed)]), ("memory reindex", ["memory", "reindex"])):
+            wall, rss, status, out, cpu = run_child([*picoora_command(), *command], env)
+            if status != 0:
+                raise SystemExit(f"{label} failed (exit {status})")
+            done = int(re.search(r"(\d+) memories", out).group(1))  # import skips exact repeats in the set
+            print(f"  {label:<15} {wall:6.1f} s  = {done / wall:5.0f} memories/s  (CPU {cpu:.1f} s, "
+                  f"peak RSS {rss:.0f} MB): {out.strip()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Recall over the file backend's two tiers: the memory-mapped snapshot and the memories changed since.
+
+A query scores every snapshot vector with one matrix-vector product over the mapped file, keeps the
+``VECTOR_CANDIDATES`` nearest and the ``KEYWORD_CANDIDATES`` rows holding the most IDF-weighted query
+terms (from the snapshot's postings), and ranks those together with every memory added since the snapshot in a small
+``MemoryIndex`` with ``ranking``'s rules. Nothing is decoded or parsed for the other rows. Keyword
+weights (IDF) then come from the candidates, as on the Oracle backend; a store smaller than the candidate
+budget is ranked exactly as one in-memory index would rank it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from picoora.store import ranking
+from picoora.store.base import MemoryRecord, RecallResult
+from picoora.store.blas import one_blas_thread
+from picoora.store.keywords import idf, tokenize
+from picoora.store.memory_index import MemoryIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from picoora.store.memory_snapshot import Snapshot
+
+# Ranking a candidate costs tokenizing it (~0.2 ms): these bound a query's work at any store size.
+VECTOR_CANDIDATES = 24  # nearest snapshot rows by cosine (at least 4x the limit)
+KEYWORD_CANDIDATES = 24  # rows holding the most IDF-weighted query terms (codes and names are rare, so weigh most)
+
+
+@dataclass
+class Overlay:
+    """What the log says about snapshot rows since the snapshot. Guarded by ``lock``: the store changes it
+    under the workspace lock while searches read it from other threads."""
+
+    dead: set[int] = field(default_factory=set)  # rows forgotten, replaced or moved to the tail index
+    changed: dict[int, MemoryRecord] = field(default_factory=dict)  # rows whose record changed (access, importance)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class LogIndex:
+    """What ``MemoryLog.searchable`` hands out: embed, search and find duplicates without the workspace lock."""
+
+    def __init__(self, base: Snapshot | None, overlay: Overlay, tail: MemoryIndex):
+        self._base = base if base is not None and base.rows else None
+        self._overlay = overlay
+        self._tail = tail
+        self.model_id = tail.model_id
+        self._base_vectors = self._base is not None and self._base.model == tail.model_id and bool(self._base.has_vector.any())
+
+    @property
+    def unavailable_reason(self) -> str | None:
+        return self._tail.unavailable_reason
+
+    def embed(self, texts: list[str]) -> np.ndarray | None:
+        return self._tail.embed(texts)
+
+    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
+        if self._base is None:
+            with one_blas_thread():
+                return self._tail.search(query, limit, now=now, confident_only=confident_only)
+        wants_vector = self._tail.model_id is not None and (self._base_vectors or self._tail.vector_count() > 0)
+        vectors = self.embed([query]) if wants_vector else None
+        query_vector = None if vectors is None else vectors[0]
+        with self._overlay.lock:
+            dead = list(self._overlay.dead)
+            changed = dict(self._overlay.changed)
+        with one_blas_thread():
+            return self._rank(query, query_vector, limit, now, confident_only, dead, changed)
+
+    def _rank(self, query: str, query_vector: np.ndarray | None, limit: int, now: datetime | None, confident_only: bool,
+              dead: list[int], changed: dict[int, MemoryRecord]) -> RecallResult:
+        ranker = MemoryIndex(self._tail.embedder, min_similarity=self._tail.floor,
+                             dedup_similarity=self._tail.dedup_similarity, anchors=self._tail.anchors)
+        ranker.push_calibration = self._tail.push_calibration
+        for row in self._candidates(query, query_vector, limit, dead):
+            record = changed.get(row) or self._base.record(row)
+            ranker.add(replace(record), self._base.vectors[row] if self._base.has_vector[row] and self._base_vectors else None)
+        for record, vector in self._tail.items():
+            ranker.add(record, vector)
+        matches = ranker.rank(query, query_vector, limit, now=now, confident_only=confident_only)
+        live_base = self._base.rows - len(dead)
+        base_with_vector = 0
+        if self._base_vectors:
+            base_with_vector = int(self._base.has_vector.sum()) - int(self._base.has_vector[dead].sum()) if dead else int(self._base.has_vector.sum())
+        total = live_base + len(self._tail)
+        return self._tail.result(matches, query_vector, total - base_with_vector - self._tail.vector_count(), total)
+
+    def _candidates(self, query: str, query_vector: np.ndarray | None, limit: int, dead: list[int]) -> list[int]:
+        import numpy as np
+
+        rows: dict[int, None] = {}
+        if query_vector is not None and self._base_vectors:
+            sims = self._base.vectors @ query_vector
+            sims[~np.asarray(self._base.has_vector)] = -np.inf
+            if dead:
+                sims[dead] = -np.inf
+            k = min(max(VECTOR_CANDIDATES, 4 * limit), len(sims))
+            nearest = np.argpartition(-sims, k - 1)[:k]
+            rows.update((int(r), None) for r in nearest if sims[r] > -np.inf)
+        # Keyword candidates: the rows holding the most (IDF-weighted) query terms, rare codes and names first.
+        weights = np.zeros(self._base.rows, dtype=np.float32)
+        for term in set(tokenize(query)):
+            found = self._base.term_rows(term)
+            if len(found):
+                weights[found] += idf(len(found), self._base.rows)
+        if dead:
+            weights[dead] = 0.0
+        held = np.flatnonzero(weights)
+        if len(held) > KEYWORD_CANDIDATES:
+            held = held[np.argpartition(-weights[held], KEYWORD_CANDIDATES - 1)[:KEYWORD_CANDIDATES]]
+        rows.update((int(r), None) for r in held)
+        return list(rows)
+
+    def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
+        """A live memory ``content`` repeats (``ranking.is_same_fact``): exact text first, then the closest."""
+        with one_blas_thread():
+            return self._find_duplicate(content, vector)
+
+    def _find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
+        import numpy as np
+
+        if self._base is not None:
+            with self._overlay.lock:
+                dead = set(self._overlay.dead)
+                changed = dict(self._overlay.changed)
+            for row in self._base.rows_with_text(content):
+                if row not in dead:
+                    return replace(changed.get(row) or self._base.record(row))
+        same = self._tail.find_duplicate(content, vector)
+        if same is not None or vector is None or self._base is None or not self._base_vectors:
+            return same
+        sims = self._base.vectors @ vector
+        sims[~np.asarray(self._base.has_vector)] = -np.inf
+        if dead:
+            sims[list(dead)] = -np.inf
+        close = np.flatnonzero(sims >= self._tail.dedup_similarity)
+        for row in close[np.argsort(-sims[close])]:
+            record = changed.get(int(row)) or self._base.record(int(row))
+            if ranking.is_same_fact(content, record.content, float(sims[row]), self._tail.dedup_similarity):
+                return replace(record)
+        return None

@@ -1,0 +1,155 @@
+"""The file backend's persistent memory index: beside the log, trusted only while it matches the log."""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from picoora.store import file_memories
+from picoora.store.files import FileStore
+from picoora.store.layout import FileLayout
+from picoora.store.memory_index import MemoryIndex
+from picoora.store.memory_snapshot import snapshot_dir
+from tests.fakes.hash_embedder import HashEmbedder
+
+FACTS = ["The boat is moored at pier seven", "The spare key is under the blue flowerpot",
+         "Invoice INV-2024-0381 covers the new laptops", "Grandma Rosa turns ninety next spring"]
+
+
+def _store(workspace: Path, salt: str = "") -> FileStore:
+    return FileStore(workspace, embedder=HashEmbedder(salt))
+
+
+def _fill(workspace: Path) -> list[str]:
+    with closing(_store(workspace)) as store:
+        return [store.add_memory(fact).memory.id for fact in FACTS]
+
+
+def _no_replay(monkeypatch) -> None:
+    def refuse(ops):
+        raise AssertionError("the whole log was replayed")
+
+    monkeypatch.setattr(file_memories, "_fold", refuse)
+
+
+def test_a_new_process_answers_from_the_snapshot_without_replaying_the_log(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    ids = _fill(ws)
+    with closing(_store(ws)) as store:
+        store.list_memories()  # the first open after writes folds the log once and snapshots it
+    assert (snapshot_dir(FileLayout(ws).memory_log) / "manifest.json").is_file()
+    _no_replay(monkeypatch)
+    with closing(_store(ws)) as store:
+        assert store.recall("boat moored pier", limit=1).matches[0].memory.id == ids[0]
+        assert store.recall("INV-2024-0381", limit=1).matches[0].memory.id == ids[2]
+        assert store.get_memory(ids[1]).content == FACTS[1]
+        assert store.forget(ids[3]) and store.get_memory(ids[3]) is None
+        assert store.add_memory(FACTS[0]).created is False  # dedup sees snapshot rows
+        assert len(store.list_memories()) == 3
+
+
+def test_the_index_lives_beside_the_log_wherever_the_log_is(tmp_path):
+    log = tmp_path / "private" / "store" / "mem.jsonl"
+    log.parent.mkdir(parents=True)
+    memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors), "test-hash-384")
+    memories.add("The boat is moored at pier seven", 0.5, "fact", HashEmbedder().embed(["boat"])[0], "test-hash-384")
+    memories.compact()
+    assert (tmp_path / "private" / "store" / "mem.index" / "manifest.json").is_file()
+    assert not (tmp_path / "memory").exists()
+
+
+def test_a_log_rewritten_behind_the_snapshot_is_never_trusted(tmp_path):
+    ws = tmp_path / "ws"
+    _fill(ws)
+    with closing(_store(ws)) as store:
+        store.list_memories()
+    log = FileLayout(ws).memory_log
+    lines = log.read_text().splitlines(keepends=True)
+    replaced = json.loads(lines[0])
+    replaced.update(id="edited0001", content="The canoe is stored in the shed")
+    # Same file, same length or longer: only the content differs.
+    log.write_text(json.dumps(replaced) + "\n" + "".join(lines[1:]))
+    with closing(_store(ws)) as store:
+        contents = {m.content for m in store.list_memories()}
+    assert "The canoe is stored in the shed" in contents and FACTS[0] not in contents
+
+
+def test_lines_appended_after_the_snapshot_are_replayed_on_top_of_it(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    _fill(ws)
+    with closing(_store(ws)) as reader, closing(_store(ws)) as writer:
+        reader.list_memories()
+        extra = writer.add_memory("The bike lock combination is 3-9-1-5").memory
+        writer.recall("boat moored", limit=1)  # a touch of a snapshot row
+        _no_replay(monkeypatch)
+        assert reader.recall("bike lock combination", limit=1).matches[0].memory.id == extra.id
+        boat = next(m for m in reader.list_memories() if m.content == FACTS[0])
+        assert boat.access_count == 1
+
+
+def test_damaged_or_half_written_index_files_are_rebuilt_from_the_log(tmp_path, caplog):
+    ws = tmp_path / "ws"
+    ids = _fill(ws)
+    with closing(_store(ws)) as store:
+        store.list_memories()
+    directory = snapshot_dir(FileLayout(ws).memory_log)
+    gen = json.loads((directory / "manifest.json").read_text())["gen"]
+    (directory / f"{gen}.vectors.npy").write_bytes(b"\x93NUMPY garbage")
+    (directory / "0123456789ab.vectors.npy").write_bytes(b"left by a crash before the manifest switched")
+    with closing(_store(ws)) as store:
+        assert store.recall("spare key flowerpot", limit=1).matches[0].memory.id == ids[1]
+    assert "rebuilding it from the log" in caplog.text
+    assert not (directory / "0123456789ab.vectors.npy").exists()
+
+
+def test_a_snapshot_of_another_embedding_model_is_not_used_for_vectors(tmp_path):
+    ws = tmp_path / "ws"
+    ids = _fill(ws)
+    with closing(_store(ws)) as store:
+        store.list_memories()
+    with closing(_store(ws, salt="other")) as store:
+        result = store.recall("boat moored pier", limit=1)
+        assert result.matches[0].memory.id == ids[0]  # by keywords: the vectors are another model's
+        assert result.matches[0].similarity is None and "reindex" in (result.note or "")
+
+
+def test_a_long_tail_is_folded_into_a_new_snapshot(tmp_path, monkeypatch):
+    monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 5)
+    ws = tmp_path / "ws"
+    _fill(ws)
+    directory = snapshot_dir(FileLayout(ws).memory_log)
+    with closing(_store(ws)) as store:
+        store.list_memories()
+        first = json.loads((directory / "manifest.json").read_text())["gen"]
+        for n in range(7):
+            store.add_memory(f"tail fact {n} number {n * 11}")
+        assert len(store.list_memories()) == len(FACTS) + 7
+        manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["gen"] != first and manifest["rows"] > len(FACTS)  # the tail went into the snapshot
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_tiny_and_empty_logs(tmp_path, count):
+    ws = tmp_path / "ws"
+    with closing(_store(ws)) as store:
+        for n in range(count):
+            store.add_memory(f"only fact {n}")
+        assert len(store.list_memories()) == count
+    with closing(_store(ws)) as store:
+        assert len(store.recall("only fact", limit=3).matches) == count
+
+
+def test_a_store_takes_the_snapshot_another_store_rewrote_instead_of_folding_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 5)
+    ws = tmp_path / "ws"
+    _fill(ws)
+    with closing(_store(ws)) as reader, closing(_store(ws)) as writer:
+        reader.list_memories()
+        for n in range(7):
+            writer.add_memory(f"tail fact {n} number {n * 11}")
+        writer.list_memories()  # the writer folds its long tail into a new snapshot
+        _no_replay(monkeypatch)
+        assert len(reader.list_memories()) == len(FACTS) + 7
