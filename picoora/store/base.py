@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Protocol, runtime_checkable
 
 from picoora.messages import Message
 
@@ -251,12 +251,16 @@ class BackendDetails:
 
 class MemoryStore(Protocol):
     def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult: ...
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True) -> RecallResult: ...  # touch: count an access
+    # touch: count an access (the agent's use does, looking does not); confident_only: only what is really about
+    # the query (the automatic recall into every turn), see ranking.should_push
+    def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult: ...
     def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
     def list_memories(self, limit: int | None = None) -> list[MemoryRecord]: ...
     def forget(self, memory_id: str) -> bool: ...
-    def reindex(self) -> int: ...  # re-embed every memory with the current embedder; returns how many
-    def import_memories(self, records: Iterable[MemoryRecord]) -> int: ...
+    # progress: called with (done, total) as the work goes, for a progress bar
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...  # re-embed all; how many
+    def import_memories(self, records: Iterable[MemoryRecord], *,
+                        progress: Callable[[int, int], None] | None = None) -> int: ...
     def vector_status(self) -> VectorStatus: ...
 
 
