@@ -42,7 +42,8 @@ FAKE_INSTALL_SH = """#!/usr/bin/env bash
 set -euo pipefail
 echo "install.sh $* PYTHON=$PYTHON" >>"$CALLS"
 mkdir -p "$PICOORA_HOME/venv/bin" "$HOME/.local/bin"
-ln -sfn "$FAKE_PYTHON" "$PICOORA_HOME/venv/bin/python"
+printf '#!/bin/sh\nexec "%s" "$@"\n' "$FAKE_PYTHON" >"$PICOORA_HOME/venv/bin/python"
+chmod 755 "$PICOORA_HOME/venv/bin/python"
 cp "$(dirname "$0")/picoora" "$PICOORA_HOME/venv/bin/picoora"
 ln -sfn "$PICOORA_HOME/venv/bin/picoora" "$HOME/.local/bin/picoora"
 [ -f "$PICOORA_HOME/config.json" ] || { echo '{}' >"$PICOORA_HOME/config.json"; chmod 600 "$PICOORA_HOME/config.json"; }

@@ -106,25 +106,20 @@ semanage fcontext -a -t bin_t "$PICOORA_HOME/venv/bin(/.*)?" 2>/dev/null \
   || semanage fcontext -m -t bin_t "$PICOORA_HOME/venv/bin(/.*)?"
 restorecon -R "$PICOORA_HOME/venv/bin"
 
-# Merge into one section of config.json, as the user (atomic, 0600). From the environment:
-# SECTION, VALUES (a JSON object) and FROM_ENV ({"key": "VARIABLE"}: values taken from those
-# variables, so secrets and free text need no JSON quoting in the shell).
+# Merge into one section of config.json, as the user, with picoora's own crash-safe writer (0600).
+# From the environment: SECTION, VALUES (a JSON object) and FROM_ENV ({"key": "VARIABLE"}: values
+# taken from those variables, so secrets and free text need no JSON quoting in the shell).
 config_set() {
   as_user "$VENV_PYTHON" - "$PICOORA_HOME/config.json" <<'PY'
-import json, os, sys, tempfile
-path = sys.argv[1]
-with open(path, encoding="utf-8") as handle:
-    data = json.load(handle)
-section, values = os.environ["SECTION"], json.loads(os.environ["VALUES"])
-for key, variable in json.loads(os.environ.get("FROM_ENV", "{}")).items():
-    values[key] = os.environ[variable]
-data.setdefault(section, {}).update(values)
-fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".config.json.")
-with os.fdopen(fd, "w", encoding="utf-8") as out:
-    os.fchmod(out.fileno(), 0o600)
-    json.dump(data, out, indent=2)
-    out.write("\n")
-os.replace(tmp, path)
+import json, os, sys
+from pathlib import Path
+from picoora.atomic import atomic_write_bytes
+path = Path(sys.argv[1])
+data = json.loads(path.read_text(encoding="utf-8"))
+values = json.loads(os.environ["VALUES"])
+values.update({key: os.environ[variable] for key, variable in json.loads(os.environ.get("FROM_ENV", "{}")).items()})
+data.setdefault(os.environ["SECTION"], {}).update(values)
+atomic_write_bytes(path, (json.dumps(data, indent=2) + "\n").encode(), mode=0o600)
 PY
 }
 
