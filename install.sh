@@ -101,13 +101,17 @@ resolve_source() {
   fi
 }
 
+# Dependencies are upgraded as needed; picoora itself is always reinstalled from the source, since a
+# re-run of the same version (a branch, a checkout) must still bring the new code.
 install_package() {
-  local installer="$1" source="$2"
-  say "Installing picoora from $source..."
+  local installer="$1" source="$2" upgrading="$3"
+  if [ "$upgrading" = yes ]; then say "Upgrading picoora from $source..."; else say "Installing picoora from $source..."; fi
   if [ "$installer" = uv ]; then
-    uv pip install --quiet --python "$VENV/bin/python" --upgrade "$source" </dev/null
+    uv pip install --quiet --python "$VENV/bin/python" --upgrade --reinstall-package picoora "$source" </dev/null
   else
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "$source" </dev/null
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "$source" </dev/null \
+      && { [ "$upgrading" = no ] \
+        || "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$source" </dev/null; }
   fi || die "installing picoora from $source failed (see the lines above); your config and data are untouched"
   "$VENV/bin/picoora" --version >/dev/null 2>&1 || die "picoora was installed into $VENV but does not run"
 }
@@ -171,7 +175,7 @@ PY
 }
 
 do_install() {
-  local from="$1" onboard="$2" python installer source
+  local from="$1" onboard="$2" python installer source upgrading
   python="$(find_python)"
   installer="$(choose_installer)"
   source="$(resolve_source "$from")"
@@ -179,7 +183,9 @@ do_install() {
   mkdir -p "$HOME_DIR"
   chmod 700 "$HOME_DIR"
   prepare_venv "$python" "$installer"
-  install_package "$installer" "$source"
+  upgrading=no
+  [ ! -x "$VENV/bin/picoora" ] || upgrading=yes
+  install_package "$installer" "$source" "$upgrading"
   link_command
   on_path || say "Note: $BIN_DIR is not on your PATH. Add it:  echo 'export PATH=\"$BIN_DIR:\$PATH\"' >> ~/.bashrc"
   if [ "$onboard" = yes ]; then
@@ -243,6 +249,7 @@ main() {
   HOME_DIR="${PICOORA_HOME:-$HOME/.picoora}"
   case "$HOME_DIR" in /*) ;; *) die "PICOORA_HOME must be an absolute path (got: $HOME_DIR)" ;; esac
   BIN_DIR="${PICOORA_BIN_DIR:-$HOME/.local/bin}"
+  case "$BIN_DIR" in /*) ;; *) die "PICOORA_BIN_DIR must be an absolute path (got: $BIN_DIR)" ;; esac
   VENV="$HOME_DIR/venv"
   LINK="$BIN_DIR/picoora"
 

@@ -18,8 +18,8 @@ resource "oci_database_autonomous_database" "picoora" {
 
 locals {
   # The TLS (one-way, no wallet) connect descriptor of the LOW service: least contention for a chat app.
-  adb_dsn = var.use_autonomous_db ? one([
+  adb_dsn = var.use_autonomous_db ? [
     for p in oci_database_autonomous_database.picoora[0].connection_strings[0].profiles : p.value
-    if p.consumer_group == "LOW" && p.tls_authentication == "SERVER" && p.protocol == "TCPS" && p.host_format == "FQDN" && p.syntax_format == "LONG"
-  ]) : ""
+    if p.consumer_group == "LOW" && p.tls_authentication == "SERVER" && p.protocol == "TCPS" && p.host_format == "FQDN" && p.syntax_format == "LONG" && p.session_mode == "DIRECT"
+  ][0] : ""
 }
