@@ -25,6 +25,9 @@ from picoora.gateway.systemd import unit_text
 from tests.test_deploy import SAMPLE_SETTINGS, render_cloud_init
 
 TOKEN = "tok3nFromTheVaultNeverPrinted0123456789abcd"
+ADB_ADMIN = "Adb_Adm1n_Passw0rd#x"
+ADB_SETTINGS = {**SAMPLE_SETTINGS, "database_mode": "adb", "adb_admin_secret": "ocid1.vaultsecret.oc1..adbadmin"}
+ONNX_URL = "https://models.example.invalid/all_MiniLM_L12_v2_augmented.zip"
 
 STUBS = {
     # name: body after the line that records the call
@@ -42,7 +45,7 @@ FAKE_INSTALL_SH = """#!/usr/bin/env bash
 set -euo pipefail
 echo "install.sh $* PYTHON=$PYTHON" >>"$CALLS"
 mkdir -p "$PICOORA_HOME/venv/bin" "$HOME/.local/bin"
-printf '#!/bin/sh\nexec "%s" "$@"\n' "$FAKE_PYTHON" >"$PICOORA_HOME/venv/bin/python"
+printf '#!/bin/sh\nPYTHONPATH="%s" exec "%s" "$@"\n' "$FAKE_MODULES" "$FAKE_PYTHON" >"$PICOORA_HOME/venv/bin/python"
 chmod 755 "$PICOORA_HOME/venv/bin/python"
 cp "$(dirname "$0")/picoora" "$PICOORA_HOME/venv/bin/picoora"
 ln -sfn "$PICOORA_HOME/venv/bin/picoora" "$HOME/.local/bin/picoora"
@@ -61,8 +64,39 @@ sys.stdout.write(unit_text(os.path.join(os.environ["HOME"], ".local/bin/picoora"
 fi
 """
 
-FAKE_SETUP_ORACLE = """#!/usr/bin/env bash
+FAKE_SETUP_ORACLE = f"""#!/usr/bin/env bash
+ONNX_URL_DEFAULT='{ONNX_URL}'
 echo "setup-oracle.sh ORACLE_IMAGE=$ORACLE_IMAGE PICOORA=$PICOORA PICOORA_HOME=$PICOORA_HOME" >>"$CALLS"
+"""
+
+# The Vault: prints the base64 of FAKE_SECRETS[--secret-id], as `oci ... --raw-output` does.
+FAKE_OCI = """import base64, json, os, sys
+with open(os.environ["CALLS"], "a") as calls:
+    calls.write("oci " + " ".join(sys.argv[1:]) + "\\n")
+secret = json.loads(os.environ["FAKE_SECRETS"]).get(sys.argv[sys.argv.index("--secret-id") + 1])
+sys.exit(1) if secret is None else print(base64.b64encode(secret.encode()).decode())
+"""
+
+# python-oracledb against the Autonomous Database: records who connected where and the SQL it ran.
+FAKE_ORACLEDB = """import json, os
+
+class _Connection:
+    def __init__(self, record):
+        self.record = record
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        with open(os.environ["FAKE_ORACLE_LOG"], "a") as log:
+            log.write(json.dumps(self.record) + "\\n")
+    def cursor(self):
+        return self
+    def execute(self, sql):
+        self.record["sql"].append(sql)
+    def fetchone(self):
+        return (0,)
+
+def connect(user, password, dsn, **options):
+    return _Connection({"user": user, "password": password, "dsn": dsn, "sql": []})
 """
 
 
@@ -96,14 +130,16 @@ class VM:
         bin_dir = base / "bin"
         for name, body in STUBS.items():
             _executable(bin_dir / name, f'#!/usr/bin/env bash\necho "{name} $*" >>"$CALLS"\n{body}\n')
-        oci = 'id=""; while [ "$#" -gt 0 ]; do [ "$1" != --secret-id ] || id="$2"; shift; done\n' \
-              '[ "$id" = "$EXPECTED_SECRET" ] && printf %s "$FAKE_SECRET" | base64'
-        _executable(self.root / "opt/picoora-setup/oci/bin/oci", f'#!/usr/bin/env bash\necho "oci $*" >>"$CALLS"\n{oci}\n')
+        _executable(self.root / "opt/picoora-setup/oci/bin/oci", f"#!{sys.executable}\n{FAKE_OCI}")
+        (base / "modules").mkdir()
+        (base / "modules" / "oracledb.py").write_text(FAKE_ORACLEDB)
+        self.oracle_log = base / "oracle.log"
+        secrets = {settings["gateway_token_secret"]: TOKEN, settings["adb_admin_secret"] or "-": ADB_ADMIN}
         _tarball(base / "picoora.tar.gz")
         self.env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SETUP_ROOT": str(self.root),
                     "CALLS": str(self.calls), "FAKE_HOME": str(self.home), "FAKE_PYTHON": sys.executable,
-                    "FAKE_TARBALL": str(base / "picoora.tar.gz"), "FAKE_SECRET": TOKEN,
-                    "EXPECTED_SECRET": settings["gateway_token_secret"]}
+                    "FAKE_TARBALL": str(base / "picoora.tar.gz"), "FAKE_SECRETS": json.dumps(secrets),
+                    "FAKE_MODULES": str(base / "modules"), "FAKE_ORACLE_LOG": str(self.oracle_log)}
 
     def run(self, **extra: str) -> subprocess.CompletedProcess[str]:
         script = self.root / "opt/picoora-setup/setup.sh"
@@ -197,3 +233,28 @@ def test_settings_are_data_never_code(tmp_path, key, trick):
     vm.run()
     assert not marker.exists()
     assert "Installing packages" in vm.log
+
+
+def test_autonomous_database_path_creates_its_own_user_and_keeps_every_password_out_of_sight(tmp_path):
+    vm = VM(tmp_path, ADB_SETTINGS)
+    done = vm.run()
+    assert done.returncode == 0, vm.log
+    [session] = [json.loads(line) for line in vm.oracle_log.read_text().splitlines()]
+    assert (session["user"], session["password"], session["dsn"]) == ("ADMIN", ADB_ADMIN, ADB_SETTINGS["adb_dsn"])
+    oracle = vm.config["oracle"]
+    assert {k: oracle[k] for k in ("enabled", "mode", "user", "dsn")} == {
+        "enabled": True, "mode": "dsn", "user": "picoora", "dsn": ADB_SETTINGS["adb_dsn"]}
+    password = oracle["password"]
+    assert len(password) >= 20 and password.isalnum() and password != ADB_ADMIN  # made on the VM
+    assert f'CREATE USER picoora IDENTIFIED BY "{password}" QUOTA UNLIMITED ON data' in session["sql"]
+    assert "GRANT DB_DEVELOPER_ROLE, CREATE MINING MODEL TO picoora" in session["sql"]
+    calls = vm.called()
+    assert f"picoora setup-oracle --onnx-url {ONNX_URL}" in calls
+    assert not [c for c in calls if c.startswith(("podman", "setup-oracle.sh"))]
+    # Neither password, nor the token, is on a command line, in the log or in a file but config.json
+    # (the fake database's own record aside).
+    for secret in (ADB_ADMIN, password, TOKEN):
+        assert secret not in vm.calls.read_text() and secret not in vm.log
+        holders = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink() and p != vm.oracle_log
+                   and secret.encode() in p.read_bytes()]
+        assert holders == ([] if secret == ADB_ADMIN else [vm.home / ".picoora" / "config.json"]), secret
