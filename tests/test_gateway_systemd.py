@@ -37,7 +37,8 @@ def test_sandbox_leaves_only_picoora_home_writable():
                        "ProtectHome": "read-only", "UMask": "0077"}.items():
         assert unit[key] == [value], key
     assert unit["ReadWritePaths"] == [HOME]
-    assert "RestrictNamespaces" not in unit  # the exec tool's sandbox needs namespaces
+    # bubblewrap (the exec tool's sandbox) needs namespaces and a /proc with nothing mounted over it.
+    assert "RestrictNamespaces" not in unit and "ProtectKernelTunables" not in unit
 
 
 def test_user_unit_has_no_user_line_and_starts_with_the_session():

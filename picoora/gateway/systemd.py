@@ -3,8 +3,11 @@
 A pure function of four inputs, so the unit the OCI deploy installs is exactly the one the installed
 gateway prints, and a test can read every line. The sandboxing keeps the service to its own home:
 the whole file system is read-only to it except ``PICOORA_HOME`` (config, workspace, store), it gets
-a private /tmp and can never gain privileges. Namespaces stay allowed: the ``exec`` tool's sandbox
-builds its own.
+a private /tmp and can never gain privileges. The ``exec`` tool's sandbox (bubblewrap) builds its own
+namespaces and mounts a fresh /proc in them, so two hardening options are left out on purpose:
+RestrictNamespaces= would forbid the namespaces, and ProtectKernelTunables= over-mounts /proc/sys,
+after which the kernel refuses a new /proc to an unprivileged user namespace (measured: bwrap fails
+with "Can't mount proc ... Operation not permitted").
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ def unit_text(executable: str, picoora_home: str, config_path: str, user: str | 
         "ProtectHome=read-only",
         f"ReadWritePaths={_quote(home)}",
         "PrivateDevices=yes",
-        "ProtectKernelTunables=yes",
         "ProtectKernelModules=yes",
         "ProtectControlGroups=yes",
         "RestrictSUIDSGID=yes",

@@ -60,8 +60,8 @@ retry() {  # retry TIMES SECONDS COMMAND...: for the network and for IAM, which 
 }
 
 # ---- 1. packages --------------------------------------------------------------------------------
-step "Installing packages (Python 3.11, podman, SELinux tools)"
-dnf -y -q install python3.11 podman tar gzip policycoreutils-python-utils
+step "Installing packages (Python 3.11, podman, bubblewrap for the exec sandbox, SELinux tools)"
+dnf -y -q install python3.11 podman bubblewrap tar gzip policycoreutils-python-utils
 if [ ! -x "$SETUP_DIR/oci/bin/oci" ]; then
   python3.11 -m venv "$SETUP_DIR/oci"
   retry 3 10 "$SETUP_DIR/oci/bin/pip" install --quiet oci-cli
