@@ -64,8 +64,10 @@ def offline(wheelhouse: Path) -> dict[str, str]:
             "UV_NO_INDEX": "1", "UV_FIND_LINKS": str(wheelhouse), "UV_OFFLINE": "1"}
 
 
-def run(args: list[str], env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+def run(args: list[str], env: dict[str, str], timeout: float = 600, cwd: Path | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          cwd=cwd)
 
 
 def install(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -206,3 +208,19 @@ def test_purge_refuses_folders_that_are_not_picooras(tmp_path, layout):
 def test_install_script_is_shellcheck_clean():
     done = subprocess.run(["shellcheck", str(INSTALL_SH)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_broken_wheel_fails_clearly_and_leaves_config_and_data_alone(tmp_path, wheelhouse):
+    home = tmp_path / "user"
+    (home / ".picoora" / "workspace").mkdir(parents=True)
+    config = home / ".picoora" / "config.json"
+    config.write_text('{"agents": {"defaults": {"temperature": 0.2}}}')
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl" / "picoora-9.9.9-py3-none-any.whl").write_bytes(b"not a zip")
+    done = run(["bash", str(INSTALL_SH), "--from", "picoora-9.9.9-py3-none-any.whl", "--no-onboard"],
+               user_env(home, PICOORA_INSTALLER="pip", **offline(wheelhouse)), cwd=tmp_path / "dl")
+    assert done.returncode == 1
+    assert f"installing picoora from {tmp_path / 'dl' / 'picoora-9.9.9-py3-none-any.whl'} failed" in done.stderr
+    assert "your config and data are untouched" in done.stderr
+    assert config.read_text() == '{"agents": {"defaults": {"temperature": 0.2}}}'
+    assert not (home / ".local" / "bin" / "picoora").exists()
