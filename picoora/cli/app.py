@@ -15,7 +15,7 @@ from typing import NoReturn, Optional
 
 import typer
 
-from picoora.cli import agent_cmd, cron_cmd, memory_cmd, onboard, oracle_cmds, pair_cmd, status, trace_cmd
+from picoora.cli import agent_cmd, cron_cmd, memory_cmd, onboard, oracle_cmds, pair_cmd, skills_cmd, status, trace_cmd
 from picoora.cli.errors import EXIT_FAILURE, CLIError, report
 
 
@@ -54,7 +54,7 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    for module in (onboard, agent_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd):
+    for module in (onboard, agent_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd, skills_cmd):
         module.register(app)
     return app
 
