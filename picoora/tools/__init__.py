@@ -57,8 +57,9 @@ def guest_registry(config: Config) -> ToolRegistry:
 
 def _register_extensions(registry: ToolRegistry, config: Config) -> None:
     """Skills, web_search and MCP servers, each only when configured and usable."""
-    from picoora.config import workspace_path
+    from picoora.config import picoora_home, workspace_path
     from picoora.skills import catalog_for
+    from picoora.tools.mcp_client import McpServers
     from picoora.tools.skills import SkillTool
     from picoora.tools.web_search import WebSearch, usable
 
@@ -68,3 +69,6 @@ def _register_extensions(registry: ToolRegistry, config: Config) -> None:
             registry.register(SkillTool(catalog))
     if usable(config.tools.web_search):
         registry.register(WebSearch(config.tools.web_search))
+    servers = {name: cfg for name, cfg in config.tools.mcp_servers.items() if cfg.enabled}
+    if servers:
+        registry.add_source(McpServers(servers, workspace_path(config), picoora_home() / "logs"))
