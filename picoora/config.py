@@ -187,7 +187,6 @@ class WebSearchConfig(_Section):
     api_key: str = ""  # Brave or Tavily
     url: str = ""  # the SearXNG instance; for the others, another endpoint than the public one
     duckduckgo_fallback: bool = True  # try the keyless DuckDuckGo page when the provider fails
-    max_results: int = Field(5, ge=1, le=10)
     timeout_seconds: float = Field(15.0, gt=0)
 
 

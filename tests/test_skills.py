@@ -76,7 +76,7 @@ def test_the_prompt_summary_is_one_short_line_per_skill(ws):
     summary = found.summary()
     line = next(line for line in summary.splitlines() if line.startswith("- long-one: "))
     assert len(line) <= len("- long-one: ") + PROMPT_DESCRIPTION_CHARS and line.endswith("...")
-    assert "not a message from the user" in summary
+    assert "not the user's words" in summary
     assert SkillCatalog([("workspace", ws / "nothing")]).scan().summary() == ""
 
 
@@ -190,3 +190,11 @@ def test_the_skills_command(isolated_home, tmp_path):
     assert gone.returncode == 1 and "no skill named 'cli-skill'" in gone.stderr and "Traceback" not in gone.stderr
     escape = run_cli("skills", "remove", "../../config.json", home=isolated_home)
     assert escape.returncode == 1 and "not a valid skill name" in escape.stderr
+
+
+def test_every_built_in_skill_is_valid():
+    from picoora.skills.catalog import BUILTIN_DIR
+
+    found = SkillCatalog([("builtin", BUILTIN_DIR)]).scan()
+    assert found.problems == []
+    assert sorted(found.skills) == ["daily-review", "memory-curator", "skill-creator"]

@@ -47,7 +47,7 @@ def test_tavily_and_searxng(tmp_path, fake):
     assert "(via Tavily)" in tavily.content and "Snippet 2 about" in tavily.content
     assert fake.requests[0]["json"] == {"query": "oracle vector search", "max_results": 2}
     assert fake.requests[0]["headers"]["authorization"] == f"Bearer {KEY}"
-    searx = search(tmp_path, provider="searxng", url=f"{fake.url}/searxng", max_results=4)
+    searx = search(tmp_path, count=4, provider="searxng", url=f"{fake.url}/searxng")
     assert "(via SearXNG)" in searx.content
     assert "4. Result 4" in searx.content and "5. Result" not in searx.content  # the instance gave 12
     assert fake.requests[1]["params"] == {"q": "oracle vector search", "format": "json"}

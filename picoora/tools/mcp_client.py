@@ -41,6 +41,7 @@ NAME_SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # what OpenAI-style function names allow
 DESCRIPTION_CHARS = 160
 PARAMETER_DESCRIPTION_CHARS = 100
+MAX_SCHEMA_CHARS = 8000  # a tool whose argument schema is larger is left out: every turn would pay for it
 MAX_LISTED_TOOLS = 200
 STOP_SECONDS = 5.0
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -248,6 +249,8 @@ class McpTool(Tool):
         self.name = tool_name(connection.name, listed.name)  # type: ignore[misc]
         self.description = short(listed.description or listed.title or listed.name, DESCRIPTION_CHARS)  # type: ignore[misc]
         self.parameters = compact_schema(listed.input_schema)
+        if len(json.dumps(self.parameters)) > MAX_SCHEMA_CHARS:
+            raise ValueError(f"its argument schema is larger than {MAX_SCHEMA_CHARS} characters")
         validator_class = validator_for(self.parameters)
         validator_class.check_schema(self.parameters)  # a broken schema: this tool is left out
         self._validator = validator_class(self.parameters)

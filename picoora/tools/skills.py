@@ -9,6 +9,7 @@ installed while a gateway runs is seen on the next message).
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -20,13 +21,13 @@ MAX_LISTED_FILES = 30
 
 
 class SkillArgs(BaseModel):
-    name: str = Field(min_length=1, description="The skill's name, as listed under Skills")
-    file: str | None = Field(None, description="A file inside the skill's folder to read instead of its SKILL.md")
+    name: str = Field(min_length=1, description="The skill's name")
+    file: str = Field("", description="One of the skill's other files to read instead")
 
 
 class SkillTool(Tool):
     name = "skill"
-    description = "Read a skill's instructions by name (or one file of the skill, e.g. a reference)."
+    description = "Read a skill's instructions (or another file of the skill)."
     Args = SkillArgs
 
     def __init__(self, catalog: SkillCatalog):
@@ -46,7 +47,7 @@ class SkillTool(Tool):
             known = ", ".join(sorted(skills.skills)) or "none"
             return ToolResult.error(f"no skill named {args.name!r}; available: {known}")
         try:
-            if args.file and args.file.strip() not in ("", SKILL_FILE):
+            if args.file.strip() not in ("", SKILL_FILE):
                 return ToolResult(self._file(skill.folder, args.file.strip()))
             body = skill.body()
         except SkillError as exc:
@@ -56,7 +57,7 @@ class SkillTool(Tool):
         return ToolResult(f"Skill {skill.name} ({skill.source}):\n\n{body}{listing}")
 
     @staticmethod
-    def _file(folder, relative: str) -> str:
+    def _file(folder: Path, relative: str) -> str:
         root = folder.resolve()
         target = (root / relative).resolve()
         if not target.is_relative_to(root) or target == root:
@@ -66,7 +67,7 @@ class SkillTool(Tool):
         return read_skill_text(target)
 
 
-def _other_files(folder) -> list[str]:
+def _other_files(folder: Path) -> list[str]:
     root = folder.resolve()
     found = []
     for path in sorted(root.rglob("*")):

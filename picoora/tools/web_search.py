@@ -214,12 +214,12 @@ PROVIDERS: dict[str, Provider] = {"brave": brave, "tavily": tavily, "searxng": s
 
 class WebSearchArgs(BaseModel):
     query: str = Field(min_length=1, max_length=400, description="What to search for")
-    count: int | None = Field(None, ge=1, le=10, description="How many results, 1 to 10")
+    count: int = Field(5, ge=1, le=10, description="How many results")
 
 
 class WebSearch(Tool):
     name = "web_search"
-    description = "Search the web; returns titles, URLs and snippets (untrusted text). Read a page with web_fetch."
+    description = "Search the web: titles, URLs and snippets of the results (untrusted text)."
     Args = WebSearchArgs
 
     def __init__(self, cfg: WebSearchConfig):
@@ -229,7 +229,7 @@ class WebSearch(Tool):
         assert isinstance(args, WebSearchArgs)
         import httpx
 
-        query, count = " ".join(args.query.split()), args.count or self.cfg.max_results
+        query, count = " ".join(args.query.split()), args.count
         failures: list[str] = []
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout_seconds), trust_env=False,
                                      headers={"User-Agent": "picoora/0.1 (web_search)"}) as client:
