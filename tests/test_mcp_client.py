@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from picoora.tools.base import ToolContext
 from picoora.tools.mcp_client import DESCRIPTION_CHARS, McpServers
 from picoora.tools.registry import ToolRegistry
 from tests.cli_support import run_cli
+from tests.fakes._http import free_port, wait_for_port
 from tests.fakes.agent_kit import Collector, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 
@@ -141,24 +141,12 @@ def test_a_server_that_dies_mid_call_or_hangs_in_a_call(tmp_path):
     assert after_crash.is_error and "is not running" in after_crash.content
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def http_server():
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([sys.executable, SERVER, "--http", str(port), "--require-header", "X-Api-Key=let-me-in"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_for_port(port, process)
     yield f"http://127.0.0.1:{port}/mcp"
     process.kill()
     process.wait()
@@ -223,3 +211,26 @@ def test_status_lists_mcp_servers_and_their_tool_counts(isolated_home):
     assert lines[0].split(":", 1)[1].strip().startswith("calc ✓ 7 tools (2 allowed)")
     assert "broken ✗" in lines[1] and "refusing to start" in lines[1]
     assert "off (disabled)" in lines[2]
+
+
+def test_a_one_shot_agent_turn_uses_an_mcp_tool_and_a_skill_summary(isolated_home):
+    from tests.cli_support import write_config
+    from tests.fakes.ollama_server import FakeOllama, Reply
+
+    replies = [Reply(tool_calls=[("calc__add", {"a": 19, "b": 23})]), Reply(content="It is 42.")]
+    with FakeOllama(replies=replies) as fake:
+        path = write_config(isolated_home, ollama_url=fake.url)
+        config = json.loads(path.read_text())
+        config["tools"] = {"mcp_servers": {"calc": {"command": sys.executable, "args": [SERVER]},
+                                           "broken": {"command": sys.executable, "args": [SERVER, "--start", "exit"]}},
+                           "web_search": {"enabled": False}}
+        path.write_text(json.dumps(config))
+        result = run_cli("agent", "-m", "What is 19 + 23?", home=isolated_home)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "It is 42."
+    assert "'broken' is not available" in result.stderr and "refusing to start" in result.stderr
+    first, second = fake.requests[0], fake.requests[1]
+    offered = {tool["function"]["name"] for tool in first["tools"]}
+    assert "calc__add" in offered and "web_search" not in offered and not any(n.startswith("broken") for n in offered)
+    assert "- memory-curator: " in first["messages"][0]["content"]  # the built-in skills' summary
+    assert (second["messages"][-1]["role"], second["messages"][-1]["content"]) == ("tool", "42")

@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import REPO, run_cli
-from tests.fakes._http import closed_port_url
+from tests.fakes._http import closed_port_url, free_port, wait_for_port
 
 TOKEN = "mcp-test-token-0123"
 
@@ -100,26 +98,14 @@ def test_stdout_stays_the_protocol_when_storage_falls_back(isolated_home):
     assert "recall" in names and not failed
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def http_memory(isolated_home):
     write_config(isolated_home, gateway={"token": TOKEN})
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PICOORA_HOME": str(isolated_home)}
     process = subprocess.Popen([sys.executable, "-m", "picoora", "mcp", "--http", "--port", str(port)], cwd=REPO,
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_for_port(port, process)
     yield f"http://127.0.0.1:{port}/mcp/"
     process.terminate()
     process.wait(10)
