@@ -174,6 +174,11 @@ def test_install_from_a_git_repository_of_skills(ws, tmp_path):
         install(f"file://{repo}", ws / "skills")
     skill = install(f"file://{repo}", ws / "skills", subdir="skills/git-skill")
     assert skill.body() == "From git."
+    marker = tmp_path / "pwned"
+    for hostile in (f"ext::sh -c touch% {marker} x.git", f"ext::sh -c touch% {marker}"):
+        with pytest.raises(SkillError):
+            install(hostile, ws / "skills")  # never handed to git as a URL: a folder that does not exist
+    assert not marker.exists()
 
 
 def test_the_skills_command(isolated_home, tmp_path):

@@ -26,7 +26,8 @@ _GIT_PREFIXES = ("https://", "http://", "ssh://", "git://", "file://", "git@")
 
 
 def is_git_url(source: str) -> bool:
-    return source.startswith(_GIT_PREFIXES) or source.endswith(".git")
+    """A URL git should clone (a bare repository's path ends in .git); ``ext::`` and other helpers never are."""
+    return source.startswith(_GIT_PREFIXES) or (source.endswith(".git") and "::" not in source)
 
 
 def install(source: str, root: Path, *, subdir: str = "", force: bool = False) -> Skill:
@@ -128,7 +129,9 @@ def _inside(base: Path, subdir: str) -> Path:
 def _clone(url: str, into: Path) -> Path:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never wait for a password on a terminal
     try:
-        done = subprocess.run(["git", "clone", "--depth", "1", "--quiet", "--", url, str(into)],
+        # No transport that runs commands (ext::), whatever the user's git config says; "--" ends the options.
+        done = subprocess.run(["git", "-c", "protocol.ext.allow=never", "clone", "--depth", "1", "--quiet", "--",
+                               url, str(into)],
                               capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, env=env)
     except FileNotFoundError:
         raise SkillError("git is not installed; install it, or clone the repository and install the folder") from None

@@ -147,9 +147,7 @@ class McpConnection:
                 self.client, self.state = client, "up"
                 self.ready.set()
                 await self.stop.wait()
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # the SDK raises groups, OSError, MCPError: all mean "this server is out"
+        except Exception as exc:  # the SDK raises groups, OSError, MCPError: all mean "this server is out"
             self.fail(describe_error(exc) + self._stderr_tail())
         finally:
             self.client = None
@@ -206,8 +204,9 @@ class McpConnection:
             return ToolResult.error(f"MCP server {self.name} did not answer {name} within {timeout:g} s")
         except Exception as exc:
             from mcp import MCPError
+            from mcp_types import CONNECTION_CLOSED
 
-            if isinstance(exc, MCPError) and "closed" not in str(exc).lower():
+            if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:  # the server answered with an error
                 return ToolResult.error(f"{self.name} {name}: {describe_error(exc)}")
             self.fail(f"the connection ended ({describe_error(exc)}){self._stderr_tail()}")
             return ToolResult.error(f"MCP server {self.name} stopped while running {name}: {self.error}")
