@@ -203,3 +203,14 @@ def test_every_built_in_skill_is_valid():
     found = SkillCatalog([("builtin", BUILTIN_DIR)]).scan()
     assert found.problems == []
     assert sorted(found.skills) == ["daily-review", "memory-curator", "skill-creator"]
+
+
+def test_the_tool_is_offered_once_a_skill_exists(ws):
+    from picoora.tools.registry import ToolRegistry
+
+    registry = ToolRegistry()
+    registry.register(SkillTool(SkillCatalog([("workspace", ws / "skills")])))
+    assert registry.names() == [] and registry.prompt_parts() == []
+    write_skill(ws / "skills", "late", description="Installed while running.")
+    assert registry.names() == ["skill"]
+    assert "- late: Installed while running." in registry.prompt_parts()[0]

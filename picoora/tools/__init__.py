@@ -64,9 +64,7 @@ def _register_extensions(registry: ToolRegistry, config: Config) -> None:
     from picoora.tools.web_search import WebSearch, usable
 
     if config.skills.enabled:
-        catalog = catalog_for(workspace_path(config), builtin=config.skills.builtin)
-        if catalog.scan().skills:
-            registry.register(SkillTool(catalog))
+        registry.register(SkillTool(catalog_for(workspace_path(config), builtin=config.skills.builtin)))
     if usable(config.tools.web_search):
         registry.register(WebSearch(config.tools.web_search))
     servers = {name: cfg for name, cfg in config.tools.mcp_servers.items() if cfg.enabled}

@@ -2,8 +2,8 @@
 
 A tool rather than ``read_file``: user-wide and built-in skills live outside the workspace, where
 ``read_file`` may not go, and a name costs fewer prompt tokens than an absolute path per skill.
-The system prompt's skills summary comes from ``prompt_part`` (scanned on every turn, so a skill
-installed while a gateway runs is seen on the next message).
+The system prompt's skills summary comes from ``prompt_part``; skills are scanned on every turn, so a
+skill installed while a gateway runs is seen (and the tool offered) from the next message on.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ class SkillTool(Tool):
 
     def __init__(self, catalog: SkillCatalog):
         self.catalog = catalog
+
+    def available(self) -> bool:  # offered once a skill exists, also one installed while running
+        return bool(self.catalog.scan().skills)
 
     def prompt_part(self) -> str:
         return self.catalog.scan().summary()
