@@ -2,7 +2,7 @@
 
 Measured with ``picoora.agent.tokens`` (the estimate compaction uses) on an empty session, no
 recalled memories, no daily notes and no workspace prompt files (those are the user's), for:
-the tools as before this issue (no skills, no web_search, no MCP), the defaults now (built-in
+the core tools alone (no skills, no web_search, no MCP), the defaults (the core tools, the built-in
 skills and web_search), and the defaults plus one MCP server with 5 tools (the test-suite's server).
 
     .venv/bin/python bench/prompt_budget.py [--show]    # --show prints each system prompt
@@ -56,7 +56,7 @@ def main() -> None:
     os.environ["PICOORA_HOME"] = tempfile.mkdtemp(prefix="picoora-budget-")  # no user skills of this machine
     server = {"command": sys.executable, "args": [str(TEST_SERVER), "--tools", "5"]}
     cases = [
-        ("before: 11 tools, no skills, no web_search", {"skills": {"enabled": False},
+        ("core tools only: no skills, no web_search", {"skills": {"enabled": False},
                                                         "tools": {"web_search": {"enabled": False}}}),
         ("defaults: built-in skills + web_search", {}),
         ("defaults + 1 MCP server with 5 tools", {"tools": {"mcp_servers": {"data": server}}}),
