@@ -172,6 +172,7 @@ class Assistant:
                 scoped.astore.close()
                 scoped.store.close()
             await self.agent.aclose()
+            await self.tools.aclose()  # stops the MCP servers
             await self.models.aclose()
         finally:
             self.astore.close()

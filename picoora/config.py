@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from picoora.secrets import SECRET_FIELDS, dsn_password, redact_tree, scrub
+from picoora.secrets import SECRET_FIELDS, SECRET_MAPS, dsn_password, redact_tree, scrub
 
 ENV_PREFIX = "PICO_"
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
@@ -179,9 +179,48 @@ class FilesToolConfig(_Section):
     max_list_entries: int = Field(1000, ge=1)
 
 
+class WebSearchConfig(_Section):
+    """``web_search``: one provider by config, DuckDuckGo's HTML page as the keyless fallback."""
+
+    enabled: bool = True
+    provider: Literal["duckduckgo", "brave", "tavily", "searxng"] = "duckduckgo"
+    api_key: str = ""  # Brave or Tavily
+    url: str = ""  # the SearXNG instance; for the others, another endpoint than the public one
+    duckduckgo_fallback: bool = True  # try the keyless DuckDuckGo page when the provider fails
+    timeout_seconds: float = Field(15.0, gt=0)
+
+
+class McpServerConfig(_Section):
+    """One MCP server whose tools the model may call: a command (stdio) or a streamable HTTP ``url``."""
+
+    enabled: bool = True
+    command: str = ""
+    args: list[str] = []
+    env: dict[str, str] = {}  # added to a minimal environment (PATH, HOME, ...): the parent's is not passed
+    url: str = ""
+    headers: dict[str, str] = {}
+    allow_tools: list[str] = []  # empty: every tool the server lists
+    startup_timeout_seconds: float = Field(10.0, gt=0)
+    timeout_seconds: float = Field(60.0, gt=0)  # per tool call
+    max_output_chars: int = Field(10000, ge=100)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("give either command (a stdio server) or url (streamable HTTP), not both or neither")
+        return self
+
+
+class SkillsConfig(_Section):
+    enabled: bool = True
+    builtin: bool = True  # the skills that ship with picoora (a workspace or user skill of the same name wins)
+
+
 class ToolsConfig(_Section):
     exec: ExecToolConfig = ExecToolConfig()
     web_fetch: WebFetchConfig = WebFetchConfig()
+    web_search: WebSearchConfig = WebSearchConfig()
+    mcp_servers: dict[str, McpServerConfig] = {}
     files: FilesToolConfig = FilesToolConfig()
     max_parallel_calls_per_turn: int = Field(4, ge=1)  # tool calls of one turn running at once
     max_parallel_calls: int = Field(16, ge=1)  # tool calls of the whole process running at once
@@ -198,6 +237,7 @@ class Config(_Section):
     cron: CronConfig = CronConfig()
     users: list[UserConfig] = []
     tools: ToolsConfig = ToolsConfig()
+    skills: SkillsConfig = SkillsConfig()
 
 
 def picoora_home() -> Path:
@@ -488,7 +528,9 @@ def _tree_secrets(tree: Any) -> list[str]:
     found: set[str] = set()
 
     def walk(node: Any, key: str | int | None) -> None:
-        if isinstance(node, dict):
+        if isinstance(node, dict) and key in SECRET_MAPS:  # an MCP server's env or headers: every value
+            found.update(v for v in node.values() if isinstance(v, str) and v)
+        elif isinstance(node, dict):
             for k, v in node.items():
                 walk(v, k)
         elif isinstance(node, list):

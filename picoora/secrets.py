@@ -31,6 +31,7 @@ MIN_SECRET_LENGTH = 4
 # An encoded fragment shorter than this is too likely to occur by chance in ordinary output.
 MIN_ENCODED_LENGTH = 8
 SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
+SECRET_MAPS = frozenset({"env", "headers"})  # maps whose every value is a secret (an MCP server's env and headers)
 
 # scheme://user:password@host  and  Oracle's user/password@host (an EZConnect string with credentials)
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<tail>@)")
@@ -108,7 +109,9 @@ def redact_tree(value: Any) -> Any:
     """A copy of a JSON-like tree with secret-named fields masked and DSN passwords hidden."""
     if isinstance(value, dict):
         return {
-            key: REDACTED if key in SECRET_FIELDS and isinstance(item, str) and item else redact_tree(item)
+            key: REDACTED if key in SECRET_FIELDS and isinstance(item, str) and item
+            else {k: REDACTED if isinstance(v, str) and v else v for k, v in item.items()}
+            if key in SECRET_MAPS and isinstance(item, dict) else redact_tree(item)
             for key, item in value.items()
         }
     if isinstance(value, list):

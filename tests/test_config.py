@@ -8,11 +8,13 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args, get_origin
 
 import pytest
 from pydantic import BaseModel
 
 from picoora.config import (
+    SECRET_MAPS,
     Config,
     ConfigError,
     default_config_path,
@@ -337,32 +339,46 @@ EXAMPLE_REFERENCES = {
     "PICOORA_DB_PASSWORD": "example-db-password",
     "PICOORA_GATEWAY_TOKEN": "example-gateway-token",
     "TELEGRAM_BOT_TOKEN": "123:example-telegram",
+    "FILES_MCP_KEY": "example-files-mcp-key",
+    "TRACKER_MCP_AUTH": "Bearer example-tracker",
 }
 
 
+def _section(annotation) -> type[BaseModel] | None:
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
 def field_paths(model: type[BaseModel], prefix: str = "") -> set[str]:
+    """Every field path; a map of sections (``tools.mcp_servers``) has ``*`` for its keys."""
     paths = set()
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
         paths.add(path)
-        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+        if _section(field.annotation):
             paths |= field_paths(field.annotation, path + ".")
+        elif get_origin(field.annotation) is dict and _section(get_args(field.annotation)[1]):
+            paths |= field_paths(get_args(field.annotation)[1], path + ".*.")
     return paths
 
 
-def json_paths(data: dict, prefix: str = "") -> set[str]:
+def json_paths(data: dict, prefix: str = "", maps: frozenset[str] = frozenset({"tools.mcp_servers"})) -> set[str]:
     paths = set()
     for key, value in data.items():
         paths.add(f"{prefix}{key}")
-        if isinstance(value, dict):
-            paths |= json_paths(value, f"{prefix}{key}.")
+        if f"{prefix}{key}" in maps:
+            for entry in value.values():
+                paths |= json_paths(entry, f"{prefix}{key}.*.", maps)
+        elif isinstance(value, dict) and key not in SECRET_MAPS:
+            paths |= json_paths(value, f"{prefix}{key}.", maps)
     return paths
 
 
 def secret_leaves(data: dict) -> list[str]:
     found = []
     for key, value in data.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key in SECRET_MAPS:
+            found += list(value.values())
+        elif isinstance(value, dict):
             found += secret_leaves(value)
         elif key in {"api_key", "password", "wallet_password", "token"}:
             found.append(value)
@@ -379,3 +395,17 @@ def test_example_config_loads_and_covers_every_field(monkeypatch):
     assert all(v == "" or (v.startswith("${") and v.endswith("}")) for v in secret_leaves(raw))
     assert sorted(secret_values(config)) == sorted(EXAMPLE_REFERENCES.values())
     assert config.agents.defaults.provider == "ollama"
+
+
+def test_mcp_server_env_and_headers_are_secrets_and_a_server_needs_one_transport(tmp_path):
+    path = tmp_path / "config.json"
+    servers = {"a": {"command": "srv", "env": {"KEY": "env-secret-1"}},
+               "b": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer header-secret"}}}
+    path.write_text(json.dumps({"tools": {"mcp_servers": servers}}))
+    config = load_config(path)
+    assert {"env-secret-1", "Bearer header-secret"} <= set(secret_values(config))
+    shown = redacted(config)["tools"]["mcp_servers"]
+    assert shown["a"]["env"]["KEY"] == "***" and shown["b"]["headers"]["Authorization"] == "***"
+    path.write_text(json.dumps({"tools": {"mcp_servers": {"c": {"command": "srv", "url": "http://x"}}}}))
+    with pytest.raises(ConfigError, match="tools.mcp_servers.c: .*either command .* or url"):
+        load_config(path)

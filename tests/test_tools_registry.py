@@ -127,7 +127,7 @@ def test_default_registry_and_settings(tmp_path):
     names = default_registry(config).names()
     assert names == sorted(
         ["append_file", "cron", "edit_file", "exec", "forget", "list_dir", "read_file", "recall", "remember",
-         "web_fetch", "write_daily_note", "write_file"]
+         "skill", "web_fetch", "web_search", "write_daily_note", "write_file"]
     )
     settings = tool_settings(config, config_path=Path("/etc/picoora.json"))
     assert settings.tools.exec.timeout_seconds == 60.0

@@ -20,6 +20,7 @@ import platform
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Sequence
 
 from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_tokens
 from picoora.config import AgentDefaults
@@ -68,9 +69,11 @@ def build_system_prompt(
     settings: AgentDefaults,
     model_label: str,
     now: datetime | None = None,
+    tool_parts: Sequence[str] = (),
 ) -> str:
+    """``tool_parts``: sections the tools add after the rules (the skills summary)."""
     tool_names = {_tool_name(schema) for schema in tools}
-    parts = [_identity(workspace, model_label, tool_names), _tools_and_rules(tools, tool_names)]
+    parts = [_identity(workspace, model_label, tool_names), _tools_and_rules(tools, tool_names), *tool_parts]
     parts += [f"## {p.name}\n\n{p.content.strip()}" for p in inputs.prompts if p.content.strip()]
     parts.append(_memories(inputs.recall, settings.memory_context_tokens))
     parts.append(_daily_notes(inputs.daily_notes, int(settings.context_window * DAILY_NOTES_SHARE)))

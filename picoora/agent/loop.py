@@ -325,6 +325,8 @@ class _Turn:
         await self.emit(TurnStarted(self.key, model=f"{self.llm.provider}/{self.llm.model}"))
         try:
             await self._record([Message(role="user", content=text)])
+            for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
+                await self.emit(NoticeEvent(self.key, notice))
             self.schemas = self.agent.tools.schemas()
             inputs = await self.store.run(gather_inputs, self.agent.store, self.key, text, self.settings)
             self.trace.recalled(inputs.recall)
@@ -360,6 +362,7 @@ class _Turn:
             workspace=self.agent.workspace,
             settings=self.settings,
             model_label=f"{self.llm.provider}/{self.llm.model}",
+            tool_parts=self.agent.tools.prompt_parts(),
         )
 
     async def _loop(self) -> TurnResult:

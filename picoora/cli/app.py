@@ -15,7 +15,18 @@ from typing import NoReturn, Optional
 
 import typer
 
-from picoora.cli import agent_cmd, cron_cmd, memory_cmd, onboard, oracle_cmds, pair_cmd, status, trace_cmd
+from picoora.cli import (
+    agent_cmd,
+    cron_cmd,
+    mcp_cmd,
+    memory_cmd,
+    onboard,
+    oracle_cmds,
+    pair_cmd,
+    skills_cmd,
+    status,
+    trace_cmd,
+)
 from picoora.cli.errors import EXIT_FAILURE, CLIError, report
 
 
@@ -54,7 +65,8 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    for module in (onboard, agent_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd):
+    commands = (onboard, agent_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd, skills_cmd, mcp_cmd)
+    for module in commands:
         module.register(app)
     return app
 

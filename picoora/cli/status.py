@@ -48,6 +48,7 @@ def status(ctx: typer.Context) -> None:
         *_provider_lines(config),
         *_storage_lines(config, workspace),
         Line("Exec", _exec_text(config)),
+        *_mcp_lines(config, workspace),
     ]
     width = max(len(line.label) for line in lines) + 2
     print(f"picoora {__version__}")
@@ -121,6 +122,20 @@ def _storage_lines(config: Config, workspace: Path) -> list[Line]:
     finally:
         store.close()
     return lines
+
+
+def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
+    """Each configured MCP server, started once to count its tools (bounded by its startup timeout)."""
+    if not config.tools.mcp_servers:
+        return []
+    import asyncio
+
+    from picoora.config import picoora_home
+    from picoora.tools.mcp_client import probe
+
+    reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs"))
+    return [Line("MCP server", f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}")
+            for r in reports]
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Tools the model can call: files, shell, web, memory; one registry in front of them all."""
+"""Tools the model can call: files, shell, web, memory, skills, MCP servers; one registry in front of them all."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ def default_registry(config: Config) -> ToolRegistry:
         from picoora.tools.cron import Cron
 
         registry.register(Cron(default_zone=config.agents.defaults.timezone))
+    _register_extensions(registry, config)
     return registry
 
 
@@ -41,6 +42,7 @@ def guest_registry(config: Config) -> ToolRegistry:
     owner's machine, files or schedules (no file tools, no exec, no cron)."""
     from picoora.tools.memory import MEMORY_TOOLS
     from picoora.tools.web import WebFetch
+    from picoora.tools.web_search import WebSearch, usable
 
     registry = ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS,
                                                  config.tools.web_fetch.max_chars + RESULT_FRAMING_CHARS))
@@ -48,4 +50,23 @@ def guest_registry(config: Config) -> ToolRegistry:
         registry.register(tool_class())
     if config.tools.web_fetch.enabled:
         registry.register(WebFetch())
+    if usable(config.tools.web_search):  # searching the web reaches nothing of the owner's
+        registry.register(WebSearch(config.tools.web_search))
     return registry
+
+
+def _register_extensions(registry: ToolRegistry, config: Config) -> None:
+    """Skills, web_search and MCP servers, each only when configured and usable."""
+    from picoora.config import picoora_home, workspace_path
+    from picoora.skills import catalog_for
+    from picoora.tools.mcp_client import McpServers
+    from picoora.tools.skills import SkillTool
+    from picoora.tools.web_search import WebSearch, usable
+
+    if config.skills.enabled:
+        registry.register(SkillTool(catalog_for(workspace_path(config), builtin=config.skills.builtin)))
+    if usable(config.tools.web_search):
+        registry.register(WebSearch(config.tools.web_search))
+    servers = {name: cfg for name, cfg in config.tools.mcp_servers.items() if cfg.enabled}
+    if servers:
+        registry.add_source(McpServers(servers, workspace_path(config), picoora_home() / "logs"))

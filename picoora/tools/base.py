@@ -83,6 +83,14 @@ class Tool(abc.ABC):
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Do the work; ``args`` is an instance of ``Args``, already validated."""
 
+    def available(self) -> bool:
+        """Whether the model is offered this tool now (an MCP server's tools only while it runs)."""
+        return True
+
+    def prompt_part(self) -> str:
+        """A section this tool adds to the system prompt (the skills summary); usually none."""
+        return ""
+
     @classmethod
     def schema(cls) -> dict[str, Any]:
         params = _without_titles(cls.Args.model_json_schema())

@@ -21,7 +21,7 @@ import json
 import logging
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -68,10 +68,36 @@ def _expected(tool: type[Tool] | Tool) -> str:
     return ", ".join(f"{name}{'' if f.is_required() else ' (optional)'}" for name, f in fields.items()) or "none"
 
 
+class ToolSource(Protocol):
+    """Tools that come and go with something outside (MCP servers): started before a turn, closed at the end."""
+
+    async def prepare(self, registry: ToolRegistry) -> list[str]: ...  # notices for the user, each given once
+    async def aclose(self) -> None: ...
+
+
 class ToolRegistry:
     def __init__(self, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS) -> None:
         self.max_result_chars = max_result_chars
         self._tools: dict[str, Tool] = {}
+        self._sources: list[ToolSource] = []
+
+    def add_source(self, source: ToolSource) -> None:
+        self._sources.append(source)
+
+    async def prepare(self) -> list[str]:
+        """Bring the tool sources up (the first time) before a turn lists the tools; their notices."""
+        notices: list[str] = []
+        for source in self._sources:
+            notices += await source.prepare(self)
+        return notices
+
+    async def aclose(self) -> None:
+        for source in self._sources:
+            await source.aclose()
+
+    def prompt_parts(self) -> list[str]:
+        """The sections the offered tools add to the system prompt, in tool-name order."""
+        return [part for name in self.names() if (part := self._tools[name].prompt_part())]
 
     def register(self, tool: Tool) -> None:
         if tool.name in self._tools:
@@ -82,7 +108,8 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def names(self) -> list[str]:
-        return sorted(self._tools)
+        """The tools offered now, sorted."""
+        return sorted(name for name, tool in self._tools.items() if tool.available())
 
     def schemas(self) -> list[dict[str, Any]]:
         """OpenAI-style function schemas, sorted by name (a stable prompt prefix caches better)."""
@@ -120,6 +147,12 @@ class ToolRegistry:
                 raw_args = None
         if not isinstance(raw_args, dict):
             return ToolResult.error(f"arguments for {tool.name} must be a JSON object with: {_expected(tool)}")
+        own_check = getattr(tool, "check_arguments", None)  # a tool with a JSON schema of its own (MCP)
+        if own_check is not None:
+            own_problems: list[str] = own_check(raw_args)
+            if own_problems:
+                return ToolResult.error(f"invalid arguments for {tool.name}: {'; '.join(own_problems)}")
+            return raw_args  # type: ignore[return-value]
         unknown = sorted(set(raw_args) - set(tool.Args.model_fields))
         problems = [f"{key}: unknown field" for key in unknown]
         try:

@@ -56,6 +56,24 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def free_port() -> int:
+    """A loopback port free right now (for a server started in a child process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: Any = None, seconds: float = 30.0) -> None:
+    """Return once something accepts on 127.0.0.1:``port`` (or ``process`` has exited, or time is up)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (process is None or process.poll() is None):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def rough_tokens(value: Any) -> int:
     return max(1, len(json.dumps(value)) // 4)
 

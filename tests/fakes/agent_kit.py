@@ -40,6 +40,12 @@ class FunctionRegistry:
             for name, fn in sorted(self.functions.items())
         ]
 
+    async def prepare(self) -> list[str]:
+        return []
+
+    def prompt_parts(self) -> list[str]:
+        return []
+
     async def execute(self, name: str, raw_args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         self.executed.append((name, raw_args))
         fn = self.functions.get(name)

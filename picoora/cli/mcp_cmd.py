@@ -1,0 +1,67 @@
+"""``picoora mcp``: serve picoora's memory to MCP clients (Claude Desktop, editors, other assistants).
+
+stdio by default: stdout carries the protocol, so every other line (a storage fallback, errors)
+goes to stderr. ``--http`` serves streamable HTTP on 127.0.0.1 instead, behind gateway.token.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from picoora.cli.errors import CLIError, load_config, warn
+
+DEFAULT_HTTP_PORT = 18791
+
+
+def register(app: typer.Typer) -> None:
+    app.command("mcp")(mcp)
+
+
+def mcp(
+    ctx: typer.Context,
+    http: bool = typer.Option(False, "--http", help="Serve streamable HTTP on 127.0.0.1 (needs gateway.token)."),
+    port: int = typer.Option(DEFAULT_HTTP_PORT, "--port", help="The port for --http."),
+) -> None:
+    """Serve remember, recall, forget and list_memories on the configured store over MCP (stdio)."""
+    import asyncio
+
+    from picoora.config import secret_values, workspace_path
+    from picoora.store import open_store
+    from picoora.store.base import StoreError
+
+    config = load_config(ctx)
+    if http and not config.gateway.token:
+        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')", 2)
+    try:
+        store = open_store(config, on_fallback=warn)
+    except StoreError as err:
+        raise CLIError(str(err)) from None
+    options = {"secrets": secret_values(config), "workspace": workspace_path(config)}
+    try:
+        if http:
+            asyncio.run(_serve_http(store, config.gateway.token, port, options))
+        else:
+            from picoora.mcp_server import serve_stdio
+
+            asyncio.run(serve_stdio(store, **options))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
+
+
+async def _serve_http(store, token: str, port: int, options: dict) -> None:  # type: ignore[no-untyped-def]
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from picoora.mcp_server import MemoryHttpApp
+
+    memory = MemoryHttpApp(store, token, **options)
+
+    def lifespan(_app: Starlette):  # type: ignore[no-untyped-def]
+        return memory.lifespan()
+
+    app = Starlette(routes=[Mount("/mcp", app=memory.app)], lifespan=lifespan)
+    warn(f"picoora memory over MCP at http://127.0.0.1:{port}/mcp/ (Authorization: Bearer <gateway.token>)")
+    await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")).serve()

@@ -1,0 +1,130 @@
+"""``picoora mcp`` driven by the mcp SDK's own client, as Claude Desktop or an editor would use it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import REPO, run_cli
+from tests.fakes._http import closed_port_url, free_port, wait_for_port
+
+TOKEN = "mcp-test-token-0123"
+
+
+def write_config(home: Path, **sections) -> None:
+    config = {"providers": {"ollama": {"api_base": closed_port_url()}}, "memory": {"embedder": "none"}, **sections}
+    (home / "config.json").write_text(json.dumps(config))
+
+
+def server_params(home: Path):
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=["-m", "picoora", "mcp"], cwd=str(REPO),
+                                 env={"PICOORA_HOME": str(home), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+
+
+async def session(target, calls: list[tuple[str, dict]], headers: dict[str, str] | None = None):
+    """Connect, list the tools, make ``calls``; (tool names, [(is_error, text)])."""
+    from mcp import Client
+
+    if isinstance(target, str):  # streamable HTTP with headers
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with create_mcp_http_client(headers=headers) as http:
+            async with Client(streamable_http_client(target, http_client=http)) as client:
+                return await _use(client, calls)
+    async with Client(target, read_timeout_seconds=60) as client:
+        return await _use(client, calls)
+
+
+async def _use(client, calls):
+    names = sorted(tool.name for tool in (await client.list_tools()).tools)
+    results = []
+    for name, args in calls:
+        result = await client.call_tool(name, args)
+        results.append((bool(result.is_error), "\n".join(part.text for part in result.content)))
+    return names, results
+
+
+def test_remember_in_one_process_then_recall_by_meaning_in_another(isolated_home):
+    write_config(isolated_home, memory={"embedder": "minilm"})
+    names, [(failed, remembered)] = asyncio.run(session(server_params(isolated_home), [
+        ("remember", {"text": "My favourite programming language is Go", "category": "preference"}),
+    ]))
+    assert names == ["forget", "list_memories", "recall", "remember"]
+    assert not failed and remembered.startswith("Remembered (ID: ")
+    _, [(failed, found)] = asyncio.run(session(server_params(isolated_home), [
+        ("recall", {"query": "Which coding language do I like best?"}),
+    ]))
+    assert not failed
+    assert "Found 1 matching memories" in found and "favourite programming language is Go" in found
+    assert "keyword" not in found  # by meaning, not a degraded keyword match
+
+
+def test_list_forget_and_bad_arguments(isolated_home):
+    write_config(isolated_home)
+    _, results = asyncio.run(session(server_params(isolated_home), [
+        ("remember", {"text": "The cat is called Miso"}),
+        ("list_memories", {"limit": 5}),
+        ("recall", {"query": ""}),
+        ("remember", {"text": "x", "importance": 7}),
+        ("forget", {"id": "no-such-id"}),
+    ]))
+    (_, remembered), (_, listed), (empty_failed, empty), (big_failed, big), (forget_failed, forget) = results
+    memory_id = remembered.split("ID: ")[1].split(",")[0]
+    assert f"(ID: {memory_id}, category: general, importance: 0.7) The cat is called Miso" in listed
+    assert empty_failed and "query" in empty
+    assert big_failed and "importance" in big
+    assert forget_failed and "no memory with ID no-such-id" in forget
+    _, [(failed, text), (_, after)] = asyncio.run(session(server_params(isolated_home), [
+        ("forget", {"id": memory_id}), ("list_memories", {}),
+    ]))
+    assert not failed and text == f"Forgot memory {memory_id}"
+    assert after == "No memories stored yet."
+
+
+def test_stdout_stays_the_protocol_when_storage_falls_back(isolated_home):
+    port = int(closed_port_url().rsplit(":", 1)[1])
+    write_config(isolated_home, oracle={"enabled": True, "host": "127.0.0.1", "port": port, "password": "pw",
+                                        "connect_timeout_seconds": 2})
+    names, [(failed, _)] = asyncio.run(session(server_params(isolated_home), [("list_memories", {})]))
+    assert "recall" in names and not failed
+
+
+@pytest.fixture
+def http_memory(isolated_home):
+    write_config(isolated_home, gateway={"token": TOKEN})
+    port = free_port()
+    env = {**os.environ, "PICOORA_HOME": str(isolated_home)}
+    process = subprocess.Popen([sys.executable, "-m", "picoora", "mcp", "--http", "--port", str(port)], cwd=REPO,
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for_port(port, process)
+    yield f"http://127.0.0.1:{port}/mcp/"
+    process.terminate()
+    process.wait(10)
+
+
+def test_streamable_http_behind_the_token(http_memory):
+    names, [(failed, text)] = asyncio.run(session(http_memory, [("remember", {"text": "Over HTTP"})],
+                                                  headers={"Authorization": f"Bearer {TOKEN}"}))
+    assert "remember" in names and not failed and "Over HTTP" in text
+    import httpx
+
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+        with pytest.raises(Exception):  # the SDK's client cannot connect
+            asyncio.run(session(http_memory, [], headers=headers))
+        raw = httpx.post(http_memory, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+        assert raw.status_code == 401 and "bearer token" in raw.text
+
+
+def test_http_needs_a_token(isolated_home):
+    write_config(isolated_home)
+    result = run_cli("mcp", "--http", home=isolated_home)
+    assert result.returncode == 2 and "gateway.token" in result.stderr
