@@ -113,7 +113,6 @@ def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onn
         steps.ok(f"Connected to Oracle AI Database at {db.target} as {config.oracle.user}")
         _schema_step(setup, steps)
         _model_step(setup, steps, onnx_file, onnx_dir, onnx_url)
-        _optional_steps(setup, steps, hnsw)
         store = _open_store(config, steps)
         try:
             _seed_prompts(config, store, steps)
@@ -122,6 +121,7 @@ def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onn
                 _import_files(config, store, steps)
         finally:
             store.close()
+        _optional_steps(setup, steps, hnsw)  # after the import: vector indexes are built from the data
     except StoreError as err:  # the database went away between steps
         raise steps.fail(str(err)) from None
     finally:
@@ -194,6 +194,9 @@ def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:
             hint = (" (HNSW needs a vector pool: ALTER SYSTEM SET vector_memory_size=512M SCOPE=SPFILE as SYSDBA and "
                     "restart, or drop --hnsw for IVF)") if hnsw else ""
             steps.warn(f"Vector index {outcome.name} not created: {outcome.error}{hint}")
+        elif outcome.deferred:
+            steps.ok(f"Vector index {outcome.name} ({kind}) deferred: no vectors stored yet (searches are exact "
+                     "until then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)")
         else:
             steps.ok(f"Vector index {outcome.name} ({kind}) " + ("created" if outcome.created else "already exists"))
     text = setup.text_index()

@@ -51,6 +51,7 @@ from picoora.store.base import (
 )
 from picoora.secrets import redact_text
 from picoora.store.embedder import EmbedderUnavailable
+from picoora.store import limits
 from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
@@ -77,6 +78,7 @@ def encode_key(key: str) -> str:
     and ``a_b`` get distinct, safe names. Very long keys end in a hash (the file stores the real key)."""
     if not key:
         raise ValueError("a session key must not be empty")
+    limits.check_session_key(key)
     parts = []
     for position, char in enumerate(key):
         if _KEY_SAFE.fullmatch(char) and not (position == 0 and char == "."):
@@ -376,6 +378,7 @@ class FileStore:
         return {str(k): v if isinstance(v, str) else str(v) for k, v in document.items()}
 
     def _kv_set(self, family: str, key: str, value: str) -> None:
+        limits.check_key_value(family, key, value)
         with self._lock:
             document = self._kv_all(family)
             document[key] = value

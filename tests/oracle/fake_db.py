@@ -13,6 +13,15 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
   * ``VECTOR_EMBEDDING`` needs the model in USER_MINING_MODELS (else ORA-40284) and embeds with the
     deterministic hash embedder of ``tests/fakes/hash_embedder.py``; VECTOR(384, ...) columns check
     dimensions (ORA-51803).
+What a real database or driver refuses, the fake refuses too (so a green run means something):
+  * VARCHAR2 lengths as declared, in bytes of UTF-8 unless declared ``CHAR`` (ORA-12899);
+  * a ``datetime`` bound without the TIMESTAMP input type handler arrives as DATE, fractional seconds lost;
+  * a string bind over 4000 bytes is a LONG bind, accepted only as the value of a CLOB column
+    (ORA-01461), never in array DML (ORA-01478); REGEXP patterns over 512 bytes fail (ORA-12733);
+  * VECTOR_DISTANCE of vectors with different dimension counts fails (ORA-51808);
+  * a MERGE of a new key racing another session's MERGE gets ORA-00001, as in Oracle;
+  * ``approx_misses``: approximate (``FETCH APPROX``) searches may drop that many nearest rows;
+  * cursor keywords must exist in the installed python-oracledb (``AsyncCursor.execute``'s signature).
 Failure switches: ``down`` (connects fail with DPY-6005, open connections with DPY-4011), ``silent``
 (connects never answer), ``refuse`` (connects raise that error), ``fail_next[name] = exc`` (one
 statement fails once).
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import inspect
 import math
 import re
 from dataclasses import dataclass, field
@@ -36,6 +46,25 @@ from tests.fakes.hash_embedder import HashEmbedder
 from tests.oracle.sqlcheck import check_binds
 
 MODEL = "ALL_MINILM_L12_V2"
+MAX_STRING_BYTES = 4000  # MAX_STRING_SIZE=STANDARD, the gvenzl and Free default
+REGEXP_MAX_BYTES = 512
+_DRIVER_KEYWORDS = {
+    "execute": set(inspect.signature(oracledb.AsyncCursor.execute).parameters),
+    "executemany": set(inspect.signature(oracledb.AsyncCursor.executemany).parameters),
+}
+_VARCHAR = re.compile(r"VARCHAR2\((\d+)( CHAR| BYTE)?\)")
+
+
+def check_driver_keywords(method: str, keywords: dict[str, Any]) -> None:
+    """The installed python-oracledb must accept every keyword the code passes (fetch_lobs came in 3.4)."""
+    unknown = set(keywords) - _DRIVER_KEYWORDS[method]
+    if unknown:
+        raise TypeError(f"AsyncCursor.{method}() got unexpected keyword arguments {sorted(unknown)} "
+                        f"(python-oracledb {oracledb.__version__})")
+
+
+def _utf8_len(value: str) -> int:
+    return len(value.encode("utf-8"))
 
 _ORA_TEXT = {
     1: "unique constraint ({name}) violated",
@@ -54,6 +83,14 @@ _ORA_TEXT = {
     40204: "model {name} already exists",
     40284: "model {name} does not exist",
     51950: "Vector memory area is not enabled",
+    54: "resource busy and acquire with NOWAIT specified or timeout expired",
+    1418: "specified index does not exist",
+    1441: "cannot decrease column length because some value is too big",
+    1461: "can bind a LONG value only for insert into a LONG column",
+    1478: "array bind may not include any LONG columns",
+    12733: "regular expression is too long",
+    12899: "value too large for column {name}",
+    51808: "VECTOR_DISTANCE() is not supported for vectors with different dimension counts ({name})",
     51803: "Vector dimension count must match the dimension count specified in the column definition (actual: {name}, required: 384).",
 }
 
@@ -108,7 +145,20 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
+def _balanced(text: str) -> str:
+    """The prefix of ``text`` up to the parenthesis closing an already open one."""
+    depth = 0
+    for position, char in enumerate(text):
+        depth += char == "("
+        depth -= char == ")"
+        if depth < 0:
+            return text[:position]
+    return text
+
+
 def _cosine_distance(a: array.array, b: array.array) -> float:
+    if len(a) != len(b):
+        raise ora_error(51808, f"{len(a)}, {len(b)}")
     dot = sum(x * y for x, y in zip(a, b))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return 1.0 - (dot / norm if norm else 0.0)
@@ -130,6 +180,9 @@ class FakeOracle:
         self.fail_next: dict[str, Exception | tuple[int, Exception]] = {}  # (calls to let through first, error)
         self.raised: list[str] = []  # codes of the Oracle errors the fake raised, in order
         self.open_connections = 0
+        self.approx_misses = 0
+        self.unusable_indexes: set[str] = set()  # indexes that exist but whose status is not VALID  # how many of the nearest rows an approximate search leaves out
+        self.delay: dict[str, float] = {}  # statement name -> seconds it takes
         self._locks: dict[tuple, FakeConnection] = {}
         self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
 
@@ -148,7 +201,8 @@ class FakeOracle:
 
     # ---- statement dispatch --------------------------------------------------------------------------
 
-    async def execute(self, conn: FakeConnection, sql: str, binds: dict[str, Any], *, fetch_lobs: Any) -> Any:
+    async def execute(self, conn: FakeConnection, sql: str, binds: dict[str, Any], *, fetch_lobs: Any,
+                      array_dml: bool = False) -> Any:
         await asyncio.sleep(0)  # let other operations interleave, as separate sessions would
         if self.down:
             raise driver_error(4011)
@@ -163,7 +217,10 @@ class FakeOracle:
                 raise AssertionError(f"{stmt.name}: :{key} is an aware datetime; TIMESTAMP columns hold naive UTC")
         self.executed.append(Executed(stmt.name, sql, dict(binds)))
         self._inject_failure(stmt.name)
+        if stmt.name in self.delay:
+            await asyncio.sleep(self.delay[stmt.name])
         try:
+            self._check_long_binds(stmt.render(self.model), binds, array_dml)
             if stmt.kind == "ddl":
                 conn.commit_now()  # DDL commits the open transaction first, as in Oracle
                 result = self._ddl(stmt.render(self.model))
@@ -174,6 +231,33 @@ class FakeOracle:
         except oracledb.Error as exc:
             self.raised.append(exc.args[0].full_code)
             raise
+
+    def _check_long_binds(self, sql: str, binds: dict[str, Any], array_dml: bool) -> None:
+        """A str over 4000 bytes goes as LONG: fine as a CLOB column's value, refused anywhere else."""
+        long = {k.lower() for k, v in binds.items() if isinstance(v, str) and _utf8_len(v) > MAX_STRING_BYTES}
+        if not long:
+            return
+        if array_dml:
+            raise ora_error(1478)
+        if long - self._lob_targets(sql):
+            raise ora_error(1461)
+
+    def _lob_targets(self, sql: str) -> set[str]:
+        """Bind names that are the value of a CLOB column in this INSERT / UPDATE / MERGE."""
+        m = re.match(r"(?:INSERT INTO|UPDATE|MERGE INTO) (\w+)", sql)
+        table = self.tables.get(m.group(1)) if m else None
+        if table is None:
+            return set()
+        clobs = {c for c, declared in table.columns.items() if declared.startswith("CLOB")}
+        targets = {bind.lower() for column, bind in re.findall(r"(?:\w+\.)?(\w+) = :(\w+)", sql)
+                   if column.lower() in clobs}
+        insert = re.search(r"INSERT (?:INTO \w+ )?\(([^()]*)\) VALUES \((.*)\)", sql)
+        if insert:
+            values = _split_top(_balanced(insert.group(2)))
+            for column, value in zip(insert.group(1).split(","), values):
+                if column.strip().lower() in clobs and value.startswith(":"):
+                    targets.add(value[1:].lower())
+        return targets
 
     def _inject_failure(self, name: str) -> None:
         planned = self.fail_next.get(name)
@@ -200,6 +284,19 @@ class FakeOracle:
             table.columns[m.group(2).lower()] = m.group(3)
             for row in table.rows:
                 row[m.group(2).lower()] = None
+            return 0
+        if m := re.match(r"ALTER TABLE (\w+) MODIFY \((.*)\)$", sql):
+            table = self._table(m.group(1))
+            for item in _split_top(m.group(2)):
+                column, declared = item.split(" ", 1)
+                table.require(column.lower())
+                table.columns[column.lower()] = declared
+            return 0
+        if m := re.match(r"DROP INDEX (\w+)$", sql):
+            if self.indexes.pop(m.group(1), None) is None:
+                raise ora_error(1418)
+            return 0
+        if re.match(r"ALTER SESSION SET DDL_LOCK_TIMEOUT = \d+$", sql):
             return 0
         if m := re.match(r"ALTER TABLE (\w+) DROP PRIMARY KEY$", sql):
             table = self._table(m.group(1))
@@ -288,6 +385,10 @@ class FakeOracle:
 
     def _store_value(self, table: Table, column: str, value: Any) -> Any:
         declared = table.columns[column]
+        if (size := _VARCHAR.match(declared)) and isinstance(value, str):
+            used = len(value) if size.group(2) == " CHAR" else _utf8_len(value)
+            if used > int(size.group(1)) or _utf8_len(value) > MAX_STRING_BYTES:
+                raise ora_error(12899, f'"{table.name}"."{column.upper()}" (actual: {used}, maximum: {size.group(1)})')
         if declared.startswith("NUMBER(3,2)") and value is not None:
             return round(float(value), 2)
         if declared.startswith("VECTOR(384") and value is not None and len(value) != 384:
@@ -372,6 +473,7 @@ class FakeOracle:
 
         if await self.update(conn, table, match, values):
             return 1
+        await asyncio.sleep(0)  # MERGE decides "not matched" before inserting: a racing session can insert first
         self.insert(conn, table, {**keys, **values})
         return 1
 
@@ -389,8 +491,57 @@ class FakeOracle:
 
     async def _backfill_memory_model(self, conn, b):
         return await self.update(conn, "PICO_MEMORIES",
-                                 lambda r: r["embedding"] is not None and r["embedding_model"] is None,
+                                 lambda r: r["embedding"] is not None and r["embedding_model"] is None
+                                 and len(r["embedding"]) == b["dimensions"],
                                  {"embedding_model": b["embedding_model"]})
+
+    async def _renumber_transcripts(self, conn, b):
+        groups: dict[tuple, list[dict]] = {}
+        for row in self._select("PICO_TRANSCRIPTS", lambda r: True):
+            groups.setdefault((row["agent_id"], row["session_key"]), []).append(row)
+        changed = 0
+        for rows in groups.values():
+            rows.sort(key=lambda r: (r["sequence_num"] is None, r["sequence_num"] or 0, r["id"]))
+            for seq, row in enumerate(rows, start=1):
+                if row["sequence_num"] != seq:
+                    changed += await self.update(conn, "PICO_TRANSCRIPTS", lambda r, row=row: r is row,
+                                                 {"sequence_num": seq})
+        return changed
+
+    async def _notes_same_day(self, conn, b):
+        rows = self._select("PICO_DAILY_NOTES", lambda r: True)
+        counts: dict[tuple, int] = {}
+        for row in rows:
+            counts[(row["agent_id"], row["note_date"])] = counts.get((row["agent_id"], row["note_date"]), 0) + 1
+        same = [r for r in rows if counts[(r["agent_id"], r["note_date"])] > 1]
+        same.sort(key=lambda r: (r["agent_id"], r["note_date"], r["created_at"], r["note_id"]))
+        for row in same:
+            await self.lock(conn, "PICO_DAILY_NOTES", (row["note_id"],))
+        return [(r["note_id"], r["agent_id"], r["note_date"], r["content"]) for r in same]
+
+    async def _note_set_content(self, conn, b):
+        return await self.update(conn, "PICO_DAILY_NOTES", lambda r: r["note_id"] == b["note_id"],
+                                 {"content": b["content"], "updated_at": b["now"]})
+
+    async def _note_delete(self, conn, b):
+        return await self.delete(conn, "PICO_DAILY_NOTES", lambda r: r["note_id"] == b["note_id"])
+
+    async def _take_migration_lock(self, conn, b):
+        self._table("PICO_MIGRATION_LOCK")
+        await self.lock(conn, "PICO_MIGRATION_LOCK", ())
+        return 0
+
+    async def _text_index_usable(self, conn, b):
+        usable = any(t == "PICO_MEMORIES" and k == "DOMAIN" and name not in self.unusable_indexes
+                     for name, (t, _, k) in self.indexes.items())
+        return [(int(usable),)]
+
+    async def _vectors_stored(self, conn, b):
+        return [tuple(sum(r["embedding"] is not None for r in self._select(t, lambda r: True))
+                      for t in ("PICO_MEMORIES", "PICO_DAILY_NOTES"))]
+
+    async def _memory_id_taken(self, conn, b):
+        return [(r["agent_id"],) for r in self._select("PICO_MEMORIES", lambda r: r["memory_id"] == b["memory_id"])]
 
     async def _embed(self, conn, b):
         return [(self.embed(b["text"]),)]
@@ -403,12 +554,18 @@ class FakeOracle:
                             and r["content_hash"] == b["content_hash"], "content_hash")
         return [self._memory_tuple(r) for r in sorted(rows, key=lambda r: r["created_at"])[:1]]
 
-    async def _memory_nearest(self, conn, b):
+    def _nearest_memories(self, b: dict[str, Any], k: int) -> list[tuple]:
         assert isinstance(b["vector"], array.array), "vectors bind as array.array"
         rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["embedding"] is not None
                             and r["embedding_model"] == b["embedding_model"])
         scored = sorted((_cosine_distance(r["embedding"], b["vector"]), n, r) for n, r in enumerate(rows))
-        return [self._memory_tuple(r, d) for d, _, r in scored[: b["k"]]]
+        return [self._memory_tuple(r, d) for d, _, r in scored[:k]]
+
+    async def _memory_nearest(self, conn, b):  # FETCH APPROX: may leave out the nearest rows
+        return self._nearest_memories(b, b["k"] + self.approx_misses)[self.approx_misses:][: b["k"]]
+
+    async def _memory_nearest_exact(self, conn, b):
+        return self._nearest_memories(b, 1)
 
     async def _memory_keyword_text(self, conn, b):
         if not any(t == "PICO_MEMORIES" and k == "DOMAIN" for t, _, k in self.indexes.values()):
@@ -425,6 +582,8 @@ class FakeOracle:
         return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
 
     async def _memory_keyword_scan(self, conn, b):
+        if _utf8_len(b["pattern"]) > REGEXP_MAX_BYTES:
+            raise ora_error(12733)
         pattern = re.compile(b["pattern"], re.I)
         rows = [r for r in self._select("PICO_MEMORIES", self._mine(b)) if pattern.search(r["content"] or "")]
         rows.sort(key=lambda r: r["created_at"], reverse=True)
@@ -496,7 +655,8 @@ class FakeOracle:
         return [(r["note_date"], r["content"]) for r in sorted(rows, key=lambda r: r["note_date"], reverse=True)]
 
     async def _note_search(self, conn, b):
-        rows = self._select("PICO_DAILY_NOTES", lambda r: r["agent_id"] == b["agent_id"] and r["embedding"] is not None)
+        rows = self._select("PICO_DAILY_NOTES", lambda r: r["agent_id"] == b["agent_id"] and r["embedding"] is not None
+                            and len(r["embedding"]) == b["dimensions"])
         scored = sorted(((_cosine_distance(r["embedding"], b["vector"]), n, r) for n, r in enumerate(rows)),
                         key=lambda t: t[:2])
         return [(r["note_date"], r["content"], d) for d, _, r in scored[: b["k"]]]
@@ -671,23 +831,46 @@ class FakeLob:
     data: bytes
 
 
+@dataclass
+class FakeVar:
+    type: Any
+    arraysize: int
+
+
 class FakeCursor:
     def __init__(self, conn: FakeConnection):
         self._conn = conn
         self._rows: list[tuple] = []
         self.rowcount = 0
 
-    async def execute(self, sql: str, parameters: dict | None = None, *, fetch_lobs: Any = None) -> None:
-        result = await self._conn.db.execute(self._conn, sql, dict(parameters or {}), fetch_lobs=fetch_lobs)
+    def var(self, kind: Any, arraysize: int = 1, **_: Any) -> FakeVar:
+        return FakeVar(kind, arraysize)
+
+    def _bound(self, value: Any, arraysize: int) -> Any:
+        """A datetime goes to the server as DATE (whole seconds) unless the input type handler makes it TIMESTAMP."""
+        if not isinstance(value, datetime):
+            return value
+        handler = self._conn.inputtypehandler
+        var = handler(self, value, arraysize) if handler else None
+        return value if var is not None and var.type is oracledb.DB_TYPE_TIMESTAMP else value.replace(microsecond=0)
+
+    async def execute(self, sql: str, parameters: dict | None = None, **keywords: Any) -> None:
+        check_driver_keywords("execute", keywords)
+        await self._execute(sql, parameters, keywords.get("fetch_lobs"), array_dml=False)
+
+    async def _execute(self, sql: str, parameters: dict | None, fetch_lobs: Any, *, array_dml: bool) -> None:
+        binds = {k: self._bound(v, 1) for k, v in dict(parameters or {}).items()}
+        result = await self._conn.db.execute(self._conn, sql, binds, fetch_lobs=fetch_lobs, array_dml=array_dml)
         if isinstance(result, list):
             self._rows, self.rowcount = result, len(result)
         else:
             self._rows, self.rowcount = [], int(result or 0)
 
-    async def executemany(self, sql: str, rows: list[dict]) -> None:
+    async def executemany(self, sql: str, rows: list[dict], **keywords: Any) -> None:
+        check_driver_keywords("executemany", keywords)
         total = 0
         for row in rows:
-            await self.execute(sql, row)
+            await self._execute(sql, row, None, array_dml=True)
             total += self.rowcount
         self.rowcount = total
 
@@ -706,6 +889,7 @@ class FakeConnection:
         self.held: set[tuple] = set()
         self.finished = asyncio.Event()  # set when this session ends a transaction holding locks
         self.call_timeout = 0
+        self.inputtypehandler: Callable[..., Any] | None = None
         self.closed = False
 
     @property

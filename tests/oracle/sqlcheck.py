@@ -28,6 +28,18 @@ _TEXT_INDEX = re.compile(
     r"(?: PARAMETERS \('[^']*'\))?$"
 )
 _DROP_PRIMARY_KEY = re.compile(rf"^ALTER TABLE {_IDENT} DROP PRIMARY KEY$")
+# Shapes sqlglot reads as opaque commands, matched against their documented grammar instead.
+_COLUMN_TYPE = r"(?:VARCHAR2\(\d+(?: CHAR| BYTE)?\)|NUMBER(?:\(\d+(?:,\d+)?\))?|CLOB|DATE|TIMESTAMP)"
+_SHAPES = (
+    (re.compile(r"^ALTER TABLE \w+ MODIFY\b"), re.compile(
+        rf"^ALTER TABLE {_IDENT} MODIFY \({_IDENT} {_COLUMN_TYPE}(?:, {_IDENT} {_COLUMN_TYPE})*\)$"),
+     "ALTER TABLE ... MODIFY (column type, ...)"),
+    (re.compile(r"^ALTER SESSION "), re.compile(r"^ALTER SESSION SET DDL_LOCK_TIMEOUT = \d{1,7}$"),
+     "ALTER SESSION SET DDL_LOCK_TIMEOUT = n"),
+    (re.compile(r"^LOCK TABLE "), re.compile(
+        rf"^LOCK TABLE {_IDENT} IN (?:ROW SHARE|ROW EXCLUSIVE|SHARE|SHARE ROW EXCLUSIVE|EXCLUSIVE) MODE"
+        r"(?: NOWAIT| WAIT \d+)?$"), "LOCK TABLE t IN mode MODE [NOWAIT | WAIT n]"),
+)
 _PLSQL_CALL = re.compile(rf"^BEGIN ({_IDENT}\.{_IDENT})\((.*)\); END;$", re.DOTALL)
 _NAMED_ARG = re.compile(rf"^\s*{_IDENT}\s*=>\s*(.+?)\s*$", re.DOTALL)
 
@@ -89,6 +101,9 @@ def problems(sql: str) -> list[str]:
         return found + ([] if _VECTOR_INDEX.match(sql) else ["CREATE VECTOR INDEX does not follow the documented grammar"])
     if "INDEXTYPE IS" in sql:
         return found + ([] if _TEXT_INDEX.match(sql) else ["Oracle Text index does not follow the documented grammar"])
+    for applies, shape, grammar in _SHAPES:
+        if applies.match(sql):
+            return found + ([] if shape.match(sql) else [f"does not follow the documented grammar: {grammar}"])
     if re.match(r"^ALTER TABLE \w+ DROP PRIMARY KEY", sql):
         return found + ([] if _DROP_PRIMARY_KEY.match(sql) else ["malformed DROP PRIMARY KEY"])
     if sql.startswith("BEGIN"):

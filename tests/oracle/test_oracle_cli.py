@@ -64,33 +64,41 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        "✓ Schema created (version 6, 9 tables with PICO_ prefix)",
+        "✓ Schema created (version 7, 9 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
-        "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created",
-        "✓ Vector index IDX_PICO_DAILY_NOTES_VEC (IVF) created",
-        "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT created",
         "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md",
         "✓ Config snapshot stored in PICO_CONFIG (secrets redacted)",
+        "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) deferred: no vectors stored yet (searches are exact until "
+        "then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)",
+        "✓ Vector index IDX_PICO_DAILY_NOTES_VEC (IVF) deferred: no vectors stored yet (searches are exact until "
+        "then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)",
+        "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT created",
     ]
     assert "🎉 Oracle setup complete!" in out
     load = next(e for e in fake.executed if e.name == "load_onnx_blob")
     assert load.binds["model_data"].data == onnx_file.read_bytes()
-    assert fake.indexes["IDX_PICO_MEMORIES_VEC"] == ("PICO_MEMORIES", ("embedding",), "VECTOR")
+    assert "IDX_PICO_MEMORIES_VEC" not in fake.indexes  # IVF centroids from an empty table would never adapt
     snapshot = json.loads(next(r["config_value"] for r in fake.rows("PICO_CONFIG")))
     assert snapshot["oracle"]["password"] == "***" and PASSWORD not in json.dumps(snapshot)
     assert PASSWORD not in out
 
 
-def test_setup_twice_changes_nothing_and_says_so(fake, config, onnx_file):
+def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    store = open_oracle_store(config)
+    store.add_memory("The spare key is under the blue flowerpot")
+    store.close()
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert "✓ Schema up to date (version 6, 9 PICO_ tables)" in steps
+    assert "✓ Schema up to date (version 7, 9 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
-    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in steps
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in steps
+    assert any(line.startswith("✓ Vector index IDX_PICO_DAILY_NOTES_VEC (IVF) deferred") for line in steps)
     assert "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT already exists" in steps
+    code, out = picoora("setup-oracle")
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in _steps(out)
     assert {"ORA-00955"} <= set(fake.raised)
 
 
@@ -123,7 +131,11 @@ def test_a_model_loaded_meanwhile_counts_as_loaded(fake, config, onnx_file):
     assert fake.raised[-1] == "ORA-40204"
 
 
-def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_file):
+def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_file, open_store):
+    fake.models["ALL_MINILM_L12_V2"] = ("EMBEDDING", "ONNX")
+    store = open_store()
+    store.add_memory("The boiler was serviced in March")
+    store.append_daily_note("Called the plumber.")
     fake.oracle_text = False
     fake.fail_next["hnsw_memories"] = ora_error(51950)
     code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--hnsw")
@@ -223,6 +235,7 @@ def filled(fake, config, onnx_file):
     store.append_session("cli:default", [Message("user", "hello")])
     store.append_transcript("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
     store.set_state("db_hint", f"password is {PASSWORD}")
+    assert picoora("setup-oracle")[0] == 0  # with data now: the vector indexes are built
     yield store
     store.close()
 
@@ -236,7 +249,7 @@ def test_overview_has_the_go_layout_and_no_secrets(filled):
                     "Recent State Entries (last 5):", "Recent Daily Notes (last 5):", "System Prompts (last 5):",
                     "Config Entries (last 5):", "Schema Metadata:"):
         assert f"  {heading}" in out
-    assert "schema_version                 = 6" in out
+    assert "schema_version                 = 7" in out
     assert PASSWORD not in out and "password is ***" in out
 
 

@@ -128,8 +128,7 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
 
 def test_an_upgrade_that_cannot_apply_says_so(fake, config):
     _go_schema(fake, config)
-    duplicate = dict(fake.rows("PICO_TRANSCRIPTS")[0], id=99)  # a Go-era double write: same sequence number
-    fake.rows("PICO_TRANSCRIPTS").append(duplicate)
+    fake.fail_next["add_daily_notes_day_key"] = ora_error(2299, "UQ_PICO_DAILY_NOTES_DAY")
     with pytest.raises(OracleUnavailable) as err:
         open_oracle_store(config, pool_factory=fake.pool_factory)
     assert err.value.reason == "schema"
@@ -166,13 +165,13 @@ def test_text_index_switches_keyword_matching_to_oracle_text(fake, config, open_
     best = plain.recall("what is locker A7-4421", limit=2).matches[0]
     assert best.memory.content.startswith("Locker code A7-4421")
     scan = next(e for e in fake.executed if e.name == "memory_keyword_scan")
-    assert scan.binds["pattern"] == "locker|a7-4421|a7|4421"
+    assert scan.binds["pattern"] == "a7-4421|4421|a7|locker"  # codes first, then longer words
     _run(fake, config, lambda tx: run_ddl(tx, q.TEXT_INDEX_MEMORIES))
     indexed = open_store()
     fake.executed.clear()
     assert indexed.recall("what is locker A7-4421", limit=2).matches[0].memory.id == best.memory.id
     text = next(e for e in fake.executed if e.name == "memory_keyword_text")
-    assert text.binds["text_query"] == "{locker} ACCUM {a7-4421} ACCUM {a7} ACCUM {4421}"
+    assert text.binds["text_query"] == "{a7-4421} ACCUM {4421} ACCUM {a7} ACCUM {locker}"
 
 
 # ---- what each operation sends ---------------------------------------------------------------------
@@ -196,7 +195,7 @@ def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, ope
     store = open_store()
     fake.executed.clear()
     store.add_memory("Prefers tea over coffee", importance=0.666)
-    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest", "memory_insert"]
+    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_insert"]
     inserted = fake.executed[-1].binds
     assert inserted["importance"] == 0.67 and len(inserted["content_hash"]) == 64
     assert inserted["embedding_model"] == "ALL_MINILM_L12_V2" and len(inserted["embedding"]) == 384

@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OracleUnavailable", "open_database", "open_oracle_store"]
 
-TEXT_INDEX = "IDX_PICO_MEMORIES_TEXT"
-
 
 def open_database(config: Config, *, pool_factory: PoolFactory | None = None) -> Database:
     """A :class:`Database` for ``config.oracle`` (nothing is sent until the first operation)."""
@@ -38,12 +36,14 @@ def open_oracle_store(config: Config, *, pool_factory: PoolFactory | None = None
                       require_model: bool = True) -> OracleStore:
     """Connect, upgrade the schema if it is older than this picoora, check the model; raises OracleUnavailable.
 
-    ``require_model=False`` opens a store even without the ONNX model (recall then matches keywords only)."""
+    ``require_model=False`` opens a store even without the ONNX model (recall then matches keywords only).
+    The upgrade runs outside the short open-time probe, with its own deadline and the migration lock."""
     from picoora.config import secret_values
     from picoora.store.oracle.store import OracleStore
 
     db = open_database(config, pool_factory=pool_factory)
     try:
+        _upgrade_if_needed(db, db.probe(_schema_version))
         text_index = db.probe(lambda tx: _check(tx, db, require_model))
     except BaseException:
         db.close()
@@ -58,26 +58,36 @@ def open_oracle_store(config: Config, *, pool_factory: PoolFactory | None = None
     )
 
 
-async def _check(tx: Any, db: Database, require_model: bool) -> bool:
-    """Schema present (and upgraded), model loaded; returns whether the Oracle Text index exists."""
+async def _schema_version(tx: Any) -> int | None:
     from picoora.store.oracle import schema
-    from picoora.store.oracle import sql as q
-    from picoora.store.oracle.connection import error_text
 
-    version = await schema.current_version(tx)
+    return await schema.current_version(tx)
+
+
+def _upgrade_if_needed(db: Database, version: int | None) -> None:
+    from picoora.store.base import StoreError
+    from picoora.store.oracle import schema
+
     if version is None:
         raise OracleUnavailable("schema", f"Oracle at {db.target} has no picoora schema (no PICO_META table). "
                                           "Run: picoora setup-oracle")
-    if version < schema.LATEST_VERSION:
-        try:
-            await schema.migrate(tx, db.model)
-        except Exception as exc:
-            raise OracleUnavailable("schema", f"Upgrading the picoora schema in {db.target} from version {version} "
-                                              f"failed: {error_text(exc)}. Run: picoora setup-oracle") from None
+    if version >= schema.LATEST_VERSION:
+        return
+    try:
+        schema.upgrade(db)
+    except StoreError as exc:
+        raise OracleUnavailable("schema", f"Upgrading the picoora schema in {db.target} from version {version} "
+                                          f"failed: {exc} Run: picoora setup-oracle") from None
+
+
+async def _check(tx: Any, db: Database, require_model: bool) -> bool:
+    """The model is loaded; returns whether the Oracle Text index exists and is usable."""
+    from picoora.store.oracle import sql as q
+
     if require_model:
         row = await tx.one(q.MODEL_LOADED, model_name=db.model)
         if not row or not row[0]:
             raise OracleUnavailable("model", f"The ONNX embedding model {db.model} is not loaded in {db.target}. "
                                              "Run: picoora setup-oracle --onnx-file PATH (or scripts/setup-oracle.sh)")
-    indexes = await tx.rows(q.PICO_INDEXES)
-    return any(row[0] == TEXT_INDEX for row in indexes)
+    row = await tx.one(q.TEXT_INDEX_USABLE)
+    return bool(row and row[0])

@@ -18,6 +18,7 @@ import concurrent.futures
 import re
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
@@ -39,7 +40,13 @@ _CONNECTION_LOST = frozenset({
     "ORA-00028", "ORA-01012", "ORA-02396", "ORA-03113", "ORA-03114", "ORA-03135", "ORA-12170",
 })
 _RETRY_HINT = "Nothing was changed; the next operation reconnects."
+# The oldest python-oracledb with every driver feature used here: ``fetch_lobs=`` on ``execute`` came in 3.4
+# (on 2.x every query fails with DPY-2005). pyproject.toml requires the same version; a test keeps them equal.
+MIN_DRIVER_VERSION = (3, 4)
+_CODE = re.compile(r"\b(ORA|DPY|DPI|TNS)-(\d{4,5})\b")
+_SIMILAR_TO = re.compile(r"Similar to ORA-(?:ORA-)?(\d{4,5})")  # DPY-6000 names the listener's ORA code this way
 _SHUTDOWN_SECONDS = 2.0
+PROBE_SECONDS = 30.0  # the open-time checks: a few catalogue reads (migrations get their own deadline)
 
 
 class OracleUnavailable(Exception):
@@ -66,6 +73,49 @@ def error_code(exc: BaseException) -> str:
     args = getattr(exc, "args", ())
     full = getattr(args[0], "full_code", "") if args else ""
     return full or ""
+
+
+def error_codes(exc: BaseException) -> list[str]:
+    """Every error code in ``exc``, the errors it wraps and their messages, outermost first.
+
+    Thin mode reports a failed connect as DPY-6005 and puts the real reason (a refused TCP connect, the
+    listener's ORA-12514, ORA-01017) in the wrapped error: classify by all of them, not the first."""
+    found: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        codes = [error_code(current)] + [f"{kind}-{int(num):05d}" if kind == "ORA" else f"{kind}-{num}"
+                                         for kind, num in _CODE.findall(str(current))]
+        codes += [f"ORA-{int(num):05d}" for num in _SIMILAR_TO.findall(str(current))]
+        found += [code for code in codes if code and code not in found]
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def driver_version(version: str) -> tuple[int, ...]:
+    """``"26.1.0"`` -> (26, 1, 0); a pre-release suffix is ignored."""
+    return tuple(int(part) for part in re.findall(r"^\d+|(?<=\.)\d+", version))
+
+
+def require_driver() -> None:
+    """``OracleUnavailable`` when the installed python-oracledb is older than the code needs."""
+    import oracledb
+
+    if driver_version(oracledb.__version__)[:2] < MIN_DRIVER_VERSION:
+        need = ".".join(map(str, MIN_DRIVER_VERSION))
+        raise OracleUnavailable("config", f"python-oracledb {oracledb.__version__} is too old for picoora "
+                                          f"(it needs {need} or newer): pip install 'oracledb>={need}'")
+
+
+def bind_timestamps(cursor: Any, value: Any, arraysize: int) -> Any:
+    """Input type handler: a ``datetime`` goes to the server as TIMESTAMP, not DATE (the driver's default,
+    which drops the fractional seconds that keep "newest first" free of ties). Covers ``executemany`` too."""
+    if isinstance(value, datetime):
+        import oracledb
+
+        return cursor.var(oracledb.DB_TYPE_TIMESTAMP, arraysize=arraysize)
+    return None
 
 
 def error_text(exc: BaseException) -> str:
@@ -137,17 +187,18 @@ def explain_connect_failure(config: OracleConfig, exc: BaseException) -> OracleU
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return OracleUnavailable("timeout", f"Oracle at {where} did not answer within {config.connect_timeout_seconds:g} s "
                                             "(is the database still starting?). Check it with: picoora setup-oracle")
-    code, text = error_code(exc), error_text(exc)
-    if code == "ORA-01017":
+    code, text, codes = error_code(exc), error_text(exc), set(error_codes(exc))
+    if "ORA-01017" in codes:
         return OracleUnavailable("credentials", f"Oracle at {where} refused user {config.user!r}: wrong user or password. "
                                                 "Set oracle.user / oracle.password (or PICO_ORACLE_PASSWORD)")
-    if code in ("ORA-28000", "ORA-28001"):
-        return OracleUnavailable("credentials", f"Oracle account {config.user!r} is locked or expired ({code}); "
+    locked = codes & {"ORA-28000", "ORA-28001"}
+    if locked:
+        return OracleUnavailable("credentials", f"Oracle account {config.user!r} is locked or expired ({min(locked)}); "
                                                 "unlock it as an administrator")
-    if code in ("ORA-12514", "ORA-12505", "DPY-6001", "DPY-6003"):
-        return OracleUnavailable("service", f"Oracle at {where} does not know that service ({text}). "
+    if codes & {"ORA-12514", "ORA-12505", "DPY-6001", "DPY-6003"}:
+        return OracleUnavailable("service", f"Oracle at {where} is running but does not know that service ({text}). "
                                             "Check oracle.service (FREEPDB1 on Oracle Database Free) or oracle.dsn")
-    if code in ("DPY-6005", "ORA-12541", "ORA-12170", "DPY-4011"):
+    if codes & {"DPY-6005", "ORA-12541", "ORA-12170", "DPY-4011"}:
         return OracleUnavailable("unreachable", f"Cannot reach Oracle at {where} ({text}). Start it "
                                                 "(scripts/setup-oracle.sh) or fix oracle.host / oracle.port / oracle.dsn")
     return OracleUnavailable("error", f"Cannot connect to Oracle at {where}: {code + ': ' if code and code not in text else ''}{text}")
@@ -234,6 +285,8 @@ class Database:
 
     def __init__(self, config: OracleConfig, *, pool_factory: PoolFactory | None = None,
                  call_timeout_seconds: float = 30.0):
+        if pool_factory is None:
+            require_driver()
         self.config = config
         self.model = validate_identifier(config.onnx_model)
         self.target = target_of(config)
@@ -253,21 +306,49 @@ class Database:
         """Run ``work`` in a transaction; ``what`` completes "Oracle could not <what>" in errors."""
         try:
             return self._call(self._transaction(work, timeout or self._call_timeout), timeout)
-        except StoreError:
-            raise
-        except (asyncio.TimeoutError, TimeoutError):
-            raise StoreError(f"Oracle could not {what}: no answer from {self.target} in time. {_RETRY_HINT}") from None
-        except Exception as exc:  # driver errors: say which, never a traceback
-            code = error_code(exc)
-            if not code:
-                raise
-            hint = _RETRY_HINT if code in _CONNECTION_LOST else "The change was rolled back."
-            raise StoreError(f"Oracle could not {what}: {error_text(exc)}. {hint}") from None
+        except Exception as exc:
+            raise self._store_error(exc, what) from None
+
+    async def arun(self, work: Callable[[Tx], Awaitable[T]], *, what: str, timeout: float | None = None) -> T:
+        """:meth:`run` for a coroutine on another event loop: the caller's loop awaits the private loop's
+        future (no thread per call); same deadlines, same errors."""
+        if self._closed:
+            raise StoreError("The Oracle store is closed.")
+        if asyncio.get_running_loop() is self._loop:
+            raise RuntimeError("Database.arun must not be awaited on the database's own event loop")
+        future = asyncio.run_coroutine_threadsafe(self._transaction(work, timeout or self._call_timeout), self._loop)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self._outer_limit(timeout))
+        except Exception as exc:
+            raise self._store_error(exc, what) from None
+
+    def run_holding(self, lock: Callable[[Tx], Awaitable[Any]], work: Callable[[Tx], Awaitable[T]], *, what: str,
+                    timeout: float) -> T:
+        """Run ``work`` in its own transaction while a second session holds what ``lock`` takes (released
+        when both end). For locks the work's own DDL would drop by committing. Needs ``pool_max >= 2``."""
+        async def holding(lock_tx: Tx) -> T:
+            await lock(lock_tx)
+            return await self._transaction(work, timeout)
+
+        return self.run(holding, what=what, timeout=timeout + self.config.connect_timeout_seconds + 5.0)
+
+    def _store_error(self, exc: Exception, what: str) -> Exception:
+        """What a failed unit of work raises: StoreError with a readable message for driver errors and
+        deadlines (never a traceback), anything else unchanged."""
+        if isinstance(exc, StoreError):
+            return exc
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            return StoreError(f"Oracle could not {what}: no answer from {self.target} in time. {_RETRY_HINT}")
+        code = error_code(exc)
+        if not code:
+            return exc
+        hint = _RETRY_HINT if code in _CONNECTION_LOST else "The change was rolled back."
+        return StoreError(f"Oracle could not {what}: {error_text(exc)}. {hint}")
 
     def probe(self, work: Callable[[Tx], Awaitable[T]]) -> T:
         """Like :meth:`run`, for the open-time checks: failures become ``OracleUnavailable``."""
         try:
-            return self._call(self._transaction(work, self._call_timeout), None)
+            return self._call(self._transaction(work, PROBE_SECONDS), PROBE_SECONDS)
         except Exception as exc:
             if not error_code(exc) and not isinstance(exc, (asyncio.TimeoutError, TimeoutError, OracleUnavailable)):
                 raise
@@ -278,13 +359,15 @@ class Database:
             coro.close()  # type: ignore[attr-defined]
             raise StoreError("The Oracle store is closed.")
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
-        # The inner deadlines always fire first; this outer one only guards against a stuck loop.
-        limit = self.config.connect_timeout_seconds + (timeout or self._call_timeout) + 5.0
         try:
-            return future.result(limit)
+            return future.result(self._outer_limit(timeout))
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TimeoutError from None
+
+    def _outer_limit(self, timeout: float | None) -> float:
+        # The inner deadlines always fire first; this outer one only guards against a stuck loop.
+        return self.config.connect_timeout_seconds + (timeout or self._call_timeout) + 5.0
 
     async def _transaction(self, work: Callable[[Tx], Awaitable[T]], timeout: float) -> T:
         pool = self._ensure_pool()
@@ -296,6 +379,7 @@ class Database:
         healthy = True
         try:
             conn.call_timeout = int(timeout * 1000)
+            conn.inputtypehandler = bind_timestamps
             tx = Tx(conn, self.model)
             result = await asyncio.wait_for(work(tx), timeout)
             if conn.transaction_in_progress:  # reads need no commit round trip
@@ -318,7 +402,7 @@ class Database:
             self._pool = self._pool_factory(
                 **self._params,
                 min=self.config.pool_min,
-                max=self.config.pool_max,
+                max=max(self.config.pool_max, 2),  # run_holding needs a second session
                 increment=1,
                 ping_interval=10,  # an idle connection older than this is pinged before reuse
             )

@@ -9,14 +9,23 @@ at once, simply runs again. Each applied migration is recorded in PICO_META as `
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from picoora.store.oracle import sql as q
-from picoora.store.oracle.codec import content_hash, utc_stamp
+from picoora.store.oracle.codec import content_hash, text, utc_stamp
 from picoora.store.oracle.connection import Tx, error_code
 
+if TYPE_CHECKING:
+    from picoora.store.oracle.connection import Database
+
 VERSION_KEY = "schema_version"
+EMBEDDING_DIMENSIONS = 384  # the typed VECTOR(384, FLOAT32) columns (all_MiniLM_L12_v2)
+MIGRATION_SECONDS = 900.0  # a large Go database takes a while; never run inside the 30 s open probe
+_BUSY = "ORA-00054"  # resource busy: another session holds the table (DDL_LOCK_TIMEOUT waited already)
+_BUSY_ATTEMPTS = 5
+_UNIQUE_VIOLATED = "ORA-00001"
 
 
 async def _backfill_hashes(tx: Tx, embedding_model: str) -> None:
@@ -24,8 +33,30 @@ async def _backfill_hashes(tx: Tx, embedding_model: str) -> None:
     await tx.run_many(q.SET_MEMORY_HASH, [
         {"memory_id": memory_id, "content_hash": content_hash(content or "")} for memory_id, content in rows
     ])
-    # Go rows were embedded by the configured ONNX model; record it so only same-model vectors are compared.
-    await tx.run(q.BACKFILL_MEMORY_MODEL, embedding_model=embedding_model)
+    # Go rows were embedded by the configured ONNX model when they have its dimension; record it so only
+    # same-model vectors are compared.
+    await tx.run(q.BACKFILL_MEMORY_MODEL, embedding_model=embedding_model, dimensions=EMBEDDING_DIMENSIONS)
+
+
+async def _renumber_transcripts(tx: Tx, embedding_model: str) -> None:
+    await tx.run(q.RENUMBER_TRANSCRIPTS)
+
+
+async def _merge_same_day_notes(tx: Tx, embedding_model: str) -> None:
+    """One note per agent and day: the oldest keeps its id and gets the others' text appended in order."""
+    keep: dict[tuple, tuple[str, list[str]]] = {}
+    extra: list[str] = []
+    for note_id, agent_id, day, content in await tx.rows(q.NOTES_SAME_DAY):
+        if (agent_id, day) in keep:
+            keep[(agent_id, day)][1].append(text(content))
+            extra.append(str(note_id))
+        else:
+            keep[(agent_id, day)] = (str(note_id), [text(content)])
+    now = utc_stamp()
+    for note_id, parts in keep.values():
+        await tx.run(q.NOTE_SET_CONTENT, note_id=note_id, content="\n".join(p for p in parts if p), now=now)
+    for note_id in extra:
+        await tx.run(q.NOTE_DELETE, note_id=note_id)
 
 
 @dataclass(frozen=True)
@@ -34,6 +65,7 @@ class Migration:
     description: str
     statements: tuple[q.Sql, ...]
     backfill: Callable[[Tx, str], Awaitable[None]] | None = field(default=None, compare=False)
+    prepare: Callable[[Tx, str], Awaitable[None]] | None = field(default=None, compare=False)  # before the DDL
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -49,9 +81,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "sessions keyed by (agent_id, session_key)", (q.DROP_SESSIONS_KEY, q.ADD_SESSIONS_KEY)),
     Migration(4, "transcripts: whole message JSON, unique sequence per session", (
         q.ADD_TRANSCRIPTS_MESSAGE, q.ADD_TRANSCRIPTS_SEQ_KEY,
-    )),
-    Migration(5, "daily notes: one per agent and day", (q.ADD_DAILY_NOTES_DAY_KEY,)),
+    ), prepare=_renumber_transcripts),
+    Migration(5, "daily notes: one per agent and day", (q.ADD_DAILY_NOTES_DAY_KEY,), prepare=_merge_same_day_notes),
     Migration(6, "turn traces: PICO_TRACES", (q.CREATE_TRACES, q.INDEX_TRACES_SESSION)),
+    Migration(7, "key columns sized in characters: session keys 1000, names 255, roles 32", (
+        q.WIDEN_SESSIONS, q.WIDEN_TRANSCRIPTS, q.WIDEN_MEMORIES, q.WIDEN_STATE, q.WIDEN_CONFIG, q.WIDEN_PROMPTS,
+        q.WIDEN_META,
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -76,23 +112,34 @@ async def current_version(tx: Tx) -> int | None:
 
 
 async def run_ddl(tx: Tx, stmt: q.Sql) -> bool:
-    """Run one DDL statement; False when Oracle says it was already done (a tolerated error code)."""
-    try:
-        await tx.run(stmt)
-    except Exception as exc:
-        if error_code(exc) in stmt.tolerate:
-            return False
-        raise
-    return True
+    """Run one DDL statement; False when Oracle says it was already done (a tolerated error code).
+    A table busy beyond the session's DDL_LOCK_TIMEOUT (ORA-00054) is tried again a few times."""
+    for attempt in range(_BUSY_ATTEMPTS):
+        try:
+            await tx.run(stmt)
+        except Exception as exc:
+            code = error_code(exc)
+            if code in stmt.tolerate:
+                return False
+            if code != _BUSY or attempt == _BUSY_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(1.0 + attempt)
+        else:
+            return True
+    return True  # not reached: the last attempt returns or raises
 
 
 async def migrate(tx: Tx, embedding_model: str) -> list[Migration]:
     """Bring the schema to ``LATEST_VERSION``; returns the migrations applied (empty when up to date)."""
     version = await current_version(tx) or 0
     applied = []
+    if version < LATEST_VERSION:
+        await tx.run(q.DDL_WAIT)
     for migration in MIGRATIONS:
         if migration.version <= version:
             continue
+        if migration.prepare is not None:
+            await migration.prepare(tx, embedding_model)
         for stmt in migration.statements:
             await run_ddl(tx, stmt)
         if migration.backfill is not None:
@@ -103,6 +150,26 @@ async def migrate(tx: Tx, embedding_model: str) -> list[Migration]:
         await tx.commit()  # DDL commits on its own; this makes the backfill and the record durable with it
         applied.append(migration)
     return applied
+
+
+async def take_migration_lock(tx: Tx) -> None:
+    """Hold the migration lock until ``tx`` ends, so one process migrates at a time (the others wait, then
+    find the schema current)."""
+    await run_ddl(tx, q.CREATE_MIGRATION_LOCK)
+    await tx.run(q.TAKE_MIGRATION_LOCK)
+
+
+def upgrade(db: Database, embedding_model: str | None = None) -> tuple[int, list[Migration]]:
+    """Migrate ``db`` to ``LATEST_VERSION`` under the migration lock and a deadline of its own; returns the
+    version found (0: none) and the migrations applied. Raises StoreError."""
+    model = embedding_model or db.model
+
+    async def work(tx: Tx) -> tuple[int, list[Migration]]:
+        before = await current_version(tx) or 0
+        return before, await migrate(tx, model)
+
+    return db.run_holding(take_migration_lock, work, what="create or upgrade the PICO_ schema",
+                          timeout=MIGRATION_SECONDS)
 
 
 def fresh_install_statements() -> list[q.Sql]:

@@ -8,18 +8,20 @@ database would get, without connecting.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from picoora.store.oracle import schema
+from picoora.store.base import StoreError
+from picoora.store.oracle import indexes, schema
 from picoora.store.oracle import sql as q
-from picoora.store.oracle.connection import Database, Tx, error_code, error_text
+from picoora.store.oracle.connection import Database, Tx, error_code, error_codes, error_text
+from picoora.store.oracle.indexes import IndexOutcome
+from picoora.store.oracle.schema import EMBEDDING_DIMENSIONS
 
 if TYPE_CHECKING:
     from picoora.store.oracle.schema import Migration
 
-EMBEDDING_DIMENSIONS = 384  # the typed VECTOR(384, FLOAT32) columns
+__all__ = ["EMBEDDING_DIMENSIONS", "IndexOutcome", "OracleSetup"]
 DEFAULT_ONNX_FILE = "all_MiniLM_L12_v2.onnx"  # the file inside Oracle's augmented model zip (Go's default)
 # What DBMS_VECTOR.LOAD_ONNX_MODEL needs to know about an embedding model (Oracle's documented default).
 ONNX_METADATA = '{"function":"embedding","embeddingOutput":"embedding","input":{"input":["DATA"]}}'
@@ -27,13 +29,16 @@ MAX_MODEL_BYTES = 1 << 30  # Oracle refuses models over 1 GB
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _MODEL_LOAD_SECONDS = 900.0  # sending and importing a ~130 MB model can take minutes on a small database
 _INDEX_SECONDS = 300.0
-
-
-@dataclass
-class IndexOutcome:
-    name: str
-    created: bool  # False: it already existed
-    error: str | None = None  # set when it could not be created
+# LOAD_ONNX_MODEL_CLOUD from a database that may not reach out: no network ACL for the user (ORA-24247), or
+# no trust for the server's certificate (ORA-29024), usually wrapped in ORA-29273 "HTTP request failed".
+_NO_NETWORK_ACL = "ORA-24247"
+_NO_TLS_TRUST = "ORA-29024"
+_URL_ADVICE = (
+    "--onnx-url is the Autonomous Database path. On Oracle Database Free or on-premises, the database itself "
+    "must be allowed to open the URL: as an administrator, DBMS_NETWORK_ACL_ADMIN.APPEND_HOST_ACE for the host "
+    "(privilege 'connect' for the picoora user) and a wallet trusting its certificate; or download the model "
+    "and use --onnx-file PATH (docs/oracle.md)"
+)
 
 
 class OracleSetup:
@@ -50,12 +55,8 @@ class OracleSetup:
         self.db.probe(ping)
 
     def migrate(self) -> tuple[int, list[Migration]]:
-        """The version found (0: no schema) and the migrations applied."""
-        async def work(tx: Tx) -> tuple[int, list[Migration]]:
-            before = await schema.current_version(tx) or 0
-            return before, await schema.migrate(tx, self.model)
-
-        return self.db.run(work, what="create or upgrade the PICO_ schema", timeout=_INDEX_SECONDS)
+        """The version found (0: no schema) and the migrations applied (under the migration lock)."""
+        return schema.upgrade(self.db, self.model)
 
     def model_loaded(self) -> bool:
         async def work(tx: Tx) -> bool:
@@ -94,7 +95,15 @@ class OracleSetup:
             raise ValueError("--onnx-url must be an https:// URL (for example an Object Storage pre-authenticated request)")
 
         async def work(tx: Tx) -> bool:
-            return await _load(tx, q.LOAD_ONNX_CLOUD, model_name=self.model, uri=url, metadata=ONNX_METADATA)
+            try:
+                return await _load(tx, q.LOAD_ONNX_CLOUD, model_name=self.model, uri=url, metadata=ONNX_METADATA)
+            except Exception as exc:
+                codes = error_codes(exc)
+                if _NO_NETWORK_ACL in codes or _NO_TLS_TRUST in codes:
+                    reason = "has no network ACL for" if _NO_NETWORK_ACL in codes else "does not trust the certificate of"
+                    raise StoreError(f"The database {reason} {url.split('/')[2]} ({error_text(exc)}). "
+                                     f"{_URL_ADVICE}") from None
+                raise
 
         return self.db.run(work, what="load the ONNX model from the URL", timeout=_MODEL_LOAD_SECONDS)
 
@@ -107,13 +116,24 @@ class OracleSetup:
         return self.db.run(work, what="run VECTOR_EMBEDDING")
 
     def vector_indexes(self, hnsw: bool = False) -> list[IndexOutcome]:
-        """IVF (on disk; works on a default Free container) unless ``hnsw`` (needs a vector pool)."""
-        stmts = (q.HNSW_MEMORIES, q.HNSW_DAILY_NOTES) if hnsw else (q.IVF_MEMORIES, q.IVF_DAILY_NOTES)
-        return [self._index(stmt) for stmt in stmts]
+        """IVF (on disk; works on a default Free container) unless ``hnsw`` (needs a vector pool); deferred
+        for a table that holds no vectors yet (see ``indexes``)."""
+        return indexes.build_vector_indexes(self.db, hnsw)
 
     def text_index(self) -> IndexOutcome:
         """The Oracle Text index keyword recall uses when present (absent from "slim" images)."""
-        return self._index(q.TEXT_INDEX_MEMORIES)
+        outcome = self._index(q.TEXT_INDEX_MEMORIES)
+        if outcome.error is None and not self._text_index_usable():
+            outcome.error = ("the index exists but is not usable (USER_INDEXES status or domain index status is not "
+                             "VALID): drop IDX_PICO_MEMORIES_TEXT and run setup-oracle again")
+        return outcome
+
+    def _text_index_usable(self) -> bool:
+        async def work(tx: Tx) -> bool:
+            row = await tx.one(q.TEXT_INDEX_USABLE)
+            return bool(row and row[0])
+
+        return self.db.run(work, what="check the Oracle Text index")
 
     def _index(self, stmt: q.Sql) -> IndexOutcome:
         name = stmt.text.split(" INDEX ", 1)[1].split()[0]
@@ -178,7 +198,8 @@ def dry_run_script(model: str, *, hnsw: bool, text_index: bool = True, onnx_file
         lines += ["-- (no --onnx-file, --onnx-dir or --onnx-url: the model must already be loaded)", ""]
     add(q.SELF_TEST, {"text": "picoora self-test: hello from setup-oracle"})
     lines.append("-- vector indexes (" + ("HNSW, needs a vector pool" if hnsw else "IVF") + ")")
-    for stmt in ((q.HNSW_MEMORIES, q.HNSW_DAILY_NOTES) if hnsw else (q.IVF_MEMORIES, q.IVF_DAILY_NOTES)):
+    lines.append("-- (each is created once its table holds vectors; `memory reindex` rebuilds the memories' one)")
+    for stmt in indexes.create_statements(hnsw):
         add(stmt)
     if text_index:
         lines.append("-- Oracle Text index for keyword recall (optional)")

@@ -143,9 +143,11 @@ UNHASHED_MEMORIES = _sql("unhashed_memories", "query", """
     SELECT memory_id, content FROM PICO_MEMORIES WHERE content_hash IS NULL""")
 SET_MEMORY_HASH = _sql("set_memory_hash", "dml", """
     UPDATE PICO_MEMORIES SET content_hash = :content_hash WHERE memory_id = :memory_id""")
+# Only vectors the configured model could have made: Go's embedding_provider=api wrote other dimensions,
+# which VECTOR_DISTANCE cannot compare with ours; they stay unlabelled until `memory reindex` re-embeds them.
 BACKFILL_MEMORY_MODEL = _sql("backfill_memory_model", "dml", """
     UPDATE PICO_MEMORIES SET embedding_model = :embedding_model
-    WHERE embedding IS NOT NULL AND embedding_model IS NULL""")
+    WHERE embedding IS NOT NULL AND embedding_model IS NULL AND VECTOR_DIMENSION_COUNT(embedding) = :dimensions""")
 
 # Version 3: sessions keyed by agent as well as key (the Go key was session_key alone).
 DROP_SESSIONS_KEY = _sql("drop_sessions_key", "ddl",
@@ -157,16 +159,64 @@ ADD_SESSIONS_KEY = _sql("add_sessions_key", "ddl", """
 # Version 4: transcripts keep whole messages (tool calls, ids) and one sequence number per message.
 ADD_TRANSCRIPTS_MESSAGE = _sql("add_transcripts_message", "ddl",
                                "ALTER TABLE PICO_TRANSCRIPTS ADD (message_json CLOB)", _COLUMN_EXISTS)
+# A Go database can hold duplicate numbers (its seed-demo run twice): renumber each session 1..n in the
+# stored order first, or the unique key below fails with ORA-02299.
+RENUMBER_TRANSCRIPTS = _sql("renumber_transcripts", "dml", """
+    MERGE INTO PICO_TRANSCRIPTS t USING (
+        SELECT id, ROW_NUMBER() OVER (PARTITION BY agent_id, session_key ORDER BY sequence_num, id) AS seq
+        FROM PICO_TRANSCRIPTS) s
+    ON (t.id = s.id)
+    WHEN MATCHED THEN UPDATE SET t.sequence_num = s.seq
+    WHERE t.sequence_num IS NULL OR t.sequence_num <> s.seq""")
 ADD_TRANSCRIPTS_SEQ_KEY = _sql("add_transcripts_seq_key", "ddl", """
     ALTER TABLE PICO_TRANSCRIPTS ADD CONSTRAINT UQ_PICO_TRANSCRIPTS_SEQ
     UNIQUE (agent_id, session_key, sequence_num)""", _CONSTRAINT_EXISTS)
 
-# Version 5: one daily note per agent and day (appends are read-modify-write under a row lock).
+# Version 5: one daily note per agent and day (appends are read-modify-write under a row lock). Go wrote a
+# note per append, so same-day notes are merged (oldest first) before the key is added.
+NOTES_SAME_DAY = _sql("notes_same_day", "query", """
+    SELECT note_id, agent_id, note_date, content FROM PICO_DAILY_NOTES n
+    WHERE EXISTS (SELECT 1 FROM PICO_DAILY_NOTES o
+                  WHERE o.agent_id = n.agent_id AND o.note_date = n.note_date AND o.note_id <> n.note_id)
+    ORDER BY agent_id, note_date, created_at, note_id FOR UPDATE""")
+NOTE_SET_CONTENT = _sql("note_set_content", "dml", """
+    UPDATE PICO_DAILY_NOTES SET content = :content, updated_at = :now WHERE note_id = :note_id""")
+NOTE_DELETE = _sql("note_delete", "dml", "DELETE FROM PICO_DAILY_NOTES WHERE note_id = :note_id")
 ADD_DAILY_NOTES_DAY_KEY = _sql("add_daily_notes_day_key", "ddl", """
     ALTER TABLE PICO_DAILY_NOTES ADD CONSTRAINT UQ_PICO_DAILY_NOTES_DAY UNIQUE (agent_id, note_date)""",
                                _CONSTRAINT_EXISTS)
 
+# Version 6: the Go VARCHAR2 sizes were bytes, too small for the keys picoora accepts (a 300-character session
+# key, any non-ASCII name). Widening keeps every Go reader working; the sizes are picoora.store.limits'.
+_WIDENED = ("ORA-01441",)  # "cannot decrease column length": someone already made it wider
+WIDEN_SESSIONS = _sql("widen_sessions", "ddl",
+                      "ALTER TABLE PICO_SESSIONS MODIFY (session_key VARCHAR2(1000 CHAR))", _WIDENED)
+WIDEN_TRANSCRIPTS = _sql("widen_transcripts", "ddl", """
+    ALTER TABLE PICO_TRANSCRIPTS MODIFY (session_key VARCHAR2(1000 CHAR), role VARCHAR2(32 CHAR))""", _WIDENED)
+WIDEN_MEMORIES = _sql("widen_memories", "ddl",
+                      "ALTER TABLE PICO_MEMORIES MODIFY (category VARCHAR2(255 CHAR))", _WIDENED)
+WIDEN_STATE = _sql("widen_state", "ddl", "ALTER TABLE PICO_STATE MODIFY (state_key VARCHAR2(255 CHAR))", _WIDENED)
+WIDEN_CONFIG = _sql("widen_config", "ddl", "ALTER TABLE PICO_CONFIG MODIFY (config_key VARCHAR2(255 CHAR))", _WIDENED)
+WIDEN_PROMPTS = _sql("widen_prompts", "ddl",
+                     "ALTER TABLE PICO_PROMPTS MODIFY (prompt_name VARCHAR2(255 CHAR))", _WIDENED)
+WIDEN_META = _sql("widen_meta", "ddl", "ALTER TABLE PICO_META MODIFY (meta_key VARCHAR2(255 CHAR))", _WIDENED)
+
+# Processes migrating at once take turns: each holds an exclusive lock on this one-purpose table for the
+# whole migration (a separate session; DDL commits, so the migrating session could not hold it). No
+# migration alters it, and the Go version never sees it.
+CREATE_MIGRATION_LOCK = _sql("create_migration_lock", "ddl",
+                             "CREATE TABLE PICO_MIGRATION_LOCK (held_by VARCHAR2(64))", _EXISTS)
+TAKE_MIGRATION_LOCK = _sql("take_migration_lock", "dml",
+                           "LOCK TABLE PICO_MIGRATION_LOCK IN EXCLUSIVE MODE WAIT 120")
+
+# Migrations wait for a busy table instead of failing at once with ORA-00054 (schema.run_ddl also retries).
+DDL_WAIT = _sql("ddl_wait", "ddl", "ALTER SESSION SET DDL_LOCK_TIMEOUT = 30")
+
 # Vector and text indexes: created by setup-oracle (IVF by default; HNSW needs a vector pool).
+DROP_MEMORIES_VECTOR_INDEX = _sql("drop_memories_vector_index", "ddl", "DROP INDEX IDX_PICO_MEMORIES_VEC",
+                                  ("ORA-01418",))
+DROP_DAILY_NOTES_VECTOR_INDEX = _sql("drop_daily_notes_vector_index", "ddl", "DROP INDEX IDX_PICO_DAILY_NOTES_VEC",
+                                     ("ORA-01418",))
 IVF_MEMORIES = _sql("ivf_memories", "ddl", """
     CREATE VECTOR INDEX IDX_PICO_MEMORIES_VEC ON PICO_MEMORIES(embedding)
     ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
@@ -209,6 +259,19 @@ MEMORY_NEAREST = _sql("memory_nearest", "query", f"""
     WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model
     ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
     FETCH APPROX FIRST :k ROWS ONLY""")
+# Dedup asks for the single nearest row: exact search, because an approximate one may miss it (a filtered
+# IVF probe can return fewer rows than asked).
+MEMORY_NEAREST_EXACT = _sql("memory_nearest_exact", "query", f"""
+    SELECT {_MEMORY_COLUMNS}, VECTOR_DISTANCE(embedding, :vector, COSINE) AS distance
+    FROM PICO_MEMORIES
+    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model
+    ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
+    FETCH EXACT FIRST 1 ROWS ONLY""")
+MEMORY_ID_TAKEN = _sql("memory_id_taken", "query",
+                       "SELECT agent_id FROM PICO_MEMORIES WHERE memory_id = :memory_id")
+VECTORS_STORED = _sql("vectors_stored", "query", """
+    SELECT (SELECT COUNT(*) FROM PICO_MEMORIES WHERE embedding IS NOT NULL),
+           (SELECT COUNT(*) FROM PICO_DAILY_NOTES WHERE embedding IS NOT NULL) FROM DUAL""")
 MEMORY_KEYWORD_TEXT = _sql("memory_keyword_text", "query", f"""
     SELECT {_MEMORY_COLUMNS}, embedding FROM PICO_MEMORIES
     WHERE agent_id = :agent_id AND CONTAINS(content, :text_query, 1) > 0
@@ -259,7 +322,8 @@ NOTE_RECENT = _sql("note_recent", "query", """
     WHERE agent_id = :agent_id AND note_date >= :since AND note_date <= :today ORDER BY note_date DESC""")
 NOTE_SEARCH = _sql("note_search", "query", """
     SELECT note_date, content, VECTOR_DISTANCE(embedding, :vector, COSINE) AS distance
-    FROM PICO_DAILY_NOTES WHERE agent_id = :agent_id AND embedding IS NOT NULL
+    FROM PICO_DAILY_NOTES
+    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND VECTOR_DIMENSION_COUNT(embedding) = :dimensions
     ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
     FETCH APPROX FIRST :k ROWS ONLY""")
 NOTE_LIST = _sql("note_list", "query", """
@@ -394,6 +458,12 @@ MODEL_LOADED = _sql("model_loaded", "query",
                     "SELECT COUNT(*) FROM USER_MINING_MODELS WHERE model_name = :model_name")
 MODELS = _sql("models", "query",
               "SELECT model_name, mining_function, algorithm FROM USER_MINING_MODELS ORDER BY model_name")
+# Whether keyword recall may use CONTAINS: the Oracle Text index must exist *and* be usable (a failed
+# CREATE INDEX ... INDEXTYPE IS CTXSYS.CONTEXT leaves an index whose operation status is FAILED).
+TEXT_INDEX_USABLE = _sql("text_index_usable", "query", """
+    SELECT COUNT(*) FROM USER_INDEXES
+    WHERE table_name = 'PICO_MEMORIES' AND index_type = 'DOMAIN' AND ityp_name = 'CONTEXT'
+      AND status = 'VALID' AND NVL(domidx_status, 'VALID') = 'VALID' AND NVL(domidx_opstatus, 'VALID') = 'VALID'""")
 PICO_INDEXES = _sql("pico_indexes", "query", """
     SELECT index_name, table_name, index_type, status FROM USER_INDEXES
     WHERE index_name LIKE 'IDX_PICO_%' ORDER BY index_name""")

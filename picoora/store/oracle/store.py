@@ -8,20 +8,25 @@ Recall follows the file backend's rules (``picoora.store.ranking``): the databas
 (approximate vector search with ``FETCH APPROX FIRST`` so the vector index is used, plus keyword
 matches through Oracle Text when its index exists, else a regular-expression scan); Python scores them
 with the same floor, code boost, importance and recency, then records the access.
+
+Each public method builds its unit of work once (``_<method>_op`` returns an :class:`Op`); the blocking
+method runs it with ``Database.run`` and :meth:`OracleStore.native_async` awaits the same ``Op`` with
+``Database.arun``, so the synchronous and asynchronous forms cannot drift apart.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from picoora.messages import Message
-from picoora.store import ranking
+from picoora.store import limits, ranking
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,
@@ -40,14 +45,17 @@ from picoora.store.base import (
     VectorStatus,
     without_folded,
 )
-from picoora.store.keywords import KeywordIndex, tokenize
+from picoora.store.keywords import KeywordIndex, code_terms, tokenize
 from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import Database, Tx, error_code
 from picoora.secrets import redact_text
 
-EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens; 1000 characters also stay under a 4000-byte VARCHAR2 bind
+EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens (~1000 characters of English)
+EMBED_MAX_BYTES = 4000  # VECTOR_EMBEDDING's text is a VARCHAR2 bind: over 4000 bytes it goes as LONG and fails
+REGEXP_MAX_BYTES = 512  # REGEXP_LIKE patterns longer than this fail (ORA-12733)
+TEXT_QUERY_MAX_BYTES = 2000  # an Oracle Text query stays a short VARCHAR2 bind with a bounded term list
 ALL_ROWS = 2**31 - 1  # FETCH FIRST bound when the caller wants everything
 _MODEL_MISSING = frozenset({"ORA-40284", "ORA-00904"})  # no such mining model / identifier unknown
 _UNIQUE_VIOLATED = "ORA-00001"
@@ -56,22 +64,56 @@ _PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 _ID_HEX_CHARS = 12
 
 
+def _utf8_prefix(text: str, max_bytes: int) -> str:
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _utf8_suffix(text: str, max_bytes: int) -> str:
+    data = text.encode("utf-8")
+    return data[max(len(data) - max_bytes, 0):].decode("utf-8", errors="ignore")
+
+
 def embedding_text(text: str) -> str:
-    """The part of ``text`` handed to VECTOR_EMBEDDING: all of it if short, else its start and its end."""
-    if len(text) <= EMBED_MAX_CHARS:
+    """The part of ``text`` handed to VECTOR_EMBEDDING: all of it if short, else its start and its end,
+    at most ``EMBED_MAX_CHARS`` characters and ``EMBED_MAX_BYTES`` bytes of UTF-8 (CJK text is 3 bytes a
+    character)."""
+    if len(text) <= EMBED_MAX_CHARS and len(text.encode("utf-8")) <= EMBED_MAX_BYTES:
         return text
-    half = EMBED_MAX_CHARS // 2
-    return f"{text[:half]} ... {text[-half:]}"
+    joiner = " ... "
+    half_chars, half_bytes = EMBED_MAX_CHARS // 2, (EMBED_MAX_BYTES - len(joiner)) // 2
+    head = _utf8_prefix(text[:half_chars], half_bytes)
+    tail = _utf8_suffix(text[-half_chars:], half_bytes)
+    return f"{head}{joiner}{tail}"
 
 
-def text_query(terms: list[str]) -> str:
-    """An Oracle Text query matching any term, more matches scoring higher; braces escape each term."""
-    return " ACCUM ".join("{" + term.replace("}", "") + "}" for term in terms)
+def informative_first(query: str, terms: list[str]) -> list[str]:
+    """``terms`` with codes and names first, then longer (rarer) words before shorter ones: the order in
+    which they are kept when a length cap cuts the list."""
+    codes = set(code_terms(query))
+    return sorted(terms, key=lambda term: (term not in codes, -len(term)))
 
 
-def scan_pattern(terms: list[str]) -> str:
-    """A POSIX regular expression matching any term (terms are letters, digits and . - _ / : @ ')."""
-    return "|".join(re.sub(r"([.\\^$|?*+()\[\]{}])", r"\\\1", term) for term in terms)
+def _capped(parts: list[str], joiner: str, max_bytes: int) -> str:
+    kept: list[str] = []
+    size = 0
+    for part in parts:
+        extra = len(part.encode("utf-8")) + (len(joiner) if kept else 0)
+        if size + extra <= max_bytes:
+            kept.append(part)
+            size += extra
+    return joiner.join(kept)
+
+
+def text_query(terms: list[str], max_bytes: int = TEXT_QUERY_MAX_BYTES) -> str:
+    """An Oracle Text query matching any term, more matches scoring higher; braces escape each term.
+    Terms are kept in the given order while the query fits ``max_bytes``."""
+    return _capped(["{" + term.replace("}", "") + "}" for term in terms], " ACCUM ", max_bytes)
+
+
+def scan_pattern(terms: list[str], max_bytes: int = REGEXP_MAX_BYTES) -> str:
+    """A POSIX regular expression matching any term (terms are letters, digits and . - _ / : @ '), kept in
+    the given order while the pattern fits ``max_bytes``: a pasted paragraph must not turn recall off."""
+    return _capped([re.sub(r"([.\\^$|?*+()\[\]{}])", r"\\\1", term) for term in terms], "|", max_bytes)
 
 
 def _cosine(a: Any, b: Any) -> float:
@@ -81,7 +123,54 @@ def _cosine(a: Any, b: Any) -> float:
 
 
 def _is_schema_key(key: str) -> bool:
-    return key == schema.VERSION_KEY or key.startswith("migration.")
+    return key == schema.VERSION_KEY or key.startswith(("migration.", "schema."))
+
+
+@dataclass(frozen=True)
+class Op:
+    """One unit of work as both the blocking and the async method run it; ``work`` None means the answer
+    (``result``) is known without asking the database."""
+
+    work: Callable[[Tx], Awaitable[Any]] | None
+    what: str = ""
+    timeout: float | None = None
+    result: Any = None
+
+
+def _known(result: Any) -> Op:
+    return Op(None, result=result)
+
+
+# The Store methods with a native coroutine in ``native_async()``: each has an ``_<name>_op`` builder.
+ASYNC_METHODS = (
+    "recall", "add_memory", "get_memory", "list_memories", "forget", "append_daily_note", "recent_daily_notes",
+    "search_daily_notes", "load_session", "append_session", "compact_session", "reset_session", "list_sessions",
+    "append_transcript", "read_transcript", "transcript_keys", "get_state", "set_state", "all_state",
+    "get_config", "set_config", "all_config", "get_meta", "set_meta", "all_meta", "list_prompts", "get_prompt",
+    "set_prompt", "stats",
+)
+
+
+class NativeAsync:
+    """``OracleStore``'s methods as coroutines awaiting the database's own event loop (no thread per call).
+    Built from the same ``Op`` builders as the blocking methods: same arguments, results and errors."""
+
+    def __init__(self, store: OracleStore):
+        self._store = store
+        for name in ASYNC_METHODS:
+            setattr(self, name, self._coroutine(name))
+
+    def _coroutine(self, name: str) -> Callable[..., Awaitable[Any]]:
+        build = getattr(self._store, f"_{name}_op")
+
+        @functools.wraps(getattr(self._store, name))
+        async def method(*args: Any, **kwargs: Any) -> Any:
+            op = build(*args, **kwargs)
+            if op.work is None:
+                return op.result
+            return await self._store._db.arun(op.work, what=op.what, timeout=op.timeout)
+
+        return method
 
 
 class OracleStore:
@@ -117,6 +206,13 @@ class OracleStore:
     def _run(self, work: Any, what: str, timeout: float | None = None) -> Any:
         return self._db.run(work, what=what, timeout=timeout)
 
+    def _do(self, op: Op) -> Any:
+        return op.result if op.work is None else self._db.run(op.work, what=op.what, timeout=op.timeout)
+
+    def native_async(self) -> NativeAsync:
+        """Coroutine forms of the Store methods (``ASYNC_METHODS``) for ``picoora.store.aio.AsyncStore``."""
+        return NativeAsync(self)
+
     # ---- embeddings ----------------------------------------------------------------------------
 
     async def _embed(self, tx: Tx, text: str) -> Any | None:
@@ -137,12 +233,16 @@ class OracleStore:
     # ---- memories ------------------------------------------------------------------------------
 
     def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
+        return self._do(self._add_memory_op(content, importance, category))
+
+    def _add_memory_op(self, content: str, importance: float = 0.7, category: str = "general") -> Op:
         content = content.strip()
         if not content:
             raise ValueError("a memory needs some content")
         if not 0.0 <= importance <= 1.0:
             raise ValueError(f"importance must be between 0 and 1, not {importance}")
         importance = round(importance, 2)  # the column is NUMBER(3,2)
+        category = limits.check_chars(category or "general", limits.KEY_CHARS, "the memory category")
 
         async def work(tx: Tx) -> AddMemoryResult:
             vector = await self._embed(tx, content)
@@ -150,10 +250,10 @@ class OracleStore:
             if duplicate is not None:
                 return AddMemoryResult(await self._raise_importance(tx, duplicate, importance), created=False)
             record = MemoryRecord(id=uuid.uuid4().hex[:_ID_HEX_CHARS], content=content, importance=importance,
-                                  category=category or "general")
+                                  category=category)
             return AddMemoryResult(await self._insert(tx, record, vector), created=True)
 
-        return self._run(work, "store the memory")
+        return Op(work, "store the memory")
 
     async def _find_duplicate(self, tx: Tx, content: str, vector: Any | None) -> MemoryRecord | None:
         row = await tx.one(q.MEMORY_BY_HASH, agent_id=self.agent_id, content_hash=content_hash(content))
@@ -161,7 +261,7 @@ class OracleStore:
             return codec.memory_from_row(row)
         if vector is None:
             return None
-        row = await tx.one(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector, embedding_model=self.model, k=1)
+        row = await tx.one(q.MEMORY_NEAREST_EXACT, agent_id=self.agent_id, vector=vector, embedding_model=self.model)
         if row is not None and ranking.is_same_fact(content, codec.text(row[1]), 1.0 - float(row[8]), self.dedup_similarity):
             return codec.memory_from_row(row)
         return None
@@ -201,9 +301,13 @@ class OracleStore:
 
     def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
         """``touch=False`` searches without counting it as an access (the inspector looks, it does not recall)."""
+        return self._do(self._recall_op(query, limit, touch=touch, confident_only=confident_only))
+
+    def _recall_op(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> Op:
+        if limit <= 0 or not query.strip():
+            return _known(RecallResult([]))
+
         async def work(tx: Tx) -> RecallResult:
-            if limit <= 0 or not query.strip():
-                return RecallResult([])
             vector = await self._embed(tx, query)
             candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
             matches = self._rank(query, candidates, limit, confident_only)
@@ -219,7 +323,7 @@ class OracleStore:
                 return RecallResult(touched, degraded=True, note=self._missing_model_note)
             return RecallResult(touched)
 
-        return self._run(work, "recall memories")
+        return Op(work, "recall memories")
 
     async def _candidates(self, tx: Tx, query: str, vector: Any | None, k: int) -> dict[str, tuple[MemoryRecord, float | None]]:
         """Memories worth scoring: the nearest by vector and those holding a query term, with their cosine."""
@@ -228,7 +332,7 @@ class OracleStore:
             for row in await tx.rows(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector,
                                      embedding_model=self.model, k=k):
                 found[str(row[0])] = (codec.memory_from_row(row), 1.0 - float(row[8]))
-        terms = list(dict.fromkeys(tokenize(query)))
+        terms = informative_first(query, list(dict.fromkeys(tokenize(query))))
         if terms:
             if self.text_index:
                 rows = await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
@@ -265,28 +369,38 @@ class OracleStore:
         return scored[:limit]
 
     def get_memory(self, memory_id: str) -> MemoryRecord | None:
+        return self._do(self._get_memory_op(memory_id))
+
+    def _get_memory_op(self, memory_id: str) -> Op:
         async def work(tx: Tx) -> MemoryRecord | None:
             row = await tx.one(q.MEMORY_GET, agent_id=self.agent_id, memory_id=memory_id)
             return codec.memory_from_row(row) if row else None
 
-        return self._run(work, "read the memory")
+        return Op(work, "read the memory")
 
     def list_memories(self, limit: int | None = None) -> list[MemoryRecord]:
         """Newest first."""
+        return self._do(self._list_memories_op(limit))
+
+    def _list_memories_op(self, limit: int | None = None) -> Op:
         async def work(tx: Tx) -> list[MemoryRecord]:
             rows = await tx.rows(q.MEMORY_LIST, agent_id=self.agent_id, k=ALL_ROWS if limit is None else max(limit, 0))
             return [codec.memory_from_row(row) for row in rows]
 
-        return self._run(work, "list memories")
+        return Op(work, "list memories")
 
     def forget(self, memory_id: str) -> bool:
+        return self._do(self._forget_op(memory_id))
+
+    def _forget_op(self, memory_id: str) -> Op:
         async def work(tx: Tx) -> bool:
             return await tx.run(q.MEMORY_DELETE, agent_id=self.agent_id, memory_id=memory_id) > 0
 
-        return self._run(work, "forget the memory")
+        return Op(work, "forget the memory")
 
     def reindex(self, batch: int = 100, *, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every memory with the configured model, ``batch`` memories per transaction."""
+        """Re-embed every memory with the configured model, ``batch`` memories per transaction, then rebuild
+        the vector index so its partitions are computed from the data now there."""
         async def contents(tx: Tx) -> list[tuple]:
             return await tx.rows(q.MEMORY_CONTENTS, agent_id=self.agent_id)
 
@@ -310,25 +424,40 @@ class OracleStore:
             done += self._run(work, "re-embed memories", timeout=300.0)
             if progress:
                 progress(min(start + batch, len(rows)), len(rows))
+        if done:
+            from picoora.store.oracle.indexes import rebuild_memory_index
+
+            rebuild_memory_index(self._db)
         return done
+
+    async def _free_memory_id(self, tx: Tx, wanted: str) -> str | None:
+        """``wanted`` if no memory has it, a new id if another agent's memory does (memory_id is the table's
+        key across agents), None if this agent already has it."""
+        row = await tx.one(q.MEMORY_ID_TAKEN, memory_id=wanted)
+        if row is None:
+            return wanted
+        return None if row[0] == self.agent_id else uuid.uuid4().hex[:_ID_HEX_CHARS]
 
     def import_memories(self, records: Iterable[MemoryRecord], batch: int = 50, *,
                         progress: Callable[[int, int], None] | None = None) -> int:
-        """Add records keeping their ids and fields; skips existing ids, duplicates and empty texts."""
+        """Add records keeping their ids and fields; skips existing ids, duplicates and empty texts. An id
+        another agent uses already gets a fresh one."""
         pending = [r for r in records if r.content.strip()]
+        for record in pending:
+            limits.check_chars(record.category or "general", limits.KEY_CHARS, "the memory category")
         imported = 0
         for start in range(0, len(pending), batch):
             async def work(tx: Tx, chunk: list[MemoryRecord] = pending[start:start + batch]) -> int:
                 count = 0
                 for source in chunk:
                     content = source.content.strip()
-                    if await tx.one(q.MEMORY_GET, agent_id=self.agent_id, memory_id=source.id):
+                    memory_id = await self._free_memory_id(tx, source.id or uuid.uuid4().hex[:_ID_HEX_CHARS])
+                    if memory_id is None:
                         continue
                     vector = await self._embed(tx, content)
                     if await self._find_duplicate(tx, content, vector) is not None:
                         continue
-                    record = replace(source, id=source.id or uuid.uuid4().hex[:_ID_HEX_CHARS], content=content,
-                                     category=source.category or "general")
+                    record = replace(source, id=memory_id, content=content, category=source.category or "general")
                     await self._insert(tx, record, vector)
                     count += 1
                 return count
@@ -341,6 +470,9 @@ class OracleStore:
     # ---- daily notes ---------------------------------------------------------------------------
 
     def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
+        return self._do(self._append_daily_note_op(content, day))
+
+    def _append_daily_note_op(self, content: str, day: date | None = None) -> Op:
         day = day or date.today()  # the user's local date, as the file backend does
 
         async def work(tx: Tx) -> DailyNote:
@@ -353,7 +485,7 @@ class OracleStore:
                     return DailyNote(day=day, content=text)
                 text = f"# {day.isoformat()}\n\n{content}"
                 try:
-                    await tx.run(q.NOTE_INSERT, note_id=uuid.uuid4().hex[:_ID_HEX_CHARS], agent_id=self.agent_id,
+                    await tx.run(q.NOTE_INSERT, note_id=uuid.uuid4().hex, agent_id=self.agent_id,
                                  note_date=day, content=text, embedding=await self._embed(tx, text), now=utc_stamp())
                     return DailyNote(day=day, content=text)
                 except Exception as exc:
@@ -361,31 +493,38 @@ class OracleStore:
                         raise
             raise StoreError("the daily note changed under us twice; try again")
 
-        return self._run(work, "write the daily note")
+        return Op(work, "write the daily note")
 
     def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
         """Notes of today and the ``days - 1`` days before, newest first."""
+        return self._do(self._recent_daily_notes_op(days))
+
+    def _recent_daily_notes_op(self, days: int = 3) -> Op:
         if days <= 0:
-            return []
+            return _known([])
         today = date.today()
 
         async def work(tx: Tx) -> list[DailyNote]:
             rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1), today=today)
             return [DailyNote(day=codec.as_date(day), content=codec.text(content)) for day, content in rows]
 
-        return self._run(work, "read daily notes")
+        return Op(work, "read daily notes")
 
     def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]:
         """Daily notes closest in meaning to ``query``, with their cosine similarity (empty without the model)."""
+        return self._do(self._search_daily_notes_op(query, limit))
+
+    def _search_daily_notes_op(self, query: str, limit: int = 5) -> Op:
         async def work(tx: Tx) -> list[tuple[DailyNote, float]]:
             vector = await self._embed(tx, query)
             if vector is None:
                 return []
-            rows = await tx.rows(q.NOTE_SEARCH, agent_id=self.agent_id, vector=vector, k=limit)
+            rows = await tx.rows(q.NOTE_SEARCH, agent_id=self.agent_id, vector=vector, k=limit,
+                                 dimensions=schema.EMBEDDING_DIMENSIONS)
             return [(DailyNote(codec.as_date(day), codec.text(content)), 1.0 - float(distance))
                     for day, content, distance in rows]
 
-        return self._run(work, "search daily notes")
+        return Op(work, "search daily notes")
 
     def list_daily_notes(self, limit: int = 20) -> list[DailyNoteRow]:
         async def work(tx: Tx) -> list[DailyNoteRow]:
@@ -398,6 +537,9 @@ class OracleStore:
     # ---- sessions ------------------------------------------------------------------------------
 
     def load_session(self, key: str) -> Session:
+        return self._do(self._load_session_op(key))
+
+    def _load_session_op(self, key: str) -> Op:
         async def work(tx: Tx) -> Session:
             row = await tx.one(q.SESSION_GET, agent_id=self.agent_id, session_key=key)
             if row is None:
@@ -406,7 +548,7 @@ class OracleStore:
             return Session(key, codec.messages_from_clob(messages), codec.text(summary),
                            codec.to_utc(created), codec.to_utc(updated))
 
-        return self._run(work, "load the session")
+        return Op(work, "load the session")
 
     async def _rewrite_session(self, tx: Tx, key: str, change: Any) -> None:
         """Apply ``change(messages, summary) -> (messages, summary)`` to the session under a row lock."""
@@ -429,14 +571,24 @@ class OracleStore:
         raise StoreError(f"session {key!r} changed under us twice; try again")
 
     def append_session(self, key: str, messages: list[Message]) -> None:
+        self._do(self._append_session_op(key, messages))
+
+    def _append_session_op(self, key: str, messages: list[Message]) -> Op:
+        limits.check_session_key(key)
+
         async def work(tx: Tx) -> None:
             await self._rewrite_session(tx, key, lambda old, summary: (old + list(messages), summary))
 
-        self._run(work, "save the session")
+        return Op(work, "save the session")
 
     def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool:
         """Replace the leading ``folded`` messages by ``summary`` (see ``without_folded``); messages appended
         since stay. False when another compaction already removed them."""
+        return self._do(self._compact_session_op(key, summary, folded))
+
+    def _compact_session_op(self, key: str, summary: str, folded: list[Message]) -> Op:
+        limits.check_session_key(key)
+
         async def work(tx: Tx) -> bool:
             done = False
 
@@ -449,30 +601,42 @@ class OracleStore:
             await self._rewrite_session(tx, key, fold)
             return done
 
-        return self._run(work, "compact the session")
+        return Op(work, "compact the session")
 
     def reset_session(self, key: str) -> None:
         """Forget the model's view of the conversation; its transcript stays."""
+        self._do(self._reset_session_op(key))
+
+    def _reset_session_op(self, key: str) -> Op:
         async def work(tx: Tx) -> None:
             await tx.run(q.SESSION_DELETE, agent_id=self.agent_id, session_key=key)
 
-        self._run(work, "reset the session")
+        return Op(work, "reset the session")
 
     def list_sessions(self) -> list[Session]:
         """Most recently updated first."""
+        return self._do(self._list_sessions_op())
+
+    def _list_sessions_op(self) -> Op:
         async def work(tx: Tx) -> list[Session]:
             rows = await tx.rows(q.SESSION_LIST, agent_id=self.agent_id)
             return [Session(str(key), codec.messages_from_clob(messages), codec.text(summary),
                             codec.to_utc(created), codec.to_utc(updated))
                     for key, messages, summary, created, updated in rows]
 
-        return self._run(work, "list sessions")
+        return Op(work, "list sessions")
 
     # ---- transcripts ---------------------------------------------------------------------------
 
     def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
+        return self._do(self._append_transcript_op(key, messages))
+
+    def _append_transcript_op(self, key: str, messages: list[Message]) -> Op:
         if not messages:
-            return []
+            return _known([])
+        limits.check_session_key(key)
+        for message in messages:
+            limits.check_chars(message.role, limits.ROLE_CHARS, "the message role")
 
         async def work(tx: Tx) -> list[int]:
             for _ in range(_APPEND_ATTEMPTS):
@@ -481,12 +645,12 @@ class OracleStore:
                 seqs = list(range(first, first + len(messages)))
                 now = utc_stamp()
                 try:
-                    await tx.run_many(q.TRANSCRIPT_INSERT, [
-                        {"session_key": key, "agent_id": self.agent_id, "sequence_num": seq, "role": message.role,
-                         "content": message.content, "message_json": json.dumps(codec.message_to_json(message),
-                                                                                 ensure_ascii=False), "now": now}
-                        for seq, message in zip(seqs, messages)
-                    ])
+                    # One execute per message: a tool result over 4000 bytes binds as LONG, which array
+                    # DML refuses (ORA-01478); a turn appends only a few messages.
+                    for seq, message in zip(seqs, messages):
+                        await tx.run(q.TRANSCRIPT_INSERT, session_key=key, agent_id=self.agent_id, sequence_num=seq,
+                                     role=message.role, content=message.content, now=now,
+                                     message_json=json.dumps(codec.message_to_json(message), ensure_ascii=False))
                     return seqs
                 except Exception as exc:
                     if error_code(exc) != _UNIQUE_VIOLATED:
@@ -494,12 +658,15 @@ class OracleStore:
                     await tx.rollback()  # another writer took these numbers: read the new last one
             raise StoreError(f"could not number transcript messages of {key!r}: too many concurrent writers")
 
-        return self._run(work, "append to the transcript")
+        return Op(work, "append to the transcript")
 
     def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]:
         """In seq order; with ``limit``, the most recent ``limit`` entries."""
+        return self._do(self._read_transcript_op(key, limit))
+
+    def _read_transcript_op(self, key: str, limit: int | None = None) -> Op:
         if limit is not None and limit <= 0:
-            return []
+            return _known([])
 
         async def work(tx: Tx) -> list[TranscriptEntry]:
             rows = await tx.rows(q.TRANSCRIPT_READ, agent_id=self.agent_id, session_key=key,
@@ -507,13 +674,16 @@ class OracleStore:
             return [TranscriptEntry(key, int(seq), self._transcript_message(role, content, message_json),
                                     codec.to_utc(created)) for seq, role, content, message_json, created in rows]
 
-        return self._run(work, "read the transcript")
+        return Op(work, "read the transcript")
 
     def transcript_keys(self) -> list[str]:
+        return self._do(self._transcript_keys_op())
+
+    def _transcript_keys_op(self) -> Op:
         async def work(tx: Tx) -> list[str]:
             return [str(key) for (key,) in await tx.rows(q.TRANSCRIPT_KEYS, agent_id=self.agent_id)]
 
-        return self._run(work, "list transcripts")
+        return Op(work, "list transcripts")
 
     def recent_transcript_entries(self, limit: int = 20) -> list[TranscriptEntry]:
         """The latest entries over all sessions, newest first (for the inspector)."""
@@ -535,54 +705,94 @@ class OracleStore:
 
     # ---- state, config, meta -------------------------------------------------------------------
 
-    def _get(self, stmt: q.Sql, what: str, **binds: Any) -> str | None:
+    @staticmethod
+    def _get(stmt: q.Sql, what: str, **binds: Any) -> Op:
         async def work(tx: Tx) -> str | None:
             row = await tx.one(stmt, **binds)
             return None if row is None else codec.text(row[0])
 
-        return self._run(work, what)
+        return Op(work, what)
 
-    def _set(self, stmt: q.Sql, what: str, **binds: Any) -> None:
+    @staticmethod
+    def _set(stmt: q.Sql, what: str, **binds: Any) -> Op:
         async def work(tx: Tx) -> None:
-            await tx.run(stmt, now=utc_stamp(), **binds)
+            try:
+                await tx.run(stmt, now=utc_stamp(), **binds)
+            except Exception as exc:
+                # Two sessions merging the same new key: both see no row, one insert wins, the other gets
+                # ORA-00001. Its MERGE run again finds the row and updates it (last writer wins, as in files).
+                if error_code(exc) != _UNIQUE_VIOLATED:
+                    raise
+                await tx.run(stmt, now=utc_stamp(), **binds)
 
-        self._run(work, what)
+        return Op(work, what)
 
-    def _all(self, stmt: q.Sql, what: str, **binds: Any) -> dict[str, str]:
+    @staticmethod
+    def _all(stmt: q.Sql, what: str, keep: Callable[[str], bool] = lambda key: True, **binds: Any) -> Op:
         async def work(tx: Tx) -> dict[str, str]:
-            return {str(row[0]): codec.text(row[1]) for row in await tx.rows(stmt, **binds)}
+            return {str(row[0]): codec.text(row[1]) for row in await tx.rows(stmt, **binds) if keep(str(row[0]))}
 
-        return self._run(work, what)
+        return Op(work, what)
 
     def get_state(self, key: str) -> str | None:
+        return self._do(self._get_state_op(key))
+
+    def _get_state_op(self, key: str) -> Op:
         return self._get(q.STATE_GET, "read state", agent_id=self.agent_id, state_key=key)
 
     def set_state(self, key: str, value: str) -> None:
-        self._set(q.STATE_SET, "save state", agent_id=self.agent_id, state_key=key, state_value=value)
+        self._do(self._set_state_op(key, value))
+
+    def _set_state_op(self, key: str, value: str) -> Op:
+        limits.check_key_value("state", key, value)
+        return self._set(q.STATE_SET, "save state", agent_id=self.agent_id, state_key=key, state_value=value)
 
     def all_state(self) -> dict[str, str]:
+        return self._do(self._all_state_op())
+
+    def _all_state_op(self) -> Op:
         return self._all(q.STATE_ALL, "read state", agent_id=self.agent_id)
 
     def get_config(self, key: str) -> str | None:
+        return self._do(self._get_config_op(key))
+
+    def _get_config_op(self, key: str) -> Op:
         return self._get(q.CONFIG_GET, "read config", agent_id=self.agent_id, config_key=key)
 
     def set_config(self, key: str, value: str) -> None:
         """Stored redacted: secret-named JSON fields and known secret values never reach the table."""
-        self._set(q.CONFIG_SET, "save config", agent_id=self.agent_id, config_key=key,
-                  config_value=redact_text(value, self._secrets))
+        self._do(self._set_config_op(key, value))
+
+    def _set_config_op(self, key: str, value: str) -> Op:
+        limits.check_key_value("config", key, value)
+        return self._set(q.CONFIG_SET, "save config", agent_id=self.agent_id, config_key=key,
+                         config_value=redact_text(value, self._secrets))
 
     def all_config(self) -> dict[str, str]:
+        return self._do(self._all_config_op())
+
+    def _all_config_op(self) -> Op:
         return self._all(q.CONFIG_ALL, "read config", agent_id=self.agent_id)
 
     def get_meta(self, key: str) -> str | None:
+        return self._do(self._get_meta_op(key))
+
+    def _get_meta_op(self, key: str) -> Op:
         return self._get(q.META_GET, "read meta", meta_key=key)
 
     def set_meta(self, key: str, value: str) -> None:
-        self._set(q.META_SET, "save meta", meta_key=key, meta_value=value)
+        self._do(self._set_meta_op(key, value))
+
+    def _set_meta_op(self, key: str, value: str) -> Op:
+        limits.check_key_value("meta", key, value)
+        return self._set(q.META_SET, "save meta", meta_key=key, meta_value=value)
 
     def all_meta(self) -> dict[str, str]:
         """Meta set through the store; the schema's own bookkeeping rows are in :meth:`catalogue`."""
-        return {k: v for k, v in self._all(q.META_ALL, "read meta").items() if not _is_schema_key(k)}
+        return self._do(self._all_meta_op())
+
+    def _all_meta_op(self) -> Op:
+        return self._all(q.META_ALL, "read meta", keep=lambda key: not _is_schema_key(key))
 
     # ---- prompts -------------------------------------------------------------------------------
 
@@ -590,10 +800,14 @@ class OracleStore:
     def _check_prompt_name(name: str) -> str:
         if not _PROMPT_NAME.fullmatch(name):
             raise ValueError(f"{name!r} is not a prompt file name (expected something like USER.md)")
+        limits.check_chars(name, limits.KEY_CHARS, "the prompt name")
         return name[:-3]  # how the Go version named the row: IDENTITY for IDENTITY.md
 
     def list_prompts(self) -> list[Prompt]:
-        async def work(tx: Tx) -> dict[str, str]:
+        return self._do(self._list_prompts_op())
+
+    def _list_prompts_op(self) -> Op:
+        async def work(tx: Tx) -> list[Prompt]:
             found: dict[str, str] = {}
             for name, content, _ in await tx.rows(q.PROMPT_ALL, agent_id=self.agent_id):
                 name = str(name)
@@ -601,12 +815,14 @@ class OracleStore:
                     found[name] = codec.text(content)
                 else:  # a Go-era row counts unless the .md row exists too
                     found.setdefault(f"{name}.md", codec.text(content))
-            return found
+            return [Prompt(name, found[name]) for name in PROMPT_NAMES if name in found]
 
-        found = self._run(work, "read prompts")
-        return [Prompt(name, found[name]) for name in PROMPT_NAMES if name in found]
+        return Op(work, "read prompts")
 
     def get_prompt(self, name: str) -> Prompt | None:
+        return self._do(self._get_prompt_op(name))
+
+    def _get_prompt_op(self, name: str) -> Op:
         legacy = self._check_prompt_name(name)
 
         async def work(tx: Tx) -> Prompt | None:
@@ -615,22 +831,28 @@ class OracleStore:
             content = rows.get(name, rows.get(legacy))
             return None if content is None else Prompt(name, content)
 
-        return self._run(work, "read the prompt")
+        return Op(work, "read the prompt")
 
     def set_prompt(self, name: str, content: str) -> None:
+        self._do(self._set_prompt_op(name, content))
+
+    def _set_prompt_op(self, name: str, content: str) -> Op:
         self._check_prompt_name(name)
-        self._set(q.PROMPT_SET, "save the prompt", agent_id=self.agent_id, prompt_name=name, content=content)
+        return self._set(q.PROMPT_SET, "save the prompt", agent_id=self.agent_id, prompt_name=name, content=content)
 
     # ---- everything ----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
-        async def work(tx: Tx) -> tuple:
-            return await tx.one(q.STATS, agent_id=self.agent_id)
+        return self._do(self._stats_op())
 
-        memories, notes, sessions, transcripts, state, prompts, config, _ = self._run(work, "count stored items")
-        return StoreStats(backend=self.backend, location=self.location, memories=int(memories),
-                          daily_notes=int(notes), sessions=int(sessions), transcript_entries=int(transcripts),
-                          state_keys=int(state), prompts=int(prompts), config_keys=int(config))
+    def _stats_op(self) -> Op:
+        async def work(tx: Tx) -> StoreStats:
+            memories, notes, sessions, transcripts, state, prompts, config, _ = await tx.one(q.STATS, agent_id=self.agent_id)
+            return StoreStats(backend=self.backend, location=self.location, memories=int(memories),
+                              daily_notes=int(notes), sessions=int(sessions), transcript_entries=int(transcripts),
+                              state_keys=int(state), prompts=int(prompts), config_keys=int(config))
+
+        return Op(work, "count stored items")
 
     def details(self) -> BackendDetails:
         """Schema bookkeeping rows, loaded ONNX models and the PICO_ vector indexes (by their index type)."""

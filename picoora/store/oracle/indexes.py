@@ -1,0 +1,94 @@
+"""The vector indexes: built when there are vectors to build them from, rebuilt after a re-embed.
+
+An IVF index computes its partition centroids from the rows present when it is created and never moves
+them, so one created on an empty table sends every later row to arbitrary partitions and approximate
+search misses neighbours. So an index is created only once its table holds vectors (``setup-oracle``
+defers it otherwise and says so), and ``memory reindex`` rebuilds the memories' index (drop, create) from
+the data now there. Which organisation was chosen (IVF or HNSW) is recorded in PICO_META, because
+USER_INDEXES reports only "VECTOR" and guessing from the index name would be wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from picoora.store.base import StoreError
+from picoora.store.oracle import sql as q
+from picoora.store.oracle.codec import utc_stamp
+from picoora.store.oracle.connection import Database, Tx
+from picoora.store.oracle.schema import run_ddl
+
+KIND_KEY = "schema.vector_index_kind"  # "IVF" or "HNSW"
+INDEX_SECONDS = 300.0
+
+
+@dataclass
+class IndexOutcome:
+    name: str
+    created: bool  # False: it already existed (or was deferred)
+    error: str | None = None  # set when it could not be created
+    deferred: bool = False  # the table has no vectors yet: built by a later setup-oracle or memory reindex
+
+
+@dataclass(frozen=True)
+class _VectorIndex:
+    name: str
+    drop: q.Sql
+    ivf: q.Sql
+    hnsw: q.Sql
+
+
+MEMORIES = _VectorIndex("IDX_PICO_MEMORIES_VEC", q.DROP_MEMORIES_VECTOR_INDEX, q.IVF_MEMORIES, q.HNSW_MEMORIES)
+DAILY_NOTES = _VectorIndex("IDX_PICO_DAILY_NOTES_VEC", q.DROP_DAILY_NOTES_VECTOR_INDEX, q.IVF_DAILY_NOTES,
+                           q.HNSW_DAILY_NOTES)
+
+
+def create_statements(hnsw: bool) -> tuple[q.Sql, ...]:
+    return tuple(index.hnsw if hnsw else index.ivf for index in (MEMORIES, DAILY_NOTES))
+
+
+def _vector_counts(db: Database) -> tuple[int, int]:
+    async def work(tx: Tx) -> tuple[int, int]:
+        row = await tx.one(q.VECTORS_STORED)
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    return db.run(work, what="count stored vectors")
+
+
+def _build(db: Database, index: _VectorIndex, hnsw: bool, rebuild: bool) -> bool:
+    async def work(tx: Tx) -> bool:
+        if rebuild:
+            await run_ddl(tx, index.drop)
+        created = await run_ddl(tx, index.hnsw if hnsw else index.ivf)
+        await tx.run(q.META_SET, meta_key=KIND_KEY, meta_value="HNSW" if hnsw else "IVF", now=utc_stamp())
+        return created
+
+    return db.run(work, what=f"{'rebuild' if rebuild else 'create'} index {index.name}", timeout=INDEX_SECONDS)
+
+
+def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]:
+    """Create the memories' and daily notes' vector indexes where their tables hold vectors. A failure is an
+    outcome with ``error`` (recall still works without an index, only slower)."""
+    outcomes = []
+    for index, count in zip((MEMORIES, DAILY_NOTES), _vector_counts(db)):
+        if not count:
+            outcomes.append(IndexOutcome(index.name, False, deferred=True))
+            continue
+        try:
+            outcomes.append(IndexOutcome(index.name, _build(db, index, hnsw, rebuild=False)))
+        except StoreError as exc:
+            outcomes.append(IndexOutcome(index.name, False, str(exc)))
+    return outcomes
+
+
+def rebuild_memory_index(db: Database) -> None:
+    """Drop and create the memories' vector index with the recorded organisation (IVF if none was)."""
+    async def kind(tx: Tx) -> str:
+        row = await tx.one(q.META_GET, meta_key=KIND_KEY)
+        return str(row[0]) if row and row[0] else "IVF"
+
+    try:
+        _build(db, MEMORIES, db.run(kind, what="read the vector index kind") == "HNSW", rebuild=True)
+    except StoreError as exc:
+        raise StoreError(f"The memories were re-embedded, but rebuilding their vector index failed: {exc} "
+                         "Run: picoora setup-oracle") from None
