@@ -174,6 +174,8 @@ class FakeOracle:
         self.embedder = HashEmbedder()
         self.executed: list[Executed] = []
         self.pool_params: list[dict[str, Any]] = []
+        self.pools: list[FakePool] = []
+        self.connections: list[FakeConnection] = []  # every connection handed out, in order
         self.down = False
         self.silent = False
         self.refuse: Exception | None = None  # what every connect attempt raises (e.g. ORA-01017)
@@ -190,7 +192,8 @@ class FakeOracle:
 
     def pool_factory(self, **params: Any) -> FakePool:
         self.pool_params.append(params)
-        return FakePool(self, params)
+        self.pools.append(FakePool(self, params))
+        return self.pools[-1]
 
     def names(self) -> list[str]:
         """Names of the statements executed so far, in order."""
@@ -930,6 +933,7 @@ class FakePool:
         self.params = params
         self._slots = asyncio.Semaphore(params.get("max", 4))
         self.closed = False
+        self.released: list[FakeConnection] = []  # connections given back for reuse
 
     def acquire(self) -> Any:
         return self._acquire()
@@ -945,9 +949,11 @@ class FakePool:
             raise self.db.refuse
         await self._slots.acquire()
         self.db.open_connections += 1
-        return FakeConnection(self.db)
+        self.db.connections.append(FakeConnection(self.db))
+        return self.db.connections[-1]
 
     async def release(self, conn: FakeConnection) -> None:
+        self.released.append(conn)
         await conn.rollback()  # an open transaction is rolled back on release, as the driver does
         conn.closed = True
         self.db.open_connections -= 1

@@ -13,6 +13,7 @@ agent column, so its non-schema rows are set aside during each test and put back
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from datetime import date
 from pathlib import Path
@@ -21,10 +22,14 @@ import pytest
 
 from picoora.config import Config
 from picoora.messages import Message
+from picoora.store import limits
 from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
+from picoora.store.oracle import indexes
 from picoora.store.oracle import sql as q
-from picoora.store.oracle.connection import Tx
+from picoora.store.oracle.connection import Tx, error_code
 from picoora.store.oracle.setup import OracleSetup
+from picoora.store.oracle.store import _MODEL_MISSING
+from tests.oracle.sqlcheck import bind_names, check_binds
 from tests.store_contract import StoreContract
 
 pytestmark = pytest.mark.oracle
@@ -88,7 +93,11 @@ def live_db() -> Config:
 
 
 def _raw(config: Config, statements: list[tuple[str, dict]]) -> list:
-    """Test-only housekeeping SQL (cleanup, EXPLAIN PLAN): straight through the driver's cursor."""
+    """Test-only housekeeping SQL (cleanup, EXPLAIN PLAN): straight through the driver's cursor, after the
+    same bind check the fake applies to the store's own SQL (a missing bind is DPY-4010 before the server)."""
+    for text, binds in statements:
+        check_binds(text, binds)
+
     async def work(tx: Tx) -> list:
         results = []
         for text, binds in statements:
@@ -140,24 +149,91 @@ class TestLiveOracleContract(StoreContract):
         store.close()
 
 
+_SAFE_LITERAL = re.compile(r"^[A-Za-z0-9_]+$")
+PLAN_ROWS = 2000  # an optimizer choosing the vector index needs a table worth indexing
+
+
+def plan_statement(model: str, agent_id: str, statement_id: str) -> str:
+    """EXPLAIN PLAN for the recall search with every bind written as a literal: EXPLAIN PLAN is sent without
+    values, and the driver refuses placeholders it has no value for (DPY-4010)."""
+    for value in (model, agent_id, statement_id):
+        if not _SAFE_LITERAL.match(value):
+            raise ValueError(f"{value!r} cannot be written into SQL as a literal")
+    literals = {"VECTOR": f"VECTOR_EMBEDDING({model} USING 'which box holds the item' AS data)",
+                "AGENT_ID": f"'{agent_id}'", "EMBEDDING_MODEL": f"'{model}'", "K": "10"}
+    search = re.sub(r":(\w+)", lambda m: literals[m.group(1).upper()], q.MEMORY_NEAREST.render(model))
+    return f"EXPLAIN PLAN SET STATEMENT_ID = '{statement_id}' FOR {search}"
+
+
 def test_approximate_search_uses_the_vector_index(live_db, agent):
     store = open_oracle_store(live_config(agent))
     try:
-        for n in range(50):
-            store.add_memory(f"Live index check number {n}: item {uuid.uuid4().hex[:6]} is in box {n % 7}")
-        assert store.recall("which box holds item", limit=3).matches
+        async def load(tx: Tx) -> None:  # VECTOR_EMBEDDING in the database, one round trip per batch
+            await tx._conn.cursor().executemany(
+                "INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, embedding, embedding_model) "
+                f"VALUES (:memory_id, :agent_id, :content, VECTOR_EMBEDDING({store.model} USING :content AS data), "
+                ":embedding_model)",
+                [{"memory_id": f"{agent}_{n}", "agent_id": agent, "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}",
+                  "embedding_model": store.model} for n in range(PLAN_ROWS)])
+
+        store._db.run(load, what="load rows for the plan check", timeout=900.0)
+        indexes.rebuild_memory_index(store._db)  # centroids from the data now there
+        assert store.recall("which box holds the item", limit=3).matches
     finally:
         store.close()
-    nearest = q.MEMORY_NEAREST.render(store.model).replace(
-        ":vector", f"VECTOR_EMBEDDING({store.model} USING 'which box' AS data)")
     statement_id = f"pico_{uuid.uuid4().hex[:8]}"
     plan = _raw(live_db, [
-        (f"EXPLAIN PLAN SET STATEMENT_ID = '{statement_id}' FOR {nearest}", {}),
+        ("BEGIN DBMS_STATS.GATHER_TABLE_STATS(ownname => USER, tabname => 'PICO_MEMORIES'); END;", {}),
+        (plan_statement(store.model, agent, statement_id), {}),
         ("SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY('PLAN_TABLE', :statement_id, 'BASIC'))",
          {"statement_id": statement_id}),
-    ])[1]
+    ])[2]
     text = "\n".join(row[0] for row in plan)
     assert "IDX_PICO_MEMORIES_VEC" in text or "VECTOR INDEX" in text, text
+
+
+def test_review_items_hold_on_a_real_database(live_db, agent):
+    """Issue 11 on the real thing: TIMESTAMP precision, wide and non-ASCII keys, multibyte embedding text, a
+    pasted paragraph, an 8 KB prompt and a 100 KB tool result in CLOBs, None into VECTOR, and the model-missing
+    error code the degraded path relies on."""
+    store = open_oracle_store(live_config(agent))
+    try:
+        record = store.add_memory("The meeting moved to Thursday").memory
+        assert store.get_memory(record.id) == record and record.created_at.microsecond  # (1 in 10^6 flake)
+        key = "ü" * limits.SESSION_KEY_CHARS
+        store.append_session(key, [Message("user", "wide key")])
+        assert store.append_transcript(key, [Message("user", "wide key")]) == [1]
+        store.set_state("ключ" * 60, "v")
+        assert store.add_memory("漢字" * 700).created
+        store.add_memory("Locker code A7-4421 is for the gym")
+        paragraph = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) for n in range(400)) + " A7-4421"
+        assert store.recall(paragraph, limit=1).matches
+        store.set_prompt("USER.md", "p" * 8_000)
+        assert store.get_prompt("USER.md").content == "p" * 8_000
+        result = Message("tool", "r" * 100_000, tool_call_id="c1")
+        assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
+        assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
+    finally:
+        store.close()
+    keyword_only = open_oracle_store(live_config(agent, onnx_model="PICOORA_NO_SUCH_MODEL"), require_model=False)
+    try:
+        assert keyword_only.add_memory("Stored without a vector").memory.embedding_model is None  # None into VECTOR
+    finally:
+        keyword_only.close()
+
+    async def missing(tx: Tx) -> str:
+        cursor = tx._conn.cursor()
+        try:
+            await cursor.execute("SELECT VECTOR_EMBEDDING(PICOORA_NO_SUCH_MODEL USING 'x' AS data) FROM DUAL")
+        except Exception as exc:
+            return error_code(exc)
+        return ""
+
+    db = open_database(live_config(agent))
+    try:
+        assert db.run(missing, what="embed with a missing model") in _MODEL_MISSING
+    finally:
+        db.close()
 
 
 def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_home, monkeypatch):
