@@ -185,6 +185,7 @@ class FakeOracle:
         self.approx_misses = 0
         self.unusable_indexes: set[str] = set()  # indexes that exist but whose status is not VALID  # how many of the nearest rows an approximate search leaves out
         self.delay: dict[str, float] = {}  # statement name -> seconds it takes
+        self.in_flight = self.most_in_flight = 0  # delayed statements running at once (now, at most)
         self._locks: dict[tuple, FakeConnection] = {}
         self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
 
@@ -221,7 +222,10 @@ class FakeOracle:
         self.executed.append(Executed(stmt.name, sql, dict(binds)))
         self._inject_failure(stmt.name)
         if stmt.name in self.delay:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
             await asyncio.sleep(self.delay[stmt.name])
+            self.in_flight -= 1
         try:
             self._check_long_binds(stmt.render(self.model), binds, array_dml)
             if stmt.kind == "ddl":
