@@ -4,7 +4,7 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/setup-oracle.sh [PASSWORD]
+Usage: PICO_ORACLE_PASSWORD=... scripts/setup-oracle.sh
 
 Starts Oracle AI Database Free in a container (docker or podman, whichever works), waits until it is
 ready, creates the database user picoora with the grants it needs (including CREATE MINING MODEL),
@@ -12,11 +12,12 @@ downloads Oracle's augmented all_MiniLM_L12_v2 ONNX embedding model, writes the 
 picoora's config.json and runs `picoora setup-oracle --onnx-file ...`. Safe to run again: what exists
 is reused (container, data volume, user, downloaded model, schema).
 
-PASSWORD is the picoora database user's password. Prefer the environment, which keeps it out of your
-shell history and the process list:  PICO_ORACLE_PASSWORD=... scripts/setup-oracle.sh
-Without either, the password already in config.json is kept, or a random one is generated and stored
-there (config.json is readable by you only). The database's own SYS password is random and never
-needed: administration goes through the container's operating-system login.
+The picoora database user's password comes from PICO_ORACLE_PASSWORD (never from an argument, which
+would show in the process list and your shell history). Without it, the password in config.json is
+used: a "${VAR}" reference there is read from that environment variable and left in the file as it is.
+Without either, a random one is generated and stored in config.json (readable by you only). The
+database's own SYS password is random and never needed: administration goes through the container's
+operating-system login.
 
 Environment (defaults in brackets):
   PICO_ORACLE_PASSWORD   the picoora user's password
@@ -52,16 +53,17 @@ die() { printf 'setup-oracle.sh: %s\n' "$*" >&2; exit 1; }
 
 case "${1:-}" in
   -h|--help) usage; exit 0 ;;
+  "") ;;
   -*) usage >&2; exit 2 ;;
+  *) die "the password is not taken as an argument (the process list and shell history would show it): set PICO_ORACLE_PASSWORD" ;;
 esac
-[ "$#" -le 1 ] || { usage >&2; exit 2; }
 [[ "$DB_USER" =~ ^[A-Za-z][A-Za-z0-9_]{0,29}$ ]] || die "ORACLE_USER must be a plain identifier"
 
 command -v python3 >/dev/null 2>&1 || die "python3 is needed"
 
-# ---- the password: argument, environment, config, or a new random one -------------------------
+# ---- the password: environment, config (a ${VAR} reference resolved), or a new random one ----------
 
-config_password() {
+config_password() {  # the stored value, exactly as written (maybe a ${VAR} reference)
   [ -f "$CONFIG" ] || return 0
   python3 - "$CONFIG" <<'PY'
 import json, sys
@@ -72,8 +74,18 @@ except (OSError, ValueError):
 PY
 }
 
-PASSWORD="${1:-${PICO_ORACLE_PASSWORD:-}}"
-[ -n "$PASSWORD" ] || PASSWORD="$(config_password)"
+STORED="$(config_password)"
+REFERENCE=""
+if [[ "$STORED" =~ ^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$ ]]; then
+  REFERENCE="${BASH_REMATCH[1]}"
+fi
+PASSWORD="${PICO_ORACLE_PASSWORD:-}"
+if [ -z "$PASSWORD" ] && [ -n "$REFERENCE" ]; then
+  PASSWORD="${!REFERENCE:-}"
+  [ -n "$PASSWORD" ] || die "config.json's oracle.password refers to \${$REFERENCE}, which is not set: export $REFERENCE=..."
+elif [ -z "$PASSWORD" ]; then
+  PASSWORD="$STORED"
+fi
 if [ -z "$PASSWORD" ]; then
   PASSWORD="$(python3 -c 'import secrets; print("Pico" + secrets.token_urlsafe(18).replace("-", "x").replace("_", "y") + "9")')"
   say "Generated a password for database user $DB_USER (stored in $CONFIG)."
@@ -186,15 +198,16 @@ fi
 
 [ -f "$CONFIG" ] || PICOORA_HOME="$HOME_DIR" "${PICO_CMD[@]}" onboard --non-interactive >/dev/null \
   || die "could not create $CONFIG with: ${PICO_CMD[*]} onboard --non-interactive"
-PICO_SETUP_PASSWORD="$PASSWORD" python3 - "$CONFIG" "$PORT" "$DB_USER" <<'PY' || die "could not update $CONFIG"
+PICO_SETUP_PASSWORD="$PASSWORD" PICO_SETUP_KEEP_REFERENCE="$REFERENCE" python3 - "$CONFIG" "$PORT" "$DB_USER" <<'PY' || die "could not update $CONFIG"
 import json, os, sys, tempfile
 path, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with open(path, encoding="utf-8") as handle:
     data = json.load(handle)
-data.setdefault("oracle", {}).update({
-    "enabled": True, "mode": "freepdb", "host": "localhost", "port": port, "service": "FREEPDB1",
-    "user": user, "password": os.environ["PICO_SETUP_PASSWORD"],
-})
+oracle = data.setdefault("oracle", {})
+oracle.update({"enabled": True, "mode": "freepdb", "host": "localhost", "port": port, "service": "FREEPDB1",
+               "user": user})
+if not os.environ["PICO_SETUP_KEEP_REFERENCE"]:  # a ${VAR} reference stays a reference
+    oracle["password"] = os.environ["PICO_SETUP_PASSWORD"]
 fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".config.json.")
 with os.fdopen(fd, "w", encoding="utf-8") as out:
     os.fchmod(out.fileno(), 0o600)

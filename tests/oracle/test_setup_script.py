@@ -154,13 +154,43 @@ def test_a_failing_setup_oracle_fails_the_script(env):
 
 
 def test_refusals(env):
-    assert _run(env, "--help").stdout.startswith("Usage: scripts/setup-oracle.sh [PASSWORD]")
-    assert _run(env, "a", "b").returncode == 2
-    short = _run(env, "short")
+    assert _run(env, "--help").stdout.startswith("Usage: PICO_ORACLE_PASSWORD=... scripts/setup-oracle.sh")
+    assert _run(env, "--bogus").returncode == 2
+    argument = _run(env, PASSWORD)  # a password on the command line is visible to every user of the machine
+    assert argument.returncode == 1 and "not taken as an argument" in argument.stderr
+    assert PASSWORD not in argument.stdout + argument.stderr
+    assert not (Path(env["FAKE_STATE"]) / "argv.log").exists()  # refused before anything ran
+    short = _run(env, PICO_ORACLE_PASSWORD="short")
     assert short.returncode == 1 and "at least 12 characters" in short.stderr
-    no_runtime = _run(env, PASSWORD, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    no_runtime = _run(env, PICO_ORACLE_PASSWORD=PASSWORD, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     if shutil.which("podman", path="/usr/bin:/bin") is None and not _engine_answers():
         assert no_runtime.returncode == 1 and "neither docker nor podman" in no_runtime.stderr
+
+
+def _config_with_reference(env: dict) -> Path:
+    home = Path(env["PICOORA_HOME"])
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"oracle": {"password": "${MY_DB_PASSWORD}", "pool_max": 3}}))
+    return home / "config.json"
+
+
+def test_a_password_reference_in_config_is_resolved_and_kept(env):
+    config = _config_with_reference(env)
+    result = _run(env, MY_DB_PASSWORD=PASSWORD)
+    assert result.returncode == 0, result.stderr + result.stdout
+    sql = (Path(env["FAKE_STATE"]) / "sql.txt").read_text()
+    assert f'IDENTIFIED BY "{PASSWORD}"' in sql and "${MY_DB_PASSWORD}" not in sql
+    oracle = json.loads(config.read_text())["oracle"]
+    assert oracle["password"] == "${MY_DB_PASSWORD}" and oracle["pool_max"] == 3 and oracle["enabled"] is True
+    assert PASSWORD not in config.read_text() + result.stdout + result.stderr
+
+
+def test_an_unset_password_reference_stops_with_what_to_export(env):
+    config = _config_with_reference(env)
+    result = _run(env)
+    assert result.returncode == 1 and "refers to ${MY_DB_PASSWORD}, which is not set" in result.stderr
+    assert json.loads(config.read_text())["oracle"]["password"] == "${MY_DB_PASSWORD}"
+    assert not (Path(env["FAKE_STATE"]) / "sql.txt").exists()
 
 
 def _engine_answers() -> bool:
