@@ -2,6 +2,7 @@
 # The first live run, in one command: Oracle AI Database Free in a throw-away container, then picoora's
 # live tier against it. See --help.
 set -euo pipefail
+SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat <<'EOF'
@@ -42,7 +43,7 @@ for arg in "$@"; do
   esac
 done
 
-cd "$(dirname "$0")/.."
+cd "$SCRIPTS_DIR/.."
 ONNX_URL_DEFAULT='https://adwc4pm.objectstorage.us-ashburn-1.oci.customer-oci.com/p/TtH6hL2y25EypZ0-rrczRZ1aXp7v1ONbRBfCiT-BDBN8WLKQ3lgyW6RxCfIFLdA6/n/adwc4pm/b/OML-ai-models/o/all_MiniLM_L12_v2_augmented.zip'
 IMAGE="${ORACLE_IMAGE:-gvenzl/oracle-free:latest}"
 NAME="${ORACLE_CONTAINER:-picoora-live-check}"
@@ -61,13 +62,9 @@ skip() {
   exit 0
 }
 
-RUNTIME=""
-for candidate in docker podman; do
-  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" info >/dev/null 2>&1; then
-    RUNTIME="$candidate"
-    break
-  fi
-done
+# shellcheck source-path=SCRIPTDIR source=container-runtime.sh
+. "$SCRIPTS_DIR/container-runtime.sh"
+RUNTIME="$(container_runtime)"
 [ -n "$RUNTIME" ] || skip "no container engine answers (docker or podman); the live tier needs one to run $IMAGE"
 [ -x "$PYTHON" ] || command -v "$PYTHON" >/dev/null 2>&1 || die "no $PYTHON: python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start Oracle AI Database Free in a container and make picoora use it. See --help.
 set -euo pipefail
+SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat <<'EOF'
@@ -103,13 +104,9 @@ mask() {  # print stdin with the password replaced (in the shell: it never goes 
 
 # ---- tools -------------------------------------------------------------------------------------
 
-RUNTIME=""
-for candidate in docker podman; do
-  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" info >/dev/null 2>&1; then
-    RUNTIME="$candidate"
-    break
-  fi
-done
+# shellcheck source-path=SCRIPTDIR source=container-runtime.sh
+. "$SCRIPTS_DIR/container-runtime.sh"
+RUNTIME="$(container_runtime)"
 [ -n "$RUNTIME" ] || die "neither docker nor podman is installed and running (start the engine, or install podman)"
 if [ -n "${PICOORA:-}" ]; then
   read -r -a PICO_CMD <<<"$PICOORA"

@@ -29,7 +29,7 @@ from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Tx, error_code
 from picoora.store.oracle.setup import OracleSetup
 from picoora.store.oracle.store import _MODEL_MISSING
-from tests.oracle.sqlcheck import bind_names, check_binds
+from tests.oracle.sqlcheck import check_binds
 from tests.store_contract import StoreContract
 
 pytestmark = pytest.mark.oracle

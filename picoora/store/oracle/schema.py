@@ -170,8 +170,3 @@ def upgrade(db: Database, embedding_model: str | None = None) -> tuple[int, list
 
     return db.run_holding(take_migration_lock, work, what="create or upgrade the PICO_ schema",
                           timeout=MIGRATION_SECONDS)
-
-
-def fresh_install_statements() -> list[q.Sql]:
-    """The DDL a fresh database gets, in order (for ``setup-oracle --dry-run``)."""
-    return [stmt for migration in MIGRATIONS for stmt in migration.statements]

@@ -28,7 +28,6 @@ ONNX_METADATA = '{"function":"embedding","embeddingOutput":"embedding","input":{
 MAX_MODEL_BYTES = 1 << 30  # Oracle refuses models over 1 GB
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _MODEL_LOAD_SECONDS = 900.0  # sending and importing a ~130 MB model can take minutes on a small database
-_INDEX_SECONDS = 300.0
 # LOAD_ONNX_MODEL_CLOUD from a database that may not reach out: no network ACL for the user (ORA-24247), or
 # no trust for the server's certificate (ORA-29024), usually wrapped in ORA-29273 "HTTP request failed".
 _NO_NETWORK_ACL = "ORA-24247"
@@ -142,7 +141,7 @@ class OracleSetup:
             return await schema.run_ddl(tx, stmt)
 
         try:
-            return IndexOutcome(name, self.db.run(work, what=f"create index {name}", timeout=_INDEX_SECONDS))
+            return IndexOutcome(name, self.db.run(work, what=f"create index {name}", timeout=indexes.INDEX_SECONDS))
         except Exception as exc:  # reported as a warning line: recall still works, just slower
             return IndexOutcome(name, False, str(exc))
 
