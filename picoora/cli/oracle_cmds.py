@@ -198,7 +198,8 @@ def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:
             steps.ok(f"Vector index {outcome.name} ({kind}) deferred: no vectors stored yet (searches are exact "
                      "until then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)")
         else:
-            steps.ok(f"Vector index {outcome.name} ({kind}) " + ("created" if outcome.created else "already exists"))
+            steps.ok(f"Vector index {outcome.name} ({outcome.kind or 'organisation not recorded'}) "
+                     + ("created" if outcome.created else "already exists"))
     text = setup.text_index()
     if text.error:
         steps.warn(f"Oracle Text index not created ({text.error}); keyword recall scans the table instead")

@@ -168,13 +168,15 @@ def plan_statement(model: str, agent_id: str, statement_id: str) -> str:
 def test_approximate_search_uses_the_vector_index(live_db, agent):
     store = open_oracle_store(live_config(agent))
     try:
+        insert = ("INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, embedding, embedding_model) "
+                  f"VALUES (:memory_id, :agent_id, :content, VECTOR_EMBEDDING({store.model} USING :content AS data), "
+                  ":embedding_model)")
+        rows = [{"memory_id": f"{agent}_{n}", "agent_id": agent, "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}",
+                 "embedding_model": store.model} for n in range(PLAN_ROWS)]
+        check_binds(insert, rows[0])
+
         async def load(tx: Tx) -> None:  # VECTOR_EMBEDDING in the database, one round trip per batch
-            await tx._conn.cursor().executemany(
-                "INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, embedding, embedding_model) "
-                f"VALUES (:memory_id, :agent_id, :content, VECTOR_EMBEDDING({store.model} USING :content AS data), "
-                ":embedding_model)",
-                [{"memory_id": f"{agent}_{n}", "agent_id": agent, "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}",
-                  "embedding_model": store.model} for n in range(PLAN_ROWS)])
+            await tx._conn.cursor().executemany(insert, rows)
 
         store._db.run(load, what="load rows for the plan check", timeout=900.0)
         indexes.rebuild_memory_index(store._db)  # centroids from the data now there

@@ -298,3 +298,19 @@ def test_inspect_reads_the_file_backend_too(fake, config):
     assert fake.pool_params == []
     _, listed = picoora("oracle-inspect", "memories", "--files", "--json")
     assert {m["content"] for m in json.loads(listed)} == {"The user's dog is called Pixel", "Favourite editor is Helix"}
+
+
+def test_an_existing_index_is_reported_with_its_own_organisation_not_the_one_asked_for(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    store = open_oracle_store(config)
+    store.add_memory("The spare key is under the blue flowerpot")
+    store.close()
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in _steps(picoora("setup-oracle")[1])
+    code, out = picoora("setup-oracle", "--hnsw")
+    assert code == 0, out
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in _steps(out)
+    fake.executed.clear()
+    store = open_oracle_store(config)
+    store.reindex()
+    store.close()
+    assert "ivf_memories" in fake.names() and "hnsw_memories" not in fake.names()  # rebuilt as it was

@@ -18,7 +18,7 @@ from picoora.store.oracle.codec import utc_stamp
 from picoora.store.oracle.connection import Database, Tx
 from picoora.store.oracle.schema import run_ddl
 
-KIND_KEY = "schema.vector_index_kind"  # "IVF" or "HNSW"
+KIND_PREFIX = "schema.index_kind."  # + index name -> "IVF" or "HNSW", in PICO_META
 INDEX_SECONDS = 300.0
 
 
@@ -28,6 +28,7 @@ class IndexOutcome:
     created: bool  # False: it already existed (or was deferred)
     error: str | None = None  # set when it could not be created
     deferred: bool = False  # the table has no vectors yet: built by a later setup-oracle or memory reindex
+    kind: str | None = None  # "IVF" / "HNSW" as created or as recorded; None: an index picoora did not record
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,29 @@ def _vector_counts(db: Database) -> tuple[int, int]:
 
 
 def _build(db: Database, index: _VectorIndex, hnsw: bool, rebuild: bool) -> bool:
+    """True when the index was created; False when one existed (its kind is then left as recorded: an
+    existing IVF index must not be reported, or rebuilt, as the HNSW one asked for)."""
     async def work(tx: Tx) -> bool:
         if rebuild:
             await run_ddl(tx, index.drop)
         created = await run_ddl(tx, index.hnsw if hnsw else index.ivf)
-        await tx.run(q.META_SET, meta_key=KIND_KEY, meta_value="HNSW" if hnsw else "IVF", now=utc_stamp())
+        if created:
+            await tx.run(q.META_SET, meta_key=_kind_key(index), meta_value="HNSW" if hnsw else "IVF", now=utc_stamp())
         return created
 
     return db.run(work, what=f"{'rebuild' if rebuild else 'create'} index {index.name}", timeout=INDEX_SECONDS)
+
+
+def _kind_key(index: _VectorIndex) -> str:
+    return f"{KIND_PREFIX}{index.name}"
+
+
+def recorded_kind(db: Database, index: _VectorIndex) -> str | None:
+    async def work(tx: Tx) -> str | None:
+        row = await tx.one(q.META_GET, meta_key=_kind_key(index))
+        return str(row[0]) if row and row[0] else None
+
+    return db.run(work, what="read the vector index kind")
 
 
 def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]:
@@ -75,7 +91,9 @@ def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]
             outcomes.append(IndexOutcome(index.name, False, deferred=True))
             continue
         try:
-            outcomes.append(IndexOutcome(index.name, _build(db, index, hnsw, rebuild=False)))
+            created = _build(db, index, hnsw, rebuild=False)
+            kind = ("HNSW" if hnsw else "IVF") if created else recorded_kind(db, index)
+            outcomes.append(IndexOutcome(index.name, created, kind=kind))
         except StoreError as exc:
             outcomes.append(IndexOutcome(index.name, False, str(exc)))
     return outcomes
@@ -83,12 +101,8 @@ def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]
 
 def rebuild_memory_index(db: Database) -> None:
     """Drop and create the memories' vector index with the recorded organisation (IVF if none was)."""
-    async def kind(tx: Tx) -> str:
-        row = await tx.one(q.META_GET, meta_key=KIND_KEY)
-        return str(row[0]) if row and row[0] else "IVF"
-
     try:
-        _build(db, MEMORIES, db.run(kind, what="read the vector index kind") == "HNSW", rebuild=True)
+        _build(db, MEMORIES, recorded_kind(db, MEMORIES) == "HNSW", rebuild=True)
     except StoreError as exc:
         raise StoreError(f"The memories were re-embedded, but rebuilding their vector index failed: {exc} "
                          "Run: picoora setup-oracle") from None
