@@ -16,8 +16,9 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
 What a real database or driver refuses, the fake refuses too (so a green run means something):
   * VARCHAR2 lengths as declared, in bytes of UTF-8 unless declared ``CHAR`` (ORA-12899);
   * a ``datetime`` bound without the TIMESTAMP input type handler arrives as DATE, fractional seconds lost;
-  * a string bind over 4000 bytes is a LONG bind, accepted only as the value of a CLOB column
-    (ORA-01461), never in array DML (ORA-01478); REGEXP patterns over 512 bytes fail (ORA-12733);
+  * a string bind over 4000 bytes is a LONG bind, accepted only as the value of a CLOB column in an
+    INSERT or UPDATE (ORA-01461; not in a MERGE), never in array DML (ORA-01478); a temporary LOB goes
+    only into a LOB column (ORA-00932); REGEXP patterns over 512 bytes fail (ORA-12733);
   * VECTOR_DISTANCE of vectors with different dimension counts fails (ORA-51808);
   * a MERGE of a new key racing another session's MERGE gets ORA-00001, as in Oracle;
   * ``approx_misses``: approximate (``FETCH APPROX``) searches may drop that many nearest rows;
@@ -84,6 +85,7 @@ _ORA_TEXT = {
     40284: "model {name} does not exist",
     51950: "Vector memory area is not enabled",
     54: "resource busy and acquire with NOWAIT specified or timeout expired",
+    932: "inconsistent datatypes: expected - got CLOB",
     1418: "specified index does not exist",
     1441: "cannot decrease column length because some value is too big",
     1461: "can bind a LONG value only for insert into a LONG column",
@@ -250,8 +252,9 @@ class FakeOracle:
             raise ora_error(1461)
 
     def _lob_targets(self, sql: str) -> set[str]:
-        """Bind names that are the value of a CLOB column in this INSERT / UPDATE / MERGE."""
-        m = re.match(r"(?:INSERT INTO|UPDATE|MERGE INTO) (\w+)", sql)
+        """Bind names that are the value of a CLOB column in this INSERT / UPDATE. None in a MERGE: Oracle
+        refuses LONG binds there even for CLOB columns (ORA-01461 once the MERGE updates)."""
+        m = re.match(r"(?:INSERT INTO|UPDATE) (\w+)", sql)
         table = self.tables.get(m.group(1)) if m else None
         if table is None:
             return set()
@@ -392,6 +395,10 @@ class FakeOracle:
 
     def _store_value(self, table: Table, column: str, value: Any) -> Any:
         declared = table.columns[column]
+        if isinstance(value, FakeLob):  # a temporary LOB: its text, and only into a LOB column
+            if not declared.startswith(("CLOB", "BLOB")):
+                raise ora_error(932)
+            value = value.data
         if (size := _VARCHAR.match(declared)) and isinstance(value, str):
             used = len(value) if size.group(2) == " CHAR" else _utf8_len(value)
             if used > int(size.group(1)) or _utf8_len(value) > MAX_STRING_BYTES:
@@ -835,7 +842,7 @@ class FakeOracle:
 @dataclass
 class FakeLob:
     kind: Any
-    data: bytes
+    data: bytes | str
 
 
 @dataclass

@@ -143,12 +143,26 @@ def test_multibyte_text_is_cut_to_4000_bytes_before_embedding(fake, open_store):
     assert sent and all(len(t.encode()) <= 4000 for t in sent)
 
 
+def _raw_execute(sql: str, binds: dict):
+    """A statement straight through the (fake) driver cursor, without Tx's CLOB conversion."""
+    async def work(tx):
+        await tx._conn.cursor().execute(sql, binds, fetch_lobs=False)
+
+    return work
+
+
 def test_the_fake_refuses_a_long_bind_outside_a_clob_column(fake, config):
     set_up_schema(fake, config)
+    embed = q.EMBED.render(fake.model)
     with pytest.raises(OracleUnavailable, match="ORA-01461"):
-        _run(fake, config, lambda tx: tx.one(q.EMBED, text="x" * 4001))
+        _run(fake, config, _raw_execute(embed, {"text": "x" * 4001}))
     with pytest.raises(OracleUnavailable, match="ORA-12733"):
         _run(fake, config, lambda tx: tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id="a", pattern="a|" * 300, k=1))
+    merge = {"prompt_name": "USER.md", "agent_id": "a", "content": "p" * 8000, "now": datetime(2026, 1, 1)}
+    with pytest.raises(OracleUnavailable, match="ORA-01461"):  # a LONG bind in a MERGE, even into a CLOB
+        _run(fake, config, _raw_execute(q.PROMPT_SET.render(fake.model), merge))
+    _run(fake, config, lambda tx: tx.run(q.PROMPT_SET, **merge))  # Tx sends it as a temporary CLOB
+    assert fake.rows("PICO_PROMPTS")[0]["content"] == "p" * 8000
 
 
 def test_large_prompts_and_tool_results_go_into_clobs(fake, open_store):

@@ -212,10 +212,16 @@ class Statement:
     binds: dict[str, Any]
 
 
+MAX_STRING_BYTES = 4000  # VARCHAR2 binds under MAX_STRING_SIZE=STANDARD (the Free default)
+
+
 class Tx:
     """What a unit of work sees: one pooled connection, one transaction, statements from the registry.
 
-    Queries always run with ``fetch_lobs=False`` so CLOBs come back as ``str``."""
+    Queries always run with ``fetch_lobs=False`` so CLOBs come back as ``str``. A string over 4000 bytes
+    (a long prompt, a 100 KB tool result) is sent as a temporary CLOB: as a plain str the driver would
+    bind it as LONG, which Oracle accepts only as an INSERT or UPDATE value, not in a MERGE (ORA-01461)
+    nor in array DML (ORA-01478)."""
 
     def __init__(self, conn: Any, model: str):
         self._conn = conn
@@ -224,10 +230,20 @@ class Tx:
     def _sql(self, stmt: Sql) -> str:
         return stmt.render(self._model)
 
+    async def _binds(self, binds: dict[str, Any]) -> dict[str, Any]:
+        # (len(v) * 4 first: a string of at most 1000 characters cannot be over 4000 bytes, no need to encode)
+        large = [k for k, v in binds.items() if isinstance(v, str) and len(v) * 4 > MAX_STRING_BYTES
+                 and len(v.encode("utf-8")) > MAX_STRING_BYTES]
+        if not large:
+            return binds
+        import oracledb
+
+        return {**binds, **{k: await self._conn.createlob(oracledb.DB_TYPE_CLOB, binds[k]) for k in large}}
+
     async def rows(self, stmt: Sql, **binds: Any) -> list[tuple]:
         cursor = self._conn.cursor()
         try:
-            await cursor.execute(self._sql(stmt), binds, fetch_lobs=False)
+            await cursor.execute(self._sql(stmt), await self._binds(binds), fetch_lobs=False)
             return list(await cursor.fetchall())
         finally:
             cursor.close()
@@ -240,7 +256,7 @@ class Tx:
         """DML, DDL or PL/SQL; returns the affected row count (0 for DDL/PL/SQL)."""
         cursor = self._conn.cursor()
         try:
-            await cursor.execute(self._sql(stmt), binds)
+            await cursor.execute(self._sql(stmt), await self._binds(binds))
             return max(cursor.rowcount or 0, 0)
         finally:
             cursor.close()
@@ -250,7 +266,7 @@ class Tx:
             return
         cursor = self._conn.cursor()
         try:
-            await cursor.executemany(self._sql(stmt), rows)
+            await cursor.executemany(self._sql(stmt), [await self._binds(row) for row in rows])
         finally:
             cursor.close()
 

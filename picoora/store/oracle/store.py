@@ -645,8 +645,8 @@ class OracleStore:
                 seqs = list(range(first, first + len(messages)))
                 now = utc_stamp()
                 try:
-                    # One execute per message: a tool result over 4000 bytes binds as LONG, which array
-                    # DML refuses (ORA-01478); a turn appends only a few messages.
+                    # One execute per message: a tool result over 4000 bytes goes as a temporary CLOB, and
+                    # array DML wants one bind type per column across rows; a turn appends only a few.
                     for seq, message in zip(seqs, messages):
                         await tx.run(q.TRANSCRIPT_INSERT, session_key=key, agent_id=self.agent_id, sequence_num=seq,
                                      role=message.role, content=message.content, now=now,
