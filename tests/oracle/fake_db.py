@@ -811,8 +811,8 @@ class FakeOracle:
         return [(name, function, algorithm) for name, (function, algorithm) in sorted(self.models.items())]
 
     async def _pico_indexes(self, conn, b):
-        return [(name, table, kind, "VALID") for name, (table, _, kind) in sorted(self.indexes.items())
-                if name.startswith("IDX_PICO_")]
+        return [(name, table, kind, "UNUSABLE" if name in self.unusable_indexes else "VALID")
+                for name, (table, _, kind) in sorted(self.indexes.items()) if name.startswith("IDX_PICO_")]
 
     async def _self_test(self, conn, b):
         return [(len(self.embed(b["text"])),)]

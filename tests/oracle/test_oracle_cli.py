@@ -314,3 +314,16 @@ def test_an_existing_index_is_reported_with_its_own_organisation_not_the_one_ask
     store.reindex()
     store.close()
     assert "ivf_memories" in fake.names() and "hnsw_memories" not in fake.names()  # rebuilt as it was
+
+
+def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    store = open_oracle_store(config)
+    store.add_memory("The spare key is under the blue flowerpot")
+    store.close()
+    assert picoora("setup-oracle")[0] == 0
+    fake.unusable_indexes.add("IDX_PICO_MEMORIES_VEC")
+    code, out = picoora("setup-oracle")
+    assert code == 3, out
+    assert any(line.startswith("⚠ Vector index IDX_PICO_MEMORIES_VEC not created: it exists but its status is UNUSABLE")
+               for line in _steps(out))

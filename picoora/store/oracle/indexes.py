@@ -74,6 +74,14 @@ def _kind_key(index: _VectorIndex) -> str:
     return f"{KIND_PREFIX}{index.name}"
 
 
+def _status(db: Database, index: _VectorIndex) -> str:
+    """USER_INDEXES.status of ``index`` ("VALID", "UNUSABLE", ...; "MISSING" when there is none)."""
+    async def work(tx: Tx) -> str:
+        return next((str(row[3]) for row in await tx.rows(q.PICO_INDEXES) if row[0] == index.name), "MISSING")
+
+    return db.run(work, what=f"check index {index.name}")
+
+
 def recorded_kind(db: Database, index: _VectorIndex) -> str | None:
     async def work(tx: Tx) -> str | None:
         row = await tx.one(q.META_GET, meta_key=_kind_key(index))
@@ -93,7 +101,10 @@ def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]
         try:
             created = _build(db, index, hnsw, rebuild=False)
             kind = ("HNSW" if hnsw else "IVF") if created else recorded_kind(db, index)
-            outcomes.append(IndexOutcome(index.name, created, kind=kind))
+            status = _status(db, index)
+            problem = None if status == "VALID" else (f"it exists but its status is {status}: run `picoora memory "
+                                                      "reindex` (memories) or drop it and run setup-oracle again")
+            outcomes.append(IndexOutcome(index.name, created, problem, kind=kind))
         except StoreError as exc:
             outcomes.append(IndexOutcome(index.name, False, str(exc)))
     return outcomes
