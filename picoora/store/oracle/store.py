@@ -147,7 +147,7 @@ ASYNC_METHODS = (
     "search_daily_notes", "load_session", "append_session", "compact_session", "reset_session", "list_sessions",
     "append_transcript", "read_transcript", "transcript_keys", "get_state", "set_state", "all_state",
     "get_config", "set_config", "all_config", "get_meta", "set_meta", "all_meta", "list_prompts", "get_prompt",
-    "set_prompt", "stats",
+    "set_prompt", "stats", "append_trace", "get_trace", "last_trace", "set_summary",
 )
 
 
@@ -881,31 +881,46 @@ class OracleStore:
     # ---- traces ----------------------------------------------------------------------------------
 
     def append_trace(self, trace: TurnTrace) -> None:
+        self._do(self._append_trace_op(trace))
+
+    def _append_trace_op(self, trace: TurnTrace) -> Op:
         async def work(tx: Tx) -> None:
             await tx.run(q.TRACE_INSERT, trace_id=trace.turn_id, agent_id=self.agent_id, session_key=trace.session_key,
                          trace_json=json.dumps(trace.to_json(), ensure_ascii=False), now=utc_stamp())
 
-        self._run(work, "save the turn trace")
+        return Op(work, "save the turn trace")
 
     def get_trace(self, turn_id: str) -> TurnTrace | None:
-        async def work(tx: Tx) -> tuple | None:
-            return await tx.one(q.TRACE_GET, agent_id=self.agent_id, trace_id=turn_id)
+        return self._do(self._get_trace_op(turn_id))
 
-        return _trace_from_row(self._run(work, "read the turn trace"))
+    def _get_trace_op(self, turn_id: str) -> Op:
+        async def work(tx: Tx) -> TurnTrace | None:
+            return _trace_from_row(await tx.one(q.TRACE_GET, agent_id=self.agent_id, trace_id=turn_id))
+
+        return Op(work, "read the turn trace")
 
     def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
-        async def work(tx: Tx) -> tuple | None:
-            if session_key is None:
-                return await tx.one(q.TRACE_LAST, agent_id=self.agent_id)
-            return await tx.one(q.TRACE_LAST_IN_SESSION, agent_id=self.agent_id, session_key=session_key)
+        return self._do(self._last_trace_op(session_key))
 
-        return _trace_from_row(self._run(work, "read the turn trace"))
+    def _last_trace_op(self, session_key: str | None = None) -> Op:
+        async def work(tx: Tx) -> TurnTrace | None:
+            if session_key is None:
+                return _trace_from_row(await tx.one(q.TRACE_LAST, agent_id=self.agent_id))
+            return _trace_from_row(await tx.one(q.TRACE_LAST_IN_SESSION, agent_id=self.agent_id,
+                                                session_key=session_key))
+
+        return Op(work, "read the turn trace")
 
     def set_summary(self, key: str, summary: str) -> None:
+        self._do(self._set_summary_op(key, summary))
+
+    def _set_summary_op(self, key: str, summary: str) -> Op:
+        limits.check_session_key(key)
+
         async def work(tx: Tx) -> None:
             await self._rewrite_session(tx, key, lambda old, _: (old, summary))
 
-        self._run(work, "save the session summary")
+        return Op(work, "save the session summary")
 
     def close(self) -> None:
         self._db.close()
