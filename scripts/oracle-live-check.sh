@@ -62,9 +62,7 @@ skip() {
   exit 0
 }
 
-# shellcheck source-path=SCRIPTDIR source=container-runtime.sh
-. "$SCRIPTS_DIR/container-runtime.sh"
-RUNTIME="$(container_runtime)"
+RUNTIME="$(for c in docker podman; do command -v "$c" >/dev/null 2>&1 && "$c" info >/dev/null 2>&1 && { echo "$c"; break; }; done || true)"
 [ -n "$RUNTIME" ] || skip "no container engine answers (docker or podman); the live tier needs one to run $IMAGE"
 [ -x "$PYTHON" ] || command -v "$PYTHON" >/dev/null 2>&1 || die "no $PYTHON: python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"
 

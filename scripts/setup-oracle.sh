@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Start Oracle AI Database Free in a container and make picoora use it. See --help.
 set -euo pipefail
-SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat <<'EOF'
@@ -104,9 +103,13 @@ mask() {  # print stdin with the password replaced (in the shell: it never goes 
 
 # ---- tools -------------------------------------------------------------------------------------
 
-# shellcheck source-path=SCRIPTDIR source=container-runtime.sh
-. "$SCRIPTS_DIR/container-runtime.sh"
-RUNTIME="$(container_runtime)"
+RUNTIME=""  # inline, not sourced: this script is also downloaded and run on its own (README)
+for candidate in docker podman; do
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" info >/dev/null 2>&1; then
+    RUNTIME="$candidate"
+    break
+  fi
+done
 [ -n "$RUNTIME" ] || die "neither docker nor podman is installed and running (start the engine, or install podman)"
 if [ -n "${PICOORA:-}" ]; then
   read -r -a PICO_CMD <<<"$PICOORA"

@@ -137,6 +137,15 @@ def test_first_and_second_run(env, tmp_path):
         assert PASSWORD not in text
 
 
+def test_the_script_runs_on_its_own_as_the_readme_downloads_it(env, tmp_path):
+    alone = tmp_path / "download" / "setup-oracle.sh"
+    alone.parent.mkdir()
+    shutil.copy(SCRIPT, alone)  # curl -fsSLO .../setup-oracle.sh: no other file beside it
+    result = subprocess.run(["bash", str(alone)], env={**env, "PICO_ORACLE_PASSWORD": PASSWORD},
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr + result.stdout
+
+
 def test_sqlplus_errors_are_shown_masked(env):
     state = Path(env["FAKE_STATE"])
     (state / "user").touch()  # the user exists: our stand-in echoes the CREATE line, then ORA-01920
