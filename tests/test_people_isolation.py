@@ -95,3 +95,27 @@ def test_each_guest_has_their_own_sessions_and_notes(config):
         ben_notes, ben_sessions, ana_sessions, owner_sessions, ana_traced, ben_untraced = asyncio.run(scenario())
     assert ben_notes == [] and ben_sessions == [] and ana_sessions == ["telegram:1"] and owner_sessions == []
     assert ana_traced and ben_untraced
+
+
+def test_a_persons_oracle_scope_fits_the_column_and_long_names_never_collide():
+    from picoora.store.scoped import person_agent_id
+
+    assert person_agent_id("default", "sam") == "default.sam"
+    long_base = "a" * 60
+    first, second = person_agent_id(long_base, "guest-telegram-1234567"), person_agent_id(long_base, "guest-telegram-1234568")
+    assert first != second and len(first.encode()) <= 64 and len(second.encode()) <= 64
+
+
+def test_a_persons_async_store_reads_the_shared_prompts(tmp_path):
+    import asyncio
+
+    from picoora.store.aio import AsyncStore
+    from picoora.store.scoped import PersonStore
+    from picoora.store.files import FileStore
+
+    owner, own = FileStore(tmp_path / "owner"), FileStore(tmp_path / "sam")
+    owner.set_prompt("IDENTITY.md", "I am picoora.")
+    astore = AsyncStore(PersonStore(own, owner, "sam"))  # type: ignore[arg-type]
+    prompts = asyncio.run(astore.list_prompts())
+    astore.close()
+    assert [p.content for p in prompts] == ["I am picoora."]

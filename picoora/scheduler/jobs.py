@@ -22,7 +22,8 @@ Action = Literal["agent", "reminder"]
 KINDS: tuple[str, ...] = ("at", "every", "cron")
 ACTIONS: tuple[str, ...] = ("agent", "reminder")
 JOB_PREFIX, RUN_PREFIX = "cron.job.", "cron.run."
-MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, not a schedule
+MIN_INTERVAL_SECONDS = 60
+MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest  # an agent turn every few seconds is a runaway loop, not a schedule
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -147,6 +148,9 @@ class JobBook:
             raise JobError(f"unknown action {action!r}: use agent or reminder")
         if not text.strip():
             raise JobError("a job needs a message")
+        if len(text) > MAX_TEXT_CHARS:
+            raise JobError(f"a job's message is at most {MAX_TEXT_CHARS} characters; keep the details in a file "
+                           "or a memory and refer to it")
         job = Job(id=secrets.token_hex(4), kind=kind, spec=spec.strip(), text=text.strip(), channel=channel,  # type: ignore[arg-type]
                   chat_id=chat_id, action=action, timezone=timezone_name,  # type: ignore[arg-type]
                   created_at=self._now().isoformat())

@@ -147,6 +147,7 @@ class FileStore:
             raise ValueError("a memory needs some content")
         if not 0.0 <= importance <= 1.0:
             raise ValueError(f"importance must be between 0 and 1, not {importance}")
+        limits.check_chars(category or "general", limits.KEY_CHARS, "the memory category")
         with self._lock:
             index = self._memories.searchable()
         (vector,), model = embed(index, [content])  # outside the lock: the first call loads the model
@@ -323,6 +324,8 @@ class FileStore:
     def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
         if not messages:
             return []
+        for message in messages:
+            limits.check_chars(message.role, limits.ROLE_CHARS, "the message role")
         path = self._transcript_path(key)
         with self._lock:  # the last seq is read and extended under the lock: no two writers reuse one
             first_seq = _last_seq(path) + 1

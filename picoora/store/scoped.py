@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import Store
 
+AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
 SHARED = frozenset({"list_prompts", "get_prompt", "set_prompt", "get_config", "set_config", "all_config",
                     "get_meta", "set_meta", "all_meta", "details", "display_name", "backend"})
 
@@ -27,11 +28,46 @@ class PersonStore:
         return getattr(self._shared if name in SHARED else self._own, name)
 
     def native_async(self) -> Any:
-        native = getattr(self._own, "native_async", None)
-        return native() if callable(native) else None
+        """The coroutines of both stores, each name going where the blocking form goes."""
+        own, shared = _native(self._own), _native(self._shared)
+        if own is None and shared is None:
+            return None
+        return _NativeRoute(own, shared)
 
     def close(self) -> None:
         self._own.close()  # the shared store belongs to its opener
+
+
+def _native(store: Any) -> Any:
+    native = getattr(store, "native_async", None)
+    return native() if callable(native) else None
+
+
+class _NativeRoute:
+    """``PersonStore``'s routing for the async forms (a name the backend has no coroutine for is missing, so
+    ``AsyncStore`` falls back to the blocking form, which routes itself)."""
+
+    def __init__(self, own: Any, shared: Any):
+        self._own, self._shared = own, shared
+
+    def __getattr__(self, name: str) -> Any:
+        native = self._shared if name in SHARED else self._own
+        if native is None:
+            raise AttributeError(name)
+        return getattr(native, name)
+
+
+def person_agent_id(agent_id: str, person: str) -> str:
+    """``<agent_id>.<person>``, within the 64-byte column; a longer one ends in a hash of the person's name,
+    so two long names never share a scope."""
+    import hashlib
+
+    scoped = f"{agent_id}.{person}"
+    if len(scoped.encode("utf-8")) <= AGENT_ID_BYTES:
+        return scoped
+    digest = hashlib.sha256(person.encode("utf-8")).hexdigest()[:16]
+    head = agent_id.encode("utf-8")[: AGENT_ID_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}.{digest}"
 
 
 def open_person_store(config: Config, owner_store: Store, person: str) -> Store:
@@ -43,7 +79,7 @@ def open_person_store(config: Config, owner_store: Store, person: str) -> Store:
         from picoora.store.oracle import open_oracle_store
 
         scoped = config.model_copy(update={"oracle": config.oracle.model_copy(
-            update={"agent_id": f"{config.oracle.agent_id}.{person}"[:64]})})
+            update={"agent_id": person_agent_id(config.oracle.agent_id, person)})})
         own: Store = open_oracle_store(scoped)
     else:
         from picoora.store.layout import FileLayout

@@ -64,7 +64,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        "✓ Schema created (version 7, 9 tables with PICO_ prefix)",
+        "✓ Schema created (version 7, 10 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
         "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md",
@@ -92,7 +92,7 @@ def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fa
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert "✓ Schema up to date (version 7, 9 PICO_ tables)" in steps
+    assert "✓ Schema up to date (version 7, 10 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in steps
     assert any(line.startswith("✓ Vector index IDX_PICO_DAILY_NOTES_VEC (IVF) deferred") for line in steps)
