@@ -112,8 +112,12 @@ class OracleConfig(_Section):
 
 class GatewayConfig(_Section):
     host: str = "127.0.0.1"
-    port: int = 18790
-    token: str = ""  # required when host is not loopback
+    port: int = Field(18790, ge=0, le=65535)  # 0: any free port (tests)
+    token: str = ""  # required off loopback; on loopback an empty token gets a one-off token per run
+    cors_origins: list[str] = []  # browser origins allowed to call the API; empty: no CORS at all
+    max_body_bytes: int = Field(1_000_000, ge=1024)  # larger request bodies get 413
+    max_message_chars: int = Field(32_000, ge=1)  # a longer chat message gets 413
+    shutdown_seconds: float = Field(30.0, ge=0)  # on SIGTERM, how long in-flight turns may finish
 
 
 class ChannelConfig(_Section):

@@ -1,0 +1,96 @@
+"""``picoora gateway``: run the long-lived service (HTTP API, OpenAI-compatible endpoint, web chat).
+
+FastAPI and uvicorn are imported inside the command, so ``picoora --help`` does not pay for them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Optional
+
+import typer
+
+from picoora.cli.errors import EXIT_USAGE, CLIError, config_path, load_config
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gateway")(gateway)
+
+
+def gateway(
+    ctx: typer.Context,
+    host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default: gateway.host, 127.0.0.1)."),
+    port: Optional[int] = typer.Option(None, "--port", min=0, max=65535,
+                                       help="Port (default: gateway.port, 18790; 0: any free port)."),
+    print_systemd_unit: bool = typer.Option(False, "--print-systemd-unit",
+                                            help="Print a systemd unit that runs this gateway, and exit."),
+    user_unit: bool = typer.Option(False, "--user-unit",
+                                   help="With --print-systemd-unit: a user unit (systemctl --user) instead of a "
+                                        "system unit running as the current user."),
+) -> None:
+    """Run the gateway: HTTP API, OpenAI-compatible /v1/chat/completions and the web chat, until SIGTERM/Ctrl+C.
+
+    Every endpoint but /health needs 'Authorization: Bearer <gateway.token>'; the web chat URL printed at
+    start carries the token. Listening off loopback without a configured token is refused."""
+    config = load_config(ctx)
+    if print_systemd_unit:
+        _print_unit(ctx, user_unit)
+        return
+    if host is not None:
+        config.gateway.host = host
+    if port is not None:
+        config.gateway.port = port
+    import asyncio
+
+    from picoora.gateway.binding import BindingRefused
+    from picoora.gateway.server import banner, bind, open_gateway, serve
+    from picoora.llm.base import LLMError
+    from picoora.store.base import StoreError
+
+    try:
+        sock = bind(config.gateway.host, config.gateway.port)
+    except OSError as err:
+        raise CLIError(f"cannot listen on {config.gateway.host}:{config.gateway.port}: {err.strerror or err}. "
+                       "Is another gateway running? Pick another port with --port or gateway.port.") from None
+    try:
+        state = open_gateway(config, config_path=config_path(ctx))
+    except BindingRefused as err:
+        sock.close()
+        raise CLIError(str(err), EXIT_USAGE) from None
+    except (StoreError, LLMError) as err:
+        sock.close()
+        raise CLIError(str(err)) from None
+
+    def started(server) -> None:  # noqa: ANN001 - GatewayServer, imported lazily
+        print("\n".join(banner(state, server.port)), flush=True)
+
+    asyncio.run(serve(state, sock, started))
+    print("picoora gateway stopped.", flush=True)
+
+
+def _print_unit(ctx: typer.Context, user_unit: bool) -> None:
+    import getpass
+
+    from picoora.config import default_config_path, picoora_home
+
+    try:
+        from picoora.gateway.systemd import unit_text
+    except ImportError:
+        raise CLIError("this build has no systemd unit writer (picoora/gateway/systemd.py)") from None
+    path = config_path(ctx) or default_config_path()
+    try:
+        text = unit_text(_executable(), str(picoora_home().resolve()), str(path.expanduser().resolve()),
+                         None if user_unit else getpass.getuser())
+    except ValueError as err:
+        raise CLIError(str(err), EXIT_USAGE) from None
+    sys.stdout.write(text)
+
+
+def _executable() -> str:
+    """The ``picoora`` command as the user runs it (a ~/.local/bin link stays a link, so upgrades keep working)."""
+    argv0 = sys.argv[0]
+    if os.path.basename(argv0) == "picoora":
+        return os.path.abspath(argv0)
+    beside = os.path.join(os.path.dirname(sys.executable), "picoora")
+    return shutil.which("picoora") or beside

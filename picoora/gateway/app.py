@@ -1,0 +1,85 @@
+"""The FastAPI app of ``picoora gateway``: routers, limits, CORS, error shapes and the lifespan.
+
+The lifespan starts the services beside the HTTP app (the bus dispatcher, channels, scheduler,
+heartbeat: ``GatewayServices``) on the open assistant, and on the way out stops taking turns, stops the
+services, waits for the running HTTP turns up to ``gateway.shutdown_seconds`` and closes the assistant
+(which waits for background compactions and closes the store)."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from fastapi import Depends, FastAPI
+
+from picoora.gateway.auth import require_token
+
+from picoora.gateway.errors import install_error_handlers
+from picoora.gateway.limits import BodyLimit
+from picoora.gateway.state import Gateway
+from picoora.gateway.turns import TurnRunner
+
+if TYPE_CHECKING:
+    from picoora.assistant import Assistant
+    from picoora.gateway.services import GatewayServices
+
+log = logging.getLogger("picoora.gateway")
+
+
+def create_app(gateway: Gateway) -> FastAPI:
+    from picoora import __version__
+    from picoora.gateway import routes_api, routes_openai, routes_web
+
+    settings = gateway.config.gateway
+    app = FastAPI(title="picoora gateway", version=__version__, lifespan=_lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None,
+                  description="The assistant over HTTP. Every route but /health needs 'Authorization: Bearer <token>'.")
+    app.state.gateway = gateway
+    install_error_handlers(app)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])
+    async def openapi() -> dict[str, Any]:
+        return app.openapi()
+    for router in (routes_api.public, routes_api.api, routes_openai.router, routes_web.router):
+        app.include_router(router)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+                           allow_headers=["Authorization", "Content-Type", "X-Session-Id"])
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    gateway: Gateway = app.state.gateway
+    assistant = gateway.assistant
+    if assistant is None:
+        raise RuntimeError("open the gateway's assistant (open_gateway) before serving it")
+    gateway.runner = TurnRunner(assistant)
+    services = gateway.services = (gateway.services_factory or _services)(assistant)
+    try:
+        await services.start()
+    except BaseException:
+        await services.stop()
+        raise
+    gateway.service_lines = list(services.started)
+    try:
+        yield
+    finally:
+        gateway.request_stop()
+        await services.stop()  # channels and timers first: no new work from any front door
+        cancelled = await gateway.runner.drain(gateway.shutdown_deadline())
+        if cancelled:
+            log.warning("%d turn(s) still running at the shutdown deadline were cancelled (their messages are kept)",
+                        cancelled)
+        gateway.assistant = None
+        await assistant.aclose()
+
+
+def _services(assistant: Assistant) -> GatewayServices:
+    from picoora.gateway.services import GatewayServices
+
+    return GatewayServices(assistant)

@@ -1,0 +1,91 @@
+"""One error shape for every response: ``{"error": {"type", "message"}}``, never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from picoora.llm.base import LLMError, ProviderUnavailableError
+from picoora.store.base import StoreError
+
+log = logging.getLogger("picoora.gateway")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, type_: str, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.type, self.message, self.headers = status, type_, message, headers
+
+
+class ErrorBody(BaseModel):
+    type: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"type": type_, "message": message}}, status_code=status, headers=headers)
+
+
+# Documented on every route, so the OpenAPI document (and the fuzzer reading it) knows the error shapes.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": text}
+    for status, text in (
+        (400, "Bad request"),
+        (401, "Missing or wrong token"),
+        (404, "Not found"),
+        (413, "Body or message too large"),
+        (422, "Malformed body or parameters"),
+        (503, "Shutting down or not ready"),
+    )
+}
+
+_STATUS_TYPES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
+                 413: "too_large", 415: "unsupported_media_type"}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.type, exc.message, exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
+                              getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "invalid_request", _validation_text(exc))
+
+    @app.exception_handler(StoreError)
+    async def _store_down(request: Request, exc: StoreError) -> JSONResponse:
+        return error_response(503, "store_unavailable", str(exc))
+
+    @app.exception_handler(LLMError)
+    async def _model_problem(request: Request, exc: LLMError) -> JSONResponse:
+        if isinstance(exc, ProviderUnavailableError):
+            return error_response(503, "model_unavailable", str(exc))
+        return error_response(400, "model_unusable", str(exc))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal_error", "the gateway failed on this request; its log says why")
+
+
+def _validation_text(exc: RequestValidationError) -> str:
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(problems) or "malformed request"

@@ -1,0 +1,38 @@
+"""Request body limit: a body over ``max_bytes`` gets 413 before (or while) it is read, never buffered whole."""
+
+from __future__ import annotations
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from picoora.gateway.errors import error_response
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            status, message = (413, self._too_large()) if declared.isdigit() else (400, "bad Content-Length")
+            await error_response(status, "too_large" if status == 413 else "bad_request", message)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counting_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:  # a chunked body without Content-Length that keeps coming
+                raise HTTPException(413, self._too_large())
+            return message
+
+        await self.app(scope, counting_receive, send)
+
+    def _too_large(self) -> str:
+        return f"request body larger than {self.max_bytes} bytes (gateway.max_body_bytes)"

@@ -1,0 +1,188 @@
+"""The JSON API: health, readiness, chat (JSON or SSE), sessions, their models, memory, traces."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from picoora.gateway.auth import require_token
+from picoora.gateway.errors import ERROR_RESPONSES, ApiError
+from picoora.gateway.schemas import (
+    SESSION_KEY,
+    ChatRequest,
+    ChatResponse,
+    Deleted,
+    Health,
+    HistoryEntry,
+    MemoryAdded,
+    MemoryIn,
+    MemoryList,
+    MemorySearch,
+    ModelBody,
+    ModelInfo,
+    Ready,
+    SessionHistory,
+    SessionInfo,
+)
+from picoora.gateway.sse import SSE_HEADERS, TurnEvents, frame
+from picoora.gateway.state import assistant_of, gateway_of, runner_of
+from picoora.gateway.turns import turn_result
+from picoora.store.base import time_to_json
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from picoora.agent import TurnResult
+    from picoora.store.base import MemoryRecord
+
+public = APIRouter(responses=ERROR_RESPONSES)
+api = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES)
+
+SessionKey = Path(pattern=SESSION_KEY, description="a session key as listed, e.g. web:abc")
+
+
+@public.get("/health", response_model=Health, tags=["service"])
+async def health(request: Request) -> Health:
+    """Liveness: the process answers. Needs no token."""
+    from picoora import __version__
+
+    return Health(status="ok", version=__version__, uptime_seconds=round(gateway_of(request).uptime, 3))
+
+
+@public.get("/ready", response_model=Ready, tags=["service"], dependencies=[Depends(require_token)],
+            responses={503: {"model": Ready, "description": "a check failed (named in checks)"}})
+async def ready(request: Request) -> Any:
+    """200 when the store and the model provider answer; 503 naming the failing check."""
+    from picoora.gateway.readiness import run_checks
+
+    gateway = gateway_of(request)
+    if gateway.assistant is None or not gateway.runner or not gateway.runner.accepting:
+        body = Ready(ready=False, checks=[{"name": "gateway", "ok": False, "detail": "shutting down"}])
+        return JSONResponse(body.model_dump(), status_code=503)
+    checks = await run_checks(gateway.assistant)
+    body = Ready(ready=all(c.ok for c in checks), checks=[c.__dict__ for c in checks])
+    return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
+
+
+# -- chat ---------------------------------------------------------------------------------------------
+
+@api.post("/chat", tags=["chat"], response_model=ChatResponse,
+          responses={200: {"content": {"text/event-stream": {}},
+                           "description": "the answer, or with stream/Accept: text/event-stream the turn's events"}})
+async def chat(body: ChatRequest, request: Request) -> Any:
+    """One turn in session ``web:<session_id>``. A client that disconnects does not cancel the turn."""
+    gateway = gateway_of(request)
+    check_message_size(body.text, gateway.config.gateway.max_message_chars)
+    session_key = f"web:{body.session_id}"
+    runner = runner_of(request)
+    if body.stream or "text/event-stream" in request.headers.get("accept", ""):
+        sink = TurnEvents()
+        task = runner.start(body.text, session_key, sink)
+        sink.follow(task)
+        return StreamingResponse(_event_stream(sink, task), media_type="text/event-stream", headers=SSE_HEADERS)
+    result = await turn_result(runner.start(body.text, session_key))
+    return _chat_response(session_key, result)
+
+
+def check_message_size(text: str, limit: int) -> None:
+    if len(text) > limit:
+        raise ApiError(413, "message_too_large", f"message longer than {limit} characters (gateway.max_message_chars)")
+
+
+async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnResult]) -> AsyncIterator[bytes]:
+    finished = False
+    async for event in sink.events(task):
+        if event is None:
+            yield b": keep-alive\n\n"
+            continue
+        finished = event.type == "final_answer"
+        yield frame(event.to_dict(), event=event.type, event_id=f"{event.turn_id}:{event.seq}")
+    if not finished:  # the turn crashed outside the loop (logged by the runner)
+        yield frame({"type": "error", "message": "the turn failed; the gateway log says why"}, event="error")
+
+
+def _chat_response(session_key: str, result: TurnResult) -> ChatResponse:
+    return ChatResponse(session_key=session_key, turn_id=result.turn_id, text=result.text,
+                        stop_reason=result.stop_reason, iterations=result.iterations, tool_calls=result.tool_calls)
+
+
+# -- sessions -----------------------------------------------------------------------------------------
+
+@api.get("/sessions", response_model=list[SessionInfo], tags=["sessions"])
+async def list_sessions(request: Request) -> list[SessionInfo]:
+    sessions = await assistant_of(request).sessions()
+    return [SessionInfo(key=s.key, messages=len(s.messages), summary=s.summary,
+                        created_at=time_to_json(s.created_at), updated_at=time_to_json(s.updated_at))
+            for s in sessions]
+
+
+@api.get("/sessions/{key}", response_model=SessionHistory, tags=["sessions"])
+async def session_history(request: Request, key: str = SessionKey,
+                          limit: int | None = Query(None, ge=1, le=10_000)) -> SessionHistory:
+    """The session's transcript (every message as recorded), oldest first; ``limit``: the last ones."""
+    entries = await assistant_of(request).history(key, limit)
+    return SessionHistory(key=key, entries=[
+        HistoryEntry(seq=e.seq, created_at=time_to_json(e.created_at), message=e.message.to_dict()) for e in entries])
+
+
+@api.delete("/sessions/{key}", response_model=Deleted, tags=["sessions"])
+async def reset_session(request: Request, key: str = SessionKey) -> Deleted:
+    """Start the session afresh: its history goes from the model's view; the transcript and memories stay."""
+    await assistant_of(request).new_session(key)
+    return Deleted(deleted=key)
+
+
+@api.get("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
+async def get_session_model(request: Request, key: str = SessionKey) -> ModelInfo:
+    choice = await assistant_of(request).session_model(key)
+    return ModelInfo(provider=choice.provider, model=choice.model)
+
+
+@api.put("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
+async def put_session_model(body: ModelBody, request: Request, key: str = SessionKey) -> ModelInfo:
+    """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer."""
+    choice = await assistant_of(request).set_session_model(key, body.model, body.provider)
+    return ModelInfo(provider=choice.provider, model=choice.model)
+
+
+# -- memory and traces --------------------------------------------------------------------------------
+
+@api.get("/memory", tags=["memory"], response_model=MemorySearch | MemoryList)
+async def memory(request: Request, q: str | None = Query(None, max_length=2000, description="search by meaning"),
+                 limit: int = Query(20, ge=1, le=500)) -> Any:
+    """With ``q``: semantic search with scores (recalling here does not count as an access). Without: the list."""
+    astore = assistant_of(request).astore
+    if q is not None and q.strip():
+        found = await astore.recall(q, limit, touch=False)
+        return MemorySearch(query=q, degraded=found.degraded, note=found.note, matches=[
+            {"memory": _memory(m.memory), "score": m.score, "similarity": m.similarity} for m in found.matches])
+    return MemoryList(memories=[_memory(m) for m in await astore.list_memories(limit)])
+
+
+@api.post("/memory", response_model=MemoryAdded, tags=["memory"])
+async def add_memory(body: MemoryIn, request: Request) -> MemoryAdded:
+    check_message_size(body.content, gateway_of(request).config.gateway.max_message_chars)
+    added = await assistant_of(request).astore.add_memory(body.content, body.importance, body.category)
+    return MemoryAdded(memory=_memory(added.memory), created=added.created)
+
+
+@api.delete("/memory/{memory_id}", response_model=Deleted, tags=["memory"])
+async def forget(request: Request, memory_id: str = Path(max_length=128)) -> Deleted:
+    if not await assistant_of(request).astore.forget(memory_id):
+        raise ApiError(404, "not_found", f"no memory {memory_id!r}")
+    return Deleted(deleted=memory_id)
+
+
+@api.get("/traces/{turn_id}", tags=["traces"])
+async def trace(request: Request, turn_id: str = Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")) -> dict[str, Any]:
+    """What the turn did: model, usage, latency, the memories recalled with their scores, the tool calls."""
+    found = await assistant_of(request).trace(turn_id=turn_id)
+    if found is None:
+        raise ApiError(404, "not_found", f"no trace of turn {turn_id!r} (traces off, or an unknown turn)")
+    return found.to_json()
+
+
+def _memory(record: MemoryRecord) -> dict[str, Any]:
+    return record.to_json()

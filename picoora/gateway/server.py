@@ -1,0 +1,111 @@
+"""Running the gateway: bind, serve with uvicorn, print what started where, stop cleanly on a signal.
+
+SIGTERM or SIGINT: stop taking turns (503), let in-flight turns finish up to ``gateway.shutdown_seconds``
+(uvicorn waits for their connections, the lifespan for turns whose clients left), cancel the rest,
+close the store, exit 0. A second Ctrl+C stops at once. Uvicorn's access log stays off: the web chat's
+URL carries the token, and tokens never reach a log."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Callable
+
+import uvicorn
+
+from picoora.gateway.app import create_app
+from picoora.gateway.binding import base_url, chat_url, effective_token
+from picoora.gateway.state import Gateway
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+
+
+class GatewayServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, gateway: Gateway):
+        super().__init__(config)
+        self.gateway = gateway
+
+    def request_shutdown(self) -> None:
+        self.gateway.request_stop()
+        self.should_exit = True
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Unlike uvicorn's own handler, the signal is not re-raised after the shutdown: a clean stop exits 0.
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.request_shutdown()
+
+    @property
+    def port(self) -> int:
+        return self.servers[0].sockets[0].getsockname()[1]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket (so a port in use is a clear error before anything starts). Raises OSError."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def open_gateway(config: Config, *, config_path: Path | None = None) -> Gateway:
+    """The gateway's state with its assistant open. Raises BindingRefused, StoreError or LLMError."""
+    from picoora.assistant import build_assistant
+
+    token, _ = effective_token(config.gateway.host, config.gateway.token)
+    gateway = Gateway(config=config, token=token, config_path=config_path, one_off_token=not config.gateway.token)
+    gateway.assistant = build_assistant(config, config_path=config_path, on_fallback=gateway.on_fallback.append)
+    return gateway
+
+
+def make_server(gateway: Gateway) -> GatewayServer:
+    settings = gateway.config.gateway
+    config = uvicorn.Config(create_app(gateway), log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=int(settings.shutdown_seconds + 0.999),
+                            server_header=False, proxy_headers=False)
+    return GatewayServer(config, gateway)
+
+
+async def serve(gateway: Gateway, sock: socket.socket, on_started: Callable[[GatewayServer], None]) -> None:
+    server = make_server(gateway)
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.02)
+    if server.started:
+        on_started(server)
+    await serving
+
+
+def banner(gateway: Gateway, port: int) -> list[str]:
+    from picoora import __version__
+
+    settings = gateway.config.gateway
+    assistant = gateway.assistant
+    base = base_url(settings.host, port)
+    lines = [
+        f"picoora gateway {__version__} listening on {base}",
+        f"  web chat:  {chat_url(settings.host, port, gateway.token)}",
+        f"  HTTP API:  {base}/v1/chat, OpenAI-compatible {base}/v1/chat/completions "
+        "(Authorization: Bearer <token>; OpenAPI at /openapi.json)",
+        f"  health:    {base}/health (no token), {base}/ready",
+    ]
+    if assistant is not None:
+        lines.append(f"  model:     {assistant.models.default.label}")
+        lines.append(f"  storage:   {getattr(assistant.store, 'backend', 'store')} (workspace {assistant.workspace})")
+    lines.extend(f"  note:      {line}" for line in gateway.on_fallback)
+    lines.append(f"  services:  {', '.join(gateway.service_lines) or 'none'}")
+    if gateway.one_off_token:
+        lines.append("  token:     made up for this run; set gateway.token (`picoora onboard` writes one) to keep it")
+    lines.append("Stop with Ctrl+C or SIGTERM (running turns get "
+                 f"{settings.shutdown_seconds:g} s to finish).")
+    return lines

@@ -1,0 +1,62 @@
+"""Server-sent events: the framing, and a turn's events as a stream that ends with its answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+if TYPE_CHECKING:
+    from picoora.agent import TurnResult
+    from picoora.agent.events import Event
+
+KEEPALIVE_SECONDS = 15.0  # a comment line now and then, so proxies keep a quiet stream (a long tool call) open
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def frame(data: Any, event: str | None = None, event_id: str | None = None) -> bytes:
+    """One SSE message; ``data`` is JSON-encoded (so it holds no raw newlines) unless it is a str already."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    lines = []
+    if event_id:
+        lines.append(f"id: {event_id}")
+    if event:
+        lines.append(f"event: {event}")
+    lines.extend(f"data: {line}" for line in text.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+class TurnEvents:
+    """An event sink with a queue per client: the turn never waits for the client (see ``Agent``)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.open = True
+
+    def __call__(self, event: Event) -> None:
+        if self.open:
+            self._queue.put_nowait(event)
+
+    def follow(self, task: asyncio.Task[TurnResult]) -> None:
+        """End the stream when the turn's task ends (all its events are delivered before it returns)."""
+        task.add_done_callback(lambda _: self._queue.put_nowait(None))
+
+    async def events(self, task: asyncio.Task[TurnResult]) -> AsyncIterator[Event | None]:
+        """The turn's events up to its ``FinalAnswer``; None now and then while nothing happens (keep-alive).
+
+        A turn that ended without a ``FinalAnswer`` (it crashed outside the loop) ends the stream early;
+        the caller looks at ``task`` to say why."""
+        try:
+            while True:
+                try:
+                    event = await asyncio.wait_for(self._queue.get(), KEEPALIVE_SECONDS)
+                except asyncio.TimeoutError:
+                    yield None
+                    continue
+                if event is None:
+                    return
+                yield event
+                if event.type == "final_answer":
+                    return
+        finally:
+            self.open = False  # the client left or the answer is out: later events (compaction) are dropped
