@@ -233,7 +233,7 @@ def test_wrong_secret_value_is_not_echoed(isolated_home):
     ({"agents": {"defaults": {"temprature": 0.5}}}, "agents.defaults.temprature", "did you mean 'temperature'?"),
     ({"oracle": {"walletPath": "/w"}}, "oracle.walletPath", "did you mean 'wallet_path'?"),
     ({"agent": {}}, "agent", "did you mean 'agents'?"),
-    ({"gateway": {"zzz": 1}}, "gateway.zzz", "known keys here: host, port, token"),
+    ({"gateway": {"zzz": 1}}, "gateway.zzz", "known keys here: host, port, token, cors_origins, max_body_bytes, max_message_chars, shutdown_seconds"),
 ])
 def test_unknown_key_suggests_the_closest_known_key(isolated_home, data, key, hint):
     path = write_config(isolated_home / "config.json", data)
