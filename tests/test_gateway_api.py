@@ -266,8 +266,8 @@ def test_sessions_list_history_reset_and_model(isolated_home):
             assert http.post("/v1/chat", json={"session_id": "b", "text": "four"}).json()["text"] == "qwen3:latest here"
 
             assert http.delete("/v1/sessions/web:a").json() == {"deleted": "web:a"}
-            session = next(s for s in http.get("/v1/sessions").json() if s["key"] == "web:a")
-            assert session["messages"] == 0
+            left = [s["messages"] for s in http.get("/v1/sessions").json() if s["key"] == "web:a"]
+            assert left in ([], [0])  # gone from the model's view
             assert len(http.get("/v1/sessions/web:a").json()["entries"]) == 4  # the transcript keeps the record
 
 
