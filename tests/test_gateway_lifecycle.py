@@ -1,0 +1,183 @@
+"""``picoora gateway`` as a real process: what it prints, binding rules, SIGTERM with a turn in flight."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from picoora.gateway.binding import BindingRefused, effective_token, is_loopback
+from picoora.store.files import FileStore
+from tests.cli_support import REPO, run_cli, write_config
+from tests.fakes.ollama_server import FakeOllama, Reply
+
+TOKEN = "lifecycle-token-42"
+
+
+def start_gateway(home: Path, *args: str) -> tuple[subprocess.Popen, str, list[str]]:
+    """Start ``picoora gateway --port 0``; returns the process, its base URL and the banner lines."""
+    env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "picoora", "gateway", "--port", "0", *args], cwd=REPO, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"the gateway exited: {process.wait()} {process.stderr.read()}")
+        lines.append(line.rstrip("\n"))
+        if line.startswith("Stop with"):
+            url = re.search(r"listening on (http://\S+)", lines[0]).group(1)
+            return process, url, lines
+    process.kill()
+    raise AssertionError(f"no banner: {lines}")
+
+
+def gateway_home(home: Path, ollama_url: str, **gateway) -> None:
+    path = write_config(home, ollama_url=ollama_url)
+    data = json.loads(path.read_text())
+    data["gateway"] = {"token": TOKEN, **gateway}
+    path.write_text(json.dumps(data))
+
+
+def transcript(home: Path, key: str) -> list[tuple[str, str]]:
+    store = FileStore(home / "workspace")
+    try:
+        return [(e.message.role, e.message.content) for e in store.read_transcript(key)]
+    finally:
+        store.close()
+
+
+def test_sigterm_lets_the_turn_in_flight_finish_records_it_and_exits_0(isolated_home):
+    release = threading.Event()
+
+    def slow(body: dict) -> Reply:
+        release.wait(20)
+        return Reply(content="finished during shutdown")
+
+    with FakeOllama(responder=slow) as fake:
+        gateway_home(isolated_home, fake.url, shutdown_seconds=20)
+        process, url, banner = start_gateway(isolated_home)
+        try:
+            assert f"  web chat:  {url}/?token={TOKEN}" in banner
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            answers: list[httpx.Response] = []
+            asking = threading.Thread(target=lambda: answers.append(httpx.post(
+                url + "/v1/chat", json={"session_id": "inflight", "text": "take your time"}, headers=headers, timeout=30)))
+            asking.start()
+            while not fake.requests:  # the turn is at the model
+                time.sleep(0.02)
+            process.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            with pytest.raises(httpx.HTTPError):  # no new connections once stopping
+                httpx.post(url + "/v1/chat", json={"text": "too late"}, headers=headers, timeout=2)
+            release.set()
+            asking.join(30)
+            code = process.wait(30)
+        finally:
+            release.set()
+            if process.poll() is None:
+                process.kill()
+    assert code == 0, process.stderr.read()
+    assert answers[0].status_code == 200 and answers[0].json()["text"] == "finished during shutdown"
+    assert transcript(isolated_home, "web:inflight") == [("user", "take your time"),
+                                                           ("assistant", "finished during shutdown")]
+    assert "stopped" in process.stdout.read()
+
+
+def test_a_turn_past_the_deadline_is_cancelled_its_message_kept_and_the_exit_is_still_0(isolated_home):
+    release = threading.Event()
+    with FakeOllama(responder=lambda body: (release.wait(20), Reply(content="too slow"))[1]) as fake:
+        gateway_home(isolated_home, fake.url, shutdown_seconds=1)
+        process, url, _ = start_gateway(isolated_home)
+        try:
+            with httpx.stream("POST", url + "/v1/chat", json={"session_id": "late", "text": "a long job", "stream": True},
+                              headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as response:
+                next(response.iter_lines())
+                while not fake.requests:
+                    time.sleep(0.02)
+                started = time.monotonic()
+                process.send_signal(signal.SIGINT)
+                code = process.wait(15)
+                took = time.monotonic() - started
+        finally:
+            release.set()
+            if process.poll() is None:
+                process.kill()
+    assert code == 0, process.stderr.read()
+    assert took < 8
+    assert transcript(isolated_home, "web:late")[0] == ("user", "a long job")
+    assert "Traceback" not in process.stderr.read()
+
+
+def test_without_a_configured_token_a_one_off_token_protects_the_run(isolated_home):
+    with FakeOllama() as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        process, url, banner = start_gateway(isolated_home)
+        try:
+            token = re.search(r"\?token=(\S+)", "\n".join(banner)).group(1)
+            assert len(token) >= 32 and any("made up for this run" in line for line in banner)
+            assert httpx.get(url + "/v1/sessions").status_code == 401
+            assert httpx.get(url + "/v1/sessions", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(15) == 0
+
+
+def test_listening_off_loopback_without_a_token_is_refused(isolated_home):
+    write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+    result = run_cli("gateway", "--host", "0.0.0.0", "--port", "0", home=isolated_home)
+    assert result.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_port_in_use_is_one_clear_line(isolated_home):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+        result = run_cli("gateway", "--port", str(port), home=isolated_home)
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("localhost", True), ("::1", True), ("[::1]", True),
+                                            ("127.8.9.10", True), ("0.0.0.0", False), ("::", False),
+                                            ("192.168.1.5", False), ("example.com", False), ("", False)])
+def test_loopback_detection(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+def test_token_rules():
+    assert effective_token("0.0.0.0", "set") == ("set", False)
+    token, made_up = effective_token("127.0.0.1", "")
+    assert made_up and len(token) >= 32 and token != effective_token("127.0.0.1", "")[0]
+    with pytest.raises(BindingRefused, match="PICO_GATEWAY_TOKEN"):
+        effective_token("10.0.0.1", "")
+
+
+def test_the_token_comes_from_the_environment(isolated_home, monkeypatch):
+    from picoora.config import load_config
+
+    monkeypatch.setenv("PICO_GATEWAY_TOKEN", "from-env")
+    assert load_config(write_config(isolated_home, ollama_url="http://127.0.0.1:9")).gateway.token == "from-env"
+
+
+def test_help_stays_free_of_fastapi_and_uvicorn():
+    code = ("import sys; from picoora.cli.app import build_app; import typer.testing as t; "
+            "t.CliRunner().invoke(build_app(), ['gateway', '--help']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'uvicorn', 'starlette')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=30)
+    assert result.stdout.strip() == "[]", result.stderr
