@@ -57,13 +57,18 @@ def onboard(
         # Defaults only: values that came from PICO_* variables or ${VAR} references stay out of the file.
         fresh = Config()
         fresh.agents.defaults.model = chosen or fresh.agents.defaults.model
+        fresh.gateway.token = _new_token()
         _save_new(fresh, path)
         print(f"Wrote {path}")
-    elif chosen and chosen != config.agents.defaults.model:
-        _set_model_in_file(path, chosen)
-        print(f"Set agents.defaults.model to {chosen} in {path}")
     else:
-        print(f"Kept {path}")
+        if chosen and chosen != config.agents.defaults.model:
+            _set_in_file(path, ("agents", "defaults", "model"), chosen)
+            print(f"Set agents.defaults.model to {chosen} in {path}")
+        else:
+            print(f"Kept {path}")
+        if not config.gateway.token:  # neither the file nor PICO_GATEWAY_TOKEN gives the gateway one
+            _set_in_file(path, ("gateway", "token"), _new_token())
+            print(f"Wrote a new gateway.token to {path}")
 
     _install_templates(workspace_path(config), force)
     _print_next_steps(path, chosen or config.agents.defaults.model)
@@ -141,12 +146,22 @@ def _save_new(config: Config, path: Path) -> None:
         raise CLIError(str(err)) from None
 
 
-def _set_model_in_file(path: Path, model: str) -> None:
-    """Change only agents.defaults.model in the file, so ${VAR} references and env-only values stay out of it."""
+def _new_token() -> str:
+    """The gateway's bearer token (``picoora gateway`` refuses to listen off loopback without one)."""
+    import secrets
+
+    return secrets.token_urlsafe(32)
+
+
+def _set_in_file(path: Path, keys: tuple[str, ...], value: str) -> None:
+    """Change only this one value in the file, so ${VAR} references and env-only values stay out of it."""
     from picoora.atomic import atomic_write_bytes
 
     data = json.loads(path.read_text(encoding="utf-8-sig"))  # already validated by load_config
-    data.setdefault("agents", {}).setdefault("defaults", {})["model"] = model
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
     try:
         atomic_write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), mode=0o600)
     except OSError as err:
