@@ -11,7 +11,7 @@ SESSION_KEY = r"^[A-Za-z0-9._@-]{1,64}:[A-Za-z0-9._@:-]{1,128}$"  # "web:abc", "
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # JSON types as documented: no "0" for a bool
 
 
 class ChatRequest(_Body):
