@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
@@ -71,8 +72,9 @@ async def ready(request: Request) -> Any:
 @api.post("/chat", tags=["chat"], response_model=ChatResponse,
           responses={200: {"content": {"text/event-stream": {}},
                            "description": "the answer, or with stream/Accept: text/event-stream the turn's events"}})
-async def chat(body: ChatRequest, request: Request) -> Any:
-    """One turn in session ``web:<session_id>``. A client that disconnects does not cancel the turn."""
+async def chat(body: ChatRequest, request: Request, response: Response) -> Any:
+    """One turn in session ``web:<session_id>``. A client that disconnects does not cancel the turn.
+    The JSON answer's ``Server-Timing`` header says how long the turn itself took (``turn;dur=<ms>``)."""
     gateway = gateway_of(request)
     check_message_size(body.text, gateway.config.gateway.max_message_chars)
     session_key = f"web:{body.session_id}"
@@ -82,7 +84,9 @@ async def chat(body: ChatRequest, request: Request) -> Any:
         task = runner.start(body.text, session_key, sink)
         sink.follow(task)
         return StreamingResponse(_event_stream(sink, task), media_type="text/event-stream", headers=SSE_HEADERS)
+    started = time.perf_counter()
     result = await turn_result(runner.start(body.text, session_key))
+    response.headers["Server-Timing"] = f"turn;dur={(time.perf_counter() - started) * 1000:.1f}"
     return _chat_response(session_key, result)
 
 

@@ -8,6 +8,7 @@ or model can cause (bad path, timeout, refused URL) comes back as ``ToolResult(.
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,9 @@ class ToolContext:
         self.settings = ToolSettings.coerce(self.settings)
 
 
+_SCHEMAS: dict[type, dict[str, Any]] = {}
+
+
 class Tool(abc.ABC):
     """Subclass with ``name``, ``description``, ``Args`` and ``run``."""
 
@@ -93,8 +97,14 @@ class Tool(abc.ABC):
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
-        params = _without_titles(cls.Args.model_json_schema())
-        return {"type": "function", "function": {"name": cls.name, "description": cls.description, "parameters": params}}
+        # Built once per tool class: pydantic's schema generation costs ~0.7 ms a tool, every turn, on the
+        # event loop (8 ms a turn with the default tools, which a gateway serving many chats pays serially).
+        cached = _SCHEMAS.get(cls)
+        if cached is None:
+            params = _without_titles(cls.Args.model_json_schema())
+            cached = _SCHEMAS[cls] = {"type": "function",
+                                      "function": {"name": cls.name, "description": cls.description, "parameters": params}}
+        return copy.deepcopy(cached)  # callers may adapt it for their provider
 
 
 def _without_titles(schema: Any) -> Any:
