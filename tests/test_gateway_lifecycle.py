@@ -181,3 +181,17 @@ def test_help_stays_free_of_fastapi_and_uvicorn():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'uvicorn', 'starlette')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=30)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_print_systemd_unit_as_a_system_unit_for_this_user_or_a_user_unit(isolated_home):
+    pytest.importorskip("picoora.gateway.systemd", reason="the unit writer (picoora/gateway/systemd.py) is not merged")
+    import getpass
+
+    write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+    system = run_cli("gateway", "--print-systemd-unit", home=isolated_home)
+    assert system.returncode == 0, system.stderr
+    assert f"User={getpass.getuser()}" in system.stdout and "WantedBy=multi-user.target" in system.stdout
+    assert f"ReadWritePaths={isolated_home.resolve()}" in system.stdout
+    assert f"--config {(isolated_home / 'config.json').resolve()} gateway" in system.stdout
+    user = run_cli("gateway", "--print-systemd-unit", "--user-unit", home=isolated_home)
+    assert "User=" not in user.stdout and "WantedBy=default.target" in user.stdout

@@ -1,11 +1,12 @@
-"""Request body limit: a body over ``max_bytes`` gets 413 before (or while) it is read, never buffered whole."""
+"""Size limits: a request body over ``max_bytes`` gets 413 before (or while) it is read, never buffered
+whole; a chat message or memory over ``gateway.max_message_chars`` gets 413 too."""
 
 from __future__ import annotations
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from picoora.gateway.errors import error_response
+from picoora.gateway.errors import ApiError, error_response
 
 
 class BodyLimit:
@@ -36,3 +37,8 @@ class BodyLimit:
 
     def _too_large(self) -> str:
         return f"request body larger than {self.max_bytes} bytes (gateway.max_body_bytes)"
+
+
+def check_message_size(text: str, limit: int) -> None:
+    if len(text) > limit:
+        raise ApiError(413, "message_too_large", f"message longer than {limit} characters (gateway.max_message_chars)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -27,6 +28,7 @@ from picoora.gateway.schemas import (
     SessionHistory,
     SessionInfo,
 )
+from picoora.gateway.limits import check_message_size
 from picoora.gateway.sse import SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import assistant_of, gateway_of, runner_of
 from picoora.gateway.turns import turn_result
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
     import asyncio
 
     from picoora.agent import TurnResult
-    from picoora.store.base import MemoryRecord
 
 public = APIRouter(responses=ERROR_RESPONSES)
 api = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES)
@@ -63,7 +64,7 @@ async def ready(request: Request) -> Any:
         body = Ready(ready=False, checks=[{"name": "gateway", "ok": False, "detail": "shutting down"}])
         return JSONResponse(body.model_dump(), status_code=503)
     checks = await run_checks(gateway.assistant)
-    body = Ready(ready=all(c.ok for c in checks), checks=[c.__dict__ for c in checks])
+    body = Ready(ready=all(c.ok for c in checks), checks=[asdict(c) for c in checks])
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
 
@@ -80,19 +81,12 @@ async def chat(body: ChatRequest, request: Request, response: Response) -> Any:
     session_key = f"web:{body.session_id}"
     runner = runner_of(request)
     if body.stream or "text/event-stream" in request.headers.get("accept", ""):
-        sink = TurnEvents()
-        task = runner.start(body.text, session_key, sink)
-        sink.follow(task)
+        task, sink = runner.stream(body.text, session_key)
         return StreamingResponse(_event_stream(sink, task), media_type="text/event-stream", headers=SSE_HEADERS)
     started = time.perf_counter()
     result = await turn_result(runner.start(body.text, session_key))
     response.headers["Server-Timing"] = f"turn;dur={(time.perf_counter() - started) * 1000:.1f}"
     return _chat_response(session_key, result)
-
-
-def check_message_size(text: str, limit: int) -> None:
-    if len(text) > limit:
-        raise ApiError(413, "message_too_large", f"message longer than {limit} characters (gateway.max_message_chars)")
 
 
 async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnResult]) -> AsyncIterator[bytes]:
@@ -161,15 +155,15 @@ async def memory(request: Request, q: str | None = Query(None, max_length=2000, 
     if q is not None and q.strip():
         found = await astore.recall(q, limit, touch=False)
         return MemorySearch(query=q, degraded=found.degraded, note=found.note, matches=[
-            {"memory": _memory(m.memory), "score": m.score, "similarity": m.similarity} for m in found.matches])
-    return MemoryList(memories=[_memory(m) for m in await astore.list_memories(limit)])
+            {"memory": m.memory.to_json(), "score": m.score, "similarity": m.similarity} for m in found.matches])
+    return MemoryList(memories=[m.to_json() for m in await astore.list_memories(limit)])
 
 
 @api.post("/memory", response_model=MemoryAdded, tags=["memory"])
 async def add_memory(body: MemoryIn, request: Request) -> MemoryAdded:
     check_message_size(body.content, gateway_of(request).config.gateway.max_message_chars)
     added = await assistant_of(request).astore.add_memory(body.content, body.importance, body.category)
-    return MemoryAdded(memory=_memory(added.memory), created=added.created)
+    return MemoryAdded(memory=added.memory.to_json(), created=added.created)
 
 
 @api.delete("/memory/{memory_id}", response_model=Deleted, tags=["memory"])
@@ -187,6 +181,3 @@ async def trace(request: Request, turn_id: str = Path(pattern=r"^[A-Za-z0-9_-]{1
         raise ApiError(404, "not_found", f"no trace of turn {turn_id!r} (traces off, or an unknown turn)")
     return found.to_json()
 
-
-def _memory(record: MemoryRecord) -> dict[str, Any]:
-    return record.to_json()

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
-from picoora.gateway.routes_api import check_message_size
+from picoora.gateway.limits import check_message_size
 from picoora.gateway.sse import SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import gateway_of, runner_of
 from picoora.gateway.turns import turn_result
@@ -70,9 +70,7 @@ async def chat_completions(body: CompletionRequest, request: Request,
     runner = runner_of(request)
     completion_id = "chatcmpl-" + uuid.uuid4().hex[:24]
     if body.stream:
-        sink = TurnEvents()
-        task = runner.start(text, session_key, sink)
-        sink.follow(task)
+        task, sink = runner.stream(text, session_key)
         return StreamingResponse(_chunks(sink, task, completion_id), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
     result = await turn_result(runner.start(text, session_key))

@@ -9,6 +9,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from picoora.gateway.errors import ApiError
+from picoora.gateway.sse import TurnEvents
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
@@ -36,6 +37,13 @@ class TurnRunner:
         self._tasks.add(task)
         task.add_done_callback(self._finished)
         return task
+
+    def stream(self, text: str, session_key: str) -> tuple[asyncio.Task[TurnResult], TurnEvents]:
+        """Start a turn whose events a streaming response reads from a queue of its own."""
+        sink = TurnEvents()
+        task = self.start(text, session_key, sink)
+        sink.follow(task)
+        return task, sink
 
     def _finished(self, task: asyncio.Task[TurnResult]) -> None:
         self._tasks.discard(task)
