@@ -195,3 +195,43 @@ def test_print_systemd_unit_as_a_system_unit_for_this_user_or_a_user_unit(isolat
     assert f"--config {(isolated_home / 'config.json').resolve()} gateway" in system.stdout
     user = run_cli("gateway", "--print-systemd-unit", "--user-unit", home=isolated_home)
     assert "User=" not in user.stdout and "WantedBy=default.target" in user.stdout
+
+
+class RecordingService:
+    def __init__(self, name: str, log: list[str], fail: bool = False):
+        self.name, self.log, self.fail = name, log, fail
+
+    async def start(self) -> str:
+        if self.fail:
+            raise RuntimeError(f"{self.name} cannot start")
+        self.log.append(f"start {self.name}")
+        return f"{self.name} on test"
+
+    async def stop(self) -> None:
+        self.log.append(f"stop {self.name}")
+
+
+def test_services_start_after_the_assistant_and_stop_in_reverse_before_it_closes(isolated_home):
+    from tests.fakes.gateway_kit import RunningGateway, gateway_config
+
+    log: list[str] = []
+    with FakeOllama() as fake:
+        gw = RunningGateway(gateway_config(isolated_home, fake.url),
+                            services=[RecordingService("telegram", log), RecordingService("scheduler", log)])
+        with gw:
+            assert gw.gateway.service_lines == ["telegram on test", "scheduler on test"]
+            assert gw.gateway.assistant is not None
+        assert log == ["start telegram", "start scheduler", "stop scheduler", "stop telegram"]
+        assert gw.gateway.assistant is None  # closed after the services stopped
+
+
+def test_a_service_that_cannot_start_stops_the_ones_started_before_it():
+    import asyncio
+
+    from picoora.gateway.services import start_all
+
+    log: list[str] = []
+    services = [RecordingService("a", log), RecordingService("b", log, fail=True), RecordingService("c", log)]
+    with pytest.raises(RuntimeError, match="b cannot start"):
+        asyncio.run(start_all(services))
+    assert log == ["start a", "stop a"]

@@ -27,8 +27,9 @@ def gateway_config(home: Path, ollama_url: str, **gateway: Any) -> Config:
 class RunningGateway:
     """``with RunningGateway(config) as gw: httpx.get(gw.url + "/health")``; stopping it is a graceful shutdown."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, services: list | None = None):
         self.config = config
+        self.services = services or []
         self.gateway: Gateway | None = None
         self.server: GatewayServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -41,6 +42,7 @@ class RunningGateway:
 
     def __enter__(self) -> RunningGateway:
         self.gateway = open_gateway(self.config)
+        self.gateway.services.extend(self.services)
         sock = bind("127.0.0.1", 0)
         self.server = make_server(self.gateway)
         ready = threading.Event()
