@@ -18,6 +18,7 @@ from picoora.gateway.auth import require_token
 from picoora.gateway.errors import install_error_handlers
 from picoora.gateway.limits import BodyLimit
 from picoora.gateway.state import Gateway
+from picoora.gateway.timing import StampArrival
 from picoora.gateway.turns import TurnRunner
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def create_app(gateway: Gateway) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                            allow_headers=["Authorization", "Content-Type", "X-Session-Id"])
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(StampArrival)  # outermost: the app's time starts here
     return app
 
 

@@ -31,6 +31,7 @@ from picoora.gateway.schemas import (
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.sse import SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import assistant_of, gateway_of, runner_of
+from picoora.gateway.timing import server_timing
 from picoora.gateway.turns import turn_result
 from picoora.store.base import time_to_json
 
@@ -75,7 +76,8 @@ async def ready(request: Request) -> Any:
                            "description": "the answer, or with stream/Accept: text/event-stream the turn's events"}})
 async def chat(body: ChatRequest, request: Request, response: Response) -> Any:
     """One turn in session ``web:<session_id>``. A client that disconnects does not cancel the turn.
-    The JSON answer's ``Server-Timing`` header says how long the turn itself took (``turn;dur=<ms>``)."""
+    The JSON answer's ``Server-Timing`` header says how long the turn took (``turn``) and the whole request
+    inside the gateway (``app``), in milliseconds."""
     gateway = gateway_of(request)
     check_message_size(body.text, gateway.config.gateway.max_message_chars)
     session_key = f"web:{body.session_id}"
@@ -85,7 +87,7 @@ async def chat(body: ChatRequest, request: Request, response: Response) -> Any:
         return StreamingResponse(_event_stream(sink, task), media_type="text/event-stream", headers=SSE_HEADERS)
     started = time.perf_counter()
     result = await turn_result(runner.start(body.text, session_key))
-    response.headers["Server-Timing"] = f"turn;dur={(time.perf_counter() - started) * 1000:.1f}"
+    response.headers["Server-Timing"] = server_timing(request, started)
     return _chat_response(session_key, result)
 
 
