@@ -179,7 +179,10 @@ def test_paths_that_name_nothing_valid_are_4xx(gw):
 
 def test_chat_answers_as_json_and_the_turn_is_in_the_transcript(gw):
     with client(gw) as http:
-        answer = http.post("/v1/chat", json={"session_id": "alice", "text": "hello there"}).json()
+        response = http.post("/v1/chat", json={"session_id": "alice", "text": "hello there"})
+        app_ms, turn_ms = (float(v) for v in re.findall(r"(?:app|turn);dur=([\d.]+)", response.headers["server-timing"]))
+        assert 0 < turn_ms <= app_ms
+        answer = response.json()
         assert answer["session_key"] == "web:alice" and answer["stop_reason"] == "answer"
         assert answer["text"] == "You said: hello there" and answer["turn_id"]
         history = http.get("/v1/sessions/web:alice").json()
