@@ -68,7 +68,8 @@ def test_sigterm_lets_the_turn_in_flight_finish_records_it_and_exits_0(isolated_
         gateway_home(isolated_home, fake.url, shutdown_seconds=20)
         process, url, banner = start_gateway(isolated_home)
         try:
-            assert f"  web chat:  {url}/?token={TOKEN}" in banner
+            assert f"  web chat:  {url}/?token=<gateway.token> (the token is in the config, kept out of logs)" in banner
+            assert TOKEN not in "\n".join(banner)  # stdout is a pipe here, as in a service's journal
             headers = {"Authorization": f"Bearer {TOKEN}"}
             answers: list[httpx.Response] = []
             asking = threading.Thread(target=lambda: answers.append(httpx.post(
@@ -235,3 +236,14 @@ def test_a_service_that_cannot_start_stops_the_ones_started_before_it():
     with pytest.raises(RuntimeError, match="b cannot start"):
         asyncio.run(start_all(services))
     assert log == ["start a", "stop a"]
+
+
+def test_the_banner_carries_the_token_only_when_asked():
+    from picoora.config import Config
+    from picoora.gateway.server import banner
+    from picoora.gateway.state import Gateway
+
+    state = Gateway(config=Config(), token="s3cret-token")
+    shown = "\n".join(banner(state, 18790, show_token=True))
+    assert "web chat:  http://127.0.0.1:18790/?token=s3cret-token" in shown
+    assert "s3cret-token" not in "\n".join(banner(state, 18790, show_token=False))

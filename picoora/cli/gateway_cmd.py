@@ -63,7 +63,9 @@ def gateway(
         raise CLIError(str(err)) from None
 
     def started(server) -> None:  # noqa: ANN001 - GatewayServer, imported lazily
-        print("\n".join(banner(state, server.port)), flush=True)
+        # A one-off token must be shown to be of any use; a configured one only to a person at a terminal.
+        show_token = state.one_off_token or sys.stdout.isatty()
+        print("\n".join(banner(state, server.port, show_token=show_token)), flush=True)
 
     asyncio.run(serve(state, sock, started))
     print("picoora gateway stopped.", flush=True)

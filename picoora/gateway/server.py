@@ -86,15 +86,19 @@ async def serve(gateway: Gateway, sock: socket.socket, on_started: Callable[[Gat
     await serving
 
 
-def banner(gateway: Gateway, port: int) -> list[str]:
+def banner(gateway: Gateway, port: int, *, show_token: bool) -> list[str]:
+    """The start-up lines. ``show_token``: put the token into the web chat URL; off when the lines go to a
+    log (a service's journal) and the token is configured, since tokens never reach logs."""
     from picoora import __version__
 
     settings = gateway.config.gateway
     assistant = gateway.assistant
     base = base_url(settings.host, port)
+    web_chat = (chat_url(settings.host, port, gateway.token) if show_token
+                else f"{base}/?token=<gateway.token> (the token is in the config, kept out of logs)")
     lines = [
         f"picoora gateway {__version__} listening on {base}",
-        f"  web chat:  {chat_url(settings.host, port, gateway.token)}",
+        f"  web chat:  {web_chat}",
         f"  HTTP API:  {base}/v1/chat, OpenAI-compatible {base}/v1/chat/completions "
         "(Authorization: Bearer <token>; OpenAPI at /openapi.json)",
         f"  health:    {base}/health (no token), {base}/ready",
