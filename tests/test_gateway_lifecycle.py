@@ -198,44 +198,55 @@ def test_print_systemd_unit_as_a_system_unit_for_this_user_or_a_user_unit(isolat
     assert "User=" not in user.stdout and "WantedBy=default.target" in user.stdout
 
 
-class RecordingService:
-    def __init__(self, name: str, log: list[str], fail: bool = False):
-        self.name, self.log, self.fail = name, log, fail
+class RecordingServices:
+    """GatewayServices' shape, recording when it starts and stops and whether the assistant was open."""
 
-    async def start(self) -> str:
+    def __init__(self, assistant, log: list[str], fail: bool = False):
+        self.assistant, self.log, self.fail = assistant, log, fail
+        self.started: list[str] = []
+
+    async def start(self) -> None:
+        self.log.append(f"start (store open: {self.assistant.store is not None})")
         if self.fail:
-            raise RuntimeError(f"{self.name} cannot start")
-        self.log.append(f"start {self.name}")
-        return f"{self.name} on test"
+            raise RuntimeError("a channel cannot start")
+        self.started = ["dispatcher", "channel test"]
 
     async def stop(self) -> None:
-        self.log.append(f"stop {self.name}")
+        self.log.append("stop")
 
 
-def test_services_start_after_the_assistant_and_stop_in_reverse_before_it_closes(isolated_home):
+def test_the_services_start_on_the_open_assistant_and_stop_before_it_closes(isolated_home):
     from tests.fakes.gateway_kit import RunningGateway, gateway_config
 
     log: list[str] = []
     with FakeOllama() as fake:
-        gw = RunningGateway(gateway_config(isolated_home, fake.url),
-                            services=[RecordingService("telegram", log), RecordingService("scheduler", log)])
+        gw = RunningGateway(gateway_config(isolated_home, fake.url), lambda a: RecordingServices(a, log))
         with gw:
-            assert gw.gateway.service_lines == ["telegram on test", "scheduler on test"]
-            assert gw.gateway.assistant is not None
-        assert log == ["start telegram", "start scheduler", "stop scheduler", "stop telegram"]
+            assert gw.gateway.service_lines == ["dispatcher", "channel test"]
+            assert log == ["start (store open: True)"]
+        assert log == ["start (store open: True)", "stop"]
         assert gw.gateway.assistant is None  # closed after the services stopped
 
 
-def test_a_service_that_cannot_start_stops_the_ones_started_before_it():
-    import asyncio
-
-    from picoora.gateway.services import start_all
+def test_services_that_cannot_start_are_stopped_and_the_gateway_does_not_serve(isolated_home):
+    from tests.fakes.gateway_kit import RunningGateway, gateway_config
 
     log: list[str] = []
-    services = [RecordingService("a", log), RecordingService("b", log, fail=True), RecordingService("c", log)]
-    with pytest.raises(RuntimeError, match="b cannot start"):
-        asyncio.run(start_all(services))
-    assert log == ["start a", "stop a"]
+    with FakeOllama() as fake:
+        with pytest.raises(RuntimeError, match="did not start"):
+            with RunningGateway(gateway_config(isolated_home, fake.url), lambda a: RecordingServices(a, log, fail=True)):
+                pass
+    assert log == ["start (store open: True)", "stop"]
+
+
+def test_the_real_services_run_beside_the_http_app(isolated_home):
+    with FakeOllama() as fake:
+        gateway_home(isolated_home, fake.url)
+        process, _, banner = start_gateway(isolated_home)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(15) == 0
+    services = next(line for line in banner if line.startswith("  services:"))
+    assert "dispatcher" in services
 
 
 def test_the_banner_carries_the_token_only_when_asked():

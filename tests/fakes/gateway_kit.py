@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from picoora.config import Config, load_config
 from picoora.gateway.server import GatewayServer, bind, make_server, open_gateway
@@ -27,9 +27,9 @@ def gateway_config(home: Path, ollama_url: str, **gateway: Any) -> Config:
 class RunningGateway:
     """``with RunningGateway(config) as gw: httpx.get(gw.url + "/health")``; stopping it is a graceful shutdown."""
 
-    def __init__(self, config: Config, services: list | None = None):
+    def __init__(self, config: Config, services_factory: Callable | None = None):
         self.config = config
-        self.services = services or []
+        self.services_factory = services_factory
         self.gateway: Gateway | None = None
         self.server: GatewayServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -42,7 +42,7 @@ class RunningGateway:
 
     def __enter__(self) -> RunningGateway:
         self.gateway = open_gateway(self.config)
-        self.gateway.services.extend(self.services)
+        self.gateway.services_factory = self.services_factory
         sock = bind("127.0.0.1", 0)
         self.server = make_server(self.gateway)
         ready = threading.Event()
