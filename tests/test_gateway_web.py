@@ -14,7 +14,8 @@ CHROMIUM = chromium_path()
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (.ci/run installs Debian's "
                                                          "`chromium` with apt-get as root; it could not here)")
-WAIT_MS = 15_000
+WAIT_MS = 15_000  # generous: the machine may be busy
+sync_api.expect.set_options(timeout=WAIT_MS)
 
 
 @pytest.fixture
@@ -120,13 +121,14 @@ def test_sessions_new_switch_and_delete(chat):
     send(page, "first chat message")
     first = page.locator("#session-list li.current .open").inner_text()
     page.click("#new-session")
-    page.wait_for_function("document.querySelectorAll('#messages .message').length === 0")
+    sync_api.expect(page.locator("#messages .message")).to_have_count(0)  # (wait_for_function evals: the CSP refuses)
     send(page, "second chat message")
-    assert page.locator("#session-list li").count() == 2
+    sync_api.expect(page.locator("#session-list li")).to_have_count(2)
     page.locator("#session-list li .open", has_text=first).click()
     page.wait_for_selector(".message.user:has-text('first chat message')")
+    sync_api.expect(page.locator("#session-list li.current .open")).to_have_text(first)
     page.locator("#session-list li.current .delete-session").click()
-    page.wait_for_function("document.querySelectorAll('#messages .message').length === 0")
+    sync_api.expect(page.locator("#messages .message")).to_have_count(0)
     with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
         left = {s["key"]: s["messages"] for s in http.get("/v1/sessions").json()}
     assert left.get(f"web:{first}", 0) == 0

@@ -238,7 +238,7 @@ async function loadSessions() {
   const ids = sessions.filter((s) => s.key.startsWith("web:")).map((s) => s.key.slice(4));
   if (!ids.includes(session)) ids.unshift(session);
   for (const id of ids) {
-    const item = el("li", { class: id === session ? "current" : "" },
+    const item = el("li", { class: id === session ? "current" : "", "data-session": id },
       el("button", { class: "open", type: "button", title: "web:" + id, text: id, onclick: () => switchTo(id) }),
       el("button", { class: "link delete-session", type: "button", title: "delete this chat", text: "delete", onclick: () => removeSession(id) }));
     list.append(item);
@@ -248,6 +248,7 @@ async function loadSessions() {
 function switchTo(id) {
   session = id;
   localStorage.setItem(SESSION_KEY, id);
+  for (const item of $("session-list").children) item.classList.toggle("current", item.dataset.session === id); // at once, before the list reloads
   loadHistory();
   loadSessions();
 }
