@@ -67,7 +67,10 @@ def gateway(
         show_token = state.one_off_token or sys.stdout.isatty()
         print("\n".join(banner(state, server.port, show_token=show_token)), flush=True)
 
-    asyncio.run(serve(state, sock, started))
+    try:
+        asyncio.run(serve(state, sock, started))
+    except SystemExit:  # uvicorn ends a failed start-up (a service that cannot start) this way, after logging why
+        raise CLIError("the gateway could not start (see the error above)") from None
     print("picoora gateway stopped.", flush=True)
 
 

@@ -50,8 +50,12 @@ class RunningGateway:
         def run() -> None:
             self._loop = asyncio.new_event_loop()
             ready.set()
-            self._loop.run_until_complete(self.server.serve(sockets=[sock]))
-            self._loop.close()
+            try:
+                self._loop.run_until_complete(self.server.serve(sockets=[sock]))
+            except SystemExit:  # uvicorn's answer to a failed start-up (it has logged why)
+                pass
+            finally:
+                self._loop.close()
 
         self._thread = threading.Thread(target=run, name="gateway", daemon=True)
         self._thread.start()
