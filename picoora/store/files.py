@@ -132,6 +132,8 @@ class FileStore:
                 atomic.remove_stale_temp_files(directory)
             for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
+            for index in layout.memory.glob("*.index"):  # the memory snapshot's manifest is written there
+                atomic.remove_stale_temp_files(index)
 
     def _new_index(self, anchors: Anchors | None = None) -> MemoryIndex:
         from picoora.store.memory_index import MemoryIndex
