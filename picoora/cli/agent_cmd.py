@@ -38,6 +38,8 @@ def agent(
     """
     import asyncio
 
+    if not session.strip():
+        raise CLIError("the session name is empty: pass -s KEY (or leave -s out for the default session)", EXIT_USAGE)
     config = load_config(ctx)
     if stream is None:
         stream = sys.stdout.isatty()
