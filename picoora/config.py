@@ -74,6 +74,9 @@ class ProviderConfig(_Section):
     api_key: str = ""
     api_base: str = ""
     timeout_seconds: float = Field(120.0, gt=0)
+    # Seconds for the first sign of an answer; a server that accepts and stays silent is reported then
+    # (Ollama loading the model gets up to timeout_seconds).
+    first_response_seconds: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0)
 
 

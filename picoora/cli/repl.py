@@ -98,7 +98,11 @@ async def run_cancellable_turn(state: ReplState, text: str) -> None:
     """One turn; SIGINT (Ctrl+C) cancels it instead of ending the REPL."""
     from picoora.cli.render import TurnRenderer
     from picoora.cli.turns import run_interruptible
+    from picoora.cli.waiting import WaitingIndicator
 
-    renderer = TurnRenderer(sys.stdout, sys.stderr, stream=state.stream)
-    await run_interruptible(state.assistant.ask(text, session_key=state.session, on_event=renderer), renderer)
+    renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=state.stream), sys.stderr)
+    try:
+        await run_interruptible(state.assistant.ask(text, session_key=state.session, on_event=renderer), renderer)
+    finally:
+        renderer.close()
     print()
