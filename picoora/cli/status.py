@@ -97,14 +97,17 @@ def _provider_lines(config: Config) -> list[Line]:
 
 
 def _ollama_lines(config: Config) -> list[Line]:
-    from picoora.llm.base import LLMError
+    from picoora.llm.base import LLMError, ProviderUnavailableError
     from picoora.llm.ollama_admin import START_HINT, list_models, native_base
 
     base = native_base(config.providers.ollama.api_base)
     model = config.agents.defaults.model
     try:
         models = {m.name: m for m in list_models(base)}
-    except LLMError:
+    except LLMError as err:
+        if not isinstance(err, ProviderUnavailableError):  # something answers there, but not as Ollama does
+            return [Line("Provider", f"ollama at {base} {BAD} {err}", False),
+                    Line("Model", f"{model} (cannot check)", False)]
         return [
             Line("Provider", f"ollama at {base} {BAD} not reachable. {START_HINT}", False),
             Line("Model", f"{model} (cannot check while Ollama is down)", False),

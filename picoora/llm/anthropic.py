@@ -108,6 +108,7 @@ class AnthropicLLM:
             model_hint="Check agents.defaults.model.",
             auth_hint=KEY_HINT,
             unavailable_hint="Check the network and providers.anthropic.api_base.",
+            base_setting="providers.anthropic.api_base",
         )
 
 

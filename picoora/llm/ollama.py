@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import httpx
 import ollama
 
-from picoora.llm.base import LLMResponse, OnDelta, ToolSchema, Usage
+from picoora.llm.base import LLMError, LLMResponse, ModelNotFoundError, OnDelta, ToolSchema, Usage
 from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, first_of, new_call_id, within_first_response
 from picoora.llm.ollama_admin import (
     TOOL_MODEL_EXAMPLES,
@@ -143,12 +143,27 @@ class OllamaLLM:
         return self._capabilities[model]
 
     async def _with_retries(self, attempt: Callable[[], Awaitable[T]], model: str, sink: DeltaSink | None = None) -> T:
-        return await call_with_retries(
-            attempt,
-            classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model, retry_after=_noted_retry_after()),
-            policy=self._settings.retry,
-            output_started=lambda: sink is not None and sink.started,
-        )
+        try:
+            return await call_with_retries(
+                attempt,
+                classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model, retry_after=_noted_retry_after()),
+                policy=self._settings.retry,
+                output_started=lambda: sink is not None and sink.started,
+            )
+        except ModelNotFoundError as exc:
+            if await self._lists_models():  # it is Ollama, and the model is really not there
+                raise
+            raise LLMError(
+                f"{self.base} answered 404 and does not answer Ollama's /api/tags either, so it is not Ollama: "
+                "set providers.ollama.api_base to where Ollama runs (http://localhost:11434 by default).", status=404
+            ) from exc
+
+    async def _lists_models(self) -> bool:
+        try:
+            await asyncio.wait_for(self._clients.get().list(), PS_SECONDS)
+            return True
+        except Exception:  # noqa: BLE001 - any failure: not an Ollama API here
+            return False
 
 
 def full_name(model: str) -> str:

@@ -131,6 +131,7 @@ class OpenAICompatLLM:
             model_hint="Check agents.defaults.model and providers.openai.api_base.",
             auth_hint=KEY_HINT,
             unavailable_hint="Check providers.openai.api_base and that the server is running.",
+            base_setting="providers.openai.api_base",
         )
 
 
