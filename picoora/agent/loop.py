@@ -25,6 +25,7 @@ stored is always valid for every provider.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import json
 import logging
@@ -80,6 +81,7 @@ RAW_PREVIEW_CHARS = 200
 # (the rest is for the system prompt, the summary and the answer).
 OVERFLOW_KEPT_SHARE = 0.5
 DRAIN_SECONDS = 10.0  # how long a finished turn waits for a slow event consumer before dropping it
+NOTICES_STATE = "notices_shown:"  # state key prefix: the notices a session saw on its model, across processes
 
 
 @dataclass
@@ -569,9 +571,22 @@ class _Turn:
         await self.store.append_session(self.key, stripped)
 
     async def _notice_once(self, text: str | None) -> None:
-        if text and text not in self.runtime.notices_shown:
-            self.runtime.notices_shown.add(text)
-            await self.emit(NoticeEvent(self.key, text))
+        """Tell the session once, also across processes (each ``agent -m`` is a new one): the notices a
+        session was shown on its current model are kept in its state."""
+        if not text or text in self.runtime.notices_shown:
+            return
+        self.runtime.notices_shown.add(text)
+        key, label = NOTICES_STATE + self.key, f"{self.llm.provider}/{self.llm.model}"
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        try:
+            stored = json.loads(await self.store.get_state(key) or "{}")
+            shown = stored.get("shown", []) if isinstance(stored, dict) and stored.get("model") == label else []
+            if digest in shown:
+                return
+            await self.store.set_state(key, json.dumps({"model": label, "shown": [*shown, digest]}))
+        except (StoreError, ValueError) as exc:  # better said twice than never
+            log.warning("could not keep track of the notices of %s: %s", self.key, exc)
+        await self.emit(NoticeEvent(self.key, text))
 
     def needs_compaction(self) -> bool:
         return needs_compaction(self.history + self.produced, self.summary, self.settings)
