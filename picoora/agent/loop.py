@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from picoora.agent.compaction import CompactionError, compact, needs_compaction
-from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs
+from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs, join_user_runs
 from picoora.agent.events import (
     CompactionEvent,
     ErrorEvent,
@@ -403,7 +403,7 @@ class _Turn:
 
     async def _call_model(self, on_delta: OnDelta | None) -> LLMResponse:
         """One model call; the turn's first context overflow compacts the session and the call is made again."""
-        request = repair_history(build_messages(self.system, self.history, self.produced))
+        request = join_user_runs(repair_history(build_messages(self.system, self.history, self.produced)))
         self.iterations += 1
         try:
             response = await self._bounded(self.llm.chat(request, self.schemas or None, on_delta=on_delta))
