@@ -51,7 +51,7 @@ from picoora.agent.events import (
     ToolCallStarted,
     TurnStarted,
 )
-from picoora.agent.repair import complete_pairs, interrupted_result, repair_history, unique_calls
+from picoora.agent.repair import complete_pairs, interrupted_result, repair_history
 from picoora.agent.tokens import estimate_messages_tokens
 from picoora.agent.trace import TraceRecorder
 from picoora.config import AgentDefaults
@@ -81,6 +81,7 @@ RAW_PREVIEW_CHARS = 200
 # (the rest is for the system prompt, the summary and the answer).
 OVERFLOW_KEPT_SHARE = 0.5
 DRAIN_SECONDS = 10.0  # how long a finished turn waits for a slow event consumer before dropping it
+CUT_OFF_MARK = " [the answer was cut off here]"
 NOTICES_STATE = "notices_shown:"  # state key prefix: the notices a session saw on its model, across processes
 
 
@@ -277,6 +278,21 @@ class _Emitter:
         self._task = self._queue = None
 
 
+def distinct_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls of one answer, a repeated id renamed (``id~2``) so every call runs and gets its own result:
+    a result is matched to its call by id, so two calls sharing one would leave one of them unanswered."""
+    seen: set[str] = set()
+    distinct = []
+    for call in calls:
+        new_id, number = call.id, 1
+        while new_id in seen:
+            number += 1
+            new_id = f"{call.id}~{number}"
+        seen.add(new_id)
+        distinct.append(call if new_id == call.id else replace(call, id=new_id))
+    return distinct
+
+
 class _TimeLimitReached(Exception):
     pass
 
@@ -306,6 +322,7 @@ class _Turn:
         self.open_calls: list[ToolCall] = []  # the batch being executed
         self.finished: dict[str, Message] = {}  # results of the open batch that have returned
         self.call_counts: dict[str, int] = {}
+        self.streamed: list[str] = []  # answer text of the model call in progress, as the user saw it
         self.iterations = 0
         self.tool_rounds = 0
         self.executed = 0
@@ -340,6 +357,7 @@ class _Turn:
             result = await self._fail(f"Could not read or save the conversation: {exc}")
         except BaseException:  # cancelled (Ctrl+C) or a bug: leave the store consistent, then propagate
             try:
+                await self._keep_what_was_shown()
                 await self._save_partial()
             except StoreError as exc:  # the original exception matters more; this one is only logged
                 log.warning("could not save the interrupted turn of %s: %s", self.key, exc)
@@ -375,7 +393,7 @@ class _Turn:
             except _TimeLimitReached:
                 return await self._stop("time_limit", self._time_limit_text())
             await self._notice_once(response.notice)
-            calls = unique_calls(response.tool_calls)
+            calls = distinct_ids(response.tool_calls)
             if not calls:
                 return await self._answer(response)
             await self._record([self._assistant(response, calls)])
@@ -405,8 +423,10 @@ class _Turn:
         """One model call; the turn's first context overflow compacts the session and the call is made again."""
         request = join_user_runs(repair_history(build_messages(self.system, self.history, self.produced)))
         self.iterations += 1
+        self.streamed = []
         try:
             response = await self._bounded(self.llm.chat(request, self.schemas or None, on_delta=on_delta))
+            self.streamed = []  # whole now: the response itself is what gets recorded
             self.trace.model_call(response.usage)
             return response
         except ContextOverflowError as exc:
@@ -488,6 +508,8 @@ class _Turn:
 
     async def _on_delta(self, kind: DeltaKind, text: str) -> None:
         self.trace.first_token()
+        if kind == "token":
+            self.streamed.append(text)
         event = TokenEvent(self.key, text) if kind == "token" else ReasoningEvent(self.key, text)
         await self.emit(event)
 
@@ -531,6 +553,7 @@ class _Turn:
             answers = [self.finished.get(c.id) or interrupted_result(c, unrun_reason) for c in last.tool_calls]
             await self._record(answers)
             self.open_calls, self.finished = [], {}
+        await self._keep_what_was_shown()  # a time limit in the middle of a streamed answer
         return await self._finish(Message(role="assistant", content=text), reason)
 
     async def _finish(self, final: Message, reason: str) -> TurnResult:
@@ -541,12 +564,20 @@ class _Turn:
 
     async def _fail(self, message: str) -> TurnResult:
         try:
+            await self._keep_what_was_shown()
             await self._save_partial()
         except StoreError as exc:
             message += f"\n(The conversation could not be saved either: {exc})"
         await self.emit(ErrorEvent(self.key, message))
         await self.emit(FinalAnswer(self.key, message, stop_reason="error"))
         return TurnResult(message, "error", self.iterations, self.executed, self.emit.turn_id)
+
+    async def _keep_what_was_shown(self) -> None:
+        """An answer cut off midway (a broken stream, Ctrl+C) was partly on the user's screen already: it
+        goes to the transcript and the session, marked, so the record shows what the user saw."""
+        shown, self.streamed = "".join(self.streamed), []
+        if shown.strip():
+            await self._record([Message(role="assistant", content=f"{shown.rstrip()}{CUT_OFF_MARK}")])
 
     async def _save_partial(self) -> None:
         """After an error or cancellation: keep the results that came back, then only complete pairs."""

@@ -106,7 +106,7 @@ class FakeOllama(FakeServer):
             "eval_count": max(1, len(word_chunks(reply.content))),
         }
         if exchange.body.get("stream", True):
-            exchange.send_stream("application/x-ndjson", _ndjson(model, reply, done), reply.headers)
+            exchange.send_stream("application/x-ndjson", _ndjson(model, reply, done), reply.headers, reply.cut_after)
         else:
             exchange.send_json(200, {**done, "message": _message(reply.content, reply.thinking, reply.tool_calls)}, reply.headers)
 
