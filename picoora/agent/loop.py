@@ -52,7 +52,7 @@ from picoora.agent.events import (
     TurnStarted,
 )
 from picoora.agent.repair import complete_pairs, interrupted_result, repair_history
-from picoora.agent.tokens import estimate_messages_tokens
+from picoora.agent.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_tokens
 from picoora.agent.trace import TraceRecorder
 from picoora.config import AgentDefaults
 from picoora.llm.base import (
@@ -297,6 +297,10 @@ class _TimeLimitReached(Exception):
     pass
 
 
+class _MessageTooLarge(Exception):
+    """The user's message alone does not fit the model's context window."""
+
+
 class _ContextFull(Exception):
     """The request does not fit the model's context window and compaction could not make it fit."""
 
@@ -350,7 +354,11 @@ class _Turn:
             inputs = await self.store.run(gather_inputs, self.agent.store, self.key, text, self.settings)
             self.trace.recalled(inputs.recall)
             self._use_context(inputs)
+            self._check_message_fits()
             result = await self._loop()
+        except _MessageTooLarge as exc:
+            self.saved = True  # the session stays as it was: later turns must not carry the message either
+            result = await self._fail(str(exc))
         except (LLMError, _ContextFull) as exc:
             result = await self._fail(str(exc))
         except StoreError as exc:
@@ -419,9 +427,34 @@ class _Turn:
                     "time_limit", self._time_limit_text(), unrun_reason="Interrupted: the turn hit its time limit."
                 )
 
+    def _prompt_budget(self) -> int:
+        """Tokens a request may take: the window less room for the answer (Ollama's num_ctx holds both)."""
+        window = self.settings.context_window
+        return window - min(self.settings.max_tokens, window // 4)
+
+    def _check_message_fits(self) -> None:
+        """Refuse, before anything is sent, a message that cannot fit the window with the system prompt.
+        Ollama cuts an oversized prompt silently from the front: the instructions and memories would go."""
+        needed = estimate_tokens(self.system) + estimate_message_tokens(self.produced[0])
+        if needed > self._prompt_budget():
+            raise _MessageTooLarge(
+                f"Your message is too long for the model: about {estimate_message_tokens(self.produced[0]):,} tokens, "
+                f"and with the instructions it needs {needed:,} of the {self._prompt_budget():,} the model can take "
+                f"(agents.defaults.context_window {self.settings.context_window:,}, less room for the answer). Nothing "
+                "was sent and the transcript keeps it. Send it shorter, or save it as a file in the workspace and ask "
+                "me to read it."
+            )
+
     async def _call_model(self, on_delta: OnDelta | None) -> LLMResponse:
-        """One model call; the turn's first context overflow compacts the session and the call is made again."""
+        """One model call; the turn's first context overflow compacts the session and the call is made again.
+        A request that would not fit the window by our own estimate counts as an overflow before it is sent,
+        since Ollama never reports one."""
         request = join_user_runs(repair_history(build_messages(self.system, self.history, self.produced)))
+        if estimate_messages_tokens(request) > self._prompt_budget():
+            if self.overflow_compacted:
+                raise self._context_full("even after the older conversation was summarised")
+            await self._compact_for_overflow()
+            return await self._call_model(on_delta)
         self.iterations += 1
         self.streamed = []
         try:
