@@ -29,20 +29,21 @@ def read_until(fd: int, needle: bytes, seconds: float = 20.0) -> bytes:
     return seen
 
 
-def repl_session(home: Path, lines: list[str], *, wait_for: bytes = b"you>") -> tuple[str, int]:
-    """Run ``picoora agent`` on a terminal, type ``lines`` (each after a prompt), then leave; (all output, exit code)."""
+def spawn_repl(home: Path) -> tuple[int, int]:
+    """``picoora agent`` (the REPL) on a new pseudo-terminal: (pid, the terminal's controlling fd)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(REPO)
         env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
         os.execve(sys.executable, [sys.executable, "-m", "picoora", "agent"], env)
+    return pid, fd
+
+
+def leave_repl(pid: int, fd: int) -> tuple[bytes, int]:
+    """Type ``exit``, read to the end; (the rest of the output, exit code). Kills the REPL if it lingers."""
     try:
-        output = read_until(fd, wait_for)
-        for line in lines:
-            os.write(fd, line.encode() + b"\r")
-            output += read_until(fd, wait_for)
         os.write(fd, b"exit\r")
-        output += read_until(fd, b"\0", seconds=10)
+        output = read_until(fd, b"\0", seconds=10)
         _, status = os.waitpid(pid, 0)
     finally:
         try:
@@ -50,4 +51,18 @@ def repl_session(home: Path, lines: list[str], *, wait_for: bytes = b"you>") -> 
         except ProcessLookupError:
             pass
         os.close(fd)
-    return output.decode("utf-8", errors="replace"), os.waitstatus_to_exitcode(status)
+    return output, os.waitstatus_to_exitcode(status)
+
+
+def repl_session(home: Path, lines: list[str], *, wait_for: bytes = b"you>") -> tuple[str, int]:
+    """Run the REPL on a terminal, type ``lines`` (each after a prompt), then leave; (all output, exit code)."""
+    pid, fd = spawn_repl(home)
+    output = b""
+    try:
+        output = read_until(fd, wait_for)
+        for line in lines:
+            os.write(fd, line.encode() + b"\r")
+            output += read_until(fd, wait_for)
+    finally:
+        rest, code = leave_repl(pid, fd)
+    return (output + rest).decode("utf-8", errors="replace"), code
