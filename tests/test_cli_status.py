@@ -66,7 +66,7 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     report = json.loads(healthy.stdout)
     assert healthy.returncode == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "storage",
-                                                      "stored", "embedder"]
+                                                      "stored", "embedder", "exec"]
     broken = json.loads(down.stdout)
     assert down.returncode == 1 and broken["ok"] is False
     assert {c["check"] for c in broken["checks"] if not c["ok"]} == {"provider", "model"}

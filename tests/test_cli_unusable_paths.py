@@ -4,8 +4,11 @@ a read-only or full workspace, text that is not UTF-8, a session nested too deep
 
 from __future__ import annotations
 
+import shutil
+
 
 from picoora.store.files import FileStore
+from picoora.store.layout import FileLayout
 from tests.cli_support import closed_port_url_config, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fs_support import full_dir, read_only_dir
@@ -91,13 +94,16 @@ def test_text_that_is_not_utf8_names_the_file(isolated_home):
 def test_sessions_folder_that_is_a_file_and_a_session_nested_too_deep(isolated_home):
     closed_port_url_config(isolated_home)
     workspace = isolated_home / "workspace"
-    workspace.mkdir()
-    (workspace / "sessions").write_text("not a folder")
+    FileStore(workspace).close()  # the current layout, so nothing is migrated
+    sessions = FileLayout(workspace).sessions
+    shutil.rmtree(sessions, ignore_errors=True)
+    sessions.parent.mkdir(parents=True, exist_ok=True)
+    sessions.write_text("not a folder")
     not_a_folder = run_cli("agent", "-m", "hello", home=isolated_home)
     _one_clear_line(not_a_folder, code=1, words="a file stands where picoora keeps a folder")
-    (workspace / "sessions").unlink()
-    (workspace / "sessions").mkdir()
-    (workspace / "sessions" / "cli_default.json").write_text("[" * 100_000 + "]" * 100_000)
+    sessions.unlink()
+    sessions.mkdir()
+    (sessions / "cli_default.json").write_text("[" * 100_000 + "]" * 100_000)
     deep = run_cli("agent", "-m", "hello", home=isolated_home)
     _one_clear_line(deep, code=1, words="nested too deeply")
     store = FileStore(workspace)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
 
-from picoora.cli.errors import CLIError, load_config
+from picoora.cli.errors import CLIError, load_config, warn
 
 if TYPE_CHECKING:
     from picoora.store.base import MemoryRecord, RecallResult, Store

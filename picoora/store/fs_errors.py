@@ -62,7 +62,7 @@ def _wrap(method: Callable[..., T], opening: bool) -> Callable[..., T]:
             raise StoreError(describe_os_error(err, self.workspace)) from None
         except RecursionError:  # json.loads of a document nested thousands deep
             raise StoreError(f"a file in {self.workspace} is nested too deeply to read: move the damaged file "
-                             "away (the traces, sessions and transcripts folders hold them)") from None
+                             "away (the store keeps its files under .picoora/ there)") from None
 
     return guarded
 
