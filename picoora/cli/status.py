@@ -164,7 +164,8 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
     from picoora.tools.mcp_client import probe
 
     reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs"))
-    return [Line("MCP server", f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}")
+    return [Line("MCP server", f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
+                 r.ok or r.text == "disabled")
             for r in reports]
 
 
