@@ -189,7 +189,9 @@ do_install() {
   link_command
   on_path || say "Note: $BIN_DIR is not on your PATH. Add it:  echo 'export PATH=\"$BIN_DIR:\$PATH\"' >> ~/.bashrc"
   if [ "$onboard" = yes ]; then
-    PICOORA_HOME="$HOME_DIR" "$VENV/bin/picoora" onboard --non-interactive </dev/null \
+    local onboarded=0  # 1: set up, but Ollama or the model is missing (the next step says what to do)
+    PICOORA_HOME="$HOME_DIR" "$VENV/bin/picoora" onboard --non-interactive </dev/null || onboarded=$?
+    [ "$onboarded" -le 1 ] \
       || die "picoora is installed, but \`picoora onboard --non-interactive\` failed (see above)"
   fi
   say "picoora $("$VENV/bin/picoora" --version | sed 's/^picoora //') is installed."

@@ -8,7 +8,8 @@ variables (applied whether or not the file exists). An environment variable name
 path with ``_`` between the parts, upper case: ``PICO_AGENTS_DEFAULTS_MODEL`` -> agents.defaults.model,
 ``PICO_PROVIDERS_OPENAI_API_KEY`` -> providers.openai.api_key. List fields take a JSON array or a
 comma-separated list. ``PICO_TEST_*`` variables belong to the test-suite; other ``PICO_*`` names that
-match no field are ignored and listed by :func:`unknown_env_overrides`.
+match no field are ignored, listed by :func:`unknown_env_overrides` and explained, with the closest
+valid name, by :func:`env_override_warnings` (the CLI prints those).
 
 ``${VAR}`` inside a string value (from the file or the environment) is replaced by the variable's
 value, so secrets can stay out of the file; an unset variable is an error. Only the braced form is
@@ -37,7 +38,7 @@ class _Section(BaseModel):
 
 
 class AgentDefaults(_Section):
-    workspace: str = ""  # empty: $PICOORA_HOME/workspace
+    workspace: str = ""  # empty: $PICOORA_HOME/workspace; a relative path is taken from $PICOORA_HOME too
     restrict_to_workspace: bool = True
     provider: Literal["ollama", "openai", "anthropic"] = "ollama"
     model: str = "qwen3:latest"
@@ -74,6 +75,9 @@ class ProviderConfig(_Section):
     api_key: str = ""
     api_base: str = ""
     timeout_seconds: float = Field(120.0, gt=0)
+    # Seconds for the first sign of an answer; a server that accepts and stays silent is reported then
+    # (Ollama loading the model gets up to timeout_seconds).
+    first_response_seconds: float = Field(30.0, gt=0)
     max_retries: int = Field(3, ge=0)
 
 
@@ -253,8 +257,11 @@ def default_config_path() -> Path:
 
 
 def workspace_path(config: Config) -> Path:
+    """The workspace folder, absolute: a relative setting is under ``$PICOORA_HOME``, never under the current
+    directory (where memories would seem to vanish when picoora runs from another folder)."""
     raw = config.agents.defaults.workspace
-    return Path(raw).expanduser() if raw else picoora_home() / "workspace"
+    path = Path(raw).expanduser() if raw else Path("workspace")
+    return path if path.is_absolute() else picoora_home().absolute() / path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,6 +308,28 @@ def load_config(path: Path | None = None) -> Config:
 def unknown_env_overrides() -> list[str]:
     """``PICO_*`` variables set now that match no config field (ignored by :func:`load_config`)."""
     return _env_overrides(os.environ)[1]
+
+
+def env_override_warnings() -> list[str]:
+    """One line per ``PICO_*`` variable that matches no setting, naming the closest one that does."""
+    import difflib
+
+    valid = [ENV_PREFIX + "_".join(key).upper() for key in _leaf_keys(Config)]
+    lines = []
+    for name in unknown_env_overrides():
+        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.75)
+        hint = f"did you mean {close[0]}?" if close else "names look like PICO_AGENTS_DEFAULTS_MODEL"
+        lines.append(f"Warning: the environment variable {name} matches no setting and is ignored ({hint})")
+    return lines
+
+
+def _leaf_keys(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, field in model.model_fields.items():
+        section = _section_type(field.annotation)
+        if section is None:
+            yield (*prefix, name)
+        else:
+            yield from _leaf_keys(section, (*prefix, name))
 
 
 def _read_file(path: Path) -> dict[str, Any]:

@@ -13,10 +13,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run_cli(
-    *args: str, home: Path, stdin: str = "", timeout: float = 60, extra_env: dict[str, str] | None = None
+    *args: str, home: Path, stdin: str = "", timeout: float = 60, extra_env: dict[str, str] | None = None,
+    preexec_fn: Any = None,
 ) -> subprocess.CompletedProcess[str]:
     """``picoora ARGS`` in a fresh interpreter. stdin is a pipe (never the terminal), so ``agent``
-    without ``-m`` reads its message from ``stdin``; stdout is a pipe, so output is not streamed."""
+    without ``-m`` reads its message from ``stdin``; stdout is a pipe, so output is not streamed.
+    ``preexec_fn`` runs in the child before it starts (resource limits)."""
     env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1", **(extra_env or {})}
     return subprocess.run(
         [sys.executable, "-m", "picoora", *args],
@@ -26,6 +28,7 @@ def run_cli(
         env=env,
         cwd=REPO,
         timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 

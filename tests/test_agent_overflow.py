@@ -82,13 +82,17 @@ def test_overflow_compacts_once_and_the_retry_answers(tmp_path):
 def test_kept_messages_shrink_to_fit_the_window_without_splitting_pairs(tmp_path):
     # Turns with a tool round, ~640 tokens each: keep_recent_messages=8 would keep two of them, more than
     # half of a 2,048-token window, so only the last one (with its call/result pair) is kept.
+    # The stored history (~3,800 tokens) is over the window by picoora's own estimate, so it is compacted
+    # before anything is sent: Ollama would cut such a prompt silently instead of reporting an overflow.
     store = seeded_store(tmp_path, size=800, with_tool=True)
     old = store.load_session(KEY).messages
-    llm = ScriptedLLM(overflow(), respond=lambda m: answer("S" if m[0].content == SUMMARISER_PROMPT else "ok"))
+    llm = ScriptedLLM(respond=lambda m: answer("S" if m[0].content == SUMMARISER_PROMPT else "ok"))
     agent = make_agent(store, llm, tmp_path, context_window=2048, keep_recent_messages=8)
     result = asyncio.run(agent.run_turn(KEY, "go on"))
 
     assert result.text == "ok"
+    assert is_summary_request(llm.requests[0])  # before anything else: no oversized request was sent
+    assert len([r for r in llm.requests if not is_summary_request(r)]) == 1
     assert estimate_messages_tokens(old[-8:]) > 1024 >= estimate_messages_tokens(old[-4:])
     session = store.load_session(KEY)
     assert session.summary == "S"

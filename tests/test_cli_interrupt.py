@@ -7,8 +7,6 @@ pseudo-terminal (prompt_toolkit needs one), each interrupted with SIGINT as a te
 from __future__ import annotations
 
 import os
-import pty
-import select
 import signal
 import subprocess
 import sys
@@ -19,6 +17,7 @@ from picoora.agent.repair import repair_history
 from picoora.store.files import FileStore
 from tests.cli_support import REPO, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.pty_support import leave_repl, read_until, spawn_repl
 
 SLEEP = "sleep 47.25"  # a duration no other process on the machine uses
 
@@ -78,48 +77,23 @@ def test_ctrl_c_in_one_shot_mode_prints_one_line_and_kills_the_command(isolated_
     _assert_store_consistent(isolated_home)
 
 
-def _read_until(fd: int, needle: bytes, seconds: float = 20.0) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + seconds
-    while needle not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
 def test_ctrl_c_in_the_repl_cancels_the_turn_and_the_repl_goes_on(isolated_home):
     with _fake_model() as fake:
         write_config(isolated_home, ollama_url=fake.url)
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: picoora's REPL on the pseudo-terminal
-            os.chdir(REPO)
-            env = {**_env(isolated_home), "PROMPT_TOOLKIT_NO_CPR": "1"}  # no cursor-position query to answer
-            os.execve(sys.executable, [sys.executable, "-m", "picoora", "agent"], env)
+        pid, fd = spawn_repl(isolated_home)
+        output = b""
         try:
-            output = _read_until(fd, b"you>")
+            output = read_until(fd, b"you>")
             os.write(fd, b"run the long command\r")
             assert _wait_for(_sleepers), "the exec tool never started the command"
             os.kill(pid, signal.SIGINT)
-            output += _read_until(fd, b"(cancelled)")
-            output += _read_until(fd, b"you>")
-            os.write(fd, b"exit\r")
-            output += _read_until(fd, b"\0", seconds=10)  # to the end
-            _, status = os.waitpid(pid, 0)
+            output += read_until(fd, b"(cancelled)")
+            output += read_until(fd, b"you>")
         finally:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.close(fd)
+            rest, code = leave_repl(pid, fd)
+    output += rest
     text = output.decode("utf-8", errors="replace")
-    assert os.waitstatus_to_exitcode(status) == 0, text
+    assert code == 0, text
     assert "(cancelled)" in text
     assert "Traceback" not in text and "never retrieved" not in text
     assert _wait_for(lambda: not _sleepers(), 5), "the command outlived the cancelled turn"

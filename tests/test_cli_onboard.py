@@ -33,14 +33,17 @@ def test_writes_private_config_and_every_template(isolated_home):
     assert "picoora agent" in result.stdout  # next steps
 
 
+NOT_READY = 1  # set up, but Ollama is not there to answer
+
+
 def test_keeps_an_edited_template_unless_forced(isolated_home):
     url = closed_port_url()
-    assert _onboard(isolated_home, url=url).returncode == 0
+    assert _onboard(isolated_home, url=url).returncode == NOT_READY
     soul = isolated_home / "workspace" / "SOUL.md"
     soul.write_text("# Soul\n\nAlways answer in haiku.\n")
 
     again = _onboard(isolated_home, url=url)
-    assert again.returncode == 0
+    assert again.returncode == NOT_READY
     assert soul.read_text() == "# Soul\n\nAlways answer in haiku.\n"
     assert "SOUL.md" in again.stdout and "kept your edits" in again.stdout
 
@@ -48,8 +51,9 @@ def test_keeps_an_edited_template_unless_forced(isolated_home):
     edited_config = config.read_text().replace('"temperature": 0.7', '"temperature": 0.2')
     config.write_text(edited_config)
     forced = _onboard(isolated_home, "--force", url=url)
-    assert forced.returncode == 0
+    assert forced.returncode == NOT_READY
     assert soul.read_bytes() == template_files()["SOUL.md"]
+    assert (soul.parent / "SOUL.md.bak").read_text() == "# Soul\n\nAlways answer in haiku.\n"  # nothing lost
     assert '"temperature": 0.7' in config.read_text()  # back to the defaults
     backup = isolated_home / "config.json.bak"
     assert backup.read_text() == edited_config and stat.S_IMODE(backup.stat().st_mode) == 0o600
@@ -57,7 +61,7 @@ def test_keeps_an_edited_template_unless_forced(isolated_home):
 
 def test_updates_an_untouched_older_template(isolated_home):
     url = closed_port_url()
-    assert _onboard(isolated_home, url=url).returncode == 0
+    assert _onboard(isolated_home, url=url).returncode == NOT_READY
     workspace = isolated_home / "workspace"
     manifest = json.loads((workspace / ".picoora-templates.json").read_text())
     # Simulate a template written by an older release: the file and the recorded hash agree.
@@ -69,14 +73,16 @@ def test_updates_an_untouched_older_template(isolated_home):
     (workspace / ".picoora-templates.json").write_text(json.dumps(manifest))
 
     result = _onboard(isolated_home, url=url)
-    assert result.returncode == 0
+    assert result.returncode == NOT_READY
     assert (workspace / "IDENTITY.md").read_bytes() == template_files()["IDENTITY.md"]
     assert "updated to the new template: IDENTITY.md" in result.stdout
 
 
 def test_ollama_down_prints_how_to_install_and_start_it(isolated_home):
     result = _onboard(isolated_home, url=closed_port_url())
-    assert result.returncode == 0
+    assert result.returncode == NOT_READY
+    assert "picoora is ready" not in result.stdout
+    assert "picoora is set up, but cannot chat yet: Ollama does not answer at" in result.stdout
     assert "curl -fsSL https://ollama.com/install.sh | sh" in result.stdout
     assert "ollama serve" in result.stdout
     assert "ollama pull" in result.stdout
@@ -107,8 +113,9 @@ def test_changing_the_model_keeps_the_rest_of_an_existing_config(isolated_home):
 def test_explicit_model_not_pulled_gets_the_pull_command(isolated_home):
     with FakeOllama(models=("qwen3:latest",)) as fake:
         result = _onboard(isolated_home, "--model", "mistral-nemo", url=fake.url)
-    assert result.returncode == 0
-    assert "ollama pull mistral-nemo" in result.stdout
+    assert result.returncode == NOT_READY
+    assert "picoora is ready" not in result.stdout
+    assert "cannot chat yet: the model mistral-nemo is not pulled: run `ollama pull mistral-nemo`" in result.stdout
     assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "mistral-nemo"
 
 
@@ -135,3 +142,17 @@ def test_interactive_choice_on_a_terminal(isolated_home):
     assert result.returncode == 0, result.stderr
     assert "1. gemma3:1b  (cannot call tools)" in result.stdout
     assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "llama3.1:8b"
+
+
+def test_force_keeps_every_edited_template_as_a_backup_and_never_replaces_one(isolated_home):
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        assert _onboard(isolated_home, url=fake.url).returncode == 0
+        user = isolated_home / "workspace" / "USER.md"
+        user.write_text("# User\n\nName: Ada. Likes Go.\n")
+        assert _onboard(isolated_home, "--force", url=fake.url).returncode == 0
+        user.write_text("# User\n\nName: Ada. Now likes Rust.\n")
+        second = _onboard(isolated_home, "--force", url=fake.url)
+    assert second.returncode == 0 and "saved as NAME.bak" in second.stdout
+    assert user.read_bytes() == template_files()["USER.md"]
+    assert (user.parent / "USER.md.bak").read_text() == "# User\n\nName: Ada. Likes Go.\n"
+    assert (user.parent / "USER.md.bak.2").read_text() == "# User\n\nName: Ada. Now likes Rust.\n"

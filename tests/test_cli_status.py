@@ -33,14 +33,16 @@ def test_status_reports_a_model_that_is_not_pulled_or_cannot_use_tools(isolated_
         write_config(isolated_home, ollama_url=fake.url, model="gemma3:1b")
         toolless = run_cli("status", home=isolated_home)
     assert "✗ not pulled: run `ollama pull qwen3:latest`" in _line(missing.stdout, "Model")
+    assert missing.returncode == 1
     assert "cannot call tools" in _line(toolless.stdout, "Model")
+    assert "(1 model pulled)" in _line(toolless.stdout, "Provider")
 
 
-def test_status_with_ollama_down_still_exits_0_and_says_what_to_run(isolated_home):
+def test_status_with_ollama_down_exits_1_and_says_what_to_run(isolated_home):
     url = closed_port_url()
     write_config(isolated_home, ollama_url=url, embedder="minilm")
     result = run_cli("status", home=isolated_home)
-    assert result.returncode == 0
+    assert result.returncode == 1
     provider = _line(result.stdout, "Provider")
     assert "✗ not reachable" in provider and "ollama serve" in provider
     assert "cannot check" in _line(result.stdout, "Model")
@@ -49,5 +51,22 @@ def test_status_with_ollama_down_still_exits_0_and_says_what_to_run(isolated_hom
 
 def test_status_without_a_config_file_points_to_onboard(isolated_home):
     result = run_cli("status", home=isolated_home, extra_env={"PICO_PROVIDERS_OLLAMA_API_BASE": closed_port_url()})
-    assert result.returncode == 0
+    assert result.returncode == 1
     assert "✗ not found: run `picoora onboard`" in _line(result.stdout, "Config")
+
+
+def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home):
+    import json
+
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        write_config(isolated_home, ollama_url=fake.url, embedder="none")
+        assert run_cli("memory", "add", "The cat is called Miso", home=isolated_home).returncode == 0
+        healthy = run_cli("status", "--json", home=isolated_home)
+    down = run_cli("status", "--json", home=isolated_home)  # the fake has stopped: nothing answers there
+    report = json.loads(healthy.stdout)
+    assert healthy.returncode == 0 and report["ok"] is True
+    assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "storage",
+                                                      "stored", "embedder", "exec"]
+    broken = json.loads(down.stdout)
+    assert down.returncode == 1 and broken["ok"] is False
+    assert {c["check"] for c in broken["checks"] if not c["ok"]} == {"provider", "model"}

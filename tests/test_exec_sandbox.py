@@ -160,7 +160,8 @@ def test_a_thousand_exec_calls_in_one_message_through_the_cli(isolated_home):
     commands = [f"f=slots/{i}; touch $f; ls slots | wc -l >> widths; sleep 0.01; rm $f" for i in range(1000)]
     replies = [Reply(tool_calls=[("exec", {"command": c}) for c in commands]), Reply(content="Done.")]
     with FakeOllama(replies=replies) as fake:
-        write_config(isolated_home, ollama_url=fake.url, max_tool_iterations=2)
+        # a window that holds 1,000 call/result pairs: a smaller one is (rightly) refused before sending
+        write_config(isolated_home, ollama_url=fake.url, max_tool_iterations=2, context_window=262144)
         done = run_cli("agent", "-m", "go", home=isolated_home, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     widths = [int(line) for line in (workspace / "widths").read_text().split()]

@@ -73,7 +73,8 @@ def test_plain_answer_forwards_temperature_max_tokens_and_context_window():
     assert response.usage.completion_tokens > 0
     body = fake.requests[0]
     assert body["options"] == {"temperature": 0.2, "num_predict": 123, "num_ctx": 8192}
-    assert body["stream"] is False and body["messages"] == [{"role": "user", "content": "Capital of France?"}]
+    # always streamed (a silent server shows at the first part), even when nobody watches the tokens
+    assert body["stream"] is True and body["messages"] == [{"role": "user", "content": "Capital of France?"}]
 
 
 def test_streaming_forwards_tokens_and_thinking_as_they_arrive():

@@ -17,7 +17,7 @@ worker thread, and ``build_system_prompt`` is pure so tests can pin its output.
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Sequence
@@ -87,6 +87,18 @@ def build_system_prompt(
 def build_messages(system_prompt: str, history: list[Message], turn: list[Message]) -> list[Message]:
     """The request: system prompt, the stored history, then this turn so far (its user message first)."""
     return [Message(role="system", content=system_prompt), *history, *turn]
+
+
+def join_user_runs(messages: list[Message]) -> list[Message]:
+    """Consecutive user messages as one, each kept whole and in order. A turn that failed or was cancelled
+    leaves its user message unanswered, and some providers reject two user messages in a row."""
+    joined: list[Message] = []
+    for message in messages:
+        if joined and message.role == "user" and joined[-1].role == "user":
+            joined[-1] = replace(joined[-1], content=f"{joined[-1].content}\n\n{message.content}")
+        else:
+            joined.append(message)
+    return joined
 
 
 def _identity(workspace: Path, model_label: str, tool_names: set[str]) -> str:

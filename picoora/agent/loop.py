@@ -25,6 +25,7 @@ stored is always valid for every provider.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import json
 import logging
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from picoora.agent.compaction import CompactionError, compact, needs_compaction
-from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs
+from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs, join_user_runs
 from picoora.agent.events import (
     CompactionEvent,
     ErrorEvent,
@@ -50,8 +51,8 @@ from picoora.agent.events import (
     ToolCallStarted,
     TurnStarted,
 )
-from picoora.agent.repair import complete_pairs, interrupted_result, repair_history, unique_calls
-from picoora.agent.tokens import estimate_messages_tokens
+from picoora.agent.repair import complete_pairs, interrupted_result, repair_history
+from picoora.agent.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_tokens
 from picoora.agent.trace import TraceRecorder
 from picoora.config import AgentDefaults
 from picoora.llm.base import (
@@ -80,6 +81,8 @@ RAW_PREVIEW_CHARS = 200
 # (the rest is for the system prompt, the summary and the answer).
 OVERFLOW_KEPT_SHARE = 0.5
 DRAIN_SECONDS = 10.0  # how long a finished turn waits for a slow event consumer before dropping it
+CUT_OFF_MARK = " [the answer was cut off here]"
+NOTICES_STATE = "notices_shown:"  # state key prefix: the notices a session saw on its model, across processes
 
 
 @dataclass
@@ -275,8 +278,27 @@ class _Emitter:
         self._task = self._queue = None
 
 
+def distinct_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls of one answer, a repeated id renamed (``id~2``) so every call runs and gets its own result:
+    a result is matched to its call by id, so two calls sharing one would leave one of them unanswered."""
+    seen: set[str] = set()
+    distinct = []
+    for call in calls:
+        new_id, number = call.id, 1
+        while new_id in seen:
+            number += 1
+            new_id = f"{call.id}~{number}"
+        seen.add(new_id)
+        distinct.append(call if new_id == call.id else replace(call, id=new_id))
+    return distinct
+
+
 class _TimeLimitReached(Exception):
     pass
+
+
+class _MessageTooLarge(Exception):
+    """The user's message alone does not fit the model's context window."""
 
 
 class _ContextFull(Exception):
@@ -304,6 +326,7 @@ class _Turn:
         self.open_calls: list[ToolCall] = []  # the batch being executed
         self.finished: dict[str, Message] = {}  # results of the open batch that have returned
         self.call_counts: dict[str, int] = {}
+        self.streamed: list[str] = []  # answer text of the model call in progress, as the user saw it
         self.iterations = 0
         self.tool_rounds = 0
         self.executed = 0
@@ -331,13 +354,18 @@ class _Turn:
             inputs = await self.store.run(gather_inputs, self.agent.store, self.key, text, self.settings)
             self.trace.recalled(inputs.recall)
             self._use_context(inputs)
+            self._check_message_fits()
             result = await self._loop()
+        except _MessageTooLarge as exc:
+            self.saved = True  # the session stays as it was: later turns must not carry the message either
+            result = await self._fail(str(exc))
         except (LLMError, _ContextFull) as exc:
             result = await self._fail(str(exc))
         except StoreError as exc:
             result = await self._fail(f"Could not read or save the conversation: {exc}")
         except BaseException:  # cancelled (Ctrl+C) or a bug: leave the store consistent, then propagate
             try:
+                await self._keep_what_was_shown()
                 await self._save_partial()
             except StoreError as exc:  # the original exception matters more; this one is only logged
                 log.warning("could not save the interrupted turn of %s: %s", self.key, exc)
@@ -373,7 +401,7 @@ class _Turn:
             except _TimeLimitReached:
                 return await self._stop("time_limit", self._time_limit_text())
             await self._notice_once(response.notice)
-            calls = unique_calls(response.tool_calls)
+            calls = distinct_ids(response.tool_calls)
             if not calls:
                 return await self._answer(response)
             await self._record([self._assistant(response, calls)])
@@ -399,12 +427,39 @@ class _Turn:
                     "time_limit", self._time_limit_text(), unrun_reason="Interrupted: the turn hit its time limit."
                 )
 
+    def _prompt_budget(self) -> int:
+        """Tokens a request may take: the window less room for the answer (Ollama's num_ctx holds both)."""
+        window = self.settings.context_window
+        return window - min(self.settings.max_tokens, window // 4)
+
+    def _check_message_fits(self) -> None:
+        """Refuse, before anything is sent, a message that cannot fit the window with the system prompt.
+        Ollama cuts an oversized prompt silently from the front: the instructions and memories would go."""
+        needed = estimate_tokens(self.system) + estimate_message_tokens(self.produced[0])
+        if needed > self._prompt_budget():
+            raise _MessageTooLarge(
+                f"Your message is too long for the model: about {estimate_message_tokens(self.produced[0]):,} tokens, "
+                f"and with the instructions it needs {needed:,} of the {self._prompt_budget():,} the model can take "
+                f"(agents.defaults.context_window {self.settings.context_window:,}, less room for the answer). Nothing "
+                "was sent and the transcript keeps it. Send it shorter, or save it as a file in the workspace and ask "
+                "me to read it."
+            )
+
     async def _call_model(self, on_delta: OnDelta | None) -> LLMResponse:
-        """One model call; the turn's first context overflow compacts the session and the call is made again."""
-        request = repair_history(build_messages(self.system, self.history, self.produced))
+        """One model call; the turn's first context overflow compacts the session and the call is made again.
+        A request that would not fit the window by our own estimate counts as an overflow before it is sent,
+        since Ollama never reports one."""
+        request = join_user_runs(repair_history(build_messages(self.system, self.history, self.produced)))
+        if estimate_messages_tokens(request) > self._prompt_budget():
+            if self.overflow_compacted:
+                raise self._context_full("even after the older conversation was summarised")
+            await self._compact_for_overflow()
+            return await self._call_model(on_delta)
         self.iterations += 1
+        self.streamed = []
         try:
             response = await self._bounded(self.llm.chat(request, self.schemas or None, on_delta=on_delta))
+            self.streamed = []  # whole now: the response itself is what gets recorded
             self.trace.model_call(response.usage)
             return response
         except ContextOverflowError as exc:
@@ -486,6 +541,8 @@ class _Turn:
 
     async def _on_delta(self, kind: DeltaKind, text: str) -> None:
         self.trace.first_token()
+        if kind == "token":
+            self.streamed.append(text)
         event = TokenEvent(self.key, text) if kind == "token" else ReasoningEvent(self.key, text)
         await self.emit(event)
 
@@ -529,6 +586,7 @@ class _Turn:
             answers = [self.finished.get(c.id) or interrupted_result(c, unrun_reason) for c in last.tool_calls]
             await self._record(answers)
             self.open_calls, self.finished = [], {}
+        await self._keep_what_was_shown()  # a time limit in the middle of a streamed answer
         return await self._finish(Message(role="assistant", content=text), reason)
 
     async def _finish(self, final: Message, reason: str) -> TurnResult:
@@ -539,12 +597,20 @@ class _Turn:
 
     async def _fail(self, message: str) -> TurnResult:
         try:
+            await self._keep_what_was_shown()
             await self._save_partial()
         except StoreError as exc:
             message += f"\n(The conversation could not be saved either: {exc})"
         await self.emit(ErrorEvent(self.key, message))
         await self.emit(FinalAnswer(self.key, message, stop_reason="error"))
         return TurnResult(message, "error", self.iterations, self.executed, self.emit.turn_id)
+
+    async def _keep_what_was_shown(self) -> None:
+        """An answer cut off midway (a broken stream, Ctrl+C) was partly on the user's screen already: it
+        goes to the transcript and the session, marked, so the record shows what the user saw."""
+        shown, self.streamed = "".join(self.streamed), []
+        if shown.strip():
+            await self._record([Message(role="assistant", content=f"{shown.rstrip()}{CUT_OFF_MARK}")])
 
     async def _save_partial(self) -> None:
         """After an error or cancellation: keep the results that came back, then only complete pairs."""
@@ -569,9 +635,22 @@ class _Turn:
         await self.store.append_session(self.key, stripped)
 
     async def _notice_once(self, text: str | None) -> None:
-        if text and text not in self.runtime.notices_shown:
-            self.runtime.notices_shown.add(text)
-            await self.emit(NoticeEvent(self.key, text))
+        """Tell the session once, also across processes (each ``agent -m`` is a new one): the notices a
+        session was shown on its current model are kept in its state."""
+        if not text or text in self.runtime.notices_shown:
+            return
+        self.runtime.notices_shown.add(text)
+        key, label = NOTICES_STATE + self.key, f"{self.llm.provider}/{self.llm.model}"
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        try:
+            stored = json.loads(await self.store.get_state(key) or "{}")
+            shown = stored.get("shown", []) if isinstance(stored, dict) and stored.get("model") == label else []
+            if digest in shown:
+                return
+            await self.store.set_state(key, json.dumps({"model": label, "shown": [*shown, digest]}))
+        except (StoreError, ValueError) as exc:  # better said twice than never
+            log.warning("could not keep track of the notices of %s: %s", self.key, exc)
+        await self.emit(NoticeEvent(self.key, text))
 
     def needs_compaction(self) -> bool:
         return needs_compaction(self.history + self.produced, self.summary, self.settings)

@@ -38,6 +38,8 @@ def agent(
     """
     import asyncio
 
+    if not session.strip():
+        raise CLIError("the session name is empty: pass -s KEY (or leave -s out for the default session)", EXIT_USAGE)
     config = load_config(ctx)
     if stream is None:
         stream = sys.stdout.isatty()
@@ -57,10 +59,14 @@ async def _one_shot(config: Config, text: str, session: str, stream: bool, path:
     from picoora.cli.opening import open_assistant
     from picoora.cli.render import TurnRenderer
     from picoora.cli.turns import run_interruptible
+    from picoora.cli.waiting import WaitingIndicator
 
     async with open_assistant(config, path) as assistant:
-        renderer = TurnRenderer(sys.stdout, sys.stderr, stream=stream)
-        result = await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer), renderer)
+        renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=stream), sys.stderr)
+        try:
+            result = await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer), renderer)
+        finally:
+            renderer.close()
     if result is None:
         return EXIT_INTERRUPTED
     return 0 if result.stop_reason == "answer" else 1

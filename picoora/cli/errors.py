@@ -54,12 +54,18 @@ def config_path(ctx: typer.Context) -> Path | None:
 
 def load_config(ctx: typer.Context) -> Config:
     """Load the config the user pointed at; a bad file becomes a CLIError with exit code 2."""
-    from picoora.config import ConfigError, secret_values
+    from picoora.config import ConfigError, env_override_warnings, secret_values
     from picoora.config import load_config as _load
 
+    path = config_path(ctx)
+    if path is not None and not path.expanduser().exists():  # a typo in --config must not mean "all defaults"
+        raise CLIError(f"the config file {path} does not exist: check the path, or create it with "
+                       f"`picoora --config {path} onboard`", EXIT_USAGE)
     try:
-        config = _load(config_path(ctx))
+        config = _load(path)
     except ConfigError as err:
         raise CLIError(str(err), EXIT_USAGE) from None
     _known_secrets[:] = secret_values(config)
+    for line in env_override_warnings():
+        warn(line)
     return config

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
 
-from picoora.cli.errors import CLIError, load_config
+from picoora.cli.errors import CLIError, load_config, warn
 
 if TYPE_CHECKING:
     from picoora.store.base import MemoryRecord, RecallResult, Store
@@ -58,6 +58,11 @@ def add(
         raise CLIError("nothing to remember: TEXT is empty", 2)
     with _store(ctx) as store:
         result = store.add_memory(text.strip(), importance=importance, category=category)
+        vectors = store.vector_status()
+    if result.created and vectors.embedder and result.memory.embedding_model is None:
+        warn(f"Note: no vector was stored for it: the embedder {vectors.embedder} could not be used"
+             f"{f' ({vectors.note})' if vectors.note else ''}. Until you run `picoora memory reindex` with it "
+             "working, this memory is found by keywords only.")
     if result.created:
         print(f"Remembered {result.memory.id}")
     else:
@@ -73,7 +78,11 @@ def search(
     """Find the memories closest to QUERY (weaker matches too). Looking does not count as an access."""
     with _store(ctx) as store:
         result = store.recall(query, limit=limit, touch=False)
+        vectors = store.vector_status()
     _warn_if_degraded(result)
+    if vectors.missing and not result.degraded:
+        warn(f"Note: {vectors.missing} of the memories lack a vector from {vectors.embedder}, so they are found by "
+             "keywords only: run `picoora memory reindex`.")
     if as_json:
         _print_json(
             [{**m.memory.to_json(), "score": round(m.score, 4), "similarity": m.similarity} for m in result.matches]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from picoora.cli.errors import EXIT_USAGE, CLIError, config_path
+from picoora.cli.errors import EXIT_FAILURE, EXIT_USAGE, CLIError, config_path
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -47,7 +47,7 @@ def onboard(
     keep_file = path.exists() and not force
     config = _effective_config(path, force)
     interactive = not non_interactive and sys.stdin.isatty()
-    chosen = _choose_model(config, interactive, model)
+    chosen, problem = _choose_model(config, interactive, model)
 
     if not keep_file:
         if path.exists():  # --force: the old file may hold keys and passwords; keep a copy (0600, like it)
@@ -71,7 +71,9 @@ def onboard(
             print(f"Wrote a new gateway.token to {path}")
 
     _install_templates(workspace_path(config), force)
-    _print_next_steps(path, chosen or config.agents.defaults.model)
+    _print_next_steps(path, chosen or config.agents.defaults.model, problem)
+    if problem:
+        raise typer.Exit(EXIT_FAILURE)  # set up, but a chat would fail now: scripts must not read "ready"
 
 
 def _effective_config(path: Path, force: bool) -> Config:
@@ -87,37 +89,42 @@ def _effective_config(path: Path, force: bool) -> Config:
         raise CLIError(f"{err}\nFix it, or start over with `picoora onboard --force`.", EXIT_USAGE) from None
 
 
-def _choose_model(config: Config, interactive: bool, requested: str | None) -> str | None:
-    """The model to use: ``requested``, else one Ollama has pulled that can call tools; None keeps the configured one."""
+def _choose_model(config: Config, interactive: bool, requested: str | None) -> tuple[str | None, str | None]:
+    """(the model to use, why it cannot answer yet). The model: ``requested``, else one Ollama has pulled
+    that can call tools; None keeps the configured one. The reason is None when a chat can start now."""
     if config.agents.defaults.provider != "ollama":
-        return requested
-    from picoora.llm.base import LLMError
+        return requested, None
+    from picoora.llm.base import LLMError, ProviderUnavailableError
     from picoora.llm.ollama_admin import list_models, native_base
 
     base = native_base(config.providers.ollama.api_base)
     try:
         models = list_models(base)
-    except LLMError:
+    except ProviderUnavailableError:
         print(INSTALL_HINT.format(base=base))
-        return requested
+        return requested, f"Ollama does not answer at {base}: start it with `ollama serve`"
+    except LLMError as err:  # something answers there, but not as Ollama does
+        return requested, str(err)
+    names = {m.name for m in models} | {m.name.removesuffix(":latest") for m in models}
     if requested:
-        if requested not in {m.name for m in models} | {m.name.removesuffix(":latest") for m in models}:
-            print(f"{requested} is not pulled yet: run `ollama pull {requested}`.")
-        return requested
+        if requested not in names:
+            return requested, f"the model {requested} is not pulled: run `ollama pull {requested}`"
+        return requested, None
     capable = [m.name for m in models if m.supports_tools]
     if not models:
-        print(f"Ollama answers at {base} but has no models yet: run `ollama pull qwen3`, then onboard again.")
-        return None
+        return None, f"Ollama answers at {base} but has no models yet: run `ollama pull qwen3`, then onboard again"
     if not capable:
-        print("None of the models pulled in Ollama can call tools, which picoora needs for memory and files.\n"
-              "Pull one, e.g. `ollama pull qwen3`, then onboard again.")
-        return None
+        print("None of the models pulled in Ollama can call tools, which picoora needs for memory and files.")
+        configured = config.agents.defaults.model
+        if configured in names:
+            return None, None  # it answers, without tools; the notice says so
+        return None, f"the model {configured} is not pulled: run `ollama pull qwen3`, then onboard again"
     configured = config.agents.defaults.model
     default = configured if configured in capable else capable[0]
     if not interactive:
         print(f"Using model {default} (Ollama at {base}).")
-        return default
-    return _ask_model(models, default)
+        return default, None
+    return _ask_model(models, default), None
 
 
 def _ask_model(models: list[ModelInfo], default: str) -> str:
@@ -182,7 +189,7 @@ def _install_templates(workspace: Path, force: bool) -> None:
     labels = {
         "created": "created",
         "updated": "updated to the new template",
-        "overwritten": "overwritten (--force)",
+        "overwritten": "overwritten (--force; your versions saved as NAME.bak)",
         "unchanged": "up to date",
         "kept": "kept your edits (--force replaces them)",
     }
@@ -191,7 +198,11 @@ def _install_templates(workspace: Path, force: bool) -> None:
             print(f"  {label}: {', '.join(by_outcome[outcome])}")
 
 
-def _print_next_steps(path: Path, model: str) -> None:
+def _print_next_steps(path: Path, model: str, problem: str | None) -> None:
+    if problem:
+        print(f"\npicoora is set up, but cannot chat yet: {problem}.\n"
+              f"Then check with `picoora status`. Model: {model}. Settings: {path}")
+        return
     print(
         "\npicoora is ready. Next steps:\n"
         f"  1. Tell it about yourself: edit USER.md in the workspace.\n"

@@ -76,10 +76,14 @@ def _open(config: Config, files: bool) -> Store:
         raise CLIError(f"{err}\n(to look at the file backend instead: picoora oracle-inspect --files)") from None
 
 
-def _when(value: datetime | None, seconds: bool = False) -> str:
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # one format in every table, so columns line up
+TIME_WIDTH = 19
+
+
+def _when(value: datetime | None) -> str:
     if value is None:
-        return "-"
-    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+        return "-".ljust(TIME_WIDTH)
+    return value.astimezone().strftime(TIME_FORMAT)
 
 
 def _one_line(text: str, limit: int = 0) -> str:
@@ -220,7 +224,7 @@ class Inspector:
     def transcripts(self) -> tuple[Any, list[str]]:
         entries = self._recent_transcripts(self.limit)
         lines = self._title("Transcripts (newest first)") + [RULE] + [
-            f"  {_when(e.created_at, seconds=True)}  #{e.seq}  {e.message.role:<10s}  [{e.session_key}]  "
+            f"  {_when(e.created_at)}  {'#' + str(e.seq):<6s}  {e.message.role:<10s}  [{e.session_key}]  "
             f"{_one_line(e.message.content) or self._tool_calls(e)}" for e in entries]
         return [_entry(e) for e in entries], lines + ([] if entries else ["  No transcripts yet."])
 

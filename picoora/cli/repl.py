@@ -52,6 +52,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
         state = ReplState(assistant, session, stream)
         choice = await assistant.session_model(session)
         print(f"picoora: model {choice.model}, session {session}. /help for commands, Ctrl+D to leave.")
+        await _say_if_unusable(assistant, choice)
         while True:
             try:
                 line = (await prompt.prompt_async(PROMPT)).strip()
@@ -65,6 +66,16 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
                 await handle_command(state, line)
             elif line:
                 await run_cancellable_turn(state, line)
+
+
+async def _say_if_unusable(assistant: Assistant, choice: Any) -> None:
+    """One line under the banner when the model cannot answer now (Ollama down, model not pulled)."""
+    from picoora.llm.base import LLMError
+
+    try:
+        await assistant.check_model(choice)
+    except LLMError as err:
+        print(f"Note: the first message will fail: {err}", file=sys.stderr)
 
 
 async def handle_command(state: ReplState, line: str) -> None:
@@ -98,7 +109,11 @@ async def run_cancellable_turn(state: ReplState, text: str) -> None:
     """One turn; SIGINT (Ctrl+C) cancels it instead of ending the REPL."""
     from picoora.cli.render import TurnRenderer
     from picoora.cli.turns import run_interruptible
+    from picoora.cli.waiting import WaitingIndicator
 
-    renderer = TurnRenderer(sys.stdout, sys.stderr, stream=state.stream)
-    await run_interruptible(state.assistant.ask(text, session_key=state.session, on_event=renderer), renderer)
+    renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=state.stream), sys.stderr)
+    try:
+        await run_interruptible(state.assistant.ask(text, session_key=state.session, on_event=renderer), renderer)
+    finally:
+        renderer.close()
     print()

@@ -1,6 +1,7 @@
 """``picoora status``: a report of the set-up, each line checked for real (with short timeouts).
 
-It exits 0 whatever it finds (it is a report), except for a config it cannot read (exit 2).
+Exit status: 0 when every check passed, 1 when one found a problem (its line is marked ✗), 2 for a
+config it cannot read. ``--json`` prints the same checks for scripts.
 """
 
 from __future__ import annotations
@@ -31,29 +32,51 @@ def register(app: typer.Typer) -> None:
 class Line:
     label: str
     text: str
+    ok: bool = True  # False: this check found a problem (the text says what to do)
 
 
-def status(ctx: typer.Context) -> None:
-    """Show the config, workspace, model provider and model, storage and what it holds."""
+def status(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+) -> None:
+    """Show the config, workspace, model provider and model, storage and what it holds.
+
+    Exit status: 0 when every check passed, 1 when one found a problem, 2 for a bad config."""
+    import json
+
     from picoora import __version__
     from picoora.config import default_config_path, workspace_path
 
     config = load_config(ctx)
     path = config_path(ctx) or default_config_path()
     workspace = workspace_path(config)
-    missing = f"{BAD} not found: run `picoora onboard`"
     lines = [
-        Line("Config", f"{path} {OK}" if path.is_file() else f"{path} {missing}"),
-        Line("Workspace", f"{workspace} {OK}" if workspace.is_dir() else f"{workspace} {missing}"),
+        Line("Config", f"{path} {OK}") if path.is_file() else Line("Config", f"{path} {BAD} not found: run `picoora onboard`", False),
+        _workspace_line(workspace),
         *_provider_lines(config),
         *_storage_lines(config, workspace),
         Line("Exec", _exec_text(config)),
         *_mcp_lines(config, workspace),
     ]
-    width = max(len(line.label) for line in lines) + 2
-    print(f"picoora {__version__}")
-    for line in lines:
-        print(shown(f"{line.label + ':':<{width}}{line.text}"))
+    healthy = all(line.ok for line in lines)
+    if as_json:
+        checks = [{"check": line.label.lower(), "ok": line.ok, "text": shown(line.text)} for line in lines]
+        print(json.dumps({"version": __version__, "ok": healthy, "checks": checks}, indent=2, ensure_ascii=False))
+    else:
+        width = max(len(line.label) for line in lines) + 2
+        print(f"picoora {__version__}")
+        for line in lines:
+            print(shown(f"{line.label + ':':<{width}}{line.text}"))
+    raise typer.Exit(0 if healthy else 1)
+
+
+def _workspace_line(workspace: Path) -> Line:
+    if workspace.is_dir():
+        return Line("Workspace", f"{workspace} {OK}")
+    if workspace.exists():
+        return Line("Workspace", f"{workspace} {BAD} is a file, not a folder: move it away or set "
+                                 "agents.defaults.workspace", False)
+    return Line("Workspace", f"{workspace} {BAD} not found: run `picoora onboard`", False)
 
 
 def _provider_lines(config: Config) -> list[Line]:
@@ -62,36 +85,42 @@ def _provider_lines(config: Config) -> list[Line]:
         return _ollama_lines(config)
     settings = getattr(config.providers, defaults.provider)
     if settings.api_base:
-        reach = f"{OK} answers" if _port_open(settings.api_base) else f"{BAD} not reachable"
-        where = f"{settings.api_base} {reach}"
+        reachable = _port_open(settings.api_base)
+        where = f"{settings.api_base} " + (f"{OK} answers" if reachable else f"{BAD} not reachable")
         key = "API key set" if settings.api_key else "no API key (fine for a local server)"
+        ok = reachable
     else:
         where = "its default endpoint (not probed)"
         key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{defaults.provider}.api_key"
-    return [Line("Provider", f"{defaults.provider} at {where}; {key}"), Line("Model", defaults.model)]
+        ok = bool(settings.api_key)
+    return [Line("Provider", f"{defaults.provider} at {where}; {key}", ok), Line("Model", defaults.model)]
 
 
 def _ollama_lines(config: Config) -> list[Line]:
-    from picoora.llm.base import LLMError
+    from picoora.llm.base import LLMError, ProviderUnavailableError
     from picoora.llm.ollama_admin import START_HINT, list_models, native_base
 
     base = native_base(config.providers.ollama.api_base)
     model = config.agents.defaults.model
     try:
         models = {m.name: m for m in list_models(base)}
-    except LLMError:
+    except LLMError as err:
+        if not isinstance(err, ProviderUnavailableError):  # something answers there, but not as Ollama does
+            return [Line("Provider", f"ollama at {base} {BAD} {err}", False),
+                    Line("Model", f"{model} (cannot check)", False)]
         return [
-            Line("Provider", f"ollama at {base} {BAD} not reachable. {START_HINT}"),
-            Line("Model", f"{model} (cannot check while Ollama is down)"),
+            Line("Provider", f"ollama at {base} {BAD} not reachable. {START_HINT}", False),
+            Line("Model", f"{model} (cannot check while Ollama is down)", False),
         ]
     info = models.get(model) or models.get(f"{model}:latest")
     if info is None:
-        model_text = f"{model} {BAD} not pulled: run `ollama pull {model}`"
+        model_line = Line("Model", f"{model} {BAD} not pulled: run `ollama pull {model}`", False)
     elif info.supports_tools:
-        model_text = f"{model} {OK} pulled, can call tools"
-    else:
-        model_text = f"{model} {OK} pulled, {BAD} cannot call tools (answers without memory or files; try qwen3)"
-    return [Line("Provider", f"ollama at {base} {OK} answers ({len(models)} models pulled)"), Line("Model", model_text)]
+        model_line = Line("Model", f"{model} {OK} pulled, can call tools")
+    else:  # it answers, so status stays healthy; the line says what is missing
+        model_line = Line("Model", f"{model} {OK} pulled, {BAD} cannot call tools (answers without memory or files; try qwen3)")
+    pulled = _count(len(models), "model")
+    return [Line("Provider", f"ollama at {base} {OK} answers ({pulled} pulled)"), model_line]
 
 
 def _storage_lines(config: Config, workspace: Path) -> list[Line]:
@@ -104,21 +133,22 @@ def _storage_lines(config: Config, workspace: Path) -> list[Line]:
     try:
         store = open_store(config, on_fallback=fallbacks.append)
     except StoreError as err:
-        return [Line("Storage", f"{BAD} {err}")]
+        return [Line("Storage", f"{BAD} {err}", False)]
     try:
         stats = store.stats()
         lines = [
-            Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks)),
+            Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks),
+                 not fallbacks),
             Line(
                 "Stored",
                 f"{_count(stats.memories, 'memory', 'memories')}, {_count(stats.daily_notes, 'daily note')}, "
                 f"{_count(stats.sessions, 'session')}, {_count(stats.transcript_entries, 'transcript entry', 'transcript entries')}, "
                 f"{_count(stats.prompts, 'prompt file')}",
             ),
-            Line("Embedder", _vector_text(store.vector_status())),
+            _vector_line(store.vector_status()),
         ]
     except StoreError as err:
-        lines = [Line("Storage", f"{BAD} {err}")]
+        lines = [Line("Storage", f"{BAD} {err}", False)]
     finally:
         store.close()
     return lines
@@ -134,7 +164,8 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
     from picoora.tools.mcp_client import probe
 
     reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs"))
-    return [Line("MCP server", f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}")
+    return [Line("MCP server", f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
+                 r.ok or r.text == "disabled")
             for r in reports]
 
 
@@ -142,16 +173,16 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def _vector_text(status: VectorStatus) -> str:
+def _vector_line(status: VectorStatus) -> Line:
     """The store's embedder and whether the stored vectors match it (the store knows; status does not ask how)."""
     if not status.embedder:
-        return "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)"
+        return Line("Embedder", "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)")
     text = f"{status.embedder} ({status.where})"
     if status.note:
         text += f" {BAD} {status.note}"
     if status.missing:
         text += f"; {_count(status.missing, 'memory lacks', 'memories lack')} a vector from it: run `picoora memory reindex`"
-    return text
+    return Line("Embedder", text, not status.note and not status.missing)
 
 
 def _configured_embedder(config: Config) -> str:

@@ -22,7 +22,7 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, within_first_response
 from picoora.llm.retry import call_with_retries, classify_api_error
 from picoora.messages import Message, ToolCall, parse_arguments
 
@@ -88,7 +88,9 @@ class AnthropicLLM:
             usage = Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0)
             return response_from_blocks(blocks, message.stop_reason, usage)
         assembler = StreamAssembler()
-        stream = await client.messages.create(**request, stream=True)
+        stream = await within_first_response(  # the response's start only: thinking may precede the first event
+            client.messages.create(**request, stream=True), seconds=self._settings.first_response,
+            where=f"Anthropic ({self.base or 'api.anthropic.com'})", setting="providers.anthropic.first_response_seconds")
         async with stream:
             async for event in stream:
                 kind, text = assembler.add(event)
@@ -106,6 +108,7 @@ class AnthropicLLM:
             model_hint="Check agents.defaults.model.",
             auth_hint=KEY_HINT,
             unavailable_hint="Check the network and providers.anthropic.api_base.",
+            base_setting="providers.anthropic.api_base",
         )
 
 

@@ -75,6 +75,10 @@ class ProviderUnavailableError(LLMError):
     """The provider cannot be reached at all (connection refused, DNS): say how to start it."""
 
 
+class NoResponseError(LLMError):
+    """The server took the request but sent nothing back within the first-response limit (stuck, or not a model server)."""
+
+
 class ModelNotFoundError(LLMError):
     """The model is not available on the provider (for Ollama: not pulled)."""
 

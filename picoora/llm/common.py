@@ -10,13 +10,14 @@ import asyncio
 import inspect
 import uuid
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Generic, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Generic, TypeVar
 
 from picoora.config import Config
-from picoora.llm.base import DeltaKind, OnDelta
+from picoora.llm.base import DeltaKind, NoResponseError, OnDelta
 from picoora.llm.retry import RetryPolicy
 
 C = TypeVar("C")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class ProviderSettings:
     temperature: float = 0.7
     context_window: int = 16384  # tokens; Ollama is told (num_ctx) so it never silently truncates the prompt
     timeout: float = 120.0  # seconds for one request
+    first_response: float = 30.0  # seconds for the first part of an answer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
@@ -43,6 +45,7 @@ class ProviderSettings:
             temperature=defaults.temperature,
             context_window=defaults.context_window,
             timeout=provider_config.timeout_seconds,
+            first_response=provider_config.first_response_seconds,
             retry=retry or RetryPolicy(max_retries=provider_config.max_retries),
         )
 
@@ -91,6 +94,46 @@ class PerLoopClient(Generic[C]):
         self._client = self._loop = None
         if client is not None and same_loop:
             await self._close(client)
+
+
+# Asked when the first-response limit passes, with the seconds waited so far: how many more seconds to
+# wait (the server says it is still busy, e.g. loading the model), or None to give up.
+Extend = Callable[[float], Awaitable[float | None]]
+
+
+async def within_first_response(first: Awaitable[T], *, seconds: float, where: str, setting: str,
+                                extend: Extend | None = None) -> T:
+    """``first`` (a server's first reply: a stream's first part, a quick question's answer), or
+    ``NoResponseError`` when it did not come within ``seconds`` (``setting`` names the config key). A
+    connection that opens and then stays silent otherwise waits out the whole request timeout, retried:
+    minutes of nothing on the screen."""
+    task: asyncio.Future[T] = asyncio.ensure_future(first)
+    waited, budget = 0.0, seconds
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=budget)
+            if done:
+                return task.result()
+            waited += budget
+            more = await extend(waited) if extend is not None else None
+            if not more:
+                raise NoResponseError(
+                    f"{where} accepted the request but sent nothing for {waited:g} seconds: it may be stuck, or "
+                    f"not be a model server. Restart it or check the address; a slow model can get longer with {setting}"
+                )
+            budget = more
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def first_of(stream: AsyncIterator[T], **limits: Any) -> T | None:
+    """The first part of a stream under ``within_first_response`` (None: the stream was empty)."""
+    try:
+        return await within_first_response(stream.__anext__(), **limits)
+    except StopAsyncIteration:
+        return None
 
 
 def new_call_id() -> str:

@@ -9,6 +9,7 @@ pulled gives ``ModelNotFoundError`` naming ``ollama pull``; Ollama not running g
 
 from __future__ import annotations
 
+import asyncio
 from contextvars import ContextVar
 from functools import partial
 from typing import Any, Awaitable, Callable, TypeVar
@@ -16,8 +17,8 @@ from typing import Any, Awaitable, Callable, TypeVar
 import httpx
 import ollama
 
-from picoora.llm.base import LLMResponse, OnDelta, ToolSchema, Usage
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id
+from picoora.llm.base import LLMError, LLMResponse, ModelNotFoundError, OnDelta, ToolSchema, Usage
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, first_of, new_call_id, within_first_response
 from picoora.llm.ollama_admin import (
     TOOL_MODEL_EXAMPLES,
     capabilities_of,
@@ -29,15 +30,26 @@ from picoora.llm.retry import call_with_retries, parse_retry_after
 from picoora.messages import Message, ToolCall
 
 # The ollama client's ResponseError drops headers, so a response hook notes Retry-After for the
-# request in flight. A ContextVar keeps concurrent chats (one task each) from seeing each other's.
+# request in flight. A ContextVar keeps concurrent chats (one task each) from seeing each other's; it
+# holds a box, because the request runs in a child task (first-response watch) whose own ``set`` would
+# stay in that task's copy of the context.
 T = TypeVar("T")
 
-_retry_after: ContextVar[float | None] = ContextVar("ollama_retry_after", default=None)
+_retry_after: ContextVar[list[float | None] | None] = ContextVar("ollama_retry_after", default=None)
+FIRST_RESPONSE_SETTING = "providers.ollama.first_response_seconds"
+PS_SECONDS = 3.0  # /api/ps answers at once from a live Ollama, even while it loads a model
+LOAD_RECHECK_SECONDS = 5.0
 
 
 async def _note_retry_after(response: httpx.Response) -> None:
-    if response.status_code >= 400:
-        _retry_after.set(parse_retry_after(response.headers))
+    box = _retry_after.get()
+    if response.status_code >= 400 and box is not None:
+        box[0] = parse_retry_after(response.headers)
+
+
+def _noted_retry_after() -> float | None:
+    box = _retry_after.get()
+    return box[0] if box is not None else None
 
 
 class OllamaLLM:
@@ -90,34 +102,73 @@ class OllamaLLM:
         await self._clients.close()
 
     async def _chat_once(self, request: dict[str, Any], sink: DeltaSink) -> LLMResponse:
-        _retry_after.set(None)
-        client = self._clients.get()
-        if not sink.streaming:
-            return response_from_parts([await client.chat(**request, stream=False)])
+        """Always streamed, so a silent server shows at the first part; text reaches ``sink`` only when asked."""
+        _retry_after.set([None])
+        stream = await self._clients.get().chat(**request, stream=True)
+        first = await first_of(stream, seconds=self._settings.first_response, where=f"Ollama at {self.base}",
+                               setting=FIRST_RESPONSE_SETTING, extend=partial(self._while_loading, request["model"]))
         parts = []
-        async for part in await client.chat(**request, stream=True):
+        if first is not None:
+            parts.append(first)
+            await sink("reasoning", first.message.thinking)
+            await sink("token", first.message.content)
+        async for part in stream:
             await sink("reasoning", part.message.thinking)
             await sink("token", part.message.content)
             parts.append(part)
         return response_from_parts(parts)
 
+    async def _while_loading(self, model: str, waited: float) -> float | None:
+        """More seconds to wait while Ollama says (in /api/ps) that ``model`` is not in memory yet, i.e. it is
+        loading it; None when the model is loaded and still silent, or Ollama does not answer at all."""
+        if waited >= self._settings.timeout:
+            return None
+        try:
+            running = await asyncio.wait_for(self._clients.get().ps(), PS_SECONDS)
+        except Exception:  # noqa: BLE001 - a server that cannot even list its models is not loading one
+            return None
+        if full_name(model) in {full_name(m.model or m.name or "") for m in running.models}:
+            return None
+        return min(LOAD_RECHECK_SECONDS, self._settings.timeout - waited)
+
     async def _model_capabilities(self, model: str) -> frozenset[str] | None:
         if model not in self._capabilities:
 
             async def show() -> ollama.ShowResponse:
-                _retry_after.set(None)
-                return await self._clients.get().show(model)
+                _retry_after.set([None])
+                return await within_first_response(self._clients.get().show(model), seconds=self._settings.first_response,
+                                                   where=f"Ollama at {self.base}", setting=FIRST_RESPONSE_SETTING)
 
             self._capabilities[model] = capabilities_of(await self._with_retries(show, model))
         return self._capabilities[model]
 
     async def _with_retries(self, attempt: Callable[[], Awaitable[T]], model: str, sink: DeltaSink | None = None) -> T:
-        return await call_with_retries(
-            attempt,
-            classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model, retry_after=_retry_after.get()),
-            policy=self._settings.retry,
-            output_started=lambda: sink is not None and sink.started,
-        )
+        try:
+            return await call_with_retries(
+                attempt,
+                classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model, retry_after=_noted_retry_after()),
+                policy=self._settings.retry,
+                output_started=lambda: sink is not None and sink.started,
+            )
+        except ModelNotFoundError as exc:
+            if await self._lists_models():  # it is Ollama, and the model is really not there
+                raise
+            raise LLMError(
+                f"{self.base} answered 404 and does not answer Ollama's /api/tags either, so it is not Ollama: "
+                "set providers.ollama.api_base to where Ollama runs (http://localhost:11434 by default).", status=404
+            ) from exc
+
+    async def _lists_models(self) -> bool:
+        try:
+            await asyncio.wait_for(self._clients.get().list(), PS_SECONDS)
+            return True
+        except Exception:  # noqa: BLE001 - any failure: not an Ollama API here
+            return False
+
+
+def full_name(model: str) -> str:
+    """Ollama's name for a model: an untagged name means ``:latest``."""
+    return model if ":" in model else f"{model}:latest"
 
 
 def tools_notice(model: str) -> str:

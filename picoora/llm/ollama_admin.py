@@ -14,7 +14,7 @@ import ollama
 
 from picoora.config import DEFAULT_OLLAMA_BASE
 from picoora.llm.base import LLMError, ModelNotFoundError
-from picoora.llm.retry import error_for_status, transport_error
+from picoora.llm.retry import error_for_status, not_an_api, short_detail, transport_error, web_page_title
 
 ADMIN_TIMEOUT = httpx.Timeout(3.0, connect=1.0)
 START_HINT = (
@@ -62,13 +62,16 @@ def classify_ollama_error(exc: Exception, *, base: str, model: str, retry_after:
     """A picoora error for anything the ``ollama`` client raised, by status code or exception type."""
     where = f"Ollama at {base}"
     if isinstance(exc, ollama.ResponseError):
+        title = web_page_title(str(exc.error))
+        if title is not None:
+            return not_an_api(where, exc.status_code, title, "providers.ollama.api_base")
         if exc.status_code == 404:
             return not_pulled(model, base)
         if exc.status_code < 0:  # an error line inside a stream, after a 200
-            return LLMError(f"{where} failed while answering: {exc.error}")
+            return LLMError(f"{where} failed while answering: {short_detail(exc.error)}")
         return error_for_status(
             exc.status_code,
-            f"{where} answered {exc.status_code}: {exc.error}",
+            f"{where} answered {exc.status_code}: {short_detail(exc.error)}",
             retry_after=retry_after,
             auth_hint="Ollama itself needs no key; check what sits in front of it (a proxy, or OLLAMA_API_KEY)",
         )

@@ -25,7 +25,7 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id, within_first_response
 from picoora.llm.retry import call_with_retries, classify_api_error
 from picoora.messages import Message, ToolCall, parse_arguments
 
@@ -101,7 +101,11 @@ class OpenAICompatLLM:
         if not sink.streaming:
             return response_from_completion(await client.chat.completions.create(**request))
         assembler = StreamAssembler()
-        stream = await client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
+        # Only the response's start is bounded: a reasoning model may think a long while before its first chunk.
+        stream = await within_first_response(
+            client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True}),
+            seconds=self._settings.first_response, where=f"The OpenAI-compatible API at {self.base}",
+            setting="providers.openai.first_response_seconds")
         async with stream:
             async for chunk in stream:
                 reasoning, content = assembler.add(chunk)
@@ -127,6 +131,7 @@ class OpenAICompatLLM:
             model_hint="Check agents.defaults.model and providers.openai.api_base.",
             auth_hint=KEY_HINT,
             unavailable_hint="Check providers.openai.api_base and that the server is running.",
+            base_setting="providers.openai.api_base",
         )
 
 

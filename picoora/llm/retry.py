@@ -3,7 +3,9 @@
 Only 408/409/429/5xx answers, timeouts and dropped connections are retried; 401/403 become
 ``AuthenticationError`` at once, 413 ``ContextOverflowError``, a refused connection
 ``ProviderUnavailableError``. A ``Retry-After`` (or ``retry-after-ms``) header sets the pause, capped.
-Nothing here reads error messages. Sleeping and jitter are injectable so tests never wait.
+Nothing here reads error messages, except to recognise an HTML page: that is a web server or proxy
+answering instead of the API (a wrong ``api_base``), which no retry fixes and whose page is not worth
+printing. Sleeping and jitter are injectable so tests never wait.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 import sys
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -73,6 +76,31 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+DETAIL_CHARS = 300  # of a server's error text, in a message
+
+
+def web_page_title(body: str) -> str | None:
+    """None unless ``body`` is an HTML page; then its title ("" when it has none)."""
+    head = body.lstrip()[:512].lower()
+    if not head.startswith("<") or not any(tag in head for tag in ("<html", "<!doctype html", "<head", "<body")):
+        return None
+    found = _TITLE.search(body)
+    return " ".join(found.group(1).split())[:80] if found else ""
+
+
+def not_an_api(where: str, status: int, title: str, setting: str) -> LLMError:
+    """A web page came back where an API answer belongs: the address is wrong, retrying will not help."""
+    page = f"a web page ({title!r})" if title else "a web page"
+    return LLMError(f"{where} answered {status} with {page}, not an API response: {setting} points at some other "
+                    "server (or a proxy in front of it). Check the address and port.", status=status)
+
+
+def short_detail(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
 def error_for_status(status: int, message: str, *, retry_after: float | None = None, auth_hint: str = "") -> LLMError:
     """The picoora error for an HTTP error status (providers refine 404 and 400 themselves).
     ``auth_hint`` (which setting holds the key) is added to 401/403 errors."""
@@ -119,14 +147,22 @@ def classify_api_error(
     model_hint: str,
     auth_hint: str,
     unavailable_hint: str,
+    base_setting: str = "api_base",
 ) -> LLMError:
     """Classify what the ``openai`` or ``anthropic`` client raised: both generate the same exception
     family (APIStatusError with the response, APITimeoutError, APIConnectionError wrapping the cause).
-    ``detail`` is the server's own explanation, for the message."""
+    ``detail`` is the server's own explanation, for the message; ``base_setting`` names the address key."""
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
-        if status == 404:
-            return ModelNotFoundError(f"{where} has no model '{model}' (404: {detail}). {model_hint}", status=404)
+        title = web_page_title(exc.response.text)
+        if title is not None:
+            return not_an_api(where, status, title, base_setting)
+        detail = short_detail(detail)
+        if status == 404:  # no such model, or no such API at this address: the server's words tell which
+            return ModelNotFoundError(
+                f"{where} answered 404 ({detail}) for model '{model}': either the model does not exist there, or "
+                f"{base_setting} is not the API's address (most OpenAI-compatible servers end in /v1). {model_hint}",
+                status=404)
         return error_for_status(
             status,
             f"{where} answered {status}: {detail}",

@@ -53,6 +53,7 @@ from picoora.secrets import redact_text
 from picoora.store.embedder import EmbedderUnavailable
 from picoora.store import limits
 from picoora.store.file_memories import MemoryLog, embed, now_utc
+from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
 
@@ -97,6 +98,7 @@ def encode_key(key: str) -> str:
 _NO_EMBEDDER = "no embedding model is available to re-embed memories with"
 
 
+@report_os_errors
 class FileStore:
     """The Store protocol on plain files. Thread-safe and safe with other processes on the same workspace.
 
@@ -553,8 +555,9 @@ class FileStore:
     def _read_document(path: Path) -> Any | None:
         try:
             return atomic.read_json(path)
-        except ValueError as exc:
-            raise StoreError(f"{path} is not valid JSON ({exc}): fix it or delete it") from None
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise StoreError(f"{path} is not valid JSON ({reason}): fix it or delete it") from None
 
 
 def _read_text(path: Path) -> str | None:
@@ -562,6 +565,8 @@ def _read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"{path} is not UTF-8 text (byte {exc.start}): save it as UTF-8, or move it away") from None
 
 
 def _last_seq(path: Path) -> int:

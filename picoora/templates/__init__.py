@@ -3,6 +3,8 @@
 A file the user edited is never overwritten unless forced. To tell an edit from an untouched older
 template, the sha256 of every file written is kept in ``.picoora-templates.json`` in the workspace:
 a file whose content still has the recorded hash is ours to update; any other content is the user's.
+An edited file that ``force`` replaces is first copied next to it (``USER.md.bak``), so nothing the
+user wrote is lost.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def install_workspace(workspace: Path, *, force: bool = False) -> list[TemplateR
             outcome = "updated"  # an older template the user never touched
         elif force:
             outcome = "overwritten"
+            atomic_write_bytes(backup_path(target), current)
         else:
             results.append(TemplateResult(relative, "kept"))
             continue
@@ -61,6 +64,15 @@ def install_workspace(workspace: Path, *, force: bool = False) -> list[TemplateR
         results.append(TemplateResult(relative, outcome))
     atomic_write_bytes(manifest_path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     return results
+
+
+def backup_path(target: Path) -> Path:
+    """``NAME.bak``, or ``NAME.bak.2``, ... when an older backup holds something else (never replaced)."""
+    candidate, number = target.with_name(target.name + ".bak"), 1
+    while candidate.exists():
+        number += 1
+        candidate = target.with_name(f"{target.name}.bak.{number}")
+    return candidate
 
 
 def _digest(content: bytes) -> str:

@@ -32,6 +32,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     error_code: str = ""  # OpenAI ``error.code`` / Anthropic ``error.type`` when set
     error_param: str = ""  # OpenAI ``error.param``
+    call_ids: list[str] = field(default_factory=list)  # OpenAI: ids for the tool calls (default call_0, call_1, ...)
+    cut_after: int = -1  # streams: the connection drops after this many content pieces (-1: never)
 
 
 Responder = Callable[[dict], Reply]
@@ -95,12 +97,18 @@ class Exchange:
         self._handler.end_headers()
         self._handler.wfile.write(data)
 
-    def send_stream(self, content_type: str, pieces: Iterable[str], headers: dict[str, str] | None = None) -> None:
-        """Chunked transfer encoding, one chunk per piece, flushed as it goes."""
+    def send_stream(self, content_type: str, pieces: Iterable[str], headers: dict[str, str] | None = None,
+                    cut_after: int = -1) -> None:
+        """Chunked transfer encoding, one chunk per piece, flushed as it goes; with ``cut_after`` >= 0 the
+        connection drops after that many pieces, mid-stream, as a crashing server's would."""
         self._start(200, content_type, headers)
         self._handler.send_header("Transfer-Encoding", "chunked")
         self._handler.end_headers()
-        for piece in pieces:
+        for sent, piece in enumerate(pieces):
+            if sent == cut_after:
+                self._handler.close_connection = True
+                self._handler.connection.shutdown(socket.SHUT_RDWR)
+                return
             data = piece.encode()
             self._handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self._handler.wfile.flush()

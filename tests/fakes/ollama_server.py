@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import re
+import time
 from typing import Any, Sequence
 
 from tests.fakes._http import Exchange, FakeServer, Reply, Responder, rough_tokens, serve_until_killed, word_chunks
@@ -36,8 +37,11 @@ class FakeOllama(FakeServer):
         delay: float = 0.0,
         thinking_models: Sequence[str] | None = None,  # None: every model can think
         port: int = 0,
+        load_seconds: float = 0.0,  # the first chat waits this long "loading the model"; /api/ps shows it after
     ):
         super().__init__(replies, responder, delay, port)
+        self.load_seconds = load_seconds
+        self.loaded: set[str] = set()  # what /api/ps lists
         self.models = [_full_name(m) for m in models]
         self.tool_models = None if tool_models is None else {_full_name(m) for m in tool_models}
         self.thinking_models = None if thinking_models is None else {_full_name(m) for m in thinking_models}
@@ -48,6 +52,7 @@ class FakeOllama(FakeServer):
             ("GET", "/api/tags"): self._tags,
             ("POST", "/api/show"): self._show,
             ("GET", "/api/version"): lambda ex: ex.send_json(200, {"version": VERSION}),
+            ("GET", "/api/ps"): self._ps,
             ("POST", "/api/embed"): self._embed,
         }
         handler = handlers.get((exchange.method, exchange.path))
@@ -84,6 +89,9 @@ class FakeOllama(FakeServer):
         if exchange.body.get("think") and "thinking" not in caps:
             exchange.send_json(400, {"error": f'"{model}" does not support thinking'})
             return
+        if model not in self.loaded:
+            time.sleep(self.load_seconds)
+            self.loaded.add(model)
         reply = self.next_reply(exchange.body)
         if reply.status != 200:
             exchange.send_json(reply.status, {"error": reply.error}, reply.headers)
@@ -98,7 +106,7 @@ class FakeOllama(FakeServer):
             "eval_count": max(1, len(word_chunks(reply.content))),
         }
         if exchange.body.get("stream", True):
-            exchange.send_stream("application/x-ndjson", _ndjson(model, reply, done), reply.headers)
+            exchange.send_stream("application/x-ndjson", _ndjson(model, reply, done), reply.headers, reply.cut_after)
         else:
             exchange.send_json(200, {**done, "message": _message(reply.content, reply.thinking, reply.tool_calls)}, reply.headers)
 
@@ -115,6 +123,12 @@ class FakeOllama(FakeServer):
             for m in self.models
         ]
         exchange.send_json(200, {"models": models})
+
+    def _ps(self, exchange: Exchange) -> None:
+        running = [{"name": m, "model": m, "size": 5_200_000_000, "digest": hashlib.sha256(m.encode()).hexdigest(),
+                    "details": _details(m), "expires_at": "2099-01-01T00:00:00Z", "size_vram": 0}
+                   for m in sorted(self.loaded)]
+        exchange.send_json(200, {"models": running})
 
     def _show(self, exchange: Exchange) -> None:
         model = self._known(exchange)

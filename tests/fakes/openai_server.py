@@ -53,7 +53,8 @@ class FakeOpenAI(FakeServer):
         if reply.status != 200:
             _send_error(exchange, reply.status, reply.error, reply.error_code, reply.error_param, reply.headers)
             return
-        calls = [(f"call_{i}", name, _as_json(args)) for i, (name, args) in enumerate(reply.tool_calls)]
+        ids = reply.call_ids or [f"call_{i}" for i in range(len(reply.tool_calls))]
+        calls = [(ids[i], name, _as_json(args)) for i, (name, args) in enumerate(reply.tool_calls)]
         finish = "tool_calls" if calls else "stop"
         usage = {
             "prompt_tokens": rough_tokens(exchange.body.get("messages")),

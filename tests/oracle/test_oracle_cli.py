@@ -272,7 +272,7 @@ def test_table_views(filled):
     _, found = picoora("oracle-inspect", "notes", "-s", "flights to Lisbon")
     assert "% match]  Date:" in found
     _, transcripts = picoora("oracle-inspect", "transcripts")
-    assert re.search(r"#2  assistant   \[cli:default\]  hi there", transcripts)
+    assert re.search(r"#2 +assistant   \[cli:default\]  hi there", transcripts)
     _, prompt = picoora("oracle-inspect", "prompts", "soul")
     assert prompt.startswith("  Prompt: SOUL.md\n\n# Soul")
     _, config = picoora("oracle-inspect", "config", "--json")
