@@ -214,3 +214,20 @@ def test_the_tool_is_offered_once_a_skill_exists(ws):
     write_skill(ws / "skills", "late", description="Installed while running.")
     assert registry.names() == ["skill"]
     assert "- late: Installed while running." in registry.prompt_parts()[0]
+
+
+def test_plain_frontmatter_is_read_without_yaml_exactly_as_yaml_reads_it():
+    import yaml
+
+    from picoora.skills.catalog import _plain_mapping
+
+    values = ["Does things, well. Really (yes).", "'quoted'", "a: b", "true", "123", "text # comment", "- item",
+              "yes", "null", "~", "2026-01-01", "No", "On the road", "a\tb", ".5", "Reads notes; then writes",
+              "100% sure", "@home", "it's fine", "ok!", "[list]", "{map}", "*alias", "&anchor x", "|", ">"]
+    for value in values:
+        header = f"name: x\ndescription: {value}"
+        plain = _plain_mapping(header)
+        if plain is not None:  # where it answers, it must agree with YAML; otherwise YAML decides
+            assert plain == yaml.safe_load(header), value
+    assert _plain_mapping("name: a-skill\ndescription: Reviews the day's notes.") == {
+        "name": "a-skill", "description": "Reviews the day's notes."}

@@ -505,7 +505,8 @@ class FileStore:
 
     def append_trace(self, trace: TurnTrace) -> None:
         with self._lock:
-            atomic.append_jsonl(self._trace_path(), [trace.to_json()])
+            # durable=False: a trace lost in a power cut is harmless, and the fsync costs every turn
+            atomic.append_jsonl(self._trace_path(), [trace.to_json()], durable=False)
 
     def _traces(self) -> list[TurnTrace]:
         traces = []

@@ -59,7 +59,6 @@ def _register_extensions(registry: ToolRegistry, config: Config) -> None:
     """Skills, web_search and MCP servers, each only when configured and usable."""
     from picoora.config import picoora_home, workspace_path
     from picoora.skills import catalog_for
-    from picoora.tools.mcp_client import McpServers
     from picoora.tools.skills import SkillTool
     from picoora.tools.web_search import WebSearch, usable
 
@@ -69,4 +68,6 @@ def _register_extensions(registry: ToolRegistry, config: Config) -> None:
         registry.register(WebSearch(config.tools.web_search))
     servers = {name: cfg for name, cfg in config.tools.mcp_servers.items() if cfg.enabled}
     if servers:
+        from picoora.tools.mcp_client import McpServers  # only then: a one-shot turn without MCP skips it
+
         registry.add_source(McpServers(servers, workspace_path(config), picoora_home() / "logs"))

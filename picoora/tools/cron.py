@@ -7,13 +7,15 @@ delivers the result to the chat the request came from (from the CLI: the chat th
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
 from picoora.bus import LAST_CHANNEL
-from picoora.scheduler.jobs import Job, JobBook, JobError
 from picoora.tools.base import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:  # the scheduler's module loads when the tool runs, not with every registry
+    from picoora.scheduler.jobs import Job, JobBook
 
 
 
@@ -43,6 +45,8 @@ class Cron(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, CronArgs)
+        from picoora.scheduler.jobs import JobBook, JobError
+
         book = JobBook(ctx.store, default_zone=self.default_zone)
         try:
             return await asyncio.to_thread(self._act, book, args, ctx)
