@@ -113,6 +113,6 @@ def test_text_parts_are_joined(gw):
 
 
 def test_a_wrong_key_is_an_authentication_error(gw):
-    client = openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-wrong", max_retries=0)
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key="not-the-gateway-token", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         client.models.list()
