@@ -16,15 +16,10 @@ import secrets
 from typing import IO, TYPE_CHECKING, Awaitable, Callable
 
 from picoora.bus import MessageBus, OutboundMessage
-from picoora.tools.messaging import MESSAGING_TOOLS, TASK_MARK
+from picoora.tools.messaging import MESSAGING_TOOLS, TASK_MARK, chat_of
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
-
-
-def _chat_of(session_key: str) -> tuple[str, str]:
-    channel, _, chat_id = session_key.partition(":")
-    return channel, chat_id.split(TASK_MARK)[0]
 
 
 class _Tasks:
@@ -64,7 +59,7 @@ class BusMessenger:
 
     async def send(self, channel: str, chat_id: str, text: str, *, origin_session: str) -> bool:
         delivered = await self.bus.publish_outbound(OutboundMessage(channel, chat_id, text))
-        if delivered and (channel, chat_id) == _chat_of(origin_session):
+        if delivered and (channel, chat_id) == chat_of(origin_session):
             self._said.setdefault(origin_session, []).append(" ".join(text.split()))
         return delivered
 
@@ -80,7 +75,7 @@ class BusMessenger:
         return await self._tasks.run(task, origin_session)
 
     async def _deliver_result(self, origin_session: str, task_id: str, text: str) -> None:
-        await self.bus.publish_outbound(OutboundMessage(*_chat_of(origin_session), text, metadata={"task_id": task_id}))
+        await self.bus.publish_outbound(OutboundMessage(*chat_of(origin_session), text, metadata={"task_id": task_id}))
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()
@@ -92,7 +87,7 @@ class TerminalMessenger:
         self._tasks = _Tasks(assistant, self._print_result)
 
     async def send(self, channel: str, chat_id: str, text: str, *, origin_session: str) -> bool:
-        if (channel, chat_id) != _chat_of(origin_session):
+        if (channel, chat_id) != chat_of(origin_session):
             return False  # no other chat is reachable from a terminal
         self.out.write(text.rstrip() + "\n")
         self.out.flush()

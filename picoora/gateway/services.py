@@ -45,8 +45,11 @@ class GatewayServices:
         enable_messaging(self.assistant, BusMessenger(self.assistant, self.bus))
         self._spawn("dispatcher", Dispatcher(self.assistant, self.bus).run())
         directory, pairing = Directory(config, self.assistant.store), Pairing(self.assistant.store)
-        for name in _enabled_channels(config):
-            module, class_name = _channel_class(name)
+        from picoora.gateway.channels import CHANNELS
+
+        for name, (module, class_name) in CHANNELS.items():
+            if not getattr(config.channels, name).enabled:
+                continue
             channel = getattr(importlib.import_module(module), class_name)(
                 getattr(config.channels, name), self.bus, directory, pairing)
             self.channels.append(channel)
@@ -83,18 +86,6 @@ class GatewayServices:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for channel in self.channels:
             await channel.close()
-
-
-def _enabled_channels(config: Any) -> list[str]:
-    from picoora.gateway.channels import CHANNELS
-
-    return [name for name in CHANNELS if getattr(config.channels, name).enabled]
-
-
-def _channel_class(name: str) -> tuple[str, str]:
-    from picoora.gateway.channels import CHANNELS
-
-    return CHANNELS[name]
 
 
 def _report_end(name: str, task: asyncio.Task[None]) -> None:

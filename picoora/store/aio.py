@@ -23,11 +23,16 @@ T = TypeVar("T")
 DEFAULT_WORKERS = 4  # the file backend serialises writes under one lock: more threads only queue
 
 
+def native_of(store: Any) -> Any:
+    """The store's native coroutines (``store.native_async()``), or None when it has none."""
+    native = getattr(store, "native_async", None)
+    return native() if callable(native) else None
+
+
 class AsyncStore:
     def __init__(self, store: Store, *, workers: int = DEFAULT_WORKERS):
         self.store = store
-        native = getattr(store, "native_async", None)
-        self._native = native() if callable(native) else None
+        self._native = native_of(store)
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="picoora-store")
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -29,18 +29,15 @@ class PersonStore:
 
     def native_async(self) -> Any:
         """The coroutines of both stores, each name going where the blocking form goes."""
-        own, shared = _native(self._own), _native(self._shared)
+        from picoora.store.aio import native_of
+
+        own, shared = native_of(self._own), native_of(self._shared)
         if own is None and shared is None:
             return None
         return _NativeRoute(own, shared)
 
     def close(self) -> None:
         self._own.close()  # the shared store belongs to its opener
-
-
-def _native(store: Any) -> Any:
-    native = getattr(store, "native_async", None)
-    return native() if callable(native) else None
 
 
 class _NativeRoute:

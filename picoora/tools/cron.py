@@ -75,7 +75,9 @@ class Cron(Tool):
 
     @staticmethod
     def _target(ctx: ToolContext) -> tuple[str, str]:
-        channel, _, chat_id = ctx.session_key.partition(":")
+        from picoora.tools.messaging import chat_of
+
+        channel, chat_id = chat_of(ctx.session_key)
         if channel in ("cli", "cron", "heartbeat", "") or not chat_id:
             last = ctx.store.get_state(LAST_CHANNEL) or ""
             if ":" in last:

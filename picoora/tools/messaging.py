@@ -25,7 +25,8 @@ class Messenger(Protocol):
     async def run_subagent(self, task: str, origin_session: str) -> str: ...  # its answer
 
 
-def _here(session_key: str) -> tuple[str, str]:
+def chat_of(session_key: str) -> tuple[str, str]:
+    """(channel, chat id) of a session key; a background task's session belongs to the chat that started it."""
     channel, _, chat_id = session_key.partition(":")
     return channel, chat_id.split(TASK_MARK)[0]
 
@@ -45,7 +46,7 @@ class SendMessage(Tool):
         assert isinstance(args, MessageArgs)
         if ctx.messenger is None:
             return ToolResult.error("messages cannot be sent from here")
-        channel, chat_id = _here(ctx.session_key)
+        channel, chat_id = chat_of(ctx.session_key)
         target = (args.channel or channel, args.chat_id or chat_id)
         if not await ctx.messenger.send(*target, args.text, origin_session=ctx.session_key):
             return ToolResult.error(f"no {target[0]} channel is running, so the message was not sent")
