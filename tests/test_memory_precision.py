@@ -7,12 +7,13 @@ dedup and touch rules against the deterministic hash embedder, through the real 
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from picoora.store import ranking
+from picoora.store import file_memories, ranking
 from picoora.store.anchors import MINILM_VECTORS_PATH, background_texts
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MiniLMEmbedder
@@ -54,6 +55,28 @@ def test_push_rule_meets_its_measured_precision(minilm_index):
     print(f"off-topic silence {silent:.3f}, pushed recall@5 {found:.3f}")
     assert silent >= 0.85
     assert found >= 0.93
+
+
+def test_memories_are_ordered_by_what_is_specific_to_the_question(minilm_index):
+    # By plain cosine "Our dog Pixel is a four-year-old border collie" (0.387) beats the answer (0.381): it
+    # is about the dog in general. Without the background direction the answer ranks first.
+    question = "When is the dog due for vaccinations?"
+    matches = minilm_index.search(question, 5).matches
+    assert matches[0].memory.content == "Pixel needs his rabies shot renewed every November"
+    # What is shown and what the floor and the push rule use is still the plain cosine.
+    query = minilm_index.embedder.embed([question])[0]
+    stored = minilm_index.embedder.embed([m.memory.content for m in matches])
+    assert [m.similarity for m in matches] == pytest.approx(list(stored @ query), abs=1e-5)
+    plain_first = max(matches, key=lambda m: m.similarity)
+    assert plain_first.memory.content == "Our dog Pixel is a four-year-old border collie"
+
+
+def test_ranking_recall_at_1_meets_its_measured_value(minilm_index):
+    # bench/precision_bench.py: recall@1 0.857 with the shift (0.836 without) over pairs and codes; pairs
+    # alone 0.831. The test keeps a margin.
+    first = sum(minilm_index.search(p["question"], 1).matches[0].memory.content == p["fact"] for p in PAIRS)
+    print(f"recall@1 on the paraphrased pairs {first / len(PAIRS):.3f}")
+    assert first / len(PAIRS) >= 0.82
 
 
 def test_an_exact_code_is_pushed_even_below_the_anchors():
@@ -150,3 +173,19 @@ def test_agent_pushes_no_memory_into_hi_there_but_does_for_a_real_question(isola
     greeting, question = (request["messages"][0]["content"] for request in fake.requests)
     assert "Recalled memories" not in greeting and "Lisbon" not in greeting
     assert "I live in Lisbon" in question.split("Recalled memories", 1)[1]
+
+
+def test_the_snapshot_orders_memories_as_the_in_memory_index_does(tmp_path, minilm_index, monkeypatch):
+    embedder = minilm_index.embedder
+    facts = [record.content for record, _ in minilm_index.items()]
+    with closing(FileStore(tmp_path / "ws", embedder=embedder)) as store:
+        for fact in facts:
+            store.add_memory(fact)
+    with closing(FileStore(tmp_path / "ws", embedder=embedder)) as store:
+        store.list_memories()  # the first open after writes folds the log and writes the snapshot
+    monkeypatch.setattr(file_memories, "_fold", lambda ops: pytest.fail("the log was replayed"))
+    with closing(FileStore(tmp_path / "ws", embedder=embedder)) as store:  # reopened: answered from the snapshot
+        for question in ("When is the dog due for vaccinations?", "Where do we usually go out to eat?"):
+            from_snapshot = [m.memory.content for m in store.recall(question, 5, touch=False).matches]
+            in_memory = [m.memory.content for m in minilm_index.search(question, 5).matches]
+            assert from_snapshot == in_memory, question

@@ -38,11 +38,22 @@ class Anchors:
         self._embedder = embedder
         self._lock = threading.Lock()
         self._vectors: np.ndarray | None = None
+        self._centroid: np.ndarray | None = None
 
     def best(self, query_vector: np.ndarray) -> float | None:
         """The query's highest cosine against the background questions; None when they cannot be had."""
         vectors = self._load()
         return None if vectors is None else float((vectors @ query_vector).max())
+
+    def centroid(self) -> np.ndarray | None:
+        """The mean background vector: the direction every question shares (``ranking.ranking_query``)."""
+        vectors = self._load()
+        if vectors is None:
+            return None
+        with self._lock:
+            if self._centroid is None:
+                self._centroid = vectors.mean(axis=0)
+            return self._centroid
 
     def _load(self) -> np.ndarray | None:
         import numpy as np

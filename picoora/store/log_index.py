@@ -75,7 +75,7 @@ class LogIndex:
               dead: list[int], changed: dict[int, MemoryRecord]) -> RecallResult:
         ranker = MemoryIndex(self._tail.embedder, min_similarity=self._tail.floor,
                              dedup_similarity=self._tail.dedup_similarity, anchors=self._tail.anchors)
-        ranker.push_calibration = self._tail.push_calibration
+        ranker.push_calibration, ranker.generic_shift = self._tail.push_calibration, self._tail.generic_shift
         for row in self._candidates(query, query_vector, limit, dead):
             record = changed.get(row) or self._base.record(row)
             ranker.add(replace(record), self._base.vectors[row] if self._base.has_vector[row] and self._base_vectors else None)
@@ -94,7 +94,7 @@ class LogIndex:
 
         rows: dict[int, None] = {}
         if query_vector is not None and self._base_vectors:
-            sims = self._base.vectors @ query_vector
+            sims = self._base.vectors @ self._tail.ranking_vector(query_vector)
             sims[~np.asarray(self._base.has_vector)] = -np.inf
             if dead:
                 sims[dead] = -np.inf

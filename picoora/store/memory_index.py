@@ -64,6 +64,7 @@ class MemoryIndex:
         self._by_text: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
         self.push_calibration = ranking.file_push_calibration(self.model_id)
+        self.generic_shift = ranking.generic_shift(self.model_id)
         self.anchors = anchors or (Anchors(embedder) if embedder else None)  # shared by the indexes of one store
 
     def __len__(self) -> int:
@@ -200,10 +201,10 @@ class MemoryIndex:
             keyword = self._as_row_array(keyword_by_id, n)
             code = self._as_row_array(code_by_id, n)
             comparable = self._has_vector[:n] if query_vector is not None else np.zeros(n, dtype=bool)
-            sims = np.zeros(n, dtype=np.float32)
+            sims = ordering = np.zeros(n, dtype=np.float32)
             if query_vector is not None:
-                sims = self._vectors[:n] @ query_vector
-            base = np.where(comparable, sims, ranking.keyword_only_relevance(keyword))
+                sims, ordering = self._similarities(n, query_vector)
+            base = np.where(comparable, ordering, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
             ok |= code >= ranking.CODE_ADMIT
             if confident_only:
@@ -221,6 +222,20 @@ class MemoryIndex:
                 )
                 for row in candidates
             ]
+
+    def ranking_vector(self, query_vector: np.ndarray) -> np.ndarray:
+        """The query as memories are ordered by it (``ranking.ranking_query``): its generic part removed."""
+        if not self.generic_shift or self.anchors is None:
+            return query_vector
+        centroid = self.anchors.centroid()
+        return query_vector if centroid is None else ranking.ranking_query(query_vector, centroid, self.generic_shift)
+
+    def _similarities(self, n: int, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cosine, ordering relevance) of the first ``n`` rows: one product with both query forms."""
+        import numpy as np
+
+        both = self._vectors[:n] @ np.stack([query_vector, self.ranking_vector(query_vector)], axis=1)
+        return both[:, 0], both[:, 1]
 
     def items(self) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         """Every record with its vector (None without one), as copies."""
