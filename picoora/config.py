@@ -1,7 +1,8 @@
 """The configuration model (snake_case, the Go version's shape), paths, loading and saving.
 
-Layout on disk: ``$PICOORA_HOME`` (default ``~/.picoora``) holds ``config.json`` (0600) and the
-default workspace ``workspace/``.
+Layout on disk: ``$PICOORA_HOME`` (default ``~/.picoora``) holds ``config.json`` (0600), the
+default workspace ``workspace/`` and ``cache/`` (derived data that may be deleted, such as which model
+file has been verified).
 
 Loading order: model defaults < the file (deep-merged over the defaults) < ``PICO_*`` environment
 variables (applied whether or not the file exists). An environment variable names a field by its

@@ -188,3 +188,48 @@ def test_ollama_that_does_not_answer_times_out():
             OllamaEmbedder(server.url, "all-minilm", timeout=0.2).embed([GO])
     finally:
         server.close()
+
+
+def test_a_verified_model_file_is_not_hashed_again_until_it_changes(tmp_path, monkeypatch):
+    from picoora.store import embedder as embedder_module
+    from picoora.store.embedder import MINILM_SHA256, _bundled_model_path
+
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(_bundled_model_path().read_bytes())
+    record = tmp_path / "cache" / "verified.json"
+    hashed = []
+    real_hash = embedder_module.ModelCheck._hash
+    monkeypatch.setattr(embedder_module.ModelCheck, "_hash", lambda self: (hashed.append(self.path), real_hash(self)))
+
+    def load():
+        MiniLMEmbedder(model_path=copy, model_sha256=MINILM_SHA256, check_record=record).embed([GO])
+
+    load()
+    load()
+    assert hashed == [copy]  # the second process trusts the record
+    assert oct(record.stat().st_mode & 0o777) == "0o600"
+    # The file changes in place (same size, one bit): the record no longer matches, the hash is taken and fails.
+    data = bytearray(copy.read_bytes())
+    data[-100] ^= 0x01
+    copy.write_bytes(bytes(data))
+    with pytest.raises(EmbedderUnavailable, match="not the pinned one"):
+        load()
+    with pytest.raises(EmbedderUnavailable, match="not the pinned one"):
+        load()  # a mismatch is never remembered
+    assert len(hashed) == 3
+    # A damaged record only costs a hash.
+    data[-100] ^= 0x01
+    copy.write_bytes(bytes(data))
+    record.write_text("{not json")
+    load()
+    assert len(hashed) == 4
+
+
+def test_an_unwritable_cache_only_costs_the_hash(tmp_path):
+    from picoora.store.embedder import MINILM_SHA256, _bundled_model_path
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    embedder = MiniLMEmbedder(model_path=_bundled_model_path(), model_sha256=MINILM_SHA256,
+                              check_record=blocker / "verified.json")
+    assert embedder.embed([GO]).shape == (1, 384)

