@@ -113,6 +113,7 @@ def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onn
         steps.ok(f"Connected to Oracle AI Database at {db.target} as {config.oracle.user}")
         _schema_step(setup, steps)
         _model_step(setup, steps, onnx_file, onnx_dir, onnx_url)
+        _background_step(setup, steps)
         store = _open_store(config, steps)
         try:
             _seed_prompts(config, store, steps)
@@ -142,9 +143,9 @@ def _schema_step(setup: OracleSetup, steps: _Steps) -> None:
     except StoreError as err:
         raise steps.fail(f"Schema initialization failed: {err}") from None
     if not applied:
-        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 10 PICO_ tables)")
+        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 11 PICO_ tables)")
     elif before == 0:
-        steps.ok(f"Schema created (version {LATEST_VERSION}, 10 tables with PICO_ prefix)")
+        steps.ok(f"Schema created (version {LATEST_VERSION}, 11 tables with PICO_ prefix)")
     else:
         steps.ok(f"Schema upgraded from version {before} to {LATEST_VERSION}: "
                  + "; ".join(m.description for m in applied))
@@ -185,6 +186,18 @@ def _model_step(setup: OracleSetup, steps: _Steps, onnx_file: Path | None, onnx_
                          f"VECTOR({EMBEDDING_DIMENSIONS}, FLOAT32): use a {EMBEDDING_DIMENSIONS}-dimension model "
                          "such as ALL_MINILM_L12_V2 (oracle.onnx_model)")
     steps.ok(f"Embedding test passed: VECTOR_EMBEDDING returns {dims} dimensions")
+
+
+def _background_step(setup: OracleSetup, steps: _Steps) -> None:
+    from picoora.store.base import StoreError
+
+    try:
+        embedded = setup.background_questions()
+    except StoreError as err:  # optional: automatic recall then decides by the similarity floor alone
+        steps.warn(f"Background questions not embedded ({err}); automatic recall uses its similarity floor alone")
+        return
+    steps.ok(f"Background questions for automatic recall embedded ({embedded})" if embedded
+             else "Background questions for automatic recall already embedded")
 
 
 def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:

@@ -89,15 +89,19 @@ class PushCalibration:
 MINILM_PUSH = PushCalibration(min_similarity=0.2, anchor_margin=-0.06, calibrated_on="tests/data, bench/precision_bench.py")
 # Any other model: the anchors alone, with no slack (a memory must beat every generic question).
 GENERIC_PUSH = PushCalibration(min_similarity=GENERIC_SIMILARITY_FLOOR, anchor_margin=0.0, calibrated_on="uncalibrated")
-# The Oracle backend's in-database ONNX models score differently from ours and could not be measured
-# here (no live database): these are guesses until measured against a
-# live database: import the facts of tests/data into it (`picoora memory import`), run the paired questions
-# and tests/data/recall_offtopic.txt through `picoora memory search --json`, and take the lowest
-# min_similarity at which 85 % of the off-topic questions return nothing above it (what
-# bench/precision_bench.py's best_floor does for the file backend). Background anchors are not wired on
-# Oracle yet (its anchor_best is None), so the floor alone decides there.
+# The Oracle backend: its in-database ONNX model (ALL_MINILM_L12_V2 by default) scores differently from the
+# bundled L6, so it has its own numbers, and its background questions are embedded by that same model
+# (PICO_BACKGROUND_QUESTIONS, store/oracle/background.py). Not yet measured (no live database here): the floor
+# is the floor for returning a match (GENERIC_SIMILARITY_FLOOR, the Go version's, set for L12) and the margin
+# 0.0, i.e. a memory is pushed only when it is closer to the query than every generic question. The rule is
+# relative to the model's own background vectors, so the margin should carry across models better than an
+# absolute floor. To calibrate: bench/oracle_calibrate.py against a live database (the PICO_TEST_ORACLE_*
+# settings of the live tier, or the configured one) imports tests/data's facts under a scratch agent, prints
+# recall@1 / recall@5 / off-topic silence for a (floor, margin) grid and the PushCalibration line to paste here.
+# Without background vectors (filling failed) the floor alone decides.
 ORACLE_PUSH = {
-    "ALL_MINILM_L12_V2": PushCalibration(min_similarity=0.35, anchor_margin=0.0, calibrated_on="uncalibrated"),
+    "ALL_MINILM_L12_V2": PushCalibration(min_similarity=GENERIC_SIMILARITY_FLOOR, anchor_margin=0.0,
+                                         calibrated_on="uncalibrated: returning floor, margin 0"),
 }
 ORACLE_GENERIC_PUSH = PushCalibration(min_similarity=0.4, anchor_margin=0.0, calibrated_on="uncalibrated")
 KEYWORD_PUSH_MIN = 0.6  # without a comparable vector, only a strong keyword match is pushed

@@ -89,6 +89,8 @@ _ORA_TEXT = {
     1418: "specified index does not exist",
     1441: "cannot decrease column length because some value is too big",
     1461: "can bind a LONG value only for insert into a LONG column",
+    1653: "unable to extend table {name} by 128 in tablespace USERS",
+    30006: "resource busy; acquire with WAIT timeout expired",
     1478: "array bind may not include any LONG columns",
     12733: "regular expression is too long",
     12899: "value too large for column {name}",
@@ -754,6 +756,32 @@ class FakeOracle:
         rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and (
             r["embedding"] is None or r["embedding_model"] != b["embedding_model"]))
         return [(len(rows),)]
+
+    def _background_set(self, b: dict[str, Any]) -> list[dict[str, Any]]:
+        return self._select("PICO_BACKGROUND_QUESTIONS", lambda r: r["embedding_model"] == b["embedding_model"]
+                            and r["set_hash"] == b["set_hash"])
+
+    async def _background_count(self, conn, b):
+        return [(len(self._background_set(b)),)]
+
+    async def _background_best(self, conn, b):
+        assert isinstance(b["vector"], array.array), "vectors bind as array.array"
+        rows = self._background_set(b)
+        cosines = [1.0 - _cosine_distance(r["embedding"], b["vector"]) for r in rows if r["embedding"] is not None]
+        return [(len(rows), max(cosines) if cosines else None)]  # MAX over no rows is NULL
+
+    async def _background_lock(self, conn, b):
+        self._table("PICO_BACKGROUND_QUESTIONS")
+        await self.lock(conn, "PICO_BACKGROUND_QUESTIONS", ())
+        return 0
+
+    async def _background_clear(self, conn, b):
+        return await self.delete(conn, "PICO_BACKGROUND_QUESTIONS", lambda r: r["embedding_model"] == b["embedding_model"])
+
+    async def _background_insert(self, conn, b):
+        self.insert(conn, "PICO_BACKGROUND_QUESTIONS", {
+            **{k: v for k, v in b.items() if k != "now"}, "embedding": self.embed(b["content"]), "created_at": b["now"]})
+        return 1
 
     async def _ping(self, conn, b):
         return [(1,)]

@@ -14,6 +14,7 @@ import pytest
 
 from picoora.config import Config, save_config, workspace_path
 from picoora.messages import Message
+from picoora.store.anchors import background_texts
 from picoora.store.files import FileStore
 from picoora.store.oracle import open_oracle_store
 from picoora.store.oracle import sql as q
@@ -64,9 +65,10 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        "✓ Schema created (version 7, 10 tables with PICO_ prefix)",
+        "✓ Schema created (version 8, 11 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
+        f"✓ Background questions for automatic recall embedded ({len(background_texts())})",
         "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md",
         "✓ Config snapshot stored in PICO_CONFIG (secrets redacted)",
         "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) deferred: no vectors stored yet (searches are exact until "
@@ -92,8 +94,9 @@ def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fa
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert "✓ Schema up to date (version 7, 10 PICO_ tables)" in steps
+    assert "✓ Schema up to date (version 8, 11 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
+    assert "✓ Background questions for automatic recall already embedded" in steps
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in steps
     assert any(line.startswith("✓ Vector index IDX_PICO_DAILY_NOTES_VEC (IVF) deferred") for line in steps)
     assert "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT already exists" in steps
@@ -249,7 +252,7 @@ def test_overview_has_the_go_layout_and_no_secrets(filled):
                     "Recent State Entries (last 5):", "Recent Daily Notes (last 5):", "System Prompts (last 5):",
                     "Config Entries (last 5):", "Schema Metadata:"):
         assert f"  {heading}" in out
-    assert "schema_version                 = 7" in out
+    assert "schema_version                 = 8" in out
     assert PASSWORD not in out and "password is ***" in out
 
 

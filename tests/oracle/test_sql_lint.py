@@ -35,17 +35,30 @@ def test_statement_uses_named_binds_only(stmt):
         assert names == [], "DDL cannot take binds"
 
 
+# Tables without an agent_id: meta (as in Go) and the background questions (the same texts for everyone,
+# one set per embedding model).
+AGENT_TABLE = r"PICO_(?!META\b|BACKGROUND_QUESTIONS\b)\w+"
+
+
 @pytest.mark.parametrize("stmt", [s for s in STATEMENTS if s.kind in ("query", "dml")], ids=lambda s: s.name)
 def test_every_agent_table_statement_is_scoped_by_agent(stmt):
     text = stmt.text
-    if not re.search(r"\bPICO_(?!META)\w+", text) or stmt.name in AGENT_EXEMPT:
+    if not re.search(rf"\b{AGENT_TABLE}", text) or stmt.name in AGENT_EXEMPT:
         return
     assert "AGENT_ID" in bind_names(text)
     # every read, update or delete of an agent's table filters on it (STATS reads seven tables)
-    reads = len(re.findall(r"\b(?:FROM|UPDATE) PICO_(?!META)\w+", text))
+    reads = len(re.findall(rf"\b(?:FROM|UPDATE) {AGENT_TABLE}", text))
     assert text.count("agent_id = :agent_id") >= reads
     if text.startswith("MERGE"):
         assert "t.agent_id = s.agent_id" in text
+
+
+@pytest.mark.parametrize("stmt", [s for s in STATEMENTS if "PICO_BACKGROUND_QUESTIONS" in s.text and s.kind != "ddl"
+                                  and not s.text.startswith("LOCK TABLE")], ids=lambda s: s.name)
+def test_background_statements_are_scoped_by_model(stmt):
+    # a query embedded by one ONNX model is never measured against another model's vectors
+    assert "EMBEDDING_MODEL" in bind_names(stmt.text)
+    assert stmt.text.startswith("INSERT") or "WHERE embedding_model = :embedding_model" in stmt.text
 
 
 def test_model_name_is_the_only_interpolation():

@@ -88,6 +88,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         q.WIDEN_SESSIONS, q.WIDEN_TRANSCRIPTS, q.WIDEN_MEMORIES, q.WIDEN_STATE, q.WIDEN_CONFIG, q.WIDEN_PROMPTS,
         q.WIDEN_META,
     )),
+    Migration(8, "background questions for automatic recall: PICO_BACKGROUND_QUESTIONS", (q.CREATE_BACKGROUND,)),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from picoora.store.base import StoreError
-from picoora.store.oracle import indexes, schema
+from picoora.store.oracle import background, indexes, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database, Tx, error_code, error_codes, error_text
 from picoora.store.oracle.indexes import IndexOutcome
@@ -114,6 +114,14 @@ class OracleSetup:
 
         return self.db.run(work, what="run VECTOR_EMBEDDING")
 
+    def background_questions(self) -> int:
+        """Embed the background questions automatic recall measures queries against (``background.py``);
+        returns how many were embedded, 0 when the model's current set was complete already."""
+        async def work(tx: Tx) -> int:
+            return await background.fill(tx, self.model)
+
+        return self.db.run(work, what="embed the background questions", timeout=_MODEL_LOAD_SECONDS)
+
     def vector_indexes(self, hnsw: bool = False) -> list[IndexOutcome]:
         """IVF (on disk; works on a default Free container) unless ``hnsw`` (needs a vector pool); deferred
         for a table that holds no vectors yet (see ``indexes``)."""
@@ -196,6 +204,10 @@ def dry_run_script(model: str, *, hnsw: bool, text_index: bool = True, onnx_file
     else:
         lines += ["-- (no --onnx-file, --onnx-dir or --onnx-url: the model must already be loaded)", ""]
     add(q.SELF_TEST, {"text": "picoora self-test: hello from setup-oracle"})
+    questions = background.current_set()
+    lines.append(f"-- background questions for automatic recall ({len(questions.texts)} rows, one executemany)")
+    add(q.BACKGROUND_INSERT, {"embedding_model": model, "question_no": 1, "set_hash": questions.set_hash,
+                              "content": questions.texts[0], "now": "<UTC now>"})
     lines.append("-- vector indexes (" + ("HNSW, needs a vector pool" if hnsw else "IVF") + ")")
     lines.append("-- (each is created once its table holds vectors; `memory reindex` rebuilds the memories' one)")
     for stmt in indexes.create_statements(hnsw):

@@ -436,6 +436,39 @@ TRACE_LAST_IN_SESSION = _sql("trace_last_in_session", "query", """
     SELECT trace_json FROM PICO_TRACES WHERE agent_id = :agent_id AND session_key = :session_key
     ORDER BY created_at DESC FETCH FIRST 1 ROWS ONLY""")
 
+# ---------------------------------------------------------------------------------------------------
+# Background questions (schema version 8): store/data/background_queries.txt embedded by the in-database model,
+# schema-wide (no agent_id: the same for everyone), one set per model. ``set_hash`` says which version of the
+# texts a row belongs to, so changed texts are re-embedded. About 120 rows a model: the nearest one is found
+# by an exact scan, no vector index needed.
+
+CREATE_BACKGROUND = _sql("create_background", "ddl", """
+    CREATE TABLE PICO_BACKGROUND_QUESTIONS (
+        embedding_model VARCHAR2(128) NOT NULL,
+        question_no     NUMBER NOT NULL,
+        set_hash        VARCHAR2(64) NOT NULL,
+        content         VARCHAR2(1000 CHAR) NOT NULL,
+        embedding       VECTOR(384, FLOAT32),
+        created_at      TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+        PRIMARY KEY (embedding_model, question_no))""", _EXISTS)
+# How many of the current set the model has (complete when it is the number of texts) and the query's best
+# cosine against them, in one round trip.
+BACKGROUND_BEST = _sql("background_best", "query", """
+    SELECT COUNT(*), MAX(1 - VECTOR_DISTANCE(embedding, :vector, COSINE)) FROM PICO_BACKGROUND_QUESTIONS
+    WHERE embedding_model = :embedding_model AND set_hash = :set_hash""")
+BACKGROUND_COUNT = _sql("background_count", "query", """
+    SELECT COUNT(*) FROM PICO_BACKGROUND_QUESTIONS WHERE embedding_model = :embedding_model AND set_hash = :set_hash""")
+# Fillers take turns (a recall and setup-oracle, or two first recalls): the second waits, then finds the set
+# complete. Queries are not blocked by it.
+BACKGROUND_LOCK = _sql("background_lock", "dml", "LOCK TABLE PICO_BACKGROUND_QUESTIONS IN EXCLUSIVE MODE WAIT 10")
+BACKGROUND_CLEAR = _sql("background_clear", "dml",
+                        "DELETE FROM PICO_BACKGROUND_QUESTIONS WHERE embedding_model = :embedding_model")
+# Filled with one executemany: the database embeds each text as it inserts the row.
+BACKGROUND_INSERT = _sql("background_insert", "dml", """
+    INSERT INTO PICO_BACKGROUND_QUESTIONS (embedding_model, question_no, set_hash, content, embedding, created_at)
+    VALUES (:embedding_model, :question_no, :set_hash, :content, VECTOR_EMBEDDING({model} USING :content AS data),
+            :now)""")
+
 MEMORY_VECTORS_MISSING = _sql("memory_vectors_missing", "query", """
     SELECT COUNT(*) FROM PICO_MEMORIES WHERE agent_id = :agent_id
     AND (embedding IS NULL OR embedding_model IS NULL OR embedding_model <> :embedding_model)""")

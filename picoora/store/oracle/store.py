@@ -7,7 +7,9 @@ connection, one transaction, committed at the end or rolled back on error. Rows 
 Recall follows the file backend's rules (``picoora.store.ranking``): the database finds candidates
 (approximate vector search with ``FETCH APPROX FIRST`` so the vector index is used, plus keyword
 matches through Oracle Text when its index exists, else a regular-expression scan); Python scores them
-with the same floor, code boost, importance and recency, then records the access.
+with the same floor, code boost, importance and recency, then records the access. Automatic recall
+(``confident_only``) also reads the query's best cosine against the background questions embedded by the
+same in-database model (``background.py``), as the file backend's anchors do.
 
 Each public method builds its unit of work once (``_<method>_op`` returns an :class:`Op`); the blocking
 method runs it with ``Database.run`` and :meth:`OracleStore.native_async` awaits the same ``Op`` with
@@ -47,6 +49,7 @@ from picoora.store.base import (
 )
 from picoora.store.keywords import KeywordIndex, code_terms, tokenize
 from picoora.store.oracle import codec, schema
+from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import Database, Tx, error_code
@@ -127,6 +130,17 @@ def _is_schema_key(key: str) -> bool:
 
 
 @dataclass(frozen=True)
+class RecallEvidence:
+    """What recall ranks: the candidate memories with their cosines (None: not comparable), whether the query
+    could be embedded, and its best cosine against the background questions (None: unknown)."""
+
+    query: str
+    candidates: dict[str, tuple[MemoryRecord, float | None]]
+    embedded: bool
+    anchor_best: float | None
+
+
+@dataclass(frozen=True)
 class Op:
     """One unit of work as both the blocking and the async method run it; ``work`` None means the answer
     (``result``) is known without asking the database."""
@@ -194,7 +208,8 @@ class OracleStore:
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
         self.floor = min_similarity or ranking.GENERIC_SIMILARITY_FLOOR
         self.dedup_similarity = dedup_similarity
-        self.push_calibration = ranking.oracle_push_calibration(self.model)  # uncalibrated: see ranking.ORACLE_PUSH
+        self.push_calibration = ranking.oracle_push_calibration(self.model)  # see ranking.ORACLE_PUSH
+        self._anchors = BackgroundAnchors(self.model)
         self.text_index = text_index
         self._secrets = tuple(secrets)
         self._missing_model_note: str | None = None
@@ -308,9 +323,8 @@ class OracleStore:
             return _known(RecallResult([]))
 
         async def work(tx: Tx) -> RecallResult:
-            vector = await self._embed(tx, query)
-            candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
-            matches = self._rank(query, candidates, limit, confident_only)
+            evidence = await self._evidence(tx, query, limit, with_anchors=confident_only)
+            matches = self.rank(evidence, limit, confident_only=confident_only)
             touched = matches
             if touch:
                 now = utc_stamp()
@@ -319,11 +333,27 @@ class OracleStore:
                 ])
                 touched = [replace(m, memory=replace(m.memory, access_count=m.memory.access_count + 1,
                                                      accessed_at=now.replace(tzinfo=timezone.utc))) for m in matches]
-            if vector is None:
+            if not evidence.embedded:
                 return RecallResult(touched, degraded=True, note=self._missing_model_note)
             return RecallResult(touched)
 
         return Op(work, "recall memories")
+
+    def recall_evidence(self, query: str, limit: int = 5) -> RecallEvidence:
+        """The candidates and background cosine a recall of ``query`` would rank, background included, without
+        touching anything: ``rank`` then decides for any calibration (bench/oracle_calibrate.py)."""
+        async def work(tx: Tx) -> RecallEvidence:
+            return await self._evidence(tx, query, limit, with_anchors=True)
+
+        return self._run(work, "gather recall evidence")
+
+    async def _evidence(self, tx: Tx, query: str, limit: int, *, with_anchors: bool) -> RecallEvidence:
+        # The background cosine is only worth its query for automatic recall (the recall tool returns weaker
+        # matches too); it is read before any write, so a first fill can commit on its own.
+        vector = await self._embed(tx, query)
+        anchor_best = await self._anchors.best(tx, vector) if with_anchors and vector is not None else None
+        candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
+        return RecallEvidence(query, candidates, vector is not None, anchor_best)
 
     async def _candidates(self, tx: Tx, query: str, vector: Any | None, k: int) -> dict[str, tuple[MemoryRecord, float | None]]:
         """Memories worth scoring: the nearest by vector and those holding a query term, with their cosine."""
@@ -346,8 +376,9 @@ class OracleStore:
                 found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
         return found
 
-    def _rank(self, query: str, candidates: dict[str, tuple[MemoryRecord, float | None]], limit: int,
-              confident_only: bool = False) -> list[ScoredMemory]:
+    def rank(self, evidence: RecallEvidence, limit: int, *, confident_only: bool = False) -> list[ScoredMemory]:
+        """The matches recall returns (``confident_only``: pushes, by ``push_calibration``), best first."""
+        query, candidates = evidence.query, evidence.candidates
         # Keyword evidence is computed over the candidates (the file backend uses all memories): IDF from a
         # smaller sample, same rules.
         keywords = KeywordIndex()
@@ -360,7 +391,8 @@ class OracleStore:
             keyword, code = keyword_by_id.get(memory_id, 0.0), code_by_id.get(memory_id, 0.0)
             if not ranking.is_match(similarity, keyword, code, self.floor):
                 continue
-            if confident_only and not ranking.should_push(similarity, keyword, code, None, self.push_calibration):
+            if confident_only and not ranking.should_push(similarity, keyword, code, evidence.anchor_best,
+                                                          self.push_calibration):
                 continue
             score = ranking.final_score(similarity, keyword, code, record.importance, record.created_at,
                                         record.accessed_at, now)
