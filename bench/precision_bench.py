@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,10 +45,11 @@ class Sets:
     codes: list[dict]
     facts: list[str]
     distractors: list[str]
+    offtopic: list[str] = field(default_factory=lambda: list(OFFTOPIC))
 
     @property
     def queries(self) -> list[str]:
-        return [p["question"] for p in self.pairs] + [c["query"] for c in self.codes] + OFFTOPIC
+        return [p["question"] for p in self.pairs] + [c["query"] for c in self.codes] + self.offtopic
 
 
 class PrecomputedEmbedder:
@@ -78,7 +79,7 @@ def measure(index: MemoryIndex, sets: Sets, calibration: ranking.PushCalibration
     if calibration is not None:
         index.push_calibration = calibration
     pairs = [(p["question"], p["fact"]) for p in sets.pairs] + [(c["query"], c["fact"]) for c in sets.codes]
-    offtopic = OFFTOPIC
+    offtopic = sets.offtopic
     if idx is not None:  # a fold: every other question
         pairs, offtopic = pairs[idx::2], offtopic[idx::2]
     ranks = []

@@ -14,7 +14,8 @@ runs the live tier (pytest -m oracle tests/oracle/test_live.py): the store contr
 end, and the checks of issue 11 on a real database: TIMESTAMP precision, 1000-character and non-ASCII
 keys, multibyte embedding text, a pasted paragraph in keyword recall, an 8 KB prompt and a 100 KB tool
 result in CLOBs, None into VECTOR, the missing-model error code, and EXPLAIN PLAN showing the vector
-index on 2000 rows after a rebuild.
+index on 2000 rows after a rebuild. Then prints the calibration grid of automatic recall's push rule for
+the in-database model (bench/oracle_calibrate.py: the line to paste into ranking.ORACLE_PUSH).
 
 Without a container engine the check is skipped (exit 0, a SKIPPED line); --require (or
 PICO_TEST_ORACLE_REQUIRED=1) makes that, and every skipped live test, a failure. --keep leaves the
@@ -132,3 +133,8 @@ export PICO_TEST_ORACLE_ONNX_FILE="$MODEL_FILE"
 
 say "Running the live tier against $PICO_TEST_ORACLE_DSN..."
 PICO_TEST_ORACLE_REQUIRED=1 "$PYTHON" -m pytest -m oracle tests/oracle/test_live.py -ra
+
+# ---- 4. the push calibration of automatic recall on this database (ranking.ORACLE_PUSH) ---------------
+
+say "Measuring automatic recall's push rule on the in-database model (bench/oracle_calibrate.py)..."
+"$PYTHON" bench/oracle_calibrate.py

@@ -255,6 +255,7 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     code, output = picoora("setup-oracle", "--import-files")
     assert code in (0, 3), output
     assert "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions" in output
+    assert "✓ Background questions for automatic recall" in output
     store = open_oracle_store(config)
     try:
         assert store.get_prompt("IDENTITY.md").content == "I am the live test."
@@ -263,3 +264,25 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
         assert store.search_daily_notes("live tier", limit=1)[0][0].day == date.today()
     finally:
         store.close()
+
+
+def test_push_calibration_runs_on_the_live_database(live_db):
+    """bench/oracle_calibrate.py on the real thing, with a part of tests/data (the whole of it is what
+    scripts/oracle-live-check.sh prints): the database fills the background questions itself, every query
+    gets its background cosine, the grid is measured and the scratch agent is gone afterwards."""
+    from tests.oracle.test_oracle_calibrate import load_calibration_script, small_sets
+
+    script = load_calibration_script()
+    sets = small_sets(script)
+    result = script.calibrate(live_db, sets, floors=(0.2, 0.3), margins=(-0.04, 0.0))
+    assert result.memories == len(sets.facts) and result.without_anchors == 0
+    assert len(result.grid) == 4
+    for row in result.grid:
+        assert 0.0 <= row.recall_at_1 <= row.recall_at_5 <= 1.0 and 0.0 <= row.silence <= 1.0
+    assert max(row.recall_at_5 for row in result.grid) > 0  # the codes at least are pushed
+    store = open_oracle_store(live_config(result.agent))
+    try:
+        assert store.list_memories() == []
+    finally:
+        store.close()
+    print("\n".join(script.report(result)))

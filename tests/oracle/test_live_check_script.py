@@ -58,8 +58,11 @@ def test_it_starts_a_container_waits_for_the_user_and_runs_the_live_tier(env):
     assert (state / "container-password").read_text().strip() == PASSWORD  # handed over by name, in the env
     assert docker.rstrip().endswith("rm -f picoora-live-check")  # thrown away afterwards
     calls = (state / "python.log").read_text().splitlines()
-    assert calls[0] == "- 900" and calls[-1] == "-m pytest -m oracle tests/oracle/test_live.py -ra"
-    pytest_env = (state / "python.env").read_text().split("--- ")[-1].splitlines()
+    assert calls[0] == "- 900" and calls[-2] == "-m pytest -m oracle tests/oracle/test_live.py -ra"
+    assert calls[-1] == "bench/oracle_calibrate.py"  # then the push calibration, with the same settings
+    runs = (state / "python.env").read_text().split("--- ")
+    pytest_env, calibration_env = runs[-2].splitlines(), runs[-1].splitlines()
+    assert "PICO_TEST_ORACLE_DSN=localhost:1522/FREEPDB1" in calibration_env
     assert pytest_env[0].startswith("-m pytest") and "PICO_TEST_ORACLE_REQUIRED=1" in pytest_env
     assert "PICO_TEST_ORACLE_DSN=localhost:1522/FREEPDB1" in pytest_env
     for text in (docker, "\n".join(calls), result.stdout, result.stderr):
