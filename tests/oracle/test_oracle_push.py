@@ -124,6 +124,23 @@ def test_a_filler_busy_for_long_skips_the_anchors_for_this_turn_only(fake, open_
     assert _pushed(store, OFF_TOPIC) == []  # the next turn fills the set and uses it
 
 
+def test_a_failing_background_query_falls_back_to_the_floor(fake, open_store):
+    store = open_store()
+    store.add_memory(LOOKALIKE)
+    _pushed(store, OFF_TOPIC)  # filled
+    fake.fail_next["background_best"] = ora_error(51808, "384, 768")  # say, a row no comparison can read
+    assert _pushed(store, OFF_TOPIC) == [LOOKALIKE]
+    assert store.get_memory(store.list_memories()[0].id).access_count >= 1  # the recall still counted
+
+
+def test_a_pasted_paragraph_as_the_message_is_measured_too(fake, open_store):
+    store = open_store()
+    store.add_memory(FACT)
+    paragraph = ("Who invented the telephone? " * 4000) + QUESTION  # 100 KB: cut for VECTOR_EMBEDDING as usual
+    assert _pushed(store, paragraph) == []  # mostly an off-topic question, so nothing is pushed
+    assert _pushed(store, QUESTION) == [FACT]
+
+
 def test_a_missing_model_never_fails_the_turn(config):
     fake = FakeOracle(model_loaded=False)
     set_up_schema(fake, config)

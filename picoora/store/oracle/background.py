@@ -79,33 +79,33 @@ class BackgroundAnchors:
     """The query's best cosine against the background questions, for one store's model.
 
     Filling is tried once per process: when it fails (no CREATE TABLE privilege, a model that is not loaded,
-    a full tablespace) automatic recall decides by the push floor alone, as it did before anchors existed."""
+    a full tablespace), or reading fails, automatic recall decides by the push floor alone, as it did before
+    anchors existed; only a lost connection fails the recall."""
 
     def __init__(self, model: str):
         self.model = model
         self.unavailable: str | None = None  # why recall goes without anchors (logged once)
 
     async def best(self, tx: Tx, vector: Any) -> float | None:
+        """Called before the recall writes anything: a failure here is rolled back without loss."""
         if self.unavailable is not None:
             return None
         background = current_set()
-        found = await self._best(tx, vector, background)
-        if found is not None:
-            return found
         try:
-            await fill(tx, self.model)
-            await tx.commit()  # the set is shared: keep it even if the rest of this recall fails
+            found = await self._best(tx, vector, background)
+            if found is None and await fill(tx, self.model):
+                await tx.commit()  # the set is shared: keep it even if the rest of this recall fails
+            return found if found is not None else await self._best(tx, vector, background)
         except Exception as exc:
             if not error_code(exc).startswith("ORA-"):
                 raise  # the connection is gone: the recall fails as any other would
-            await tx.rollback()  # no half-filled set (recall has written nothing yet)
+            await tx.rollback()  # no half-filled set
             if error_code(exc) in _BUSY:
-                return None
-            self.unavailable = f"could not embed the background questions with {self.model}: {exc}"
+                return None  # another session is filling: the next turn finds the set
+            self.unavailable = f"the background questions of {self.model} cannot be used: {exc}"
             log.info("automatic recall decides by the similarity floor alone: %s (picoora setup-oracle fills "
                      "PICO_BACKGROUND_QUESTIONS)", self.unavailable)
             return None
-        return await self._best(tx, vector, background)
 
     async def _best(self, tx: Tx, vector: Any, background: BackgroundSet) -> float | None:
         """The best cosine when the model's set is complete, None when it is not (or the table is missing)."""
