@@ -17,8 +17,9 @@ agent's memories at the end, also after an error.
 
 ``--check-with-bundled-model`` runs the same steps against the test suite's fake database
 (tests/oracle/fake_db.py) with the bundled MiniLM-L6 standing in for the in-database model: the numbers must
-be bench/precision_bench.py's for the file backend (same model, same rule), which checks the Oracle path
-(background vectors in a table, ranking in OracleStore) without a database.
+be bench/precision_bench.py's for the file backend ordered by plain cosine (same model, same rule; Oracle has
+no generic shift), which checks the Oracle path (background vectors in a table, ranking in OracleStore)
+without a database.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def main() -> None:
           f"{len(sets.offtopic)} off-topic questions", flush=True)
     if args.check_with_bundled_model:
         print("A check, not a calibration (do not paste): the fake database with the bundled MiniLM-L6 as its model; "
-              "the rows must equal bench/precision_bench.py's for MiniLM-L6 with the same floor and margin.")
+              "the rows must equal bench/precision_bench.py's for MiniLM-L6 ordered by plain cosine, same floor and margin.")
         result = check_with_bundled_model(sets)
     else:
         result = calibrate(live_settings(), sets)
