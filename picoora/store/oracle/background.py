@@ -10,6 +10,7 @@ missing fills them once in its own transaction (one executemany, the database em
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +36,6 @@ class BackgroundSet:
 @functools.lru_cache(maxsize=1)
 def current_set() -> BackgroundSet:
     """The bundled texts and their version (a hash of the whole list, in order)."""
-    import hashlib
-
     texts = tuple(background_texts())
     return BackgroundSet(texts, hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest())
 

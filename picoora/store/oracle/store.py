@@ -49,8 +49,8 @@ from picoora.store.base import (
 )
 from picoora.store.keywords import KeywordIndex, code_terms, tokenize
 from picoora.store.oracle import codec, schema
-from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle import sql as q
+from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import Database, Tx, error_code
 from picoora.secrets import redact_text
