@@ -9,6 +9,8 @@ import array
 import asyncio
 import logging
 
+import pytest
+
 from picoora.agent.context import gather_inputs
 from picoora.config import AgentDefaults
 from picoora.store.anchors import background_texts
@@ -102,10 +104,14 @@ def test_another_models_background_vectors_are_never_compared(fake, open_store):
     assert _pushed(store, QUESTION) == [FACT]
 
 
-def test_a_failed_fill_falls_back_to_the_floor_once_and_keeps_no_half_set(fake, open_store, caplog):
+@pytest.mark.parametrize("failure", [
+    (5, ora_error(1653, "PICO_BACKGROUND_QUESTIONS")),  # the tablespace fills up after five rows
+    ora_error(40284, MODEL),  # the model was dropped after this session embedded the query
+], ids=["tablespace-full", "model-missing"])
+def test_a_failed_fill_falls_back_to_the_floor_once_and_keeps_no_half_set(fake, open_store, caplog, failure):
     store = open_store()
     store.add_memory(LOOKALIKE)
-    fake.fail_next["background_insert"] = (5, ora_error(1653))  # the tablespace fills up after five rows
+    fake.fail_next["background_insert"] = failure
     with caplog.at_level(logging.INFO, logger="picoora.store.oracle.background"):
         assert _pushed(store, OFF_TOPIC) == [LOOKALIKE]  # the floor alone decides, as before anchors
     assert fake.rows(TABLE) == []  # rolled back
