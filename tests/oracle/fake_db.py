@@ -25,7 +25,8 @@ What a real database or driver refuses, the fake refuses too (so a green run mea
   * cursor keywords must exist in the installed python-oracledb (``AsyncCursor.execute``'s signature).
 Failure switches: ``down`` (connects fail with DPY-6005, open connections with DPY-4011), ``silent``
 (connects never answer), ``refuse`` (connects raise that error), ``fail_next[name] = exc`` (one
-statement fails once).
+statement fails once). ``rendezvous[name] = n``: the first n calls of a statement wait for each other, so
+sessions certainly race past that point together.
 """
 
 from __future__ import annotations
@@ -190,6 +191,9 @@ class FakeOracle:
         self.unusable_indexes: set[str] = set()  # indexes that exist but whose status is not VALID  # how many of the nearest rows an approximate search leaves out
         self.delay: dict[str, float] = {}  # statement name -> seconds it takes
         self.in_flight = self.most_in_flight = 0  # delayed statements running at once (now, at most)
+        # statement name -> how many sessions its first calls hold until they have all arrived (a race made certain)
+        self.rendezvous: dict[str, int] = {}
+        self._arrivals: dict[str, list[asyncio.Event]] = {}
         self._locks: dict[tuple, FakeConnection] = {}
         self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
 
@@ -225,6 +229,8 @@ class FakeOracle:
                 raise AssertionError(f"{stmt.name}: :{key} is an aware datetime; TIMESTAMP columns hold naive UTC")
         self.executed.append(Executed(stmt.name, sql, dict(binds)))
         self._inject_failure(stmt.name)
+        if stmt.name in self.rendezvous:
+            await self._meet(stmt.name)
         if stmt.name in self.delay:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
@@ -242,6 +248,16 @@ class FakeOracle:
         except oracledb.Error as exc:
             self.raised.append(exc.args[0].full_code)
             raise
+
+    async def _meet(self, name: str) -> None:
+        waiting = self._arrivals.setdefault(name, [])
+        if len(waiting) + 1 < self.rendezvous[name]:
+            waiting.append(asyncio.Event())
+            await waiting[-1].wait()
+            return
+        del self.rendezvous[name]
+        for arrived in waiting:
+            arrived.set()
 
     def _check_long_binds(self, sql: str, binds: dict[str, Any], array_dml: bool) -> None:
         """A str over 4000 bytes goes as LONG: fine as a CLOB column's value, refused anywhere else."""

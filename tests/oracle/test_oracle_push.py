@@ -184,10 +184,12 @@ def test_concurrent_first_recalls_fill_the_set_once(fake, open_store):
     store = open_store()
     store.add_memory(LOOKALIKE)
     aio = store.native_async()
+    fake.rendezvous["background_count"] = 2  # both find the set missing before either fills it
 
     async def both() -> list:
         return await asyncio.gather(*(aio.recall(OFF_TOPIC, limit=5, confident_only=True) for _ in range(2)))
 
     assert [r.matches for r in asyncio.run(both())] == [[], []]  # both measured against the anchors
     assert fake.names().count("background_lock") == 2  # the second filler waited, then found the set complete
+    assert fake.names().count("background_insert") == len(background_texts())  # embedded once, not twice
     assert len(fake.rows(TABLE)) == len(background_texts())
