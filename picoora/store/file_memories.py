@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from picoora.store.anchors import Anchors
     from picoora.store.log_index import LogIndex, Overlay
     from picoora.store.memory_index import MemoryIndex
-    from picoora.store.memory_snapshot import LogPosition, Snapshot
+    from picoora.store.memory_snapshot import ChangedRow, LogPosition, NewRow, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,9 @@ class _Memories:
         self.overlay = overlay
         self.tail: dict[str, _Entry] = {}
         self._read: dict[int, _Entry] = {}  # snapshot rows looked at since loading, by row
+        # Tail memories that replaced a snapshot row (re-embedded, or added again under their id): a fold of
+        # the log keeps such a memory where it was first added, so a rewrite puts it back at that row.
+        self.moved: dict[str, int] = {}
 
     def row(self, memory_id: str) -> int | None:
         if self.base is None:
@@ -179,11 +182,14 @@ class _Memories:
         return isinstance(memory_id, str) and self.get(memory_id) is not None
 
     def __setitem__(self, memory_id: str, entry: _Entry) -> None:
-        self._kill_row(memory_id)
+        row = self._kill_row(memory_id)
+        if row is not None:
+            self.moved[memory_id] = row
         self.tail[memory_id] = entry
 
     def pop(self, memory_id: str, default: _Entry | None = None) -> _Entry | None:
         if memory_id in self.tail:
+            self.moved.pop(memory_id, None)  # added again later, it goes to the end, as in a fold
             return self.tail.pop(memory_id)
         entry = self.get(memory_id)
         if entry is None:
@@ -191,13 +197,14 @@ class _Memories:
         self._kill_row(memory_id)
         return entry
 
-    def _kill_row(self, memory_id: str) -> None:
+    def _kill_row(self, memory_id: str) -> int | None:
         row = self.row(memory_id)
         if row is not None:
             with self.overlay.lock:
                 self.overlay.dead.add(row)
                 self.overlay.changed.pop(row, None)
             self._read.pop(row, None)
+        return row
 
     def settle(self, memory_id: str) -> bool:
         """After ``_apply`` changed ``memory_id``: a snapshot row's new record goes to the overlay; a new
@@ -224,6 +231,27 @@ class _Memories:
                 if row not in self.overlay.dead:
                     yield self._read.get(row) or _Entry(self.overlay.changed.get(row) or self.base.record(row), None)
         yield from self.tail.values()
+
+    def snapshot_rows(self, vector_of: Callable[[_Entry], np.ndarray | None]) -> list[range | ChangedRow | NewRow]:
+        """The live memories in the order a fold of the log leaves them, for ``Snapshot.write``: runs of
+        unchanged snapshot rows, rows whose record changed, and the tail (``vector_of`` gives its vectors)."""
+        from picoora.store.memory_snapshot import ChangedRow, NewRow
+
+        pieces: list[range | ChangedRow | NewRow] = []
+        moved_to = {row: memory_id for memory_id, row in self.moved.items()}
+        start = 0
+        for row in sorted(self.overlay.dead | self.overlay.changed.keys()):
+            pieces.append(range(start, row))
+            if row in self.overlay.changed:
+                pieces.append(ChangedRow(row, self.overlay.changed[row]))
+            elif row in moved_to:
+                entry = self.tail[moved_to[row]]
+                pieces.append(NewRow(entry.record, vector_of(entry)))
+            start = row + 1
+        pieces.append(range(start, self.base.rows if self.base else 0))
+        pieces.extend(NewRow(entry.record, vector_of(entry)) for memory_id, entry in self.tail.items()
+                      if memory_id not in self.moved)
+        return pieces
 
 
 class MemoryLog:
@@ -306,7 +334,10 @@ class MemoryLog:
 
         snapshot = Snapshot.load(self.path, self._model)
         if snapshot is None or snapshot.position.offset <= newer_than:
-            self._rebuild()
+            if newer_than < 0:
+                self._rebuild()
+            else:  # caught up with the log: what is in memory is its fold
+                self._rewrite()
             return
         self._set_base(snapshot)
         self._loaded = True
@@ -336,7 +367,7 @@ class MemoryLog:
 
     def _rebuild(self, entries: dict[str, _Entry] | None = None, lines: int | None = None) -> None:
         """Fold the whole log (or take ``entries`` folded from it) and write a snapshot of it."""
-        from picoora.store.memory_snapshot import Snapshot
+        from picoora.store.memory_snapshot import NewRow, Snapshot
 
         if entries is None:
             reader = JsonlReader(self.path)
@@ -344,18 +375,34 @@ class MemoryLog:
             offset = reader.offset
         else:
             offset = os.stat(self.path).st_size
-        records = [entry.record for entry in entries.values()]
-        vectors = [
-            decode_vector(entry.vec) if entry.vec is not None and entry.record.embedding_model == self._model else None
-            for entry in entries.values()
-        ]
-        dim = next((len(v) for v in vectors if v is not None), 0)
-        snapshot = Snapshot.write(self.path, offset, records, vectors, self._model, dim, lines or 0)
         # Entries folded here still hold their encoded vectors; the snapshot has them now.
+        self._take_snapshot(Snapshot.write(self.path, offset, [NewRow(e.record, _log_vector(e)) for e in entries.values()],
+                                           self._model, lines or 0))
+
+    def _rewrite(self) -> None:
+        """Write a snapshot of the memories in memory: the current snapshot's unchanged rows are copied, only
+        the overlay and the tail are encoded. A failure (a full disk) keeps the current one and the tail."""
+        from picoora.store.memory_snapshot import Snapshot
+
+        held = {record.id: vector for record, vector in self._tail_index.items()} if self._tail_index else {}
+
+        def vector_of(entry: _Entry) -> np.ndarray | None:  # still encoded until the tail index took it
+            return _log_vector(entry) if entry.vec is not None else held.get(entry.record.id)
+
+        try:
+            snapshot = Snapshot.write(self.path, self._offset, self._entries.snapshot_rows(vector_of), self._model,
+                                      self._lines, self._base)
+        except OSError as exc:
+            log.warning("memory index of %s not rewritten (%s): the lines after it are replayed until it is",
+                        self.path, exc)
+            return
+        self._take_snapshot(snapshot)
+
+    def _take_snapshot(self, snapshot: Snapshot) -> None:
         self._set_base(snapshot)
         self._loaded = True
         self._position = snapshot.position
-        self._offset, self._lines, self._tail_ops = offset, lines or 0, 0
+        self._offset, self._lines, self._tail_ops = snapshot.position.offset, snapshot.lines, 0
 
     def searchable(self) -> LogIndex:
         """Catch up with the file and return the index; embedding and searching with it need no lock."""
@@ -368,10 +415,8 @@ class MemoryLog:
 
     @staticmethod
     def _take_vector(entry: _Entry) -> np.ndarray | None:
-        vec, entry.vec = entry.vec, None  # the index keeps the decoded copy; the text is not needed again
-        if vec is None or not entry.record.embedding_model:
-            return None
-        return decode_vector(vec)
+        vector, entry.vec = _log_vector(entry), None  # the index keeps the decoded copy; the text is not needed again
+        return vector
 
     def _apply_ops(self, ops: list[dict[str, Any]]) -> None:
         changed: dict[str, bool] = {}  # id -> whether its vector changed (insertion-ordered)
@@ -549,6 +594,10 @@ class MemoryLog:
         """Whether a memory with this id and this content is already here (an import being rerun)."""
         entry = self._entries.get(record.id)
         return entry is not None and entry.record.content == record.content.strip()
+
+
+def _log_vector(entry: _Entry) -> np.ndarray | None:
+    return decode_vector(entry.vec) if entry.vec is not None and entry.record.embedding_model else None
 
 
 def embed(index: MemoryIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:

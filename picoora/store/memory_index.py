@@ -202,7 +202,7 @@ class MemoryIndex:
             code = self._as_row_array(code_by_id, n)
             comparable = self._has_vector[:n] if query_vector is not None else np.zeros(n, dtype=bool)
             sims = ordering = np.zeros(n, dtype=np.float32)
-            if query_vector is not None:
+            if query_vector is not None and self._vectors is not None:  # none: no row has a vector to compare
                 sims, ordering = self._similarities(n, query_vector)
             base = np.where(comparable, ordering, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)

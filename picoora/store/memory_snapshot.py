@@ -14,11 +14,15 @@ Per generation (``<gen>.<name>``), for ``rows`` live memories in log order:
   ids.npy / id_rows.npy          64-bit hashes of the ids, sorted, and their rows (lookups by id)
   texts.npy / text_rows.npy      the same for normalised texts (exact-duplicate checks)
   terms.npy / term_starts.npy / term_rows.npy   sorted term hashes and their rows (keyword candidates)
+  row_terms.npy / row_term_starts.npy           each row's term hashes (CSR), reused by the next rewrite
+Rewriting after the log's tail grew starts from the loaded generation: runs of unchanged rows are copied
+(record bytes, vectors, hashes, terms), so only changed records are encoded and only new memories tokenised.
 Arrays are .npy files opened with ``mmap_mode="r"``: pages are read when a query touches them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -40,10 +44,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: per-row term hashes (row_terms), so a rewrite tokenises only new rows
 TAIL_CHECK_BYTES = 4096
 _ARRAYS = ("offsets", "vectors", "has_vector", "ids", "id_rows", "texts", "text_rows", "terms", "term_starts",
-           "term_rows")
+           "term_rows", "row_terms", "row_term_starts")
 
 
 def snapshot_dir(log_path: Path) -> Path:
@@ -53,6 +57,9 @@ def snapshot_dir(log_path: Path) -> Path:
 def key_hash(text: str) -> int:
     """A stable 64-bit hash (Python's ``hash`` changes between processes)."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+_term_hash = functools.lru_cache(maxsize=1 << 16)(key_hash)  # a vocabulary repeats: hash each word once
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class Snapshot:
             a["offsets"].shape == (n + 1,) and a["has_vector"].shape == (n,) and a["vectors"].shape[0] == n
             and a["ids"].shape == a["id_rows"].shape == (n,) and a["texts"].shape == a["text_rows"].shape == (n,)
             and a["term_starts"].shape == (a["terms"].shape[0] + 1,) and int(a["offsets"][-1]) == len(self._records)
+            and a["row_term_starts"].shape == (n + 1,) and int(a["row_term_starts"][-1]) == a["row_terms"].shape[0]
         )
         if not ok:
             raise ValueError("arrays of different lengths")
@@ -141,6 +149,14 @@ class Snapshot:
         starts = self._arrays["term_starts"]
         return self._arrays["term_rows"][int(starts[at]) : int(starts[at + 1])]
 
+    def row_hashes(self, keys: str, rows: str) -> np.ndarray:
+        """The hash of each row's id or text, by row (the sorted pair inverted)."""
+        import numpy as np
+
+        out = np.zeros(self.rows, dtype=np.uint64)
+        out[self._arrays[rows]] = self._arrays[keys]
+        return out
+
     def _lookup(self, keys: str, rows: str, text: str) -> np.ndarray:
         import numpy as np
 
@@ -171,59 +187,196 @@ class Snapshot:
 
     @classmethod
     def write(
-        cls, log_path: Path, offset: int, records: list[MemoryRecord], vectors: Iterable[np.ndarray | None],
-        model: str | None, dim: int, lines: int,
+        cls, log_path: Path, offset: int, rows: Iterable[range | ChangedRow | NewRow], model: str | None, lines: int,
+        base: Snapshot | None = None,
     ) -> Snapshot:
-        """Write a generation folding the log up to ``offset`` (``vectors``: ``model``'s, or None), then
-        switch the manifest to it and remove older generations. Callers hold the workspace lock."""
-        import numpy as np
-
-        from picoora.store.file_memories import add_op
-
+        """Write a generation folding the log up to ``offset``, then switch the manifest to it and remove
+        older generations. ``rows`` in order: runs of ``base`` rows kept as they are, ``base`` rows whose record
+        changed, and memories encoded now (with their vector of any model, or None: only ``model``'s go into
+        the matrix, as in the log's fold). Callers hold the workspace lock."""
         directory = snapshot_dir(log_path)
         ensure_dir(directory)
         gen = uuid.uuid4().hex[:12]
-        n = len(records)
-        matrix = np.zeros((n, dim if model else 0), dtype=np.float32)
-        has_vector = np.zeros(n, dtype=bool)
-        encoded: list[bytes] = []
-        postings: dict[int, list[int]] = {}
-        for row, (record, vector) in enumerate(zip(records, vectors)):
-            op = add_op(record, None)
-            op["model"] = record.embedding_model  # kept without the vector: says which model the log's vector is
-            encoded.append(json.dumps(op, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
-            if vector is not None and model and record.embedding_model == model:
-                matrix[row] = vector
-                has_vector[row] = True
-            for term in set(tokenize(record.content)):
-                postings.setdefault(key_hash(term), []).append(row)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(line) for line in encoded]) if encoded else []
-        id_hashes = np.array([key_hash(r.id) for r in records], dtype=np.uint64)
-        text_hashes = np.array([key_hash(normalise_text(r.content)) for r in records], dtype=np.uint64)
-        term_keys = np.array(sorted(postings), dtype=np.uint64)
-        term_lists = [postings[int(k)] for k in term_keys]
-        arrays = {
-            "offsets": offsets, "vectors": matrix, "has_vector": has_vector,
-            **_sorted_pairs("ids", "id_rows", id_hashes), **_sorted_pairs("texts", "text_rows", text_hashes),
-            "terms": term_keys,
-            "term_starts": np.concatenate([[0], np.cumsum([len(rows) for rows in term_lists])]).astype(np.int64),
-            "term_rows": np.array([row for rows in term_lists for row in rows], dtype=np.int32),
-        }
-        _write_file(directory / f"{gen}.records.jsonl", b"".join(encoded))
-        for name, array in arrays.items():
-            with open(os.open(directory / f"{gen}.{name}.npy", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
-                np.save(file, array)
-                file.flush()
-                os.fsync(file.fileno())
+        columns = _Columns(base, model)
+        for piece in rows:
+            columns.take(piece)
+        _write_file(directory / f"{gen}.records.jsonl", b"".join(columns.records))
+        columns.write_vectors(directory / f"{gen}.vectors.npy")
+        for name, array in columns.arrays().items():
+            _write_array(directory / f"{gen}.{name}.npy", array)
         fsync_dir(directory)
         position = LogPosition.of(log_path, offset)
-        manifest = {"format": FORMAT, "gen": gen, "rows": n, "lines": lines, "model": model, "log": position.__dict__}
+        manifest = {"format": FORMAT, "gen": gen, "rows": columns.rows, "lines": lines, "model": model,
+                    "log": position.__dict__}
         atomic_write_bytes(directory / "manifest.json", json.dumps(manifest).encode(), 0o600)
         for stale in directory.iterdir():  # other processes keep what they mapped; nothing reads by name later
             if stale.name != "manifest.json" and not stale.name.startswith(gen + "."):
                 stale.unlink(missing_ok=True)
         return cls(directory, manifest)
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """A memory encoded and tokenised now: one from the log's tail, or every memory on a full rebuild."""
+
+    record: MemoryRecord
+    vector: np.ndarray | None  # the log's vector (any model's), None without one
+
+
+@dataclass(frozen=True)
+class ChangedRow:
+    """A snapshot row whose record changed (access, importance): its text and vector are the row's."""
+
+    row: int
+    record: MemoryRecord
+
+
+class _Columns:
+    """A new generation's rows, gathered piece by piece: kept rows are copied from ``base``'s arrays and
+    records file run by run, so only changed records are encoded and only new memories hashed and tokenised."""
+
+    def __init__(self, base: Snapshot | None, model: str | None):
+        import numpy as np
+
+        self.base = base
+        self.model = model
+        self.rows = 0
+        self.records: list[bytes] = []  # records.jsonl, in pieces
+        self._lengths: list[Any] = []  # their byte lengths, row after row (arrays for runs, ints for single rows)
+        self._term_counts: list[Any] = []  # the same for the rows' term hashes
+        self._terms: list[np.ndarray] = []  # the term hashes, row after row
+        self._new_terms: list[int] = []  # of the new rows since the last base run, not yet in ``_terms``
+        self._runs: list[tuple[int, int, int]] = []  # (new row, base start, base stop): copied from base
+        self._new: list[tuple[int, NewRow]] = []
+        self._has_vector = np.zeros(0, dtype=bool)
+        if base is not None:  # read often, one element at a time: faster in memory than through the map
+            self._base_offsets = np.array(base._arrays["offsets"])
+            self._base_term_starts = np.array(base._arrays["row_term_starts"])
+
+    def take(self, piece: range | ChangedRow | NewRow) -> None:
+        if isinstance(piece, NewRow):
+            self._add_line(_encode(piece.record))
+            terms = sorted({_term_hash(term) for term in tokenize(piece.record.content)})
+            self._new_terms.extend(terms)
+            self._term_counts.append(len(terms))
+            self._new.append((self.rows, piece))
+            self.rows += 1
+            return
+        start, stop = (piece.row, piece.row + 1) if isinstance(piece, ChangedRow) else (piece.start, piece.stop)
+        if stop <= start:
+            return
+        if self.base is None:
+            raise ValueError("snapshot rows to keep, but no snapshot to keep them from")
+        offsets, term_starts = self._base_offsets, self._base_term_starts
+        if isinstance(piece, ChangedRow):
+            self._add_line(_encode(piece.record))
+        else:
+            self.records.append(self.base._records[int(offsets[start]) : int(offsets[stop])])
+            self._lengths.append(offsets[start + 1 : stop + 1] - offsets[start:stop])
+        self._flush_new_terms()
+        self._terms.append(self.base._arrays["row_terms"][int(term_starts[start]) : int(term_starts[stop])])
+        self._term_counts.append(term_starts[start + 1 : stop + 1] - term_starts[start:stop])
+        self._runs.append((self.rows, start, stop))
+        self.rows += stop - start
+
+    def _add_line(self, line: bytes) -> None:
+        self.records.append(line)
+        self._lengths.append(len(line))
+
+    def _flush_new_terms(self) -> None:
+        import numpy as np
+
+        if self._new_terms:
+            self._terms.append(np.array(self._new_terms, dtype=np.uint64))
+            self._new_terms = []
+
+    def write_vectors(self, path: Path) -> None:
+        """The vector matrix, filled in place in its file (it is the bulk of a generation: no copy in memory)."""
+        import numpy as np
+
+        base = self.base
+        wanted = [(row, new.vector) for row, new in self._new
+                  if new.vector is not None and self.model and new.record.embedding_model == self.model]
+        self._has_vector = np.zeros(self.rows, dtype=bool)
+        if self.model:
+            for row, start, stop in self._runs:
+                self._has_vector[row : row + stop - start] = base.has_vector[start:stop]
+        kept = bool(self._has_vector.any())
+        # As a fold of the log: the dimension of the vectors there are (none: no column).
+        dim = base.vectors.shape[1] if kept else len(wanted[0][1]) if wanted else 0
+        if self.rows * dim == 0:  # an empty file cannot be mapped
+            _write_array(path, np.zeros((self.rows, dim), dtype=np.float32))
+            return
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))  # created private, then mapped
+        matrix = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(self.rows, dim))
+        if kept:
+            for row, start, stop in self._runs:
+                matrix[row : row + stop - start] = base.vectors[start:stop]
+        for row, vector in wanted:
+            matrix[row] = vector
+            self._has_vector[row] = True
+        matrix.flush()
+        del matrix
+        with open(path, "rb") as file:
+            os.fsync(file.fileno())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The other arrays (after ``write_vectors``, which decides ``has_vector``)."""
+        import numpy as np
+
+        self._flush_new_terms()
+        n, base = self.rows, self.base
+        id_hashes = np.zeros(n, dtype=np.uint64)
+        text_hashes = np.zeros(n, dtype=np.uint64)
+        if self._runs:
+            base_ids, base_texts = base.row_hashes("ids", "id_rows"), base.row_hashes("texts", "text_rows")
+            for row, start, stop in self._runs:
+                id_hashes[row : row + stop - start] = base_ids[start:stop]
+                text_hashes[row : row + stop - start] = base_texts[start:stop]
+        for row, new in self._new:
+            id_hashes[row] = key_hash(new.record.id)
+            text_hashes[row] = key_hash(normalise_text(new.record.content))
+        offsets = _starts(self._lengths, n)
+        row_term_starts = _starts(self._term_counts, n)
+        row_terms = np.concatenate(self._terms) if self._terms else np.zeros(0, dtype=np.uint64)
+        return {
+            "offsets": offsets, "has_vector": self._has_vector,
+            **_sorted_pairs("ids", "id_rows", id_hashes), **_sorted_pairs("texts", "text_rows", text_hashes),
+            **_postings(row_terms, row_term_starts), "row_terms": row_terms, "row_term_starts": row_term_starts,
+        }
+
+
+def _starts(lengths: list[Any], n: int) -> np.ndarray:
+    """Where each of ``n`` rows starts (and the end), from their lengths given as ints and arrays."""
+    import numpy as np
+
+    out = np.zeros(n + 1, dtype=np.int64)
+    if n:
+        np.cumsum(np.concatenate([np.atleast_1d(part) for part in lengths]), out=out[1:])
+    return out
+
+
+def _encode(record: MemoryRecord) -> bytes:
+    from picoora.store.file_memories import add_op
+
+    op = add_op(record, None)
+    op["model"] = record.embedding_model  # kept without the vector: says which model the log's vector is
+    return json.dumps(op, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _postings(row_terms: np.ndarray, row_term_starts: np.ndarray) -> dict[str, np.ndarray]:
+    """Each term hash's rows, ascending, from the per-row lists: one stable sort, no loop over terms."""
+    import numpy as np
+
+    rows = np.repeat(np.arange(len(row_term_starts) - 1, dtype=np.int32), np.diff(row_term_starts))
+    order = np.argsort(row_terms, kind="stable")  # rows come in ascending order, so each term's stay so
+    sorted_terms = row_terms[order]
+    terms, starts = np.unique(sorted_terms, return_index=True)
+    return {
+        "terms": terms,
+        "term_starts": np.append(starts, len(sorted_terms)).astype(np.int64),
+        "term_rows": rows[order],
+    }
 
 
 def _sorted_pairs(keys: str, rows: str, hashes: np.ndarray) -> dict[str, np.ndarray]:
@@ -236,5 +389,14 @@ def _sorted_pairs(keys: str, rows: str, hashes: np.ndarray) -> dict[str, np.ndar
 def _write_file(path: Path, data: bytes) -> None:
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
         file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _write_array(path: Path, array: np.ndarray) -> None:
+    import numpy as np
+
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+        np.save(file, array)
         file.flush()
         os.fsync(file.fileno())
