@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1,000 / 10,000; search at 10,000 / 100,000
     .venv/bin/python bench/scale_bench.py --turn-sizes 0 10000 --search-sizes 10000 --runs 5
+    .venv/bin/python bench/scale_bench.py --turn-sizes --search-sizes --rewrite-sizes 10000 100000
 
 Stores are written straight into the memory log (the format ``file_memories`` reads) with random unit
 vectors tagged as the bundled MiniLM's, so seeding 100,000 memories takes seconds instead of the hours
@@ -15,6 +16,9 @@ after it are what every later process pays.
 * ``memory search`` step: wall time of ``store.recall(..., touch=False)`` in a fresh process that opened
   the store (query embedding included: the model is loaded first and not counted)
 * recall excluding the query's embedding: ``MemoryIndex.search`` with a precomputed query vector
+* snapshot: the first open of a seeded log (no snapshot yet: the whole log is folded and written), then the
+  rewrite a process pays when ``SNAPSHOT_TAIL_OPS`` lines have piled up after the snapshot (a mix of adds,
+  touches, importance updates and forgets appended by another process, read and folded into a new generation)
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_cli import QUESTION, picoora_command, run_child, start_fake_ollama, write_config  # noqa: E402
 from recall_bench import synthetic_memories  # noqa: E402
+
+from picoora.store.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
 
 # Runs in a fresh interpreter: opens the store, loads the model, then times recall steps.
 SEARCH_SCRIPT = r"""
@@ -75,6 +81,59 @@ for query in queries * 3:
     index.search(query, 5)
     times.append(time.perf_counter() - t)
 print(json.dumps({"times": times}))
+"""
+
+# In a fresh interpreter: time the first open (full fold) and the rewrite after a tail of ops.
+REWRITE_SCRIPT = r"""
+import json, random, sys, time
+from pathlib import Path
+import numpy as np
+from picoora.store.base import MemoryRecord
+from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID, MiniLMEmbedder
+from picoora.store.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog, add_op, encode_vector
+from picoora.store.memory_index import MemoryIndex
+path, count = Path(sys.argv[1]), int(sys.argv[2])
+memories = MemoryLog(path, lambda anchors=None: MemoryIndex(MiniLMEmbedder(), anchors=anchors), MINILM_MODEL_ID)
+t = time.perf_counter()
+memories.refresh()
+first = time.perf_counter() - t
+memories.searchable()  # the tail index exists, as in a process that has recalled
+rng, vectors = random.Random(11), np.random.default_rng(11)
+reading = []
+read_tail = MemoryLog._read_tail
+def timed_read_tail(self):
+    t = time.perf_counter()
+    read_tail(self)
+    reading.append(time.perf_counter() - t)
+MemoryLog._read_tail = timed_read_tail
+refreshes, rewrites = [], []
+for cycle in range(3):
+    ops = []
+    for n in range(cycle * 10_000, cycle * 10_000 + SNAPSHOT_TAIL_OPS + 1):
+        kind = n % 10
+        if kind < 2:
+            vector = vectors.standard_normal(MINILM_DIM).astype(np.float32)
+            record = MemoryRecord(id=f"t{n:07d}", content=f"tail memory {n} about invoice INV-{n:05d}",
+                                  embedding_model=MINILM_MODEL_ID)
+            ops.append(add_op(record, encode_vector(vector / np.linalg.norm(vector))))
+        elif kind == 2:
+            ops.append({"op": "forget", "id": f"s{rng.randrange(count):07d}", "at": "2026-11-30T10:00:00+00:00"})
+        elif kind == 3:
+            ops.append({"op": "update", "id": f"s{rng.randrange(count):07d}", "importance": 0.9,
+                        "at": "2026-11-30T10:00:00+00:00"})
+        else:
+            ops.append({"op": "touch", "ids": [f"s{rng.randrange(count):07d}" for _ in range(3)],
+                        "at": "2026-11-30T10:00:00+00:00"})
+    with open(path, "a", encoding="utf-8") as out:  # another process's turns
+        out.writelines(json.dumps(op) + "\n" for op in ops)
+    reading.clear()
+    t = time.perf_counter()
+    memories.refresh()
+    refreshes.append(time.perf_counter() - t)
+    rewrites.append(refreshes[-1] - sum(reading))
+    assert memories._tail_ops == 0, "the snapshot was not rewritten"
+refresh, rewrite = sorted(refreshes)[1], sorted(rewrites)[1]
+print(json.dumps({"first": first, "refresh": refresh, "rewrite": rewrite}))
 """
 
 QUERIES = ["What did Anna say about the quarterly report?", "invoice INV-00421", "Who moved to Porto?",
@@ -136,10 +195,26 @@ def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs
               f"max {max(times) * 1000:.1f} ms")
 
 
+def bench_rewrite(env: dict, home: Path, count: int) -> None:
+    from picoora.store.layout import FileLayout
+
+    layout = FileLayout(home / "workspace")
+    if layout.memory.exists():
+        subprocess.run(["rm", "-rf", str(layout.memory)], check=True)
+    seed(home, count)
+    out = subprocess.run([sys.executable, "-c", REWRITE_SCRIPT, str(layout.memory_log), str(count)], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    data = json.loads(out.stdout)
+    print(f"  snapshot, {count:>7,} memories: first open (fold the log, write) {data['first']:.2f} s; "
+          f"after {SNAPSHOT_TAIL_OPS:,} more ops, the refresh {data['refresh']:.2f} s, of which the rewrite "
+          f"{data['rewrite']:.2f} s (the rest reads and folds those lines; medians of 3)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turn-sizes", type=int, nargs="*", default=[0, 1000, 10_000])
     parser.add_argument("--search-sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--rewrite-sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     random.seed(7)
@@ -153,6 +228,8 @@ def main() -> None:
             print(f"Python {sys.version.split()[0]} on {os.cpu_count()} CPUs")
             for count in sorted(set(args.turn_sizes) | set(args.search_sizes)):
                 bench_size(env, home, count, count in args.turn_sizes, count in args.search_sizes, args.runs)
+            for count in args.rewrite_sizes:
+                bench_rewrite(env, home, count)
         finally:
             fake.terminate()
             fake.wait(timeout=10)

@@ -284,3 +284,25 @@ def test_recall_works_when_every_snapshot_row_with_a_vector_is_forgotten(tmp_pat
     with closing(_open(ws)) as store:
         assert store.forget(with_vector)
         assert [m.memory.content for m in store.recall("boat", limit=3).matches] == ["a keyword-only note about the boat"]
+
+
+@pytest.mark.parametrize("damage", ["offsets", "row_term_starts", "id_rows"])
+def test_a_snapshot_damaged_in_place_is_rebuilt_from_the_log_at_the_rewrite(tmp_path, monkeypatch, caplog, damage):
+    ws = tmp_path / "ws"
+    ids = _seed(ws, 12)
+    directory = snapshot_dir(FileLayout(ws).memory_log)
+    with closing(_open(ws)) as store:
+        store.list_memories()
+        gen = json.loads((directory / "manifest.json").read_text())["gen"]
+        array = np.load(directory / f"{gen}.{damage}.npy")
+        with open(directory / f"{gen}.{damage}.npy", "r+b") as file:  # same shape, values out of order
+            np.lib.format.read_magic(file)
+            np.lib.format.read_array_header_1_0(file)
+            file.write(array[::-1].tobytes() if damage != "id_rows" else (array + 100).tobytes())
+        monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 3)
+        added = [store.add_memory(f"late fact {n}").memory.id for n in range(4)]
+        assert {m.id for m in store.list_memories()} == set(ids) | set(added)
+    assert "inconsistent" in caplog.text and "rebuilding it from the log" in caplog.text
+    with closing(_open(ws)) as store:
+        assert store.recall("harbour code H-0011", limit=1).matches[0].memory.id == ids[11]
+        assert store.get_memory(added[3]).content == "late fact 3"

@@ -261,7 +261,8 @@ class MemoryLog:
     State: the snapshot (``memory_snapshot``, beside the log) plus the log lines after it. A process reads
     the snapshot's manifest and those lines, never the whole log, unless the snapshot is missing or does
     not match the log; then it folds the log once and writes a new snapshot. When ``SNAPSHOT_TAIL_OPS``
-    lines have accumulated after it, the snapshot is rewritten.
+    lines have accumulated after it, the snapshot is rewritten from what is in memory (the snapshot, its
+    overlay and the tail: together the fold of the log), not from the log.
     """
 
     def __init__(self, path: Path, index_factory: Callable[..., MemoryIndex], model: str | None):
@@ -312,13 +313,13 @@ class MemoryLog:
         elif status.st_size > self._offset:
             self._read_tail()
         if self._tail_ops > SNAPSHOT_TAIL_OPS and not self._bulk:
-            # Another process may have rewritten it already: take that one rather than fold the log again.
+            # Another process may have rewritten it already: take that one rather than write another.
             self._load(newer_than=self._base.position.offset if self._base else 0)
 
     @contextmanager
     def bulk(self, lock: AbstractContextManager) -> Iterator[None]:
         """Many appends in a row (import, reindex), each under ``lock``: rewriting the snapshot every
-        ``SNAPSHOT_TAIL_OPS`` lines would fold the growing log again and again, so it waits for the end."""
+        ``SNAPSHOT_TAIL_OPS`` lines would rewrite the growing snapshot again and again, so it waits for the end."""
         self._bulk = True
         try:
             yield
@@ -395,6 +396,10 @@ class MemoryLog:
         except OSError as exc:
             log.warning("memory index of %s not rewritten (%s): the lines after it are replayed until it is",
                         self.path, exc)
+            return
+        except ValueError as exc:  # its arrays contradict each other (damaged in place): the log decides
+            log.warning("memory index of %s inconsistent (%s): rebuilding it from the log", self.path, exc)
+            self._rebuild()
             return
         self._take_snapshot(snapshot)
 

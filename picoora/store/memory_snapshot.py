@@ -153,8 +153,11 @@ class Snapshot:
         """The hash of each row's id or text, by row (the sorted pair inverted)."""
         import numpy as np
 
+        order = np.asarray(self._arrays[rows])
+        if len(order) and (order.min() < 0 or order.max() >= self.rows):
+            raise ValueError(f"the snapshot's {rows} are out of range")
         out = np.zeros(self.rows, dtype=np.uint64)
-        out[self._arrays[rows]] = self._arrays[keys]
+        out[order] = self._arrays[keys]
         return out
 
     def _lookup(self, keys: str, rows: str, text: str) -> np.ndarray:
@@ -252,6 +255,9 @@ class _Columns:
         if base is not None:  # read often, one element at a time: faster in memory than through the map
             self._base_offsets = np.array(base._arrays["offsets"])
             self._base_term_starts = np.array(base._arrays["row_term_starts"])
+            for starts in (self._base_offsets, self._base_term_starts):  # copied slices must be where they say
+                if starts[0] != 0 or np.any(starts[1:] < starts[:-1]):
+                    raise ValueError("the snapshot's offsets are not in order")
 
     def take(self, piece: range | ChangedRow | NewRow) -> None:
         if isinstance(piece, NewRow):
@@ -291,7 +297,10 @@ class _Columns:
             self._new_terms = []
 
     def write_vectors(self, path: Path) -> None:
-        """The vector matrix, filled in place in its file (it is the bulk of a generation: no copy in memory)."""
+        """The vector matrix, the bulk of a generation: written row range by row range from the old map and
+        the new vectors, never assembled in memory."""
+        import heapq
+
         import numpy as np
 
         base = self.base
@@ -304,20 +313,29 @@ class _Columns:
         kept = bool(self._has_vector.any())
         # As a fold of the log: the dimension of the vectors there are (none: no column).
         dim = base.vectors.shape[1] if kept else len(wanted[0][1]) if wanted else 0
-        if self.rows * dim == 0:  # an empty file cannot be mapped
-            _write_array(path, np.zeros((self.rows, dim), dtype=np.float32))
-            return
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))  # created private, then mapped
-        matrix = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(self.rows, dim))
-        if kept:
-            for row, start, stop in self._runs:
-                matrix[row : row + stop - start] = base.vectors[start:stop]
-        for row, vector in wanted:
-            matrix[row] = vector
+        for row, _ in wanted:
             self._has_vector[row] = True
-        matrix.flush()
-        del matrix
-        with open(path, "rb") as file:
+        row_bytes = 4 * dim
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+                      "shape": (self.rows, dim)}
+            np.lib.format.write_array_header_1_0(file, header)
+            written = 0  # rows so far; rows nothing is written for (no vector of ours) are zeros
+            pieces = heapq.merge(self._runs if kept else [], wanted, key=lambda piece: piece[0])
+            for piece in pieces:
+                file.write(bytes(row_bytes * (piece[0] - written)))
+                if len(piece) == 3:
+                    row, start, stop = piece
+                    file.write(np.ascontiguousarray(base.vectors[start:stop]))
+                    written = row + stop - start
+                else:
+                    vector = np.asarray(piece[1], dtype="<f4")
+                    if vector.shape != (dim,):
+                        raise ValueError(f"a {vector.shape} vector in a snapshot of {dim} dimensions")
+                    file.write(vector.tobytes())
+                    written = piece[0] + 1
+            file.write(bytes(row_bytes * (self.rows - written)))
+            file.flush()
             os.fsync(file.fileno())
 
     def arrays(self) -> dict[str, np.ndarray]:
