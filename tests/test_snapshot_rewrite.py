@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.atomic import JsonlReader
 from picoora.store import file_memories, memory_index, memory_snapshot
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import EmbedderUnavailable

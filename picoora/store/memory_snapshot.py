@@ -29,9 +29,10 @@ import logging
 import mmap
 import os
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
 from picoora.store.keywords import tokenize
@@ -203,7 +204,8 @@ class Snapshot:
         columns = _Columns(base, model)
         for piece in rows:
             columns.take(piece)
-        _write_file(directory / f"{gen}.records.jsonl", b"".join(columns.records))
+        with _private_file(directory / f"{gen}.records.jsonl") as file:
+            file.writelines(columns.records)
         columns.write_vectors(directory / f"{gen}.vectors.npy")
         for name, array in columns.arrays().items():
             _write_array(directory / f"{gen}.{name}.npy", array)
@@ -316,7 +318,7 @@ class _Columns:
         for row, _ in wanted:
             self._has_vector[row] = True
         row_bytes = 4 * dim
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+        with _private_file(path) as file:
             header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
                       "shape": (self.rows, dim)}
             np.lib.format.write_array_header_1_0(file, header)
@@ -335,8 +337,6 @@ class _Columns:
                     file.write(vector.tobytes())
                     written = piece[0] + 1
             file.write(bytes(row_bytes * (self.rows - written)))
-            file.flush()
-            os.fsync(file.fileno())
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The other arrays (after ``write_vectors``, which decides ``has_vector``)."""
@@ -404,9 +404,11 @@ def _sorted_pairs(keys: str, rows: str, hashes: np.ndarray) -> dict[str, np.ndar
     return {keys: hashes[order], rows: order.astype(np.int32)}
 
 
-def _write_file(path: Path, data: bytes) -> None:
+@contextmanager
+def _private_file(path: Path) -> Iterator[BinaryIO]:
+    """A new file only this user may read, on disk once the block ends (the manifest may then name it)."""
     with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
-        file.write(data)
+        yield file
         file.flush()
         os.fsync(file.fileno())
 
@@ -414,7 +416,5 @@ def _write_file(path: Path, data: bytes) -> None:
 def _write_array(path: Path, array: np.ndarray) -> None:
     import numpy as np
 
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+    with _private_file(path) as file:
         np.save(file, array)
-        file.flush()
-        os.fsync(file.fileno())
