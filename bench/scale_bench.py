@@ -85,7 +85,7 @@ print(json.dumps({"times": times}))
 
 # In a fresh interpreter: time the first open (full fold) and the rewrite after a tail of ops.
 REWRITE_SCRIPT = r"""
-import json, random, sys, time
+import json, random, sys, time, tracemalloc
 from pathlib import Path
 import numpy as np
 from picoora.store.base import MemoryRecord
@@ -106,8 +106,8 @@ def timed_read_tail(self):
     read_tail(self)
     reading.append(time.perf_counter() - t)
 MemoryLog._read_tail = timed_read_tail
-refreshes, rewrites = [], []
-for cycle in range(3):
+def append_tail(cycle):
+    # another process's turns: adds, forgets, importance updates and touches of random memories
     ops = []
     for n in range(cycle * 10_000, cycle * 10_000 + SNAPSHOT_TAIL_OPS + 1):
         kind = n % 10
@@ -124,8 +124,11 @@ for cycle in range(3):
         else:
             ops.append({"op": "touch", "ids": [f"s{rng.randrange(count):07d}" for _ in range(3)],
                         "at": "2026-11-30T10:00:00+00:00"})
-    with open(path, "a", encoding="utf-8") as out:  # another process's turns
+    with open(path, "a", encoding="utf-8") as out:
         out.writelines(json.dumps(op) + "\n" for op in ops)
+refreshes, rewrites = [], []
+for cycle in range(3):
+    append_tail(cycle)
     reading.clear()
     t = time.perf_counter()
     memories.refresh()
@@ -133,7 +136,12 @@ for cycle in range(3):
     rewrites.append(refreshes[-1] - sum(reading))
     assert memories._tail_ops == 0, "the snapshot was not rewritten"
 refresh, rewrite = sorted(refreshes)[1], sorted(rewrites)[1]
-print(json.dumps({"first": first, "refresh": refresh, "rewrite": rewrite}))
+append_tail(3)  # once more, untimed, for the memory it allocates (numpy's arrays are traced too)
+tracemalloc.start()
+memories.refresh()
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+print(json.dumps({"first": first, "refresh": refresh, "rewrite": rewrite, "peak": peak}))
 """
 
 QUERIES = ["What did Anna say about the quarterly report?", "invoice INV-00421", "Who moved to Porto?",
@@ -207,7 +215,8 @@ def bench_rewrite(env: dict, home: Path, count: int) -> None:
     data = json.loads(out.stdout)
     print(f"  snapshot, {count:>7,} memories: first open (fold the log, write) {data['first']:.2f} s; "
           f"after {SNAPSHOT_TAIL_OPS:,} more ops, the refresh {data['refresh']:.2f} s, of which the rewrite "
-          f"{data['rewrite']:.2f} s (the rest reads and folds those lines; medians of 3)")
+          f"{data['rewrite']:.2f} s (the rest reads and folds those lines; medians of 3); "
+          f"peak allocation during one {data['peak'] / 2**20:.0f} MB")
 
 
 def main() -> None:
