@@ -151,6 +151,7 @@ class _Memories:
         self.overlay = overlay
         self.tail: dict[str, _Entry] = {}
         self._read: dict[int, _Entry] = {}  # snapshot rows looked at since loading, by row
+        self._base_rows: dict[str, int | None] = {}  # id -> its row in ``base`` (which never changes)
         # Tail memories that replaced a snapshot row (re-embedded, or added again under their id): a fold of
         # the log keeps such a memory where it was first added, so a rewrite puts it back at that row.
         self.moved: dict[str, int] = {}
@@ -158,7 +159,9 @@ class _Memories:
     def row(self, memory_id: str) -> int | None:
         if self.base is None:
             return None
-        row = self.base.row_of(memory_id)
+        if memory_id not in self._base_rows:  # a lookup parses the record (hash collisions): once per id
+            self._base_rows[memory_id] = self.base.row_of(memory_id)
+        row = self._base_rows[memory_id]
         return None if row is None or row in self.overlay.dead else row
 
     def get(self, memory_id: str, default: _Entry | None = None) -> _Entry | None:
