@@ -1,6 +1,6 @@
 """Memory at scale on files: one-shot turn time and RSS, `memory search` and recall latency, by store size.
 
-    .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1,000 / 10,000; search at 10,000 / 100,000
+    .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1 / 1,000 / 10,000; search at 10,000 / 100,000
     .venv/bin/python bench/scale_bench.py --turn-sizes 0 10000 --search-sizes 10000 --runs 5
     .venv/bin/python bench/scale_bench.py --turn-sizes --search-sizes --rewrite-sizes 10000 100000
 
@@ -221,7 +221,7 @@ def bench_rewrite(env: dict, home: Path, count: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--turn-sizes", type=int, nargs="*", default=[0, 1000, 10_000])
+    parser.add_argument("--turn-sizes", type=int, nargs="*", default=[0, 1, 1000, 10_000])
     parser.add_argument("--search-sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--rewrite-sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=5)
