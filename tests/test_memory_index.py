@@ -78,6 +78,17 @@ def test_tokenizer_keeps_codes_numbers_and_names_whole():
     assert "on" not in terms and "for" not in terms  # stopwords
 
 
+def test_ascii_words_fold_as_the_unicode_path_folds_them():
+    import unicodedata
+
+    from picoora.store.keywords import _fold
+
+    for text in ("".join(map(chr, range(32, 127))), "MiXeD-Case_42", "ORA-00955", "Kowalski's"):
+        slow = "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+        assert _fold(text) == slow
+    assert _fold("Kraków") == "krakow" and _fold("STRASSE") == _fold("Straße")
+
+
 def test_code_terms_are_only_what_is_written_like_a_code_or_name():
     assert code_terms("Who leads engineering for billing?") == []
     codes = code_terms("What did Kowalski say about ORA-01408 and MOB?")
