@@ -343,10 +343,7 @@ class MemoryLog:
             else:  # caught up with the log: what is in memory is its fold
                 self._rewrite()
             return
-        self._set_base(snapshot)
-        self._loaded = True
-        self._position = snapshot.position
-        self._offset, self._lines, self._tail_ops = snapshot.position.offset, snapshot.lines, 0
+        self._take_snapshot(snapshot)
         self._read_tail()
 
     def _moved(self) -> bool:
