@@ -40,6 +40,11 @@ class Overlay:
     changed: dict[int, MemoryRecord] = field(default_factory=dict)  # rows whose record changed (access, importance)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def copy_state(self) -> tuple[list[int], dict[int, MemoryRecord]]:
+        """The dead rows and changed records as they are now, for a search to read without the lock."""
+        with self.lock:
+            return list(self.dead), dict(self.changed)
+
 
 class LogIndex:
     """What ``MemoryLog.searchable`` hands out: embed, search and find duplicates without the workspace lock."""
@@ -65,9 +70,7 @@ class LogIndex:
         wants_vector = self._tail.model_id is not None and (self._base_vectors or self._tail.vector_count() > 0)
         vectors = self.embed([query]) if wants_vector else None
         query_vector = None if vectors is None else vectors[0]
-        with self._overlay.lock:
-            dead = list(self._overlay.dead)
-            changed = dict(self._overlay.changed)
+        dead, changed = self._overlay.copy_state()
         with one_blas_thread():
             return self._rank(query, query_vector, limit, now, confident_only, dead, changed)
 
@@ -83,9 +86,7 @@ class LogIndex:
             ranker.add(record, vector)
         matches = ranker.rank(query, query_vector, limit, now=now, confident_only=confident_only)
         live_base = self._base.rows - len(dead)
-        base_with_vector = 0
-        if self._base_vectors:
-            base_with_vector = int(self._base.has_vector.sum()) - int(self._base.has_vector[dead].sum()) if dead else int(self._base.has_vector.sum())
+        base_with_vector = int(self._base.has_vector.sum() - self._base.has_vector[dead].sum()) if self._base_vectors else 0
         total = live_base + len(self._tail)
         return self._tail.result(matches, query_vector, total - base_with_vector - self._tail.vector_count(), total)
 
@@ -94,10 +95,7 @@ class LogIndex:
 
         rows: dict[int, None] = {}
         if query_vector is not None and self._base_vectors:
-            sims = self._base.vectors @ self._tail.ranking_vector(query_vector)
-            sims[~np.asarray(self._base.has_vector)] = -np.inf
-            if dead:
-                sims[dead] = -np.inf
+            sims = self._base_similarities(self._tail.ranking_vector(query_vector), dead)
             k = min(max(VECTOR_CANDIDATES, 4 * limit), len(sims))
             nearest = np.argpartition(-sims, k - 1)[:k]
             rows.update((int(r), None) for r in nearest if sims[r] > -np.inf)
@@ -115,6 +113,16 @@ class LogIndex:
         rows.update((int(r), None) for r in held)
         return list(rows)
 
+    def _base_similarities(self, vector: np.ndarray, dead: list[int]) -> np.ndarray:
+        """Cosine of ``vector`` to every snapshot row; -inf for dead rows and rows without a vector."""
+        import numpy as np
+
+        sims = self._base.vectors @ vector
+        sims[~np.asarray(self._base.has_vector)] = -np.inf
+        if dead:
+            sims[dead] = -np.inf
+        return sims
+
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
         """A live memory ``content`` repeats (``ranking.is_same_fact``): exact text first, then the closest."""
         with one_blas_thread():
@@ -124,19 +132,14 @@ class LogIndex:
         import numpy as np
 
         if self._base is not None:
-            with self._overlay.lock:
-                dead = set(self._overlay.dead)
-                changed = dict(self._overlay.changed)
+            dead, changed = self._overlay.copy_state()
             for row in self._base.rows_with_text(content):
                 if row not in dead:
                     return replace(changed.get(row) or self._base.record(row))
         same = self._tail.find_duplicate(content, vector)
         if same is not None or vector is None or self._base is None or not self._base_vectors:
             return same
-        sims = self._base.vectors @ vector
-        sims[~np.asarray(self._base.has_vector)] = -np.inf
-        if dead:
-            sims[list(dead)] = -np.inf
+        sims = self._base_similarities(vector, dead)
         close = np.flatnonzero(sims >= self._tail.dedup_similarity)
         for row in close[np.argsort(-sims[close])]:
             record = changed.get(int(row)) or self._base.record(int(row))
