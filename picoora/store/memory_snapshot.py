@@ -30,18 +30,17 @@ import mmap
 import os
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
+from picoora.store.base import MemoryRecord
 from picoora.store.keywords import tokenize
 from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from picoora.store.base import MemoryRecord
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +119,6 @@ class Snapshot:
         return self._arrays["has_vector"]
 
     def record(self, row: int) -> MemoryRecord:
-        from dataclasses import replace
-
-        from picoora.store.base import MemoryRecord
-
         start, end = int(self._arrays["offsets"][row]), int(self._arrays["offsets"][row + 1])
         op = json.loads(self._records[start:end])
         return replace(MemoryRecord.from_json(op), embedding_model=op.get("model"))
