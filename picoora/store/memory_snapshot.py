@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
 from picoora.store.base import MemoryRecord
+from picoora.store.file_memories import add_op
 from picoora.store.keywords import tokenize
 from picoora.store.ranking import normalise_text
 
@@ -370,8 +371,6 @@ def _starts(lengths: list[Any], n: int) -> np.ndarray:
 
 
 def _encode(record: MemoryRecord) -> bytes:
-    from picoora.store.file_memories import add_op
-
     op = add_op(record, None)
     op["model"] = record.embedding_model  # kept without the vector: says which model the log's vector is
     return json.dumps(op, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
