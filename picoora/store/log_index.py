@@ -129,8 +129,6 @@ class LogIndex:
             return self._find_duplicate(content, vector)
 
     def _find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
-        import numpy as np
-
         if self._base is not None:
             dead, changed = self._overlay.copy_state()
             for row in self._base.rows_with_text(content):
@@ -140,9 +138,6 @@ class LogIndex:
         if same is not None or vector is None or self._base is None or not self._base_vectors:
             return same
         sims = self._base_similarities(vector, dead)
-        close = np.flatnonzero(sims >= self._tail.dedup_similarity)
-        for row in close[np.argsort(-sims[close])]:
-            record = changed.get(int(row)) or self._base.record(int(row))
-            if ranking.is_same_fact(content, record.content, float(sims[row]), self._tail.dedup_similarity):
-                return replace(record)
-        return None
+        record = ranking.closest_same_fact(content, sims, lambda row: changed.get(row) or self._base.record(row),
+                                           self._tail.dedup_similarity)
+        return None if record is None else replace(record)

@@ -154,12 +154,8 @@ class MemoryIndex:
                 return None
             sims = self._vectors[:n] @ vector
             sims[~self._has_vector[:n]] = -np.inf
-            close = np.flatnonzero(sims >= self.dedup_similarity)
-            for row in close[np.argsort(-sims[close])]:
-                record = self._records[self._ids[row]]
-                if ranking.is_same_fact(content, record.content, float(sims[row]), self.dedup_similarity):
-                    return record
-            return None
+            return ranking.closest_same_fact(content, sims, lambda row: self._records[self._ids[row]],
+                                             self.dedup_similarity)
 
     def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
         """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules; ``confident_only``: only

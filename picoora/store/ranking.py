@@ -42,8 +42,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Callable
 
 from picoora.store.keywords import code_terms, tokenize
+
+if TYPE_CHECKING:
+    from picoora.store.base import MemoryRecord
 
 # Floors: minimum cosine for a match, calibrated per embedder on tests/data/recall_pairs.jsonl (see
 # bench/recall_bench.py --calibrate). For all-MiniLM-L6-v2 the true question/fact pairs have cosine
@@ -170,6 +174,20 @@ def is_same_fact(content: str, other: str, similarity: float | None, dedup_simil
     # A code, number or name of one that the other does not mention at all makes them different facts
     # (sentence-initial capitals count as names, so "Door code 4711" and "Office door code 4711" still agree).
     return not (set(code_terms(content)) - set(tokenize(other)) or set(code_terms(other)) - set(tokenize(content)))
+
+
+def closest_same_fact(content: str, sims, record_at: Callable[[int], MemoryRecord],
+                      dedup_similarity: float) -> MemoryRecord | None:
+    """The closest of the rows at least ``dedup_similarity`` close (``sims``: a numpy array, by row) whose
+    record ``content`` repeats (``is_same_fact``); None when none does."""
+    import numpy as np
+
+    close = np.flatnonzero(sims >= dedup_similarity)
+    for row in close[np.argsort(-sims[close])]:
+        record = record_at(int(row))
+        if is_same_fact(content, record.content, float(sims[row]), dedup_similarity):
+            return record
+    return None
 
 
 def keyword_only_relevance(keyword_match):
