@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 log = logging.getLogger(__name__)
 
@@ -25,19 +24,11 @@ LAST_CHANNEL = "last_channel"  # state key: "<channel>:<chat_id>" the owner spok
 
 
 @dataclass(frozen=True)
-class Attachment:
-    path: Path  # saved locally by the channel; the agent reads it through its tools
-    mime_type: str = "application/octet-stream"
-    name: str = ""
-
-
-@dataclass(frozen=True)
 class InboundMessage:
     channel: str  # "telegram", "web", "cron", "heartbeat", ...
     chat_id: str
     sender_id: str
     text: str
-    attachments: tuple[Attachment, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     session_key: str = ""  # empty: "<channel>:<chat_id>"; jobs and the heartbeat choose their own
 
@@ -50,8 +41,7 @@ class InboundMessage:
 class OutboundMessage:
     channel: str
     chat_id: str
-    text: str = ""  # the whole reply; with ``stream``, the reply once the stream has ended
-    stream: AsyncIterator[str] | None = None  # answer text as it is written, for channels that can edit
+    text: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
