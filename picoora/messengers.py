@@ -11,6 +11,7 @@ Background tasks run as the owner's turns in sessions of their own (``<session>:
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import secrets
 from typing import IO, TYPE_CHECKING, Awaitable, Callable
@@ -51,11 +52,32 @@ class _Tasks:
             await asyncio.gather(*list(self.running), return_exceptions=True)
 
 
-class BusMessenger:
+class _TaskMessenger(abc.ABC):
+    """What both messengers do alike: background tasks and subagents run as ``_Tasks``; only where a finished
+    task's result goes (``_report``) differs."""
+
+    def __init__(self, assistant: Assistant):
+        self._tasks = _Tasks(assistant, self._report)
+
+    @abc.abstractmethod
+    async def _report(self, origin_session: str, task_id: str, text: str) -> None:
+        """Deliver a finished background task's result to the chat that started it."""
+
+    def spawn(self, task: str, origin_session: str) -> str:
+        return self._tasks.spawn(task, origin_session)
+
+    async def run_subagent(self, task: str, origin_session: str) -> str:
+        return await self._tasks.run(task, origin_session)
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+
+class BusMessenger(_TaskMessenger):
     def __init__(self, assistant: Assistant, bus: MessageBus):
+        super().__init__(assistant)
         self.bus = bus
         self._said: dict[str, list[str]] = {}  # session -> what ``message`` told its own chat this turn
-        self._tasks = _Tasks(assistant, self._deliver_result)
 
     async def send(self, channel: str, chat_id: str, text: str, *, origin_session: str) -> bool:
         delivered = await self.bus.publish_outbound(OutboundMessage(channel, chat_id, text))
@@ -68,23 +90,14 @@ class BusMessenger:
         turn's messages either way."""
         return " ".join(text.split()) in self._said.pop(session_key, [])
 
-    def spawn(self, task: str, origin_session: str) -> str:
-        return self._tasks.spawn(task, origin_session)
-
-    async def run_subagent(self, task: str, origin_session: str) -> str:
-        return await self._tasks.run(task, origin_session)
-
-    async def _deliver_result(self, origin_session: str, task_id: str, text: str) -> None:
+    async def _report(self, origin_session: str, task_id: str, text: str) -> None:
         await self.bus.publish_outbound(OutboundMessage(*chat_of(origin_session), text, metadata={"task_id": task_id}))
 
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
 
-
-class TerminalMessenger:
+class TerminalMessenger(_TaskMessenger):
     def __init__(self, assistant: Assistant, out: IO[str]):
+        super().__init__(assistant)
         self.out = out
-        self._tasks = _Tasks(assistant, self._print_result)
 
     async def send(self, channel: str, chat_id: str, text: str, *, origin_session: str) -> bool:
         if (channel, chat_id) != chat_of(origin_session):
@@ -93,21 +106,12 @@ class TerminalMessenger:
         self.out.flush()
         return True
 
-    def spawn(self, task: str, origin_session: str) -> str:
-        return self._tasks.spawn(task, origin_session)
-
-    async def run_subagent(self, task: str, origin_session: str) -> str:
-        return await self._tasks.run(task, origin_session)
-
-    async def _print_result(self, origin_session: str, task_id: str, text: str) -> None:
+    async def _report(self, origin_session: str, task_id: str, text: str) -> None:
         self.out.write(f"\n{text.rstrip()}\n")
         self.out.flush()
 
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
 
-
-def enable_messaging(assistant: Assistant, messenger: BusMessenger | TerminalMessenger) -> None:
+def enable_messaging(assistant: Assistant, messenger: _TaskMessenger) -> None:
     """Offer the messaging tools to the owner's turns, acting through ``messenger`` (guests never get them:
     they could write to any chat or run up the owner's model time)."""
     assistant.agent.messenger = messenger
