@@ -69,8 +69,9 @@ class Directory:
         self.config = config
         self.store = store
         self.owner = Person(owner_name(config), owner=True)
+        self._configured = self._configured_people()  # the config does not change while it runs
 
-    def _configured(self) -> dict[str, Person]:
+    def _configured_people(self) -> dict[str, Person]:
         found = {}
         for user in self.config.users:
             for identity in user.identities:
@@ -86,10 +87,9 @@ class Directory:
 
     def admit(self, sender: Sender, allow_from: list[str]) -> Person | None:
         """The person ``sender`` speaks as, or None when they are not let in."""
-        configured = self._configured()
         for identity in sender.identities:
-            if identity in configured:
-                return configured[identity]
+            if identity in self._configured:
+                return self._configured[identity]
         approved = self._approved(sender.identities)
         if approved is not None:
             return approved
