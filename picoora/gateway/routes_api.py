@@ -29,7 +29,7 @@ from picoora.gateway.schemas import (
     SessionInfo,
 )
 from picoora.gateway.limits import check_message_size
-from picoora.gateway.sse import SSE_HEADERS, TurnEvents, frame
+from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import assistant_of, gateway_of, runner_of
 from picoora.gateway.timing import server_timing
 from picoora.gateway.turns import turn_result
@@ -95,7 +95,7 @@ async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnResult]) -> Asy
     finished = False
     async for event in sink.events(task):
         if event is None:
-            yield b": keep-alive\n\n"
+            yield KEEPALIVE
             continue
         finished = event.type == "final_answer"
         yield frame(event.to_dict(), event=event.type, event_id=f"{event.turn_id}:{event.seq}")

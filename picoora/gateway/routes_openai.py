@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
 from picoora.gateway.limits import check_message_size
-from picoora.gateway.sse import SSE_HEADERS, TurnEvents, frame
+from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import gateway_of, runner_of
 from picoora.gateway.turns import turn_result
 
@@ -116,7 +116,7 @@ async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnResult], completion_i
     streamed = False
     async for event in sink.events(task):
         if event is None:
-            yield b": keep-alive\n\n"
+            yield KEEPALIVE
         elif event.type == "token":
             streamed = True
             yield chunk({"content": event.text})

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from picoora.agent.events import Event
 
 KEEPALIVE_SECONDS = 15.0  # a comment line now and then, so proxies keep a quiet stream (a long tool call) open
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
