@@ -22,8 +22,8 @@ Action = Literal["agent", "reminder"]
 KINDS: tuple[str, ...] = ("at", "every", "cron")
 ACTIONS: tuple[str, ...] = ("agent", "reminder")
 JOB_PREFIX, RUN_PREFIX = "cron.job.", "cron.run."
-MIN_INTERVAL_SECONDS = 60
-MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest  # an agent turn every few seconds is a runaway loop, not a schedule
+MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, not a schedule
+MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
