@@ -13,10 +13,10 @@ from pydantic import BaseModel, Field
 
 from picoora.bus import LAST_CHANNEL
 from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.messaging import chat_of
 
 if TYPE_CHECKING:  # the scheduler's module loads when the tool runs, not with every registry
     from picoora.scheduler.jobs import Job, JobBook
-
 
 
 class CronArgs(BaseModel):
@@ -75,8 +75,6 @@ class Cron(Tool):
 
     @staticmethod
     def _target(ctx: ToolContext) -> tuple[str, str]:
-        from picoora.tools.messaging import chat_of
-
         channel, chat_id = chat_of(ctx.session_key)
         if channel in ("cli", "cron", "heartbeat", "") or not chat_id:
             last = ctx.store.get_state(LAST_CHANNEL) or ""
