@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import warnings
 from typing import Any
 
@@ -99,8 +100,6 @@ class TelegramChannel(Channel):
 
     async def _start(self) -> int | None:
         """Initialise the bot (getMe) and return the stored update offset; retried until the Bot API answers."""
-        import time
-
         failures = 0
         while True:
             try:
