@@ -6,6 +6,7 @@ headers forbid inline script, framing and referrers (so the token never leaks in
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 
 from fastapi import APIRouter
@@ -25,9 +26,13 @@ SECURITY_HEADERS = {
 }
 
 
+@functools.cache  # three small files that never change while the gateway runs: read once, not per request
+def _body(name: str) -> bytes:
+    return resources.files("picoora.gateway").joinpath("web", name).read_bytes()
+
+
 def _file(name: str) -> Response:
-    body = resources.files("picoora.gateway").joinpath("web", name).read_bytes()
-    return Response(body, media_type=_FILES[name], headers=SECURITY_HEADERS)
+    return Response(_body(name), media_type=_FILES[name], headers=SECURITY_HEADERS)
 
 
 @router.get("/")
