@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Callable
 
 from fastapi import Request
 
+from picoora.gateway.errors import ApiError
+
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
     from picoora.config import Config
@@ -57,8 +59,6 @@ def gateway_of(request: Request) -> Gateway:
 def assistant_of(request: Request) -> Assistant:
     assistant = gateway_of(request).assistant
     if assistant is None:  # only between shutdown and exit
-        from picoora.gateway.errors import ApiError
-
         raise ApiError(503, "shutting_down", "the gateway is not serving")
     return assistant
 
