@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from fastapi import Depends, FastAPI
 
 from picoora.gateway.auth import require_token
-
 from picoora.gateway.errors import install_error_handlers
 from picoora.gateway.limits import BodyLimit
 from picoora.gateway.state import Gateway

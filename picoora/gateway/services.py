@@ -34,19 +34,17 @@ class GatewayServices:
         self.channels: list[Any] = []
         self.scheduler: Any = None
         self._tasks: list[asyncio.Task[None]] = []
-        self.started: list[str] = []  # what runs, for the start-up lines and /health
+        self.started: list[str] = []  # what runs, for the start-up lines
 
     async def start(self) -> None:
-        from picoora.people import Directory, Pairing
-
+        from picoora.gateway.channels import CHANNELS
         from picoora.messengers import BusMessenger, enable_messaging
+        from picoora.people import Directory, Pairing
 
         config = self.assistant.config
         enable_messaging(self.assistant, BusMessenger(self.assistant, self.bus))
         self._spawn("dispatcher", Dispatcher(self.assistant, self.bus).run())
         directory, pairing = Directory(config, self.assistant.store), Pairing(self.assistant.store)
-        from picoora.gateway.channels import CHANNELS
-
         for name, (module, class_name) in CHANNELS.items():
             if not getattr(config.channels, name).enabled:
                 continue
