@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -65,7 +64,7 @@ async def ready(request: Request) -> Any:
         body = Ready(ready=False, checks=[{"name": "gateway", "ok": False, "detail": "shutting down"}])
         return JSONResponse(body.model_dump(), status_code=503)
     checks = await run_checks(gateway.assistant)
-    body = Ready(ready=all(c.ok for c in checks), checks=[asdict(c) for c in checks])
+    body = Ready(ready=all(c.ok for c in checks), checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 
 
