@@ -37,7 +37,7 @@ class SchedulerService:
         self.poll_seconds = poll_seconds
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self._scheduler: Any = None
-        self._scheduled: dict[str, str] = {}  # job id -> the definition it was scheduled from
+        self._scheduled: dict[str, Job] = {}  # job id -> the definition it was scheduled from
         self._poller: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -70,7 +70,7 @@ class SchedulerService:
         """Make the scheduler's jobs match the book's."""
         wanted = {job.id: job for job in await self._jobs() if job.enabled and await self._still_due(job)}
         for job_id in list(self._scheduled):
-            if job_id not in wanted or wanted[job_id].to_json() != self._scheduled[job_id]:
+            if wanted.get(job_id) != self._scheduled[job_id]:
                 self._unschedule(job_id)
         for job_id, job in wanted.items():
             if job_id in self._scheduled:
@@ -82,7 +82,7 @@ class SchedulerService:
                 continue
             self._scheduler.add_job(self.fire, trigger, args=[job_id], id=job_id, replace_existing=True,
                                     coalesce=True, misfire_grace_time=int(self.missed_grace.total_seconds()) or 1)
-            self._scheduled[job_id] = job.to_json()
+            self._scheduled[job_id] = job
 
     async def _still_due(self, job: Job) -> bool:
         """A one-off job that already ran (or was missed for good) is not scheduled again."""
