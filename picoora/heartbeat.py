@@ -55,7 +55,11 @@ def tasks_of(text: str) -> str:
 
 def actionable(text: str) -> bool:
     """Whether ``text`` holds anything to act on: a task line that is not a heading or an empty item."""
-    return any(not _EMPTY_LINE.match(line) for line in tasks_of(text).splitlines())
+    return _holds_a_task(tasks_of(text))
+
+
+def _holds_a_task(tasks: str) -> bool:
+    return any(not _EMPTY_LINE.match(line) for line in tasks.splitlines())
 
 
 @dataclass
@@ -87,10 +91,10 @@ class HeartbeatService:
 
     async def beat(self) -> Beat:
         now = self._clock()
-        tasks = await asyncio.to_thread(self._read)
-        if not actionable(tasks):
+        tasks = tasks_of(await asyncio.to_thread(self._read))
+        if not _holds_a_task(tasks):
             return await self._log(Beat(now.isoformat(), "skipped", "nothing actionable in HEARTBEAT.md"))
-        prompt = PROMPT.format(now=now.astimezone().strftime("%Y-%m-%d %H:%M %Z"), tasks=tasks_of(tasks).strip())
+        prompt = PROMPT.format(now=now.astimezone().strftime("%Y-%m-%d %H:%M %Z"), tasks=tasks.strip())
         await self.assistant.new_session(SESSION)  # no history: every beat starts from nothing
         result = await self.assistant.ask(prompt, session_key=SESSION)
         reply = result.text.strip()
