@@ -16,7 +16,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from picoora.bus import LAST_CHANNEL, InboundMessage, MessageBus, OutboundMessage
-from picoora.people import Person, owner_name
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
@@ -59,9 +58,9 @@ class Dispatcher:
                 return
 
     async def handle(self, message: InboundMessage) -> None:
-        # Channels admit senders and say who they are; jobs and the heartbeat are the owner's.
-        person = message.metadata.get("person") or Person(owner_name(self.assistant.config), owner=True)
-        assistant = self.assistant.for_person(person)
+        # Channels admit senders and say who they are; jobs and the heartbeat are the owner's (this assistant).
+        person = message.metadata.get("person")
+        assistant = self.assistant.for_person(person) if person else self.assistant
         if message.channel not in INTERNAL_CHANNELS:
             await assistant.astore.set_state(LAST_CHANNEL, f"{message.channel}:{message.chat_id}")
         result = await assistant.ask(message.text, session_key=message.session)
