@@ -19,9 +19,13 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            status, message = (413, self._too_large()) if declared.isdigit() else (400, "bad Content-Length")
-            await error_response(status, "too_large" if status == 413 else "bad_request", message)(scope, receive, send)
+        refusal = None
+        if declared is not None and not declared.isdigit():
+            refusal = error_response(400, "bad_request", "bad Content-Length")
+        elif declared is not None and int(declared) > self.max_bytes:
+            refusal = error_response(413, "too_large", self._too_large())
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
         seen = 0
 
