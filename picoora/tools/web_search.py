@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.web import wrap_untrusted
+from picoora.untrusted import wrap_untrusted
 
 if TYPE_CHECKING:
     import httpx
