@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.untrusted import wrap_untrusted
+from picoora.untrusted import one_line, wrap_untrusted
 
 if TYPE_CHECKING:
     import httpx
@@ -54,8 +54,7 @@ class Hit:
 
 def clean(text: Any, limit: int = SNIPPET_CHARS) -> str:
     """Plain one-line text from a provider's field (Brave marks matches with <strong>)."""
-    flat = " ".join(html.unescape(_TAG.sub("", str(text or ""))).split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+    return one_line(html.unescape(_TAG.sub("", str(text or ""))), limit)
 
 
 def usable(cfg: WebSearchConfig) -> list[str]:
