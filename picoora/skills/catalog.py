@@ -30,7 +30,6 @@ MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
 MAX_SKILL_FILE_BYTES = 256_000
 PROMPT_DESCRIPTION_CHARS = 160  # a description is cut to this in the system prompt (the tool shows it whole)
-SOURCES = ("workspace", "user", "builtin")
 
 
 class SkillError(Exception):
