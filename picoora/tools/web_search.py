@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.web import decode_body
 from picoora.untrusted import one_line, wrap_untrusted
 
 if TYPE_CHECKING:
@@ -75,10 +76,7 @@ class _Answer:
     charset: str | None
 
     def text(self) -> str:
-        try:
-            return self.body.decode(self.charset or "utf-8", errors="replace")
-        except LookupError:  # a charset Python does not know
-            return self.body.decode("utf-8", errors="replace")
+        return decode_body(self.body, self.charset)
 
 
 async def _get_json(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> Any:
