@@ -133,9 +133,9 @@ def _plain_mapping(header: str) -> dict[str, str] | None:
     return data or None
 
 
-def parse_skill(folder: Path, source: str) -> Skill:
-    """The skill in ``folder``, validated; raises SkillError saying what is wrong."""
-    path = folder / SKILL_FILE
+def read_frontmatter(path: Path) -> object:
+    """The parsed frontmatter of the ``SKILL.md`` at ``path`` (a mapping when well formed); raises SkillError
+    naming the file."""
     try:
         header, _ = split_frontmatter(read_skill_text(path))
     except SkillError as exc:
@@ -148,6 +148,13 @@ def parse_skill(folder: Path, source: str) -> Skill:
             data = yaml.safe_load(header)
         except yaml.YAMLError as exc:
             raise SkillError(f"{path}: the frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from None
+    return data
+
+
+def parse_skill(folder: Path, source: str) -> Skill:
+    """The skill in ``folder``, validated; raises SkillError saying what is wrong."""
+    path = folder / SKILL_FILE
+    data = read_frontmatter(path)
     if not isinstance(data, dict):
         raise SkillError(f"{path}: the frontmatter must be a mapping with name and description")
     try:
