@@ -284,12 +284,16 @@ class McpServers:
         async with self._lock:  # two first turns at once start the servers once
             if not self._started:
                 self._started = True
-                for connection in self.connections:
-                    connection.start()
-                await asyncio.gather(*(c.wait_ready() for c in self.connections))
+                await self.start_all()
                 for connection in self.connections:
                     self._register(registry, connection)
         return self._new_failures()
+
+    async def start_all(self) -> None:
+        """Start every server at once; returns when each is up, has failed or ran out of startup time."""
+        for connection in self.connections:
+            connection.start()
+        await asyncio.gather(*(c.wait_ready() for c in self.connections))
 
     def _register(self, registry: ToolRegistry, connection: McpConnection) -> None:
         allowed = set(connection.cfg.allow_tools)
@@ -330,9 +334,7 @@ async def probe(servers: dict[str, McpServerConfig], workspace: Path, log_dir: P
     """Start every configured server once, count its tools, stop it: for ``picoora status``."""
     reports = []
     source = McpServers(servers, workspace, log_dir)
-    for connection in source.connections:
-        connection.start()
-    await asyncio.gather(*(c.wait_ready() for c in source.connections))
+    await source.start_all()
     for name, cfg in servers.items():
         connection = next((c for c in source.connections if c.name == name), None)
         if connection is None:
