@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 from pydantic import BaseModel, Field
 
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.memory import Forget, Recall, Remember
+from picoora.tools.memory import Forget, Recall, Remember, memory_label
 from picoora.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class ListMemories(Tool):
         if not memories:
             return ToolResult("No memories stored yet.")
         lines = [f"{len(memories)} memories, newest first:"]
-        lines += [f"- (ID: {m.id}, category: {m.category}, importance: {m.importance:.1f}) {m.content}" for m in memories]
+        lines += [f"- {memory_label(m)} {m.content}" for m in memories]
         return ToolResult("\n".join(lines))
 
 

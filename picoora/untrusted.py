@@ -9,6 +9,9 @@ a model or a web page wrote, including text shaped like picoora's own prompt (``
 - ``wrap_untrusted`` puts a whole document (a fetched page) inside an ``<untrusted_content>``
   marker after a line saying it is data; a look-alike marker inside is defused so the document
   cannot close the wrapper early.
+
+``one_line`` folds a short outside text (a skill's or an MCP tool's description, a search snippet)
+onto one line and cuts it, so it cannot start a line of the prompt either.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ _MARKER_LOOKALIKE = re.compile(r"<(\s*/?\s*untrusted[\s_-]*content)", re.IGNOREC
 def quoted(text: str) -> str:
     """``text`` as a quote block: every line starts with ``>``."""
     return "\n".join(f"> {line}" if line.strip() else ">" for line in text.strip().splitlines())
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with its whitespace runs folded to single spaces, cut to ``limit`` characters with ``...``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
 def wrap_untrusted(text: str, source: str, content_type: str = "") -> str:

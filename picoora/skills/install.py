@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from picoora.skills.catalog import SKILL_FILE, Skill, SkillError, check_name, parse_skill
+from picoora.skills.catalog import SKILL_FILE, Skill, SkillError, check_name, parse_skill, read_frontmatter
 
 MAX_FILES = 200
 MAX_TOTAL_BYTES = 5_000_000
@@ -57,14 +57,7 @@ def remove(name: str, root: Path) -> Path:
 
 def _declared_name(folder: Path) -> str:
     """The frontmatter's name, checked to be a plain folder name (parse_skill validates the rest)."""
-    import yaml
-
-    from picoora.skills.catalog import read_skill_text, split_frontmatter
-
-    try:
-        data = yaml.safe_load(split_frontmatter(read_skill_text(folder / SKILL_FILE))[0])
-    except (SkillError, yaml.YAMLError) as exc:
-        raise SkillError(f"{folder / SKILL_FILE}: {exc}") from None
+    data = read_frontmatter(folder / SKILL_FILE)
     name = data.get("name") if isinstance(data, dict) else None
     if not isinstance(name, str):
         raise SkillError(f"{folder / SKILL_FILE}: the frontmatter has no name")

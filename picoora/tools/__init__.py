@@ -21,8 +21,7 @@ def default_registry(config: Config) -> ToolRegistry:
     from picoora.tools.web import WebFetch
 
     tools_cfg = config.tools
-    largest = max(tools_cfg.web_fetch.max_chars, tools_cfg.exec.max_output_chars)
-    registry = ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS, largest + RESULT_FRAMING_CHARS))
+    registry = _registry(max(tools_cfg.web_fetch.max_chars, tools_cfg.exec.max_output_chars))
     for tool_class in (*FILE_TOOLS, *MEMORY_TOOLS):
         registry.register(tool_class())
     if exec_mode(tools_cfg.exec).runs:
@@ -44,8 +43,7 @@ def guest_registry(config: Config) -> ToolRegistry:
     from picoora.tools.web import WebFetch
     from picoora.tools.web_search import WebSearch, usable
 
-    registry = ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS,
-                                                 config.tools.web_fetch.max_chars + RESULT_FRAMING_CHARS))
+    registry = _registry(config.tools.web_fetch.max_chars)
     for tool_class in MEMORY_TOOLS:
         registry.register(tool_class())
     if config.tools.web_fetch.enabled:
@@ -53,6 +51,11 @@ def guest_registry(config: Config) -> ToolRegistry:
     if usable(config.tools.web_search):  # searching the web reaches nothing of the owner's
         registry.register(WebSearch(config.tools.web_search))
     return registry
+
+
+def _registry(largest_result: int) -> ToolRegistry:
+    """An empty registry whose result cap holds the largest result its tools produce, framing included."""
+    return ToolRegistry(max_result_chars=max(DEFAULT_MAX_RESULT_CHARS, largest_result + RESULT_FRAMING_CHARS))
 
 
 def _register_extensions(registry: ToolRegistry, config: Config) -> None:

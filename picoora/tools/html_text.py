@@ -21,6 +21,11 @@ _BLOCKS = {
 }
 _CELLS = {"td", "th"}
 _VOID = {"br", "hr"}  # one line break each, not one for opening and one for closing
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _flat(text: str) -> str:
+    return _WHITESPACE.sub(" ", text)
 
 
 def _tidy(text: str) -> str:
@@ -37,7 +42,7 @@ def _walk(root) -> tuple[list[str], list[str]]:  # noqa: ANN001 (an lxml element
     for event, element in etree.iterwalk(root, events=("start", "end", "comment", "pi")):
         if event in ("comment", "pi"):  # no text of its own; the text after it still counts
             if not dropped and element.tail:
-                parts.append(re.sub(r"\s+", " ", element.tail))
+                parts.append(_flat(element.tail))
             continue
         tag = element.tag.lower()
         if event == "start":
@@ -52,14 +57,14 @@ def _walk(root) -> tuple[list[str], list[str]]:  # noqa: ANN001 (an lxml element
                     parts.append("\n")
                 elif tag in _CELLS:
                     parts.append(" ")
-                parts.append(re.sub(r"\s+", " ", element.text or ""))
+                parts.append(_flat(element.text or ""))
         else:
             if tag in _DROPPED or tag == "title":
                 dropped -= 1
             elif not dropped and (tag in _BLOCKS or tag == "li") and tag not in _VOID:
                 parts.append("\n")
             if not dropped and element.tail:  # text after the element belongs to its parent
-                parts.append(re.sub(r"\s+", " ", element.tail))
+                parts.append(_flat(element.tail))
     return parts, title
 
 

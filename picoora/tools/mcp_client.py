@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from picoora.config import McpServerConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.registry import cap
+from picoora.untrusted import one_line
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -51,11 +52,6 @@ def tool_name(server: str, tool: str) -> str:
     return _UNSAFE_NAME_CHARS.sub("_", f"{server}{NAME_SEPARATOR}{tool}")[:MAX_TOOL_NAME]
 
 
-def short(text: str, limit: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
-
-
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The input schema with long parameter descriptions cut (they are paid for on every turn)."""
     schema = dict(schema or {"type": "object"})
@@ -63,7 +59,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     props = schema.get("properties")
     if isinstance(props, dict):
         schema["properties"] = {
-            key: {**value, "description": short(str(value["description"]), PARAMETER_DESCRIPTION_CHARS)}
+            key: {**value, "description": one_line(str(value["description"]), PARAMETER_DESCRIPTION_CHARS)}
             if isinstance(value, dict) and "description" in value else value
             for key, value in props.items()
         }
@@ -191,7 +187,7 @@ class McpConnection:
         except OSError:
             return ""
         lines = [line for line in text.splitlines() if line.strip()]
-        return f"; its last error output: {short(lines[-1], 200)}" if lines else ""
+        return f"; its last error output: {one_line(lines[-1], 200)}" if lines else ""
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         client = self.client
@@ -246,7 +242,7 @@ class McpTool(Tool):
         self.connection = connection
         self.remote_name = listed.name
         self.name = tool_name(connection.name, listed.name)  # type: ignore[misc]
-        self.description = short(listed.description or listed.title or listed.name, DESCRIPTION_CHARS)  # type: ignore[misc]
+        self.description = one_line(listed.description or listed.title or listed.name, DESCRIPTION_CHARS)  # type: ignore[misc]
         self.parameters = compact_schema(listed.input_schema)
         if len(json.dumps(self.parameters)) > MAX_SCHEMA_CHARS:
             raise ValueError(f"its argument schema is larger than {MAX_SCHEMA_CHARS} characters")
@@ -266,7 +262,7 @@ class McpTool(Tool):
         problems = []
         for error in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
             where = ".".join(str(part) for part in error.absolute_path) or "(arguments)"
-            problems.append(f"{where}: {short(error.message, 200)}")
+            problems.append(f"{where}: {one_line(error.message, 200)}")
         return problems
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
@@ -288,12 +284,16 @@ class McpServers:
         async with self._lock:  # two first turns at once start the servers once
             if not self._started:
                 self._started = True
-                for connection in self.connections:
-                    connection.start()
-                await asyncio.gather(*(c.wait_ready() for c in self.connections))
+                await self.start_all()
                 for connection in self.connections:
                     self._register(registry, connection)
         return self._new_failures()
+
+    async def start_all(self) -> None:
+        """Start every server at once; returns when each is up, has failed or ran out of startup time."""
+        for connection in self.connections:
+            connection.start()
+        await asyncio.gather(*(c.wait_ready() for c in self.connections))
 
     def _register(self, registry: ToolRegistry, connection: McpConnection) -> None:
         allowed = set(connection.cfg.allow_tools)
@@ -334,9 +334,7 @@ async def probe(servers: dict[str, McpServerConfig], workspace: Path, log_dir: P
     """Start every configured server once, count its tools, stop it: for ``picoora status``."""
     reports = []
     source = McpServers(servers, workspace, log_dir)
-    for connection in source.connections:
-        connection.start()
-    await asyncio.gather(*(c.wait_ready() for c in source.connections))
+    await source.start_all()
     for name, cfg in servers.items():
         connection = next((c for c in source.connections if c.name == name), None)
         if connection is None:

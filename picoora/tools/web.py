@@ -169,11 +169,16 @@ async def fetch(url: str, cfg: WebFetchConfig) -> Fetched:
     raise FetchRefused(f"too many redirects (more than {MAX_REDIRECTS}) starting from {url}")
 
 
-def extract_text(fetched: Fetched) -> str:
+def decode_body(body: bytes, charset: str | None) -> str:
+    """A response body as text in the server's charset (UTF-8 when it names none, or one Python does not know)."""
     try:
-        text = fetched.body.decode(fetched.charset or "utf-8", errors="replace")
-    except LookupError:  # a charset Python does not know
-        text = fetched.body.decode("utf-8", errors="replace")
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return body.decode("utf-8", errors="replace")
+
+
+def extract_text(fetched: Fetched) -> str:
+    text = decode_body(fetched.body, fetched.charset)
     if "html" in fetched.content_type or (not fetched.content_type and "<html" in text[:1000].lower()):
         return html_to_text(text)
     if "json" in fetched.content_type and not fetched.truncated:

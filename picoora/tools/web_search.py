@@ -25,7 +25,8 @@ from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.web import wrap_untrusted
+from picoora.tools.web import decode_body
+from picoora.untrusted import one_line, wrap_untrusted
 
 if TYPE_CHECKING:
     import httpx
@@ -54,8 +55,7 @@ class Hit:
 
 def clean(text: Any, limit: int = SNIPPET_CHARS) -> str:
     """Plain one-line text from a provider's field (Brave marks matches with <strong>)."""
-    flat = " ".join(html.unescape(_TAG.sub("", str(text or ""))).split())
-    return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
+    return one_line(html.unescape(_TAG.sub("", str(text or ""))), limit)
 
 
 def usable(cfg: WebSearchConfig) -> list[str]:
@@ -76,10 +76,7 @@ class _Answer:
     charset: str | None
 
     def text(self) -> str:
-        try:
-            return self.body.decode(self.charset or "utf-8", errors="replace")
-        except LookupError:  # a charset Python does not know
-            return self.body.decode("utf-8", errors="replace")
+        return decode_body(self.body, self.charset)
 
 
 async def _get_json(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> Any:

@@ -83,11 +83,11 @@ def _upgrade_if_needed(db: Database, version: int | None) -> None:
 async def _check(tx: Any, db: Database, require_model: bool) -> bool:
     """The model is loaded; returns whether the Oracle Text index exists and is usable."""
     from picoora.store.oracle import sql as q
+    from picoora.store.oracle.indexes import text_index_usable
 
     if require_model:
         row = await tx.one(q.MODEL_LOADED, model_name=db.model)
         if not row or not row[0]:
             raise OracleUnavailable("model", f"The ONNX embedding model {db.model} is not loaded in {db.target}. "
                                              "Run: picoora setup-oracle --onnx-file PATH (or scripts/setup-oracle.sh)")
-    row = await tx.one(q.TEXT_INDEX_USABLE)
-    return bool(row and row[0])
+    return await text_index_usable(tx)

@@ -110,6 +110,12 @@ def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]
     return outcomes
 
 
+async def text_index_usable(tx: Tx) -> bool:
+    """Whether the Oracle Text index keyword recall uses exists and is VALID (index and domain status)."""
+    row = await tx.one(q.TEXT_INDEX_USABLE)
+    return bool(row and row[0])
+
+
 def rebuild_memory_index(db: Database) -> None:
     """Drop and create the memories' vector index with the recorded organisation (IVF if none was)."""
     try:

@@ -25,7 +25,6 @@ EMBEDDING_DIMENSIONS = 384  # the typed VECTOR(384, FLOAT32) columns (all_MiniLM
 MIGRATION_SECONDS = 900.0  # a large Go database takes a while; never run inside the 30 s open probe
 _BUSY = "ORA-00054"  # resource busy: another session holds the table (DDL_LOCK_TIMEOUT waited already)
 _BUSY_ATTEMPTS = 5
-_UNIQUE_VIOLATED = "ORA-00001"
 
 
 async def _backfill_hashes(tx: Tx, embedding_model: str) -> None:

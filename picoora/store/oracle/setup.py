@@ -136,11 +136,7 @@ class OracleSetup:
         return outcome
 
     def _text_index_usable(self) -> bool:
-        async def work(tx: Tx) -> bool:
-            row = await tx.one(q.TEXT_INDEX_USABLE)
-            return bool(row and row[0])
-
-        return self.db.run(work, what="check the Oracle Text index")
+        return self.db.run(indexes.text_index_usable, what="check the Oracle Text index")
 
     def _index(self, stmt: q.Sql) -> IndexOutcome:
         name = stmt.text.split(" INDEX ", 1)[1].split()[0]

@@ -820,7 +820,7 @@ class OracleStore:
         return self._set(q.META_SET, "save meta", meta_key=key, meta_value=value)
 
     def all_meta(self) -> dict[str, str]:
-        """Meta set through the store; the schema's own bookkeeping rows are in :meth:`catalogue`."""
+        """Meta set through the store; the schema's own bookkeeping rows are in :meth:`details`."""
         return self._do(self._all_meta_op())
 
     def _all_meta_op(self) -> Op:
