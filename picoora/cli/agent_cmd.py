@@ -57,16 +57,10 @@ def agent(
 
 async def _one_shot(config: Config, text: str, session: str, stream: bool, path: Path | None) -> int:
     from picoora.cli.opening import open_assistant
-    from picoora.cli.render import TurnRenderer
-    from picoora.cli.turns import run_interruptible
-    from picoora.cli.waiting import WaitingIndicator
+    from picoora.cli.turns import run_terminal_turn
 
     async with open_assistant(config, path) as assistant:
-        renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=stream), sys.stderr)
-        try:
-            result = await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer), renderer)
-        finally:
-            renderer.close()
+        result = await run_terminal_turn(assistant, text, session, stream)
     if result is None:
         return EXIT_INTERRUPTED
     return 0 if result.stop_reason == "answer" else 1

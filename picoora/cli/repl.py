@@ -107,13 +107,7 @@ async def handle_command(state: ReplState, line: str) -> None:
 
 async def run_cancellable_turn(state: ReplState, text: str) -> None:
     """One turn; SIGINT (Ctrl+C) cancels it instead of ending the REPL."""
-    from picoora.cli.render import TurnRenderer
-    from picoora.cli.turns import run_interruptible
-    from picoora.cli.waiting import WaitingIndicator
+    from picoora.cli.turns import run_terminal_turn
 
-    renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=state.stream), sys.stderr)
-    try:
-        await run_interruptible(state.assistant.ask(text, session_key=state.session, on_event=renderer), renderer)
-    finally:
-        renderer.close()
+    await run_terminal_turn(state.assistant, text, state.session, state.stream)
     print()

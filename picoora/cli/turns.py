@@ -8,15 +8,30 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from typing import TYPE_CHECKING, Awaitable, TypeVar
 
 if TYPE_CHECKING:
-    from picoora.cli.render import TurnRenderer
+    from picoora.agent import TurnResult
+    from picoora.assistant import Assistant
+    from picoora.cli.waiting import WaitingIndicator
 
 T = TypeVar("T")
 
 
-async def run_interruptible(turn: Awaitable[T], renderer: TurnRenderer) -> T | None:
+async def run_terminal_turn(assistant: Assistant, text: str, session: str, stream: bool) -> TurnResult | None:
+    """One turn rendered on stdout/stderr with the waiting spinner; None when Ctrl+C cancelled it."""
+    from picoora.cli.render import TurnRenderer
+    from picoora.cli.waiting import WaitingIndicator
+
+    renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=stream), sys.stderr)
+    try:
+        return await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer), renderer)
+    finally:
+        renderer.close()
+
+
+async def run_interruptible(turn: Awaitable[T], renderer: WaitingIndicator) -> T | None:
     """Await ``turn``; SIGINT cancels it and returns None (after ``renderer.cancelled()``)."""
     task = asyncio.ensure_future(turn)
     interrupted = False
