@@ -343,9 +343,14 @@ class _Turn:
         self.saved = False  # the session got this turn's messages
         self.trace = TraceRecorder(emit.turn_id, session_key, llm, agent.secrets)
 
+    @property
+    def model_label(self) -> str:
+        """The model answering, as the events, the prompt and the notices state name it: provider/model."""
+        return f"{self.llm.provider}/{self.llm.model}"
+
     async def run(self, text: str) -> TurnResult:
         self.deadline = asyncio.get_running_loop().time() + self.settings.turn_timeout_seconds
-        await self.emit(TurnStarted(self.key, model=f"{self.llm.provider}/{self.llm.model}"))
+        await self.emit(TurnStarted(self.key, model=self.model_label))
         try:
             await self._record([Message(role="user", content=text)])
             for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
@@ -389,7 +394,7 @@ class _Turn:
             tools=self.schemas,
             workspace=self.agent.workspace,
             settings=self.settings,
-            model_label=f"{self.llm.provider}/{self.llm.model}",
+            model_label=self.model_label,
             tool_parts=self.agent.tools.prompt_parts(),
         )
 
@@ -640,7 +645,7 @@ class _Turn:
         if not text or text in self.runtime.notices_shown:
             return
         self.runtime.notices_shown.add(text)
-        key, label = NOTICES_STATE + self.key, f"{self.llm.provider}/{self.llm.model}"
+        key, label = NOTICES_STATE + self.key, self.model_label
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         try:
             stored = json.loads(await self.store.get_state(key) or "{}")
