@@ -268,11 +268,10 @@ class _Emitter:
         """Wait until what was emitted is delivered; a sink still behind after DRAIN_SECONDS is dropped."""
         if self._queue is None or self._task is None:
             return
-        timeout = DRAIN_SECONDS
         try:
-            await asyncio.wait_for(self._queue.join(), timeout)
+            await asyncio.wait_for(self._queue.join(), DRAIN_SECONDS)
         except asyncio.TimeoutError:
-            log.warning("an event consumer of %s fell %s s behind and was detached", self.session_key, timeout)
+            log.warning("an event consumer of %s fell %s s behind and was detached", self.session_key, DRAIN_SECONDS)
             self.sink = None
         self._task.cancel()  # idle now; a later event (the compaction's) starts a new delivery task
         self._task = self._queue = None
@@ -440,11 +439,12 @@ class _Turn:
     def _check_message_fits(self) -> None:
         """Refuse, before anything is sent, a message that cannot fit the window with the system prompt.
         Ollama cuts an oversized prompt silently from the front: the instructions and memories would go."""
-        needed = estimate_tokens(self.system) + estimate_message_tokens(self.produced[0])
-        if needed > self._prompt_budget():
+        message, budget = estimate_message_tokens(self.produced[0]), self._prompt_budget()
+        needed = estimate_tokens(self.system) + message
+        if needed > budget:
             raise _MessageTooLarge(
-                f"Your message is too long for the model: about {estimate_message_tokens(self.produced[0]):,} tokens, "
-                f"and with the instructions it needs {needed:,} of the {self._prompt_budget():,} the model can take "
+                f"Your message is too long for the model: about {message:,} tokens, "
+                f"and with the instructions it needs {needed:,} of the {budget:,} the model can take "
                 f"(agents.defaults.context_window {self.settings.context_window:,}, less room for the answer). Nothing "
                 "was sent and the transcript keeps it. Send it shorter, or save it as a file in the workspace and ask "
                 "me to read it."
