@@ -126,11 +126,9 @@ class Assistant:
 
     async def check_model(self, choice: ModelChoice) -> None:
         """Raise ``LLMError`` when ``choice`` cannot answer: an unknown provider, or an Ollama model not pulled."""
-        from picoora.llm import PROVIDERS
-        from picoora.llm.base import LLMError
+        from picoora.llm import check_provider
 
-        if choice.provider not in PROVIDERS:
-            raise LLMError(f"unknown provider {choice.provider!r}: use one of {', '.join(PROVIDERS)}")
+        check_provider(choice.provider)
         if choice.provider == "ollama":
             import asyncio
 

@@ -32,10 +32,15 @@ def create_llm(config: Config, *, provider: str | None = None, model: str | None
     from picoora.llm.common import ProviderSettings
 
     provider = provider or config.agents.defaults.provider
+    check_provider(provider)
+    module_name, class_name = PROVIDERS[provider]
+    provider_class = getattr(importlib.import_module(module_name), class_name)
+    return provider_class(ProviderSettings.from_config(config, provider=provider, model=model, retry=retry))
+
+
+def check_provider(provider: str) -> None:
+    """Raise ``LLMError`` unless ``provider`` is one picoora has a client for."""
     if provider not in PROVIDERS:
         from picoora.llm.base import LLMError
 
         raise LLMError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
-    module_name, class_name = PROVIDERS[provider]
-    provider_class = getattr(importlib.import_module(module_name), class_name)
-    return provider_class(ProviderSettings.from_config(config, provider=provider, model=model, retry=retry))
