@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Optional
 
 import typer
 
@@ -39,12 +39,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(memory)
 
 
-@contextmanager
-def _store(ctx: typer.Context) -> Iterator[Store]:
+def _store(ctx: typer.Context) -> ContextManager[Store]:
     from picoora.cli.opening import command_store
 
-    with command_store(load_config(ctx)) as store:
-        yield store
+    return command_store(load_config(ctx))
 
 
 def add(
