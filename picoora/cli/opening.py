@@ -3,6 +3,7 @@ not a traceback."""
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
@@ -20,19 +21,10 @@ def open_assistant(config: Config, path: Path | None = None) -> Assistant:
     """Build the assistant (``path``: the --config file, kept out of the tools' reach)."""
     from picoora.assistant import build_assistant
     from picoora.llm.base import LLMError
-    from picoora.store.base import StoreError
-    from picoora.store.fs_errors import UnusableWorkspace
-
-    import sys
-
     from picoora.messengers import TerminalMessenger, enable_messaging
 
-    try:
+    with _opening_errors(LLMError):
         assistant = build_assistant(config, config_path=path, on_fallback=warn)
-    except UnusableWorkspace as err:  # a setting to change, like any other bad config
-        raise CLIError(str(err), EXIT_USAGE) from None
-    except (StoreError, LLMError) as err:
-        raise CLIError(str(err)) from None
     enable_messaging(assistant, TerminalMessenger(assistant, sys.stdout))
     return assistant
 
@@ -42,17 +34,26 @@ def command_store(config: Config) -> Iterator[Store]:
     """The configured store for a command that needs no model; store failures become one line."""
     from picoora.store import open_store
     from picoora.store.base import StoreError
-    from picoora.store.fs_errors import UnusableWorkspace
 
-    try:
+    with _opening_errors():
         store = open_store(config, on_fallback=warn)
-    except UnusableWorkspace as err:
-        raise CLIError(str(err), EXIT_USAGE) from None
-    except StoreError as err:
-        raise CLIError(str(err)) from None
     try:
         yield store
     except StoreError as err:
         raise CLIError(str(err)) from None
     finally:
         store.close()
+
+
+@contextmanager
+def _opening_errors(*also: type[Exception]) -> Iterator[None]:
+    """A store (or ``also``) failure while opening as one line; an unusable workspace is a setting to change."""
+    from picoora.store.base import StoreError
+    from picoora.store.fs_errors import UnusableWorkspace
+
+    try:
+        yield
+    except UnusableWorkspace as err:
+        raise CLIError(str(err), EXIT_USAGE) from None
+    except (StoreError, *also) as err:
+        raise CLIError(str(err)) from None
