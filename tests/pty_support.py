@@ -9,11 +9,14 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from tests.cli_support import REPO
 
 
-def read_until(fd: int, needle: bytes, seconds: float = 20.0) -> bytes:
+def read_until(fd: int, needle: bytes, seconds: float = 20.0, *, ended: Callable[[], bool] | None = None) -> bytes:
+    """What ``fd`` gives until ``needle`` shows, the terminal closes, ``seconds`` pass, or (when nothing is
+    waiting to be read) ``ended()`` says the child is gone."""
     seen = b""
     deadline = time.monotonic() + seconds
     while needle not in seen and time.monotonic() < deadline:
@@ -26,6 +29,8 @@ def read_until(fd: int, needle: bytes, seconds: float = 20.0) -> bytes:
             if not chunk:
                 break
             seen += chunk
+        elif ended is not None and ended():
+            break
     return seen
 
 

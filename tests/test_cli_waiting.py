@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import time
 from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.silent_server import SilentServer
+from tests.pty_support import read_until
 
 
 def _with_first_response(home, seconds: float) -> None:
@@ -43,24 +43,6 @@ def test_the_default_first_response_limit_is_well_under_a_minute():
     assert Config().providers.ollama.first_response_seconds <= 30
 
 
-def _read_until_exit(proc: subprocess.Popen, fd: int, seconds: float = 30) -> str:
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    return b"".join(chunks).decode(errors="replace")
-
-
 def test_a_slow_model_shows_a_waiting_indicator_on_a_terminal(isolated_home):
     with FakeOllama([Reply(content="Here you are.")], delay=1.5) as fake:
         write_config(isolated_home, ollama_url=fake.url)
@@ -70,7 +52,7 @@ def test_a_slow_model_shows_a_waiting_indicator_on_a_terminal(isolated_home):
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=terminal)
         os.close(terminal)
         try:
-            err = _read_until_exit(proc, controller)
+            err = read_until(controller, b"\0", 30, ended=lambda: proc.poll() is not None).decode(errors="replace")
             out = proc.communicate(timeout=20)[0].decode()
         finally:
             proc.kill()
