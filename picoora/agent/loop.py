@@ -148,10 +148,12 @@ class Agent:
     # -- sessions ------------------------------------------------------------------------------------
 
     def _runtime(self, session_key: str) -> _SessionRuntime:
-        runtime = self._sessions.get(session_key)
-        if runtime is None:
-            self.models.select(self.models.default)
-            runtime = self._sessions[session_key] = _SessionRuntime(self.models.default)
+        return self._sessions.get(session_key) or self._start_session(session_key, self.models.default)
+
+    def _start_session(self, session_key: str, choice: ModelChoice) -> _SessionRuntime:
+        """A session seen for the first time in this process, on ``choice``."""
+        self.models.select(choice)  # raises before the session is known when the client cannot be made
+        runtime = self._sessions[session_key] = _SessionRuntime(choice)
         return runtime
 
     def has_runtime(self, session_key: str) -> bool:
@@ -163,9 +165,8 @@ class Agent:
     def set_session_model(self, session_key: str, choice: ModelChoice) -> None:
         """Use ``choice`` for this session's next turns; a turn already running finishes on its model."""
         runtime = self._sessions.get(session_key)
-        if runtime is None:  # a session seen for the first time starts on ``choice``
-            self.models.select(choice)
-            self._sessions[session_key] = _SessionRuntime(choice)
+        if runtime is None:
+            self._start_session(session_key, choice)
             return
         if choice == runtime.model:
             return
