@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from picoora.cli.errors import CLIError, load_config, warn
+from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
 
 DEFAULT_HTTP_PORT = 18791
 
@@ -31,7 +31,7 @@ def mcp(
 
     config = load_config(ctx)
     if http and not config.gateway.token:
-        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')", 2)
+        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')", EXIT_USAGE)
     try:
         store = open_store(config, on_fallback=warn)
     except StoreError as err:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from picoora.store.base import VectorStatus
 
 OK, BAD = "✓", "✗"
+NOT_FOUND = f"{BAD} not found: run `picoora onboard`"
 PROBE_TIMEOUT = 1.5  # seconds; a TCP connect to a local or LAN model server
 
 
@@ -51,7 +52,7 @@ def status(
     path = config_path(ctx) or default_config_path()
     workspace = workspace_path(config)
     lines = [
-        Line("Config", f"{path} {OK}") if path.is_file() else Line("Config", f"{path} {BAD} not found: run `picoora onboard`", False),
+        Line("Config", f"{path} {OK}") if path.is_file() else Line("Config", f"{path} {NOT_FOUND}", False),
         _workspace_line(workspace),
         *_provider_lines(config),
         *_storage_lines(config, workspace),
@@ -76,7 +77,7 @@ def _workspace_line(workspace: Path) -> Line:
     if workspace.exists():
         return Line("Workspace", f"{workspace} {BAD} is a file, not a folder: move it away or set "
                                  "agents.defaults.workspace", False)
-    return Line("Workspace", f"{workspace} {BAD} not found: run `picoora onboard`", False)
+    return Line("Workspace", f"{workspace} {NOT_FOUND}", False)
 
 
 def _provider_lines(config: Config) -> list[Line]:
