@@ -78,11 +78,8 @@ def _print_unit(ctx: typer.Context, user_unit: bool) -> None:
     import getpass
 
     from picoora.config import default_config_path, picoora_home
+    from picoora.gateway.systemd import unit_text
 
-    try:
-        from picoora.gateway.systemd import unit_text
-    except ImportError:
-        raise CLIError("this build has no systemd unit writer (picoora/gateway/systemd.py)") from None
     path = config_path(ctx) or default_config_path()
     try:
         text = unit_text(_executable(), str(picoora_home().resolve()), str(path.expanduser().resolve()),
