@@ -147,7 +147,7 @@ def classify_api_error(
     model_hint: str,
     auth_hint: str,
     unavailable_hint: str,
-    base_setting: str = "api_base",
+    base_setting: str,
 ) -> LLMError:
     """Classify what the ``openai`` or ``anthropic`` client raised: both generate the same exception
     family (APIStatusError with the response, APITimeoutError, APIConnectionError wrapping the cause).
