@@ -111,15 +111,14 @@ def _choose_model(config: Config, interactive: bool, requested: str | None) -> t
             return requested, f"the model {requested} is not pulled: run `ollama pull {requested}`"
         return requested, None
     capable = [m.name for m in models if m.supports_tools]
+    configured = config.agents.defaults.model
     if not models:
         return None, f"Ollama answers at {base} but has no models yet: run `ollama pull qwen3`, then onboard again"
     if not capable:
         print("None of the models pulled in Ollama can call tools, which picoora needs for memory and files.")
-        configured = config.agents.defaults.model
         if configured in names:
             return None, None  # it answers, without tools; the notice says so
         return None, f"the model {configured} is not pulled: run `ollama pull qwen3`, then onboard again"
-    configured = config.agents.defaults.model
     default = configured if configured in capable else capable[0]
     if not interactive:
         print(f"Using model {default} (Ollama at {base}).")
