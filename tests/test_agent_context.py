@@ -126,6 +126,12 @@ def test_remembered_fact_shows_up_in_the_next_turns_system_prompt(tmp_path):
     assert "keyword-only right now" in memories  # this store has no embedding model, and says so
 
 
+def test_token_estimate_of_mixed_text_counts_ascii_by_four_and_each_other_character_as_one():
+    assert estimate_tokens("héllo wörld") == 3 + 2  # 9 ASCII characters round up to 3, plus é and ö
+    assert estimate_tokens("abcde日本") == 2 + 2
+    assert estimate_tokens("\x7f\x80") == 1 + 1  # DEL is still ASCII; 0x80 is not
+
+
 def test_token_estimate_counts_text_tool_calls_and_wide_characters():
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd" * 10) == 10
