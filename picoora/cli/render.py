@@ -46,10 +46,11 @@ def printable(text: str) -> str:
 
 
 def _printable_event(event: Event) -> Event:
-    changes = {
-        name: printable(value) for name in _TEXT_FIELDS
-        if isinstance(value := getattr(event, name, None), str) and value != printable(value)
-    }
+    changes = {}
+    for name in _TEXT_FIELDS:  # once per streamed token: each field is cleaned once
+        value = getattr(event, name, None)
+        if isinstance(value, str) and (clean := printable(value)) != value:
+            changes[name] = clean
     return dataclasses.replace(event, **changes) if changes else event
 
 
