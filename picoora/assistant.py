@@ -18,7 +18,7 @@ from __future__ import annotations
 
 # asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
 # `picoora --help` must not pay for asyncio.
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
-    from picoora.people import Person
     from picoora.store.aio import AsyncStore
     from picoora.store.base import Session, Store, TranscriptEntry, TurnTrace
     from picoora.tools.registry import ToolRegistry
@@ -54,19 +53,26 @@ class Assistant:
     tools: ToolRegistry
     agent: Agent
     person: str = ""  # empty: the owner
-    messenger: Any = None  # set by a front door that offers the messaging tools (picoora.messengers)
-    _people: dict[str, Assistant] = field(default_factory=dict, repr=False)
+    messenger: Any = None  # set by a front door that offers the messaging tools (see ``enable_messaging``)
 
-    def for_person(self, person: Person) -> Assistant:
-        """The assistant as ``person`` sees it: the owner gets this one; anyone else their own store (their
-        memories, notes, sessions, traces; the prompts shared) and only the tools that cannot reach the
-        owner's machine or data (memory and web, no files or shell), on the same shared model clients."""
-        if person.owner:
-            return self
-        scoped = self._people.get(person.name)
-        if scoped is None:
-            scoped = self._people[person.name] = _scoped_assistant(self, person.name)
-        return scoped
+    def open_for_person(self, person: str) -> Assistant:
+        """A new assistant for ``person`` (not the owner): their own store (their memories, notes, sessions,
+        traces; the prompts shared) and only the tools that cannot reach the owner's machine or data (memory
+        and web, no files or shell), on this assistant's model clients. The caller closes it; closing it
+        leaves the shared model clients open."""
+        return _scoped_assistant(self, person)
+
+    def enable_messaging(self, messenger: Any) -> None:
+        """Offer the messaging tools (``message``, ``spawn``, ``subagent``) to the owner's turns, acting
+        through ``messenger`` (the gateway's or the terminal's). Guests never get them: they could write to
+        any chat or run up the owner's model time."""
+        from picoora.tools.messaging import MESSAGING_TOOLS
+
+        self.agent.messenger = messenger
+        self.messenger = messenger
+        for tool_class in MESSAGING_TOOLS:
+            if tool_class.name not in self.tools.names():
+                self.tools.register(tool_class())
 
     # -- turns ---------------------------------------------------------------------------------------
 
@@ -162,16 +168,15 @@ class Assistant:
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
+        """Wait for the running turns, background tasks and compactions, then close what this assistant owns
+        (a person's assistant leaves the owner's model clients open)."""
         try:
             if self.messenger is not None:  # background tasks the owner started finish and report first
                 await self.messenger.wait_idle()
-            for scoped in self._people.values():
-                await scoped.agent.aclose()
-                scoped.astore.close()
-                scoped.store.close()
             await self.agent.aclose()
             await self.tools.aclose()  # stops the MCP servers
-            await self.models.aclose()
+            if not self.person:
+                await self.models.aclose()
         finally:
             self.astore.close()
             self.store.close()

@@ -1,4 +1,4 @@
-"""People: who is talking, on which channel, and whether they are let in.
+"""People: who is talking, on which channel, and the pairing codes that let strangers in.
 
 An identity is ``<channel>:<sender id>`` or ``<channel>:@<username>``. A person is a name with the
 identities that are theirs (``users`` in config, plus those the owner admitted with ``picoora pair
@@ -12,6 +12,7 @@ approve``). Admission, for a sender on a channel:
 - anyone else: refused; they get a pairing code and nothing of their text reaches the model.
 
 The owner's data is the store as configured; everyone else's is scoped to them (``store.scoped``).
+Admission itself (the rules above, applied to a sender) is the gateway's: ``picoora.gateway.runtime.people``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Iterable
 
 from picoora.config import Config
 from picoora.store.base import KeyValueStore
@@ -53,52 +53,8 @@ class Sender:
         return ids
 
 
-def _norm(identity: str) -> str:
-    channel, _, who = identity.partition(":")
-    return f"{channel}:{who.lower()}" if who.startswith("@") else identity
-
-
 def owner_name(config: Config) -> str:
     return next((u.name for u in config.users if u.owner), OWNER)
-
-
-class Directory:
-    """Resolves senders to people from the config and the approved pairings in the owner's store."""
-
-    def __init__(self, config: Config, store: KeyValueStore):
-        self.config = config
-        self.store = store
-        self.owner = Person(owner_name(config), owner=True)
-        self._configured = self._configured_people()  # the config does not change while it runs
-
-    def _configured_people(self) -> dict[str, Person]:
-        found = {}
-        for user in self.config.users:
-            for identity in user.identities:
-                found[_norm(identity)] = Person(user.name, owner=user.owner or user.name == self.owner.name)
-        return found
-
-    def _approved(self, identities: Iterable[str]) -> Person | None:
-        for identity in identities:
-            name = self.store.get_state(APPROVED_PREFIX + identity)
-            if name:
-                return Person(name, owner=name == self.owner.name)
-        return None
-
-    def admit(self, sender: Sender, allow_from: list[str]) -> Person | None:
-        """The person ``sender`` speaks as, or None when they are not let in."""
-        for identity in sender.identities:
-            if identity in self._configured:
-                return self._configured[identity]
-        approved = self._approved(sender.identities)
-        if approved is not None:
-            return approved
-        listed = {entry.lower() if entry.startswith("@") else entry for entry in allow_from}
-        if sender.sender_id in listed or (sender.username and f"@{sender.username.lower()}" in listed):
-            return self.owner
-        if "*" in listed:
-            return Person(guest_name(sender))
-        return None
 
 
 def guest_name(sender: Sender) -> str:

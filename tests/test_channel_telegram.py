@@ -8,10 +8,11 @@ import logging
 
 import pytest
 
-from picoora.bus import MessageBus, OutboundMessage
 from picoora.config import ChannelConfig, Config
+from picoora.gateway.channels.base import ChannelLinks
 from picoora.gateway.channels.telegram import TelegramChannel
-from picoora.people import Directory, Pairing
+from picoora.gateway.runtime.people import Directory
+from picoora.people import Pairing
 from picoora.store.files import FileStore
 from tests.fakes.telegram_server import FakeTelegram
 
@@ -23,7 +24,6 @@ class Harness:
 
     def __init__(self, tmp_path, fake, allow_from, reply=lambda m: f"echo: {m.text}", config=None, delay=0.0):
         self.store = FileStore(tmp_path / "ws")
-        self.bus = MessageBus()
         self.config = config or Config()
         channel_config = ChannelConfig(enabled=True, token=TOKEN, allow_from=allow_from, api_base=fake.url)
         self.sleeps: list[float] = []
@@ -32,29 +32,45 @@ class Harness:
             self.sleeps.append(seconds)
             await asyncio.sleep(0.01)
 
-        self.channel = TelegramChannel(channel_config, self.bus, Directory(self.config, self.store),
-                                       Pairing(self.store), sleep=quick_sleep)
-        self.reply, self.delay = reply, delay
-        self.admitted = []
+        directory = Directory(self.config, self.store)
 
-    async def agent(self):
-        while True:
-            message = await self.bus.next_inbound()
-            self.admitted.append(message)
+        async def admit(sender, allow):
+            return await asyncio.to_thread(directory.admit, sender, allow)
+
+        async def get_state(key):
+            return self.store.get_state(key)
+
+        async def set_state(key, value):
+            self.store.set_state(key, value)
+
+        links = ChannelLinks(admit=admit, submit=self.submit, get_state=get_state, set_state=set_state)
+        self.channel = TelegramChannel(channel_config, links, sleep=quick_sleep)
+        self.reply, self.delay = reply, delay
+        self.admitted = []  # Inbound envelopes the channel submitted as turns
+        self._turns: set[asyncio.Task] = set()
+
+    def submit(self, inbound):
+        """The turn service's part, played by an 'agent' that answers after ``delay``."""
+        self.admitted.append(inbound)
+
+        async def turn():
             await asyncio.sleep(self.delay)
-            await self.bus.publish_outbound(OutboundMessage("telegram", message.chat_id, self.reply(message)))
-            self.bus.inbound_done()
+            await self.channel.send(inbound.chat_id, self.reply(inbound))
+
+        task = asyncio.get_running_loop().create_task(turn())
+        self._turns.add(task)
+        return task
 
     async def run(self, until, seconds=10.0):
-        tasks = [asyncio.create_task(self.channel.run()), asyncio.create_task(self.agent())]
+        tasks = [asyncio.create_task(self.channel.run())]
         try:
             deadline = asyncio.get_running_loop().time() + seconds
             while not until() and asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(0.02)
         finally:
-            for task in tasks:
+            for task in tasks + list(self._turns):
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, *self._turns, return_exceptions=True)
             await self.channel.close()
 
 
@@ -81,7 +97,7 @@ def test_pairing_approval_admits_them_as_their_own_person_and_a_restart_answers_
         h2 = Harness(tmp_path, fake, allow_from=[])
         fake.push(5, "it's me again")
         asyncio.run(h2.run(lambda: h2.admitted and len(fake.texts(5)) > 1, seconds=5))
-    assert [(m.text, m.metadata["person"].name, m.metadata["person"].owner) for m in h2.admitted] == [
+    assert [(m.text, m.person.name, m.person.owner) for m in h2.admitted] == [
         ("it's me again", "sam", False)]
     assert fake.texts(5)[-1] == "echo: it's me again"
 
@@ -100,7 +116,7 @@ def test_the_allow_list_by_id_username_or_star(tmp_path, allow_from, user, usern
     if expected is None:
         assert h.admitted == [] and "pair approve" in fake.texts(user)[0]
     else:
-        person = h.admitted[0].metadata["person"]
+        person = h.admitted[0].person
         assert (person.name, person.owner) == expected and fake.texts(user) == ["echo: ping"]
 
 
@@ -112,7 +128,7 @@ def test_configured_people_win_over_the_allow_list(tmp_path):
         fake.push(7, "one")
         fake.push(8, "two", username="Sam")
         asyncio.run(h.run(lambda: len(h.admitted) == 2 and fake.texts(8), seconds=5))
-    assert {(m.text, m.metadata["person"].name, m.metadata["person"].owner) for m in h.admitted} == {
+    assert {(m.text, m.person.name, m.person.owner) for m in h.admitted} == {
         ("one", "me", True), ("two", "sam", False)}
 
 

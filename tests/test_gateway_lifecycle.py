@@ -198,55 +198,60 @@ def test_print_systemd_unit_as_a_system_unit_for_this_user_or_a_user_unit(isolat
     assert "User=" not in user.stdout and "WantedBy=default.target" in user.stdout
 
 
-class RecordingServices:
-    """GatewayServices' shape, recording when it starts and stops and whether the assistant was open."""
+def recording_runtime(log: list[str], fail: bool = False):
+    """A GatewayRuntime recording when it starts and stops and whether the assistant was open."""
+    from picoora.gateway.runtime.services import GatewayRuntime
 
-    def __init__(self, assistant, log: list[str], fail: bool = False):
-        self.assistant, self.log, self.fail = assistant, log, fail
-        self.started: list[str] = []
+    class Recording(GatewayRuntime):
+        async def start(self) -> None:
+            log.append(f"start (store open: {self.assistant.store is not None})")
+            if fail:
+                raise RuntimeError("a channel cannot start")
+            self.started = ["turn service", "channel test"]
 
-    async def start(self) -> None:
-        self.log.append(f"start (store open: {self.assistant.store is not None})")
-        if self.fail:
-            raise RuntimeError("a channel cannot start")
-        self.started = ["dispatcher", "channel test"]
+        async def stop_intake(self) -> None:
+            log.append("stop intake")
+            await super().stop_intake()
 
-    async def stop(self) -> None:
-        self.log.append("stop")
+        async def close(self) -> None:
+            log.append("close")
+            await super().close()
+
+    return Recording
 
 
-def test_the_services_start_on_the_open_assistant_and_stop_before_it_closes(isolated_home):
+def test_the_runtime_starts_on_the_open_assistant_and_stops_before_it_closes(isolated_home):
     from tests.fakes.gateway_kit import RunningGateway, gateway_config
 
     log: list[str] = []
     with FakeOllama() as fake:
-        gw = RunningGateway(gateway_config(isolated_home, fake.url), lambda a: RecordingServices(a, log))
+        gw = RunningGateway(gateway_config(isolated_home, fake.url), recording_runtime(log))
         with gw:
-            assert gw.gateway.service_lines == ["dispatcher", "channel test"]
+            assert gw.gateway.service_lines == ["turn service", "channel test"]
             assert log == ["start (store open: True)"]
-        assert log == ["start (store open: True)", "stop"]
-        assert gw.gateway.assistant is None  # closed after the services stopped
+        assert log == ["start (store open: True)", "stop intake", "close"]
+        assert gw.gateway.assistant is None  # closed after the runtime stopped
 
 
-def test_services_that_cannot_start_are_stopped_and_the_gateway_does_not_serve(isolated_home):
+def test_a_runtime_that_cannot_start_is_stopped_and_the_gateway_does_not_serve(isolated_home):
     from tests.fakes.gateway_kit import RunningGateway, gateway_config
 
     log: list[str] = []
     with FakeOllama() as fake:
         with pytest.raises(RuntimeError, match="did not start"):
-            with RunningGateway(gateway_config(isolated_home, fake.url), lambda a: RecordingServices(a, log, fail=True)):
+            with RunningGateway(gateway_config(isolated_home, fake.url), recording_runtime(log, fail=True)):
                 pass
-    assert log == ["start (store open: True)", "stop"]
+    assert log == ["start (store open: True)", "stop intake", "close"]
 
 
-def test_the_real_services_run_beside_the_http_app(isolated_home):
+def test_the_real_runtime_runs_beside_the_http_app(isolated_home):
     with FakeOllama() as fake:
         gateway_home(isolated_home, fake.url)
         process, _, banner = start_gateway(isolated_home)
         process.send_signal(signal.SIGTERM)
         assert process.wait(15) == 0
     services = next(line for line in banner if line.startswith("  services:"))
-    assert "dispatcher" in services
+    assert "turn service" in services
 
 
 def test_the_banner_carries_the_token_only_when_asked():

@@ -1,4 +1,4 @@
-"""The gateway's services together: a Telegram message becomes a turn whose answer reaches the chat, a
+"""The gateway's runtime together: a Telegram message becomes a turn whose answer reaches the chat, a
 stranger is refused, and ``picoora pair`` lets them in from another process."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
-from picoora.gateway.services import GatewayServices
+from picoora.gateway.runtime.services import GatewayRuntime
 from picoora.people import Pairing, Sender
 from picoora.store.files import FileStore
 from tests.cli_support import run_cli
@@ -29,7 +29,7 @@ def test_a_telegram_message_is_answered_by_the_model_and_a_stranger_is_paired(is
 
         async def scenario():
             async with build_assistant(config) as assistant:
-                services = GatewayServices(assistant)
+                services = GatewayRuntime(assistant)
                 await services.start()
                 telegram.push(7, "hi there")
                 telegram.push(8, "let me in")
@@ -37,11 +37,13 @@ def test_a_telegram_message_is_answered_by_the_model_and_a_stranger_is_paired(is
                     if telegram.texts(7) and telegram.texts(8):
                         break
                     await asyncio.sleep(0.05)
-                await services.stop()
+                await services.stop_intake()
+                await services.turns.drain(5)
+                await services.close()
                 return services.started, [e.message.content for e in await assistant.history("telegram:7")]
 
         started, history = asyncio.run(scenario())
-    assert {"dispatcher", "channel telegram", "scheduler"} <= set(started)
+    assert {"turn service", "channel telegram", "scheduler"} <= set(started)
     assert telegram.texts(7) == ["Hello from the model."]
     assert history == ["hi there", "Hello from the model."]
     assert "pair approve" in telegram.texts(8)[0]

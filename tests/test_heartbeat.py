@@ -8,12 +8,14 @@ import json
 
 import pytest
 
+from picoora import inbox
 from picoora.assistant import build_assistant
-from picoora.bus import LAST_CHANNEL, MessageBus
 from picoora.config import Config, load_config
-from picoora.heartbeat import HeartbeatService, actionable
+from picoora.gateway.runtime.heartbeat import HeartbeatService, actionable
+from picoora.scheduler.jobs import LAST_CHAT
 from tests.cli_support import write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.runtime_kit import running_runtime
 
 TEMPLATE = "# Heartbeat\n\nThis file explains itself.\n\n## Tasks\n\n<!-- - an example -->\n"
 
@@ -33,34 +35,33 @@ def _beat(home, heartbeat_text, replies, last_channel="telegram:42", beats=1):
         (home / "workspace" / "HEARTBEAT.md").write_text(heartbeat_text)
 
         async def scenario():
-            bus, sent = MessageBus(), []
-
-            async def deliver(message):
-                sent.append(message)
-
-            bus.subscribe("telegram", deliver)
             async with build_assistant(config) as assistant:
-                if last_channel:
-                    await assistant.astore.set_state(LAST_CHANNEL, last_channel)
-                service = HeartbeatService(assistant, bus, interval_minutes=30, workspace=assistant.workspace)
-                outcomes = [await service.beat() for _ in range(beats)]
+                async with running_runtime(assistant) as (runtime, recorders):
+                    if last_channel:
+                        await assistant.astore.set_state(LAST_CHAT, last_channel)
+                    service = HeartbeatService(assistant.astore, submit=runtime.turns.submit,
+                                               delivery=runtime.delivery, interval_minutes=30,
+                                               workspace=assistant.workspace)
+                    outcomes = [await service.beat() for _ in range(beats)]
                 logged = json.loads(await assistant.astore.get_state("heartbeat.last"))
                 sessions = [s.key for s in await assistant.sessions()]
-            return outcomes, sent, logged, sessions
+                waiting = [e.message.content for e in await assistant.astore.run(inbox.take, assistant.store,
+                                                                                  "cli:default")]
+            return outcomes, recorders.sent, logged, sessions, waiting
 
-        outcomes, sent, logged, sessions = asyncio.run(scenario())
-        return outcomes, sent, logged, sessions, fake.requests
+        outcomes, sent, logged, sessions, waiting = asyncio.run(scenario())
+        return outcomes, sent, logged, sessions, fake.requests, waiting
 
 
 def test_nothing_actionable_costs_no_model_call(isolated_home):
-    outcomes, sent, logged, _, requests = _beat(isolated_home, TEMPLATE, [])
+    outcomes, sent, logged, _, requests, _ = _beat(isolated_home, TEMPLATE, [])
     assert [o.outcome for o in outcomes] == ["skipped"] and requests == [] and sent == []
     assert logged["outcome"] == "skipped"
 
 
 def test_heartbeat_ok_is_dropped_and_a_real_reply_reaches_the_last_channel(isolated_home):
     tasks = TEMPLATE + "- Remind me to water the plants\n"
-    outcomes, sent, _, sessions, requests = _beat(
+    outcomes, sent, _, sessions, requests, _ = _beat(
         isolated_home, tasks, [Reply(content="HEARTBEAT_OK"), Reply(content="Time to water the plants!")], beats=2)
     assert [o.outcome for o in outcomes] == ["ok", "delivered"]
     assert [(m.channel, m.chat_id, m.text) for m in sent] == [("telegram", "42", "Time to water the plants!")]
@@ -72,11 +73,18 @@ def test_heartbeat_ok_is_dropped_and_a_real_reply_reaches_the_last_channel(isola
     assert all(key.startswith("heartbeat:") for key in sessions)
 
 
-def test_with_no_known_chat_the_reply_is_kept_and_the_beat_says_so(isolated_home):
-    outcomes, sent, logged, _, _ = _beat(isolated_home, "- check the backups\n", [Reply(content="All good.")],
-                                         last_channel="")
+def test_with_no_known_chat_the_reply_waits_in_the_terminal(isolated_home):
+    outcomes, sent, logged, _, _, waiting = _beat(isolated_home, "- check the backups\n",
+                                                  [Reply(content="All good.")], last_channel="")
+    assert outcomes[0].outcome == "delivered" and sent == [] and waiting == ["All good."]
+    assert logged["detail"] == "cli:default (kept in the chat)"
+
+
+def test_a_reply_for_a_channel_that_is_not_running_is_undelivered_and_says_why(isolated_home):
+    outcomes, sent, logged, _, _, _ = _beat(isolated_home, "- check the backups\n", [Reply(content="All good.")],
+                                            last_channel="discord:5")
     assert outcomes[0].outcome == "undelivered" and sent == []
-    assert "no chat" in logged["detail"]
+    assert logged["detail"] == "no discord channel is running"
 
 
 def test_the_interval_is_zero_or_at_least_five_minutes():

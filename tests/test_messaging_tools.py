@@ -1,18 +1,18 @@
-"""message, spawn and subagent: in the gateway through the bus (the final reply never sent twice, a spawned
-task's result delivered to the chat that asked), and in the terminal (printed; one-shot waits for tasks)."""
+"""message, spawn and subagent: in the gateway through the turn service (the final reply never sent twice, a
+spawned task's result delivered to the chat that asked), and in the terminal (printed; one-shot waits for
+tasks)."""
 
 from __future__ import annotations
 
 import asyncio
 
 from picoora.assistant import build_assistant
-from picoora.bus import InboundMessage, MessageBus
 from picoora.config import load_config
-from picoora.dispatch import Dispatcher
-from picoora.messengers import BusMessenger, enable_messaging
+from picoora.gateway.runtime.envelopes import Inbound
 from picoora.people import Person
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.runtime_kit import running_runtime
 
 
 def _model(body: dict) -> Reply:
@@ -39,25 +39,15 @@ def _gateway(home, texts):
         config = load_config(write_config(home, ollama_url=fake.url))
 
         async def scenario():
-            bus, sent = MessageBus(), []
-
-            async def deliver(message):
-                sent.append(message.text)
-
-            bus.subscribe("telegram", deliver)
             async with build_assistant(config) as assistant:
-                messenger = BusMessenger(assistant, bus)
-                enable_messaging(assistant, messenger)
-                dispatcher = Dispatcher(assistant, bus)
-                runner = asyncio.create_task(dispatcher.run())
-                for text in texts:
-                    await bus.publish_inbound(InboundMessage("telegram", "42", "42", text,
-                                                             metadata={"person": Person("owner", owner=True)}))
-                await asyncio.wait_for(dispatcher.wait_idle(), 20)
-                await messenger.wait_idle()
-                runner.cancel()
-                guest_tools = assistant.for_person(Person("sam")).tools.names()
-            return sent, guest_tools
+                async with running_runtime(assistant) as (runtime, recorders):
+                    for text in texts:
+                        await asyncio.wait_for(runtime._submit_chat(
+                            Inbound("telegram", "42", text, "42", Person("owner", owner=True))), 20)
+                    async with runtime.people.lease(Person("sam")) as sam:
+                        guest_tools = sam.tools.names()
+                # leaving the runtime drained the background tasks: their reports are in
+            return [s.text for s in recorders.sent], guest_tools
 
         return asyncio.run(scenario())
 

@@ -8,12 +8,13 @@ import asyncio
 import pytest
 
 from picoora.assistant import build_assistant
-from picoora.bus import InboundMessage, MessageBus
 from picoora.config import Config, save_config
-from picoora.dispatch import Dispatcher
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.runtime.people import PersonAssistants
 from picoora.people import Person
 from picoora.tools.base import ToolContext
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.runtime_kit import running_runtime
 from tests.oracle.conftest import set_up_schema
 from tests.oracle.fake_db import FakeOracle
 
@@ -44,9 +45,9 @@ def test_a_guest_cannot_recall_list_or_forget_the_owners_memories(config):
         cfg = config(fake.url)
 
         async def scenario():
-            async with build_assistant(cfg) as owner:
+            async with build_assistant(cfg) as owner, running_runtime(owner) as (runtime, _), \
+                    runtime.people.lease(Person("sam")) as sam:
                 fact = (await owner.astore.add_memory(SECRET_FACT, 0.9, "fact")).memory
-                sam = owner.for_person(Person("sam"))
                 assert sam.store.backend == owner.store.backend
                 seen = {
                     "recall": (await sam.astore.recall("front door code 4417", 5)).matches,
@@ -58,13 +59,8 @@ def test_a_guest_cannot_recall_list_or_forget_the_owners_memories(config):
                 tool_text = (await sam.tools.execute("recall", {"query": "door code"}, ctx)).content
                 await sam.astore.add_memory("Sam drinks green tea", 0.5, "preference")
 
-                bus = MessageBus()
-                dispatcher = Dispatcher(owner, bus)
-                runner = asyncio.create_task(dispatcher.run())
-                await bus.publish_inbound(InboundMessage("telegram", "7", "7", "What is the front door code 4417?",
-                                                         metadata={"person": Person("sam")}))
-                await asyncio.wait_for(dispatcher.wait_idle(), 20)
-                runner.cancel()
+                await asyncio.wait_for(runtime._submit_chat(Inbound(
+                    "telegram", "7", "What is the front door code 4417?", "7", Person("sam"))), 20)
                 still_there = await owner.astore.get_memory(fact.id)
                 owner_sees_tea = (await owner.astore.recall("green tea", 5)).matches
                 return seen, tool_text, sam.tools.names(), still_there, owner_sees_tea
@@ -84,13 +80,16 @@ def test_each_guest_has_their_own_sessions_and_notes(config):
 
         async def scenario():
             async with build_assistant(cfg) as owner:
+                people = PersonAssistants(owner)
                 await owner.astore.append_daily_note("Owner: dentist at 3pm")
-                ana, ben = owner.for_person(Person("ana")), owner.for_person(Person("ben"))
-                await ana.ask("hello from ana", "telegram:1")
-                return ([n.content for n in await ben.astore.recent_daily_notes(3)],
+                async with people.lease(Person("ana")) as ana, people.lease(Person("ben")) as ben:
+                    await ana.ask("hello from ana", "telegram:1")
+                    seen = ([n.content for n in await ben.astore.recent_daily_notes(3)],
                         [s.key for s in await ben.sessions()], [s.key for s in await ana.sessions()],
                         [s.key for s in await owner.sessions()], await ana.trace() is not None,
-                        await ben.trace() is None)
+                            await ben.trace() is None)
+                await people.aclose()
+                return seen
 
         ben_notes, ben_sessions, ana_sessions, owner_sessions, ana_traced, ben_untraced = asyncio.run(scenario())
     assert ben_notes == [] and ben_sessions == [] and ana_sessions == ["telegram:1"] and owner_sessions == []

@@ -1,5 +1,6 @@
 """Scheduled jobs: triggers in time zones (across a DST change), the book in the store (edits from another
-process, no lost updates), the missed-job rule with a controlled clock, and real firings through the bus."""
+process, no lost updates), the missed-job rule with a controlled clock, real firings as turns of the turn
+service, and run records that say what really happened."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from picoora.assistant import build_assistant
-from picoora.bus import MessageBus
 from picoora.config import load_config
-from picoora.dispatch import Dispatcher
+from picoora.gateway.runtime.scheduler import SchedulerService
 from picoora.scheduler.jobs import JobBook, JobError, next_fire, parse_interval
-from picoora.scheduler.service import SchedulerService
 from picoora.store.aio import AsyncStore
 from picoora.store.files import FileStore
 from tests.cli_support import write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.runtime_kit import ScriptedTurns, recording_delivery, running_runtime
 
 LISBON = ZoneInfo("Europe/Lisbon")
 
@@ -63,16 +63,13 @@ def test_edits_and_run_records_from_two_processes_lose_nothing(tmp_path):
     assert editor.remove(job.id) and editor.jobs() == [] and not editor.remove(job.id)
 
 
-class _Recorder:
-    def __init__(self):
-        self.outbound, self.inbound = [], []
-
-
-def _service(book, clock, grace_minutes=90):
-    bus = MessageBus()
-    service = SchedulerService(book, AsyncStore(book.store), bus, missed_grace=timedelta(minutes=grace_minutes),
-                               clock=clock)
-    return service, bus
+def _service(book, clock, grace_minutes=90, turns=None):
+    astore = AsyncStore(book.store)
+    delivery, recorders = recording_delivery(astore)
+    turns = turns or ScriptedTurns()
+    service = SchedulerService(book, astore, submit=turns.submit, delivery=delivery,
+                               missed_grace=timedelta(minutes=grace_minutes), clock=clock)
+    return service, turns, recorders
 
 
 def test_a_job_missed_while_down_runs_once_within_the_grace_period(tmp_path):
@@ -82,24 +79,23 @@ def test_a_job_missed_while_down_runs_once_within_the_grace_period(tmp_path):
     hourly = book.add("every", "1h", "hourly check", "telegram", "42")
     stale = book.add("every", "1d", "daily digest", "telegram", "42")
     now[0] = start + timedelta(hours=3, minutes=30)  # the gateway was down: hourly missed 3 times, daily not due
-    service, bus = _service(book, lambda: now[0], grace_minutes=60)
+    service, turns, recorders = _service(book, lambda: now[0], grace_minutes=60)
 
-    async def scenario():
+    async def catch_up():
         ran = await service.catch_up()
-        messages = []
-        while not bus._inbound.empty():
-            messages.append(await bus.next_inbound())
-        return ran, messages
+        await service.wait_idle()
+        return ran
 
-    ran, messages = asyncio.run(scenario())
+    ran = asyncio.run(catch_up())
     assert ran == [hourly.id]
-    assert [m.text for m in messages] == ["hourly check"]  # once, not three times
-    assert messages[0].session == f"cron:{hourly.id}" and messages[0].metadata["reply_chat_id"] == "42"
+    assert [m.text for m in turns.submitted] == ["hourly check"]  # once, not three times
+    assert turns.submitted[0].session == f"cron:{hourly.id}"
+    assert recorders.texts("telegram", "42") == ["done"]
     assert book.run_record(hourly.id).last_status == "ok"
     assert book.run_record(stale.id).last_status == ""
 
     now[0] += timedelta(days=2)  # down again: the hourly job fell due within the last hour, so it runs once;
-    assert asyncio.run(service.catch_up()) == [hourly.id]  # the daily one's last due time is older: missed
+    assert asyncio.run(catch_up()) == [hourly.id]  # the daily one's last due time is older: missed
     assert book.run_record(hourly.id).runs == 2 and book.run_record(stale.id).last_status == "missed"
 
 
@@ -109,21 +105,15 @@ def test_a_reminder_fires_for_real_reaches_its_chat_and_is_not_repeated_after_a_
     job = book.add("at", soon, "take the cake out", "telegram", "42", action="reminder")
 
     async def run_once():
-        service, bus = _service(book, None)  # type: ignore[arg-type]
+        service, _, recorders = _service(book, None)  # type: ignore[arg-type]
         service._clock = lambda: datetime.now(timezone.utc)
-        got = []
-
-        async def deliver(message):
-            got.append(message)
-
-        bus.subscribe("telegram", deliver)
         await service.start()
         for _ in range(60):
-            if got:
+            if recorders.sent:
                 break
             await asyncio.sleep(0.05)
         await service.stop()
-        return got
+        return recorders.sent
 
     first = asyncio.run(run_once())
     assert [(m.chat_id, m.text) for m in first] == [("42", "⏰ take the cake out")]
@@ -135,7 +125,7 @@ def test_jobs_added_and_removed_by_another_process_while_running_are_picked_up(t
     book, other = _book(tmp_path), _book(tmp_path)
 
     async def scenario():
-        service, _ = _service(book, None)  # type: ignore[arg-type]
+        service, _, _ = _service(book, None)  # type: ignore[arg-type]
         service._clock = lambda: datetime.now(timezone.utc)
         service.poll_seconds = 0.05
         await service.start()
@@ -151,30 +141,65 @@ def test_jobs_added_and_removed_by_another_process_while_running_are_picked_up(t
     assert asyncio.run(scenario()) == (True, False)
 
 
-def test_an_agent_job_runs_a_turn_in_its_session_and_answers_the_chat_that_set_it(isolated_home):
-    with FakeOllama(responder=lambda body: Reply(content="Backups look fine.")) as fake:
-        config = load_config(write_config(isolated_home, ollama_url=fake.url))
+def _agent_job(home, responder, channel="telegram", chat="42", broken=()):
+    with FakeOllama(responder=responder) as fake:
+        config = load_config(write_config(home, ollama_url=fake.url))
+        config.providers.ollama.max_retries = 0
 
         async def scenario():
-            bus = MessageBus()
-            got = []
-
-            async def deliver(message):
-                got.append(message)
-
-            bus.subscribe("telegram", deliver)
             async with build_assistant(config) as assistant:
-                book = JobBook(assistant.store)
-                job = book.add("every", "1h", "check the backups", "telegram", "42")
-                service = SchedulerService(book, assistant.astore, bus, missed_grace=timedelta(hours=1))
-                dispatcher = Dispatcher(assistant, bus)
-                runner = asyncio.create_task(dispatcher.run())
-                await service.fire(job.id)
-                await asyncio.wait_for(dispatcher.wait_idle(), 20)
-                runner.cancel()
+                async with running_runtime(assistant) as (runtime, recorders):
+                    recorders.broken.update(broken)
+                    book = JobBook(assistant.store)
+                    job = book.add("every", "1h", "check the backups", channel, chat)
+                    service = SchedulerService(book, assistant.astore, submit=runtime.turns.submit,
+                                               delivery=runtime.delivery, missed_grace=timedelta(hours=1))
+                    await asyncio.wait_for(service.fire(job.id), 20)  # returns once the run is recorded
+                    record = book.run_record(job.id)
                 transcript = [e.message.content for e in await assistant.history(job.session_key)]
-            return got, transcript
+                return recorders.sent, transcript, record, assistant
 
-        got, transcript = asyncio.run(scenario())
+        return asyncio.run(scenario())
+
+
+def test_an_agent_job_runs_a_turn_in_its_session_and_answers_the_chat_that_set_it(isolated_home):
+    got, transcript, record, _ = _agent_job(isolated_home, lambda body: Reply(content="Backups look fine."))
     assert [(m.channel, m.chat_id, m.text) for m in got] == [("telegram", "42", "Backups look fine.")]
     assert transcript == ["check the backups", "Backups look fine."]
+    assert (record.last_status, record.last_error, record.runs) == ("ok", None, 1)
+
+
+def test_a_job_against_a_model_that_is_down_is_recorded_failed_with_the_reason(isolated_home):
+    got, transcript, record, _ = _agent_job(isolated_home, lambda body: Reply(status=500, error="model crashed"))
+    assert record.last_status == "error" and "crashed" in record.last_error
+    # The chat is told the job failed, and why; the error is not passed off as the job's answer.
+    [told] = [m.text for m in got]
+    assert told.startswith("⚠ The scheduled job ") and told.endswith(f"did not finish: {record.last_error}")
+
+
+def test_an_answer_that_cannot_be_delivered_is_a_failed_run_and_kept_in_the_transcript(isolated_home):
+    got, transcript, record, _ = _agent_job(isolated_home, lambda body: Reply(content="Backups look fine."),
+                                            broken=("telegram",))
+    assert got == [] and transcript[-1] == "Backups look fine."
+    assert record.last_status == "error" and "not delivered" in record.last_error and "telegram" in record.last_error
+
+
+def test_a_job_for_the_web_chat_or_the_terminal_is_kept_in_that_chat(isolated_home):
+    from picoora import inbox
+
+    _, _, record, assistant = _agent_job(isolated_home, lambda body: Reply(content="Backups look fine."),
+                                         channel="cli", chat="default")
+    assert record.last_status == "ok"
+    store = FileStore(isolated_home / "workspace")
+    waiting = inbox.take(store, "cli:default")
+    assert [e.message.content for e in waiting] == ["Backups look fine."] and inbox.take(store, "cli:default") == []
+    _, _, record, _ = _agent_job(isolated_home, lambda body: Reply(content="Web news."), channel="web", chat="abc")
+    assert record.last_status == "ok"
+    assert [e.message.content for e in store.read_transcript("web:abc")] == ["Web news."]
+
+
+def test_jobs_name_a_front_door_that_exists(tmp_path):
+    book = _book(tmp_path)
+    with pytest.raises(JobError, match="cannot deliver to fax:1"):
+        book.add("every", "1h", "x", "fax", "1")
+    assert book.add("every", "1h", "x", "cli", "default").channel == "cli"

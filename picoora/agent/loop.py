@@ -143,6 +143,8 @@ class Agent:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._sessions: dict[str, _SessionRuntime] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._running = 0  # turns between their start and their answer, which ``aclose`` waits for
+        self._idle: asyncio.Event | None = None
         self.messenger: Any = None  # set by the front door (gateway or terminal) for the messaging tools
 
     # -- sessions ------------------------------------------------------------------------------------
@@ -187,6 +189,17 @@ class Agent:
         if lock is None:
             lock = self._locks[session_key] = asyncio.Lock()
         emit = _Emitter(session_key, uuid.uuid4().hex[:12], on_event)
+        self._running += 1
+        try:
+            result = await self._locked_turn(session_key, text, lock, emit)
+        finally:
+            self._running -= 1
+            if not self._running and self._idle is not None:
+                self._idle.set()
+        await emit.drain()
+        return result
+
+    async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: _Emitter) -> TurnResult:
         await lock.acquire()
         release_later = False
         try:
@@ -200,7 +213,6 @@ class Agent:
         finally:
             if not release_later:
                 lock.release()
-        await emit.drain()
         return result
 
     async def _compact_then_release(self, turn: _Turn, lock: asyncio.Lock) -> None:
@@ -218,11 +230,17 @@ class Agent:
         task.add_done_callback(self._background.discard)
 
     async def wait_idle(self) -> None:
-        """Wait for background work (compactions) to finish."""
-        while self._background:
+        """Wait for the running turns and the background work (compactions) to finish."""
+        while self._running or self._background:
+            if self._running:
+                self._idle = self._idle or asyncio.Event()
+                self._idle.clear()
+                await self._idle.wait()
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:
+        """Waits for the turns still running and their compactions (a gateway cancels what is past its
+        shutdown deadline first)."""
         await self.wait_idle()
 
 

@@ -42,6 +42,8 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     for job, run in rows:
         state = "on " if job.enabled else "off"
         last = f"last {run.last_status} {run.last_run[:16]}" if run.last_run else "not run yet"
+        if run.last_error and run.last_status != "ok":
+            last += f": {run.last_error[:120]}"
         zone = f" ({job.timezone})" if job.timezone else ""
         print(f"{job.id}  {state}  {job.kind:<5} {job.spec}{zone}  → {job.channel}:{job.chat_id}  "
               f"[{job.action}, {last}]  {job.text}")
@@ -53,23 +55,25 @@ def add(
     when: str = typer.Argument(..., help="ISO time (2026-12-24T18:00), interval (90m, 2h, 1d) or 5-field cron."),
     message: str = typer.Argument(..., help="What the agent should do then (or the reminder's text)."),
     reminder: bool = typer.Option(False, "--reminder", help="Send the message as it is, without the agent."),
-    channel: Optional[str] = typer.Option(None, "--channel", help="Where the result goes (default: the chat used last)."),
+    channel: Optional[str] = typer.Option(None, "--channel", help="Where the result goes: telegram, web or cli "
+                                          "(default: the chat used last, else the terminal)."),
     chat: Optional[str] = typer.Option(None, "--chat", help="The chat id on that channel."),
     tz: str = typer.Option("", "--tz", help="IANA time zone (default: agents.defaults.timezone)."),
 ) -> None:
     """Schedule a job."""
-    from picoora.bus import LAST_CHANNEL
     from picoora.cli.opening import command_store
-    from picoora.scheduler.jobs import JobBook, JobError
+    from picoora.scheduler.jobs import TERMINAL, JobBook, JobError, default_target
 
     config = load_config(ctx)
     with command_store(config) as store:
-        if not (channel and chat):
-            last_channel, _, last_chat = (store.get_state(LAST_CHANNEL) or "").partition(":")
-            channel, chat = channel or last_channel, chat or last_chat
-        if not (channel and chat):
-            raise CLIError("say where the result goes: --channel telegram --chat CHAT_ID "
-                           "(no chat has talked to the gateway yet)", EXIT_USAGE)
+        if not channel:
+            if chat:
+                raise CLIError("--chat needs --channel (telegram, web or cli)", EXIT_USAGE)
+            channel, chat = default_target(store)
+        elif not chat:
+            if channel != TERMINAL[0]:
+                raise CLIError(f"say which chat on {channel} gets the result: --chat CHAT_ID", EXIT_USAGE)
+            chat = TERMINAL[1]
         try:
             job = JobBook(store, default_zone=config.agents.defaults.timezone).add(
                 kind, when, message, channel, chat, action="reminder" if reminder else "agent", timezone_name=tz)

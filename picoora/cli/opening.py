@@ -21,11 +21,11 @@ def open_assistant(config: Config, path: Path | None = None) -> Assistant:
     """Build the assistant (``path``: the --config file, kept out of the tools' reach)."""
     from picoora.assistant import build_assistant
     from picoora.llm.base import LLMError
-    from picoora.messengers import TerminalMessenger, enable_messaging
+    from picoora.cli.messenger import TerminalMessenger
 
     with _opening_errors(LLMError):
         assistant = build_assistant(config, config_path=path, on_fallback=warn)
-    enable_messaging(assistant, TerminalMessenger(assistant, sys.stdout))
+    assistant.enable_messaging(TerminalMessenger(assistant, sys.stdout))
     return assistant
 
 

@@ -3,8 +3,9 @@ channels, scheduler, heartbeat).
 
     app.py       the FastAPI app: routers, error shapes, limits, CORS, the lifespan
     server.py    running it: uvicorn, the start-up lines, SIGTERM/SIGINT, exit codes
-    turns.py     HTTP turns as gateway-owned tasks (clients may leave; shutdown waits for them)
-    services.py  what runs beside the HTTP app: the bus dispatcher, channels, scheduler, heartbeat
+    runtime/     every turn of the service, whichever door it came through: the turn service, the
+                 wiring (a channel message becomes a turn), people, delivery, scheduler, heartbeat
+    channels/    one module per chat platform, translating it to turns and back
 
 FastAPI and uvicorn are imported only by ``picoora gateway``.
 """

@@ -1,9 +1,10 @@
 """The FastAPI app of ``picoora gateway``: routers, limits, CORS, error shapes and the lifespan.
 
-The lifespan starts the services beside the HTTP app (the bus dispatcher, channels, scheduler,
-heartbeat: ``GatewayServices``) on the open assistant, and on the way out stops taking turns, stops the
-services, waits for the running HTTP turns up to ``gateway.shutdown_seconds`` and closes the assistant
-(which waits for background compactions and closes the store)."""
+The lifespan starts the gateway's runtime (``picoora.gateway.runtime``: the turn service, channels,
+scheduler, heartbeat) on the open assistant, and on the way out stops taking turns from every door,
+drains the turns in flight (HTTP, channels, jobs, the heartbeat, background tasks) up to
+``gateway.shutdown_seconds``, cuts off the rest, closes the channels and closes the assistant (which
+waits for background compactions and closes the store)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,10 @@ from picoora.gateway.errors import install_error_handlers
 from picoora.gateway.limits import BodyLimit
 from picoora.gateway.state import Gateway
 from picoora.gateway.timing import StampArrival
-from picoora.gateway.turns import TurnRunner
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
-    from picoora.gateway.services import GatewayServices
+    from picoora.gateway.runtime.services import GatewayRuntime
 
 log = logging.getLogger("picoora.gateway")
 
@@ -59,28 +59,29 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     assistant = gateway.assistant
     if assistant is None:
         raise RuntimeError("open the gateway's assistant (open_gateway) before serving it")
-    gateway.runner = TurnRunner(assistant)
-    services = gateway.services = (gateway.services_factory or _services)(assistant)
+    runtime = gateway.runtime = (gateway.runtime_factory or _runtime)(assistant)
     try:
-        await services.start()
+        await runtime.start()
     except BaseException:
-        await services.stop()
+        await runtime.stop_intake()
+        await runtime.close()
         raise
-    gateway.service_lines = list(services.started)
+    gateway.service_lines = list(runtime.started)
     try:
         yield
     finally:
         gateway.request_stop()
-        await services.stop()  # channels and timers first: no new work from any front door
-        cancelled = await gateway.runner.drain(gateway.shutdown_deadline())
-        if cancelled:
-            log.warning("%d turn(s) still running at the shutdown deadline were cancelled (their messages are kept)",
-                        cancelled)
+        await runtime.stop_intake()  # channels and timers first: no new work from any front door
+        cut_off = await runtime.turns.drain(gateway.shutdown_deadline())
+        if cut_off:
+            log.warning("%d turn(s) still running at the shutdown deadline were cut off (their messages are kept)",
+                        cut_off)
+        await runtime.close()
         gateway.assistant = None
         await assistant.aclose()
 
 
-def _services(assistant: Assistant) -> GatewayServices:
-    from picoora.gateway.services import GatewayServices
+def _runtime(assistant: Assistant) -> GatewayRuntime:
+    from picoora.gateway.runtime.services import GatewayRuntime
 
-    return GatewayServices(assistant)
+    return GatewayRuntime(assistant)

@@ -29,15 +29,17 @@ from picoora.gateway.schemas import (
 )
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import assistant_of, gateway_of, runner_of
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.runtime.turns import outcome_of
+from picoora.gateway.state import assistant_of, gateway_of, result_of, submit_turn
 from picoora.gateway.timing import server_timing
-from picoora.gateway.turns import turn_result
 from picoora.store.base import time_to_json
 
 if TYPE_CHECKING:
     import asyncio
 
     from picoora.agent import TurnResult
+    from picoora.gateway.runtime.envelopes import TurnOutcome
 
 public = APIRouter(responses=ERROR_RESPONSES)
 api = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES)
@@ -60,7 +62,7 @@ async def ready(request: Request) -> Any:
     from picoora.gateway.readiness import run_checks
 
     gateway = gateway_of(request)
-    if gateway.assistant is None or not gateway.runner or not gateway.runner.accepting:
+    if gateway.assistant is None or gateway.runtime is None or not gateway.runtime.turns.accepting:
         body = Ready(ready=False, checks=[{"name": "gateway", "ok": False, "detail": "shutting down"}])
         return JSONResponse(body.model_dump(), status_code=503)
     checks = await run_checks(gateway.assistant)
@@ -79,18 +81,19 @@ async def chat(body: ChatRequest, request: Request, response: Response) -> Any:
     inside the gateway (``app``), in milliseconds."""
     gateway = gateway_of(request)
     check_message_size(body.text, gateway.config.gateway.max_message_chars)
-    session_key = f"web:{body.session_id}"
-    runner = runner_of(request)
+    inbound = Inbound("web", body.session_id, body.text)
     if body.stream or "text/event-stream" in request.headers.get("accept", ""):
-        task, sink = runner.stream(body.text, session_key)
+        sink = TurnEvents()
+        task = submit_turn(request, inbound, sink)
+        sink.follow(task)
         return StreamingResponse(_event_stream(sink, task), media_type="text/event-stream", headers=SSE_HEADERS)
     started = time.perf_counter()
-    result = await turn_result(runner.start(body.text, session_key))
+    result = result_of(await outcome_of(submit_turn(request, inbound)))
     response.headers["Server-Timing"] = server_timing(request, started)
-    return _chat_response(session_key, result)
+    return _chat_response(inbound.session, result)
 
 
-async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnResult]) -> AsyncIterator[bytes]:
+async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnOutcome]) -> AsyncIterator[bytes]:
     finished = False
     async for event in sink.events(task):
         if event is None:
@@ -98,7 +101,7 @@ async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnResult]) -> Asy
             continue
         finished = event.type == "final_answer"
         yield frame(event.to_dict(), event=event.type, event_id=f"{event.turn_id}:{event.seq}")
-    if not finished:  # the turn crashed outside the loop (logged by the runner)
+    if not finished:  # the turn broke outside the loop (logged by the turn service) or was cut off
         yield frame({"type": "error", "message": "the turn failed; the gateway log says why"}, event="error")
 
 

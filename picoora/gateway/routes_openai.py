@@ -22,13 +22,14 @@ from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import gateway_of, runner_of
-from picoora.gateway.turns import turn_result
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.runtime.turns import outcome_of
+from picoora.gateway.state import gateway_of, result_of, submit_turn
 
 if TYPE_CHECKING:
     import asyncio
 
-    from picoora.agent import TurnResult
+    from picoora.gateway.runtime.envelopes import TurnOutcome
 
 MODEL_ID = "picoora"
 _FINISH = {"answer": "stop", "max_iterations": "length", "time_limit": "length"}
@@ -66,14 +67,15 @@ async def chat_completions(body: CompletionRequest, request: Request,
                            x_session_id: str | None = Header(None, max_length=128)) -> Any:
     text = _last_user_text(body.messages)
     check_message_size(text, gateway_of(request).config.gateway.max_message_chars)
-    session_key = "openai:" + _session_id(x_session_id or body.user or "default")
-    runner = runner_of(request)
+    inbound = Inbound("openai", _session_id(x_session_id or body.user or "default"), text)
     completion_id = "chatcmpl-" + uuid.uuid4().hex[:24]
     if body.stream:
-        task, sink = runner.stream(text, session_key)
+        sink = TurnEvents()
+        task = submit_turn(request, inbound, sink)
+        sink.follow(task)
         return StreamingResponse(_chunks(sink, task, completion_id), media_type="text/event-stream",
                                  headers=SSE_HEADERS)
-    result = await turn_result(runner.start(text, session_key))
+    result = result_of(await outcome_of(submit_turn(request, inbound)))
     if result.stop_reason == "error":
         raise ApiError(502, "model_error", result.text)
     return {
@@ -105,7 +107,7 @@ def _session_id(raw: str) -> str:
     return re.sub(r"[^A-Za-z0-9._@-]", "_", raw)[:128]
 
 
-async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnResult], completion_id: str) -> AsyncIterator[bytes]:
+async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnOutcome], completion_id: str) -> AsyncIterator[bytes]:
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 if TYPE_CHECKING:
-    from picoora.agent import TurnResult
+    from picoora.gateway.runtime.envelopes import TurnOutcome
     from picoora.agent.events import Event
 
 KEEPALIVE_SECONDS = 15.0  # a comment line now and then, so proxies keep a quiet stream (a long tool call) open
@@ -38,11 +38,11 @@ class TurnEvents:
         if self.open:
             self._queue.put_nowait(event)
 
-    def follow(self, task: asyncio.Task[TurnResult]) -> None:
+    def follow(self, task: asyncio.Task[TurnOutcome]) -> None:
         """End the stream when the turn's task ends (all its events are delivered before it returns)."""
         task.add_done_callback(lambda _: self._queue.put_nowait(None))
 
-    async def events(self, task: asyncio.Task[TurnResult]) -> AsyncIterator[Event | None]:
+    async def events(self, task: asyncio.Task[TurnOutcome]) -> AsyncIterator[Event | None]:
         """The turn's events up to its ``FinalAnswer``; None now and then while nothing happens (keep-alive).
 
         A turn that ended without a ``FinalAnswer`` (it crashed outside the loop) ends the stream early;

@@ -22,6 +22,8 @@ Action = Literal["agent", "reminder"]
 KINDS: tuple[str, ...] = ("at", "every", "cron")
 ACTIONS: tuple[str, ...] = ("agent", "reminder")
 JOB_PREFIX, RUN_PREFIX = "cron.job.", "cron.run."
+LAST_CHAT = "last_channel"  # state key: "<channel>:<chat_id>" the owner spoke on last (as the Go version)
+TERMINAL = ("cli", "default")  # where results go when no chat has talked to the gateway yet
 MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, not a schedule
 MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)\s*$", re.IGNORECASE)
@@ -30,6 +32,28 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 class JobError(ValueError):
     """A job that cannot be scheduled; the message says what to change."""
+
+
+def target_channels() -> tuple[str, ...]:
+    """Where a job's result can go: the terminal, the web chat and every chat channel of the config."""
+    from picoora.config import Channels
+
+    return ("cli", *Channels.model_fields)
+
+
+def last_chat(store: KeyValueStore) -> tuple[str, str] | None:
+    """(channel, chat id) the owner spoke on last, or None when no chat has talked to the gateway yet."""
+    channel, _, chat_id = (store.get_state(LAST_CHAT) or "").partition(":")
+    return (channel, chat_id) if channel and chat_id else None
+
+
+def remember_chat(store: KeyValueStore, channel: str, chat_id: str) -> None:
+    store.set_state(LAST_CHAT, f"{channel}:{chat_id}")
+
+
+def default_target(store: KeyValueStore) -> tuple[str, str]:
+    """Where a job's result goes when its creator names no chat: the chat used last, else the terminal."""
+    return last_chat(store) or TERMINAL
 
 
 @dataclass
@@ -61,7 +85,7 @@ class Job:
 @dataclass
 class RunRecord:
     last_run: str | None = None  # ISO, UTC
-    last_status: str = ""  # ok | error | missed
+    last_status: str = ""  # ok | error | cut_off (the gateway stopped mid-run) | missed
     last_error: str | None = None
     runs: int = 0
 
@@ -148,6 +172,9 @@ class JobBook:
             raise JobError(f"unknown action {action!r}: use agent or reminder")
         if not text.strip():
             raise JobError("a job needs a message")
+        if channel not in target_channels() or not chat_id:
+            raise JobError(f"cannot deliver to {channel}:{chat_id}: the channel is one of "
+                           f"{', '.join(target_channels())}, with a chat id (cli: default)")
         if len(text) > MAX_TEXT_CHARS:
             raise JobError(f"a job's message is at most {MAX_TEXT_CHARS} characters; keep the details in a file "
                            "or a memory and refer to it")

@@ -1,7 +1,8 @@
 """The ``cron`` tool: the model sets up, lists and changes scheduled jobs for the person it talks to.
 
 Jobs go into the store (``picoora.scheduler.jobs.JobBook``); the gateway's scheduler runs them and
-delivers the result to the chat the request came from (from the CLI: the chat the owner used last).
+delivers the result to the chat the request came from (from the terminal or a job: the chat the owner
+used last, else the terminal).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from picoora.bus import LAST_CHANNEL
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.messaging import chat_of
 
@@ -75,9 +75,11 @@ class Cron(Tool):
 
     @staticmethod
     def _target(ctx: ToolContext) -> tuple[str, str]:
+        """The chat this turn came from; from a job, the heartbeat or a session that is no chat (the
+        OpenAI endpoint), the chat the owner used last, else the terminal."""
+        from picoora.scheduler.jobs import default_target, target_channels
+
         channel, chat_id = chat_of(ctx.session_key)
-        if channel in ("cli", "cron", "heartbeat", "") or not chat_id:
-            last = ctx.store.get_state(LAST_CHANNEL) or ""
-            if ":" in last:
-                channel, _, chat_id = last.partition(":")
-        return channel or "cli", chat_id or "default"
+        if channel in target_channels() and channel != "cli" and chat_id:
+            return channel, chat_id
+        return default_target(ctx.store)

@@ -1,8 +1,8 @@
 """Tools that reach beyond the current reply: ``message`` (say something to a chat now), ``spawn`` (a task
 that runs its own turn in the background and reports back) and ``subagent`` (the same, waited for).
 
-They act through the turn's ``Messenger`` (``ToolContext.messenger``): the gateway's sends through the
-message bus to the channels; the terminal's prints. Without one (a bare library Agent) the tools are
+They act through the turn's ``Messenger`` (``ToolContext.messenger``): the gateway's delivers to its front
+doors and runs tasks as turns of its turn service; the terminal's prints. Without one (a bare library Agent) the tools are
 not offered. A background task runs in a session of its own (``<session>:task-<id>``) and cannot start
 further tasks, so a model cannot fork itself without end.
 """
@@ -17,6 +17,10 @@ from pydantic import BaseModel, Field
 from picoora.tools.base import Tool, ToolContext, ToolResult
 
 TASK_MARK = ":task-"
+
+
+class TaskRefused(Exception):
+    """The messenger cannot start a task now (the gateway is shutting down); the message says so."""
 
 
 class Messenger(Protocol):
@@ -66,7 +70,10 @@ class _TaskTool(Tool):
             return ToolResult.error("background tasks cannot run from here")
         if TASK_MARK in ctx.session_key:
             return ToolResult.error("a background task cannot start another one; do the work here")
-        return await self.start(ctx.messenger, args.task, ctx.session_key)
+        try:
+            return await self.start(ctx.messenger, args.task, ctx.session_key)
+        except TaskRefused as exc:
+            return ToolResult.error(str(exc))
 
     @abc.abstractmethod
     async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:

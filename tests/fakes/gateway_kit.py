@@ -27,9 +27,9 @@ def gateway_config(home: Path, ollama_url: str, **gateway: Any) -> Config:
 class RunningGateway:
     """``with RunningGateway(config) as gw: httpx.get(gw.url + "/health")``; stopping it is a graceful shutdown."""
 
-    def __init__(self, config: Config, services_factory: Callable | None = None):
+    def __init__(self, config: Config, runtime_factory: Callable | None = None):
         self.config = config
-        self.services_factory = services_factory
+        self.runtime_factory = runtime_factory
         self.gateway: Gateway | None = None
         self.server: GatewayServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -42,7 +42,7 @@ class RunningGateway:
 
     def __enter__(self) -> RunningGateway:
         self.gateway = open_gateway(self.config)
-        self.gateway.services_factory = self.services_factory
+        self.gateway.runtime_factory = self.runtime_factory
         sock = bind("127.0.0.1", 0)
         self.server = make_server(self.gateway)
         ready = threading.Event()

@@ -1,6 +1,6 @@
 """Chat channels, one module each behind ``base.Channel``; ``CHANNELS`` names the ones that exist.
 
-The gateway starts every channel whose ``channels.<name>.enabled`` is set (see ``picoora.gateway.services``).
+The gateway starts every channel whose ``channels.<name>.enabled`` is set (see ``picoora.gateway.runtime.services``).
 A new platform is one module and one line here.
 """
 

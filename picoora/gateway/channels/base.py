@@ -1,13 +1,16 @@
 """The one small interface every chat channel implements, and the chores they share.
 
 A channel only translates: it receives platform updates and calls :meth:`Channel.receive`, and it
-implements :meth:`Channel.send` for replies (the bus calls it). The base does the rest, the same for every
-platform:
+implements :meth:`Channel.deliver` for what goes back to a chat. It is handed ``ChannelLinks``, the few
+callables it needs, and reaches nothing else of the gateway:
 
-- admission: ``picoora.people.Directory`` decides who is let in and as whom; an unknown sender gets one
+- ``admit``: who the sender is (``picoora.gateway.runtime.people.Directory``); an unknown sender gets one
   short reply with a pairing code and nothing else: their text never reaches the model;
-- the envelope: an admitted message goes to the bus as an ``InboundMessage`` carrying its person;
-- a typing indicator while the assistant works on a chat, stopped when the reply is sent.
+- ``submit``: the admitted message becomes a turn of the turn service, which replies to the chat through
+  outbound delivery (this channel's ``send``) when the turn ends;
+- ``get_state`` / ``set_state``: the channel's own bookkeeping in the owner's store (Telegram's offset).
+
+The base also shows a typing indicator while the assistant works on a chat, stopped when the reply is sent.
 
 Adding Discord or Slack is one module: subclass ``Channel``, implement ``run`` (receive until cancelled),
 ``deliver`` (send one piece of text) and optionally ``show_typing``, and register it in ``CHANNELS``
@@ -19,10 +22,15 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Awaitable, Callable
 
-from picoora.bus import InboundMessage, MessageBus, OutboundMessage
 from picoora.config import ChannelConfig
-from picoora.people import Directory, Pairing, Sender
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.people import Sender
+
+if TYPE_CHECKING:
+    from picoora.gateway.runtime.people import Admission
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +40,21 @@ PAIRING_REPLY = ("I don't know you yet, so I can't help here. Ask my owner to le
                  "picoora pair approve {code}\n(this code works for one hour)")
 
 
+@dataclass(frozen=True)
+class ChannelLinks:
+    admit: Callable[[Sender, list[str]], Awaitable[Admission]]
+    submit: Callable[[Inbound], object]  # raises ShuttingDown once the gateway stops taking turns
+    get_state: Callable[[str], Awaitable[str | None]]
+    set_state: Callable[[str, str], Awaitable[None]]
+
+
 class Channel(abc.ABC):
     name: str
 
-    def __init__(self, config: ChannelConfig, bus: MessageBus, directory: Directory, pairing: Pairing):
+    def __init__(self, config: ChannelConfig, links: ChannelLinks):
         self.config = config
-        self.bus = bus
-        self.directory = directory
-        self.pairing = pairing
+        self.links = links
         self._typing: dict[str, asyncio.Task[None]] = {}
-        self._unsubscribe = bus.subscribe(self.name, self.send)
 
     @abc.abstractmethod
     async def run(self) -> None:
@@ -55,23 +68,24 @@ class Channel(abc.ABC):
         """Tell the chat the assistant is working (once; the base repeats it). Optional."""
 
     async def receive(self, sender: Sender, chat_id: str, text: str, **metadata: object) -> bool:
-        """One incoming message: admitted and published, or answered with a pairing code. True if admitted."""
-        person = await asyncio.to_thread(self.directory.admit, sender, self.config.allow_from)
-        if person is None:
-            request, new = await asyncio.to_thread(self.pairing.request, sender)
+        """One incoming message: submitted as a turn, or answered with a pairing code. True if admitted.
+        Raises ``ShuttingDown`` when the gateway takes no more turns (the platform should offer it again)."""
+        admission = await self.links.admit(sender, self.config.allow_from)
+        if admission.person is None:
             log.info("%s: refused a message from unknown sender %s (pairing code issued)", self.name,
                      sender.sender_id)
-            if new:  # said once per code, so a stranger cannot make the bot talk in a loop
-                await self._deliver_safely(chat_id, PAIRING_REPLY.format(code=request.code))
+            if admission.new_code and admission.pairing is not None:  # said once per code: no talking in a loop
+                await self._deliver_safely(chat_id, PAIRING_REPLY.format(code=admission.pairing.code))
             return False
+        self.links.submit(Inbound(self.name, chat_id, text, sender_id=sender.sender_id, person=admission.person,
+                                  metadata=dict(metadata)))
         self._start_typing(chat_id)
-        await self.bus.publish_inbound(InboundMessage(self.name, chat_id, sender.sender_id, text,
-                                                      metadata={"person": person, **metadata}))
         return True
 
-    async def send(self, message: OutboundMessage) -> None:
-        self._stop_typing(message.chat_id)
-        await self.deliver(message.chat_id, message.text)
+    async def send(self, chat_id: str, text: str) -> None:
+        """What outbound delivery calls: a reply, a job's result, a ``message`` tool call."""
+        self._stop_typing(chat_id)
+        await self.deliver(chat_id, text)
 
     async def _deliver_safely(self, chat_id: str, text: str) -> None:
         try:
@@ -100,7 +114,7 @@ class Channel(abc.ABC):
         self._typing.pop(chat_id, None)
 
     async def close(self) -> None:
-        self._unsubscribe()
+        """After the drain: nothing more will be sent (``run`` was cancelled before it)."""
         for task in self._typing.values():
             task.cancel()
         self._typing.clear()

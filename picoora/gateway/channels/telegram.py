@@ -20,6 +20,7 @@ from typing import Any
 
 from picoora.gateway.channels.base import Channel
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
+from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.people import Sender
 from picoora.secrets import scrub
 
@@ -92,11 +93,15 @@ class TelegramChannel(Channel):
                 await self._sleep(self._backoff(exc, failures))
                 failures += 1
                 continue
+            taken = 0
             for update in updates:
-                offset = update.update_id + 1
-                await self._handle(update)
-            if updates:  # remembered, so a restart neither answers these again nor skips newer ones
-                await asyncio.to_thread(self.directory.store.set_state, OFFSET_KEY, str(offset))
+                if not await self._handle(update):
+                    break  # shutting down: this update and the later ones wait for the next start
+                offset, taken = update.update_id + 1, taken + 1
+            if taken:  # remembered, so a restart neither answers these again nor skips newer ones
+                await self.links.set_state(OFFSET_KEY, str(offset))
+            if taken < len(updates):
+                await asyncio.Event().wait()  # until cancelled: the gateway is stopping
 
     async def _start(self) -> int | None:
         """Initialise the bot (getMe) and return the stored update offset; retried until the Bot API answers."""
@@ -105,26 +110,30 @@ class TelegramChannel(Channel):
             try:
                 await self.bot.initialize()
                 self._oldest = time.time() - STALE_SECONDS
-                stored = await asyncio.to_thread(self.directory.store.get_state, OFFSET_KEY)
+                stored = await self.links.get_state(OFFSET_KEY)
                 return int(stored) if stored and stored.isdigit() else None
             except Exception as exc:
                 log.warning("telegram: cannot reach the Bot API yet (%s); retrying", self._clean(exc))
                 await self._sleep(self._backoff(exc, failures))
                 failures += 1
 
-    async def _handle(self, update: Any) -> None:
+    async def _handle(self, update: Any) -> bool:
+        """Take one update; False when the gateway is shutting down and it must wait for the next start."""
         message = update.message
         if message is None or not message.text or message.from_user is None:
-            return
+            return True
         if message.date is not None and message.date.timestamp() < self._oldest:
-            return  # from long before this start
+            return True  # from long before this start
         user = message.from_user
         sender = Sender("telegram", str(user.id), user.username or "")
         try:
             await self.receive(sender, str(message.chat_id), message.text,
                                message_id=message.message_id, username=user.username or "")
+        except ShuttingDown:
+            return False
         except Exception:  # one bad update must not stop the polling
             log.exception("telegram: could not handle an update")
+        return True
 
     def _backoff(self, exc: BaseException, failures: int) -> float:
         from telegram.error import RetryAfter

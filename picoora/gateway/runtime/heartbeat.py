@@ -5,7 +5,9 @@
 - Otherwise one turn in a session of its own, cleared before each beat, so beats never pile up context or
   see the owner's conversations (the session's transcript keeps every beat).
 - A reply that is just ``HEARTBEAT_OK`` means "nothing to do" and is dropped; anything else goes to the
-  owner's last active channel (``last_channel``), through the bus. The Go version never delivered it.
+  owner's last active chat, else the terminal (``jobs.default_target``). The Go version never delivered it.
+- A beat is a turn of the turn service, so it keeps its session's order and is drained at shutdown; its
+  record is written inside that turn (``cut_off`` when the gateway stopped it).
 - Each beat is logged, and its outcome kept in state (``heartbeat.last``) for ``status`` and the gateway.
 """
 
@@ -20,10 +22,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from picoora.bus import LAST_CHANNEL, MessageBus, OutboundMessage
+from picoora.gateway.runtime.delivery import Delivery
+from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
+from picoora.gateway.runtime.turns import ShuttingDown
+from picoora.scheduler.jobs import default_target
 
 if TYPE_CHECKING:
-    from picoora.assistant import Assistant
+    from picoora.gateway.runtime.scheduler import Submit
+    from picoora.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +71,16 @@ def _holds_a_task(tasks: str) -> bool:
 @dataclass
 class Beat:
     at: str
-    outcome: str  # skipped | ok (nothing to do) | delivered | undelivered | error
+    outcome: str  # skipped | ok (nothing to do) | delivered | undelivered | error | cut_off
     detail: str = ""
 
 
 class HeartbeatService:
-    def __init__(self, assistant: Assistant, bus: MessageBus, *, interval_minutes: int, workspace: Path,
-                 clock: Callable[[], datetime] | None = None):
-        self.assistant = assistant
-        self.bus = bus
+    def __init__(self, astore: AsyncStore, *, submit: Submit, delivery: Delivery, interval_minutes: int,
+                 workspace: Path, clock: Callable[[], datetime] | None = None):
+        self.astore = astore  # the owner's: the beat record and where the owner spoke last
+        self.submit = submit
+        self.delivery = delivery
         self.interval_minutes = interval_minutes
         self.path = workspace / HEARTBEAT_FILE
         self._clock = clock or (lambda: datetime.now(timezone.utc))
@@ -95,19 +102,32 @@ class HeartbeatService:
         if not _holds_a_task(tasks):
             return await self._log(Beat(now.isoformat(), "skipped", "nothing actionable in HEARTBEAT.md"))
         prompt = PROMPT.format(now=now.astimezone().strftime("%Y-%m-%d %H:%M %Z"), tasks=tasks.strip())
-        await self.assistant.new_session(SESSION)  # no history: every beat starts from nothing
-        result = await self.assistant.ask(prompt, session_key=SESSION)
-        reply = result.text.strip()
-        if result.stop_reason != "answer":
-            return await self._log(Beat(now.isoformat(), "error", reply[:200]))
+        beats: list[Beat] = []
+
+        async def finish(inbound: Inbound, outcome: TurnOutcome) -> None:
+            beats.append(await self._log(await self._outcome(now, outcome)))
+
+        try:
+            task = self.submit(Inbound("heartbeat", "main", prompt, sender_id="heartbeat", session_key=SESSION,
+                                       fresh_session=True), then=finish)
+        except ShuttingDown:
+            return await self._log(Beat(now.isoformat(), "cut_off", "the gateway was shutting down"))
+        await asyncio.wait({task})
+        return beats[0] if beats else Beat(now.isoformat(), "error", "the beat ended without a record")
+
+    async def _outcome(self, now: datetime, outcome: TurnOutcome) -> Beat:
+        reply = outcome.text.strip()
+        if outcome.status == "cut_off":
+            return Beat(now.isoformat(), "cut_off", outcome.error)
+        if not outcome.ok:
+            return Beat(now.isoformat(), "error", reply[:200])
         if reply.strip("*`. \n") == OK_TOKEN:
-            return await self._log(Beat(now.isoformat(), "ok"))
-        target = await self.assistant.astore.get_state(LAST_CHANNEL) or ""
-        channel, _, chat_id = target.partition(":")
-        delivered = bool(chat_id) and await self.bus.publish_outbound(
-            OutboundMessage(channel, chat_id, reply, metadata={"heartbeat": True, "turn_id": result.turn_id}))
-        outcome = "delivered" if delivered else "undelivered"
-        return await self._log(Beat(now.isoformat(), outcome, target or "no chat has talked to the assistant yet"))
+            return Beat(now.isoformat(), "ok")
+        channel, chat_id = await self.astore.run(default_target, self.astore.store)
+        receipt = await self.delivery.deliver(channel, chat_id, reply)
+        if receipt.delivered:
+            return Beat(now.isoformat(), "delivered", receipt.where)
+        return Beat(now.isoformat(), "undelivered", receipt.error)
 
     def _read(self) -> str:
         try:
@@ -117,5 +137,5 @@ class HeartbeatService:
 
     async def _log(self, beat: Beat) -> Beat:
         log.info("heartbeat %s: %s %s", beat.at, beat.outcome, beat.detail)
-        await self.assistant.astore.set_state(LAST_BEAT, json.dumps(asdict(beat)))
+        await self.astore.set_state(LAST_BEAT, json.dumps(asdict(beat)))
         return beat

@@ -1,7 +1,9 @@
-"""Runs the stored jobs with APScheduler (3.x, asyncio) and hands each firing to the message bus.
+"""Runs the stored jobs with APScheduler (3.x, asyncio): each firing is a turn of the turn service.
 
-- An ``agent`` job is a message to the agent in the job's own session (``cron:<id>``); the dispatcher runs
-  the turn (so it is in the transcript) and the reply goes to the job's channel and chat.
+- An ``agent`` job is a turn in the job's own session (``cron:<id>``, so it is in the transcript); its
+  answer goes to the job's channel and chat. The run record says what really happened: ``ok`` (answered
+  and delivered), ``error`` with the reason (the model failed, or the answer could not be delivered: the
+  job's transcript still has it), ``cut_off`` (the gateway stopped before the turn ended).
 - A ``reminder`` is delivered as it is, and recorded in the job's transcript.
 - The book is re-read every few seconds, so ``picoora cron`` edits made while the gateway runs take effect
   without a restart; a job edited or removed is rescheduled or dropped.
@@ -16,10 +18,14 @@ import logging
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-from picoora.bus import InboundMessage, MessageBus, OutboundMessage
+from picoora.gateway.runtime.delivery import Delivery
+from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
+from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.messages import Message
 from picoora.scheduler.jobs import Job, JobBook, JobError, next_fire, trigger_for
 from picoora.store.aio import AsyncStore
+
+Submit = Callable[..., "asyncio.Task[TurnOutcome]"]  # TurnService.submit
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +34,20 @@ REMINDER_PREFIX = "⏰ "
 
 
 class SchedulerService:
-    def __init__(self, book: JobBook, astore: AsyncStore, bus: MessageBus, *, missed_grace: timedelta,
-                 poll_seconds: float = POLL_SECONDS, clock: Callable[[], datetime] | None = None):
+    def __init__(self, book: JobBook, astore: AsyncStore, *, submit: Submit, delivery: Delivery,
+                 missed_grace: timedelta, poll_seconds: float = POLL_SECONDS,
+                 clock: Callable[[], datetime] | None = None):
         self.book = book
         self.astore = astore
-        self.bus = bus
+        self.submit = submit
+        self.delivery = delivery
         self.missed_grace = missed_grace
         self.poll_seconds = poll_seconds
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self._scheduler: Any = None
         self._scheduled: dict[str, Job] = {}  # job id -> the definition it was scheduled from
         self._poller: asyncio.Task[None] | None = None
+        self._catching_up: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -50,10 +59,21 @@ class SchedulerService:
         self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     async def stop(self) -> None:
+        """No more firings; turns already submitted finish (or are cut off) in the turn service's drain."""
         if self._poller is not None:
             self._poller.cancel()
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=False)
+
+    def _firing(self, job_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.fire(job_id), name=f"job {job_id}")
+        self._catching_up.add(task)
+        task.add_done_callback(self._catching_up.discard)
+
+    async def wait_idle(self) -> None:
+        """Wait for the catch-up runs started at start-up (tests; the gateway's drain covers their turns)."""
+        while self._catching_up:
+            await asyncio.gather(*list(self._catching_up), return_exceptions=True)
 
     async def _poll(self) -> None:
         while True:
@@ -97,7 +117,7 @@ class SchedulerService:
 
     async def catch_up(self) -> list[str]:
         """Run once each job that fell due within the grace period while nothing ran (however often it fell
-        due); record older misses as ``missed``. Returns the ids of the jobs run."""
+        due); record older misses as ``missed``. Returns the ids of the jobs started."""
         now, ran = self._clock(), []
         for job in await self._jobs():
             if not job.enabled:
@@ -112,30 +132,58 @@ class SchedulerService:
             except JobError:
                 continue
             if recent is not None and recent <= now:
-                await self.fire(job.id)
+                self._firing(job.id)  # not awaited: the gateway's start does not wait for a turn
                 ran.append(job.id)
             elif overdue is not None and overdue <= now:
                 await self.astore.run(self.book.record_run, job.id, "missed", f"due at {overdue.isoformat()}", now)
         return ran
 
     async def fire(self, job_id: str) -> None:
-        """Run one job now (what the scheduler calls at each due time)."""
+        """Run one job now (what the scheduler calls at each due time); returns once its run is recorded."""
         job = await self.astore.run(self.book.get, job_id)
         if job is None or not job.enabled:
             return
         try:
             if job.action == "reminder":
-                text = REMINDER_PREFIX + job.text
-                await self.astore.append_transcript(job.session_key, [Message(role="assistant", content=text)])
-                delivered = await self.bus.publish_outbound(OutboundMessage(job.channel, job.chat_id, text,
-                                                                            metadata={"job_id": job.id}))
-                status, error = ("ok", None) if delivered else ("error", f"no {job.channel} channel is running")
-            else:
-                await self.bus.publish_inbound(InboundMessage(
-                    "cron", job.id, "cron", job.text, session_key=job.session_key,
-                    metadata={"reply_channel": job.channel, "reply_chat_id": job.chat_id, "job_id": job.id}))
-                status, error = "ok", None
+                await self._remind(job)
+                return
+            task = self.submit(Inbound("cron", job.id, job.text, sender_id="cron", session_key=job.session_key,
+                                       metadata={"job_id": job.id}), then=self._finish(job))
+        except ShuttingDown:
+            await self._record(job, "cut_off", "the gateway was shutting down when the job fell due")
+            return
         except Exception as exc:  # one failing job must not stop the scheduler
             log.warning("job %s failed", job_id, exc_info=True)
-            status, error = "error", str(exc)
+            await self._record(job, "error", str(exc))
+            return
+        await asyncio.wait({task})  # the record is written by _finish, inside the turn's task
+
+    async def _remind(self, job: Job) -> None:
+        text = REMINDER_PREFIX + job.text
+        try:
+            await self.astore.append_transcript(job.session_key, [Message(role="assistant", content=text)])
+            receipt = await self.delivery.deliver(job.channel, job.chat_id, text)
+        except Exception as exc:
+            log.warning("reminder %s failed", job.id, exc_info=True)
+            await self._record(job, "error", str(exc))
+            return
+        await self._record(job, "ok" if receipt.delivered else "error", receipt.error or None)
+
+    def _finish(self, job: Job) -> OnOutcome:
+        async def finish(inbound: Inbound, outcome: TurnOutcome) -> None:
+            if outcome.status == "cut_off":
+                await self._record(job, "cut_off", outcome.error)
+                return
+            if not outcome.ok:  # the model failed or the turn stopped: say so where the answer would have gone
+                await self.delivery.deliver(job.channel, job.chat_id,
+                                            f"⚠ The scheduled job {job.id} did not finish: {outcome.error}")
+                await self._record(job, "error", outcome.error)
+                return
+            receipt = await self.delivery.deliver(job.channel, job.chat_id, outcome.text)
+            await self._record(job, "ok" if receipt.delivered else "error",
+                               None if receipt.delivered else f"answered but not delivered: {receipt.error} "
+                               f"(kept in the transcript of {job.session_key})")
+        return finish
+
+    async def _record(self, job: Job, status: str, error: str | None) -> None:
         await self.astore.run(self.book.record_run, job.id, status, error, self._clock())

@@ -1,0 +1,149 @@
+"""The gateway's runtime, wired: the turn service and what stands beside it (people, outbound delivery,
+the messenger, the chat channels, the scheduler, the heartbeat), all from the one open assistant.
+
+    runtime = GatewayRuntime(assistant)
+    await runtime.start()              # in the app's lifespan
+    task = runtime.turns.submit(Inbound("web", session_id, text))
+    ...
+    await runtime.stop_intake()        # no new work: channels stop receiving, timers stop
+    await runtime.turns.drain(deadline)
+    await runtime.close()              # channels closed, people's assistants closed
+
+A channel message becomes a turn here (``_submit_chat``): the sender was admitted by the channel through
+``people.Directory``, the turn runs in that person's assistant (``_run``), and its answer goes back to the
+chat through ``delivery`` (``_reply``). Each service gets the callables it needs, never the assistant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from picoora.gateway.runtime.delivery import Delivery
+from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
+from picoora.gateway.runtime.messenger import GatewayMessenger
+from picoora.gateway.runtime.people import Admission, Directory, PersonAssistants
+from picoora.gateway.runtime.turns import TurnService
+from picoora.scheduler.jobs import remember_chat
+
+if TYPE_CHECKING:
+    from picoora.agent import TurnResult
+    from picoora.agent.events import EventSink
+    from picoora.assistant import Assistant
+    from picoora.people import Sender
+
+log = logging.getLogger(__name__)
+
+CUT_OFF_REPLY = "I was stopped (the gateway is restarting) before I could finish this. Please send it again."
+
+
+class GatewayRuntime:
+    def __init__(self, assistant: Assistant):
+        self.assistant = assistant
+        self.turns = TurnService(self._run)
+        self.people = PersonAssistants(assistant)
+        self.directory = Directory(assistant.config, assistant.store)
+        self.delivery = Delivery(assistant.astore)
+        self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
+        self.channels: list[Any] = []
+        self.scheduler: Any = None
+        self.heartbeat: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.started: list[str] = ["turn service"]  # what runs, for the start-up lines
+
+    # -- turns ----------------------------------------------------------------------------------------
+
+    async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
+        async with self.people.lease(inbound.person) as assistant:
+            if inbound.metadata.get("chat"):  # where this person spoke last: their jobs' default target
+                await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
+            if inbound.fresh_session:
+                await assistant.new_session(inbound.session)
+            return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event)
+
+    def _submit_chat(self, inbound: Inbound) -> asyncio.Task[TurnOutcome]:
+        """A channel's admitted message: a turn whose answer goes back to the chat."""
+        return self.turns.submit(Inbound(inbound.channel, inbound.chat_id, inbound.text, inbound.sender_id,
+                                         inbound.person, metadata={**inbound.metadata, "chat": True}),
+                                 then=self._reply)
+
+    async def _reply(self, inbound: Inbound, outcome: TurnOutcome) -> None:
+        if outcome.status == "cut_off":
+            text = CUT_OFF_REPLY
+        elif outcome.result is not None:
+            text = outcome.result.text  # an answer, or the loop's own words on why there is none
+        else:
+            text = "Something went wrong on my side and I could not answer; the gateway's log says what."
+        if self.messenger.already_said(inbound.session, text):
+            return  # the model already sent this reply with the message tool: not twice
+        receipt = await self.delivery.deliver(inbound.channel, inbound.chat_id, text)
+        if not receipt.delivered:
+            log.warning("the reply to %s was not delivered: %s", receipt.where, receipt.error)
+
+    async def _admit(self, sender: Sender, allow_from: list[str]) -> Admission:
+        return await asyncio.to_thread(self.directory.admit, sender, allow_from)
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from picoora.gateway.channels import CHANNELS
+        from picoora.gateway.channels.base import ChannelLinks
+
+        config, astore = self.assistant.config, self.assistant.astore
+        self.assistant.enable_messaging(self.messenger)
+        links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.get_state,
+                             set_state=astore.set_state)
+        for name, (module, class_name) in CHANNELS.items():
+            if not getattr(config.channels, name).enabled:
+                continue
+            channel = getattr(importlib.import_module(module), class_name)(getattr(config.channels, name), links)
+            self.channels.append(channel)
+            self.delivery.register(name, channel.send)
+            self._spawn(f"channel {name}", channel.run())
+        if config.cron.enabled:
+            from picoora.gateway.runtime.scheduler import SchedulerService
+            from picoora.scheduler.jobs import JobBook
+
+            book = JobBook(self.assistant.store, default_zone=config.agents.defaults.timezone)
+            self.scheduler = SchedulerService(book, astore, submit=self.turns.submit, delivery=self.delivery,
+                                              missed_grace=timedelta(minutes=config.cron.missed_grace_minutes))
+            await self.scheduler.start()
+            self.started.append("scheduler")
+        if config.heartbeat.enabled and config.heartbeat.interval:
+            from picoora.gateway.runtime.heartbeat import HeartbeatService
+
+            self.heartbeat = HeartbeatService(astore, submit=self.turns.submit, delivery=self.delivery,
+                                              interval_minutes=config.heartbeat.interval,
+                                              workspace=self.assistant.workspace)
+            self._spawn(f"heartbeat every {config.heartbeat.interval} min", self.heartbeat.run())
+
+    def _spawn(self, name: str, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        task.add_done_callback(lambda done: _report_end(name, done))
+        self._tasks.append(task)
+        self.started.append(name)
+
+    async def stop_intake(self) -> None:
+        """No new work from any door but HTTP: timers stop, channels stop receiving (they can still send,
+        so the turns being drained reach their chats)."""
+        self.turns.stop_accepting()
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+        for task in reversed(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def close(self) -> None:
+        """After the drain: close the channels and the people's assistants (the owner's is the caller's)."""
+        for channel in self.channels:
+            self.delivery.unregister(channel.name)
+            await channel.close()
+        await self.people.aclose()
+
+
+def _report_end(name: str, task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the gateway's %s stopped: %s", name, task.exception())

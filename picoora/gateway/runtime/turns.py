@@ -1,0 +1,121 @@
+"""The turn service: every front door of the gateway submits its turns here, and only here.
+
+    task = turns.submit(Inbound("telegram", "42", "hello", person=person), then=reply_to_chat)
+    outcome = await task            # TurnOutcome: the answer, or why there is none
+
+- Order within a session, concurrency across sessions: a turn starts when the previous turn submitted for
+  the same person and session has ended, whatever door each came through. A session costs nothing while
+  it has no turn (no worker, no queue: a chain of tasks).
+- The outcome goes back to whoever submitted: the task's result, and ``then`` (a reply to the chat, a
+  job's run record) runs inside the same task, so the shutdown drain covers it as well.
+- A client that goes away (an HTTP request cancelled) neither cancels nor loses the turn: callers await it
+  through ``asyncio.shield`` (``outcome_of``).
+- Shutdown: ``stop_accepting`` refuses new turns (``ShuttingDown``); ``drain(deadline)`` waits for every
+  turn in flight up to the deadline, then cancels the rest, which end as ``cut_off`` (the agent keeps a
+  cancelled turn's messages) and still get their ``then``, bounded by ``CUT_OFF_REPLY_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
+
+if TYPE_CHECKING:
+    from picoora.agent import TurnResult
+    from picoora.agent.events import EventSink
+
+log = logging.getLogger("picoora.gateway")
+
+RunTurn = Callable[[Inbound, "EventSink | None"], Awaitable["TurnResult"]]
+CUT_OFF_REPLY_SECONDS = 5.0  # what a cut-off turn may still spend telling its chat or recording its run
+CUT_OFF = "the gateway shut down before this turn finished"
+
+
+class ShuttingDown(Exception):
+    """``submit`` after ``stop_accepting``: the gateway takes no new turns."""
+
+
+class TurnService:
+    def __init__(self, run: RunTurn):
+        self._run = run
+        self.accepting = True
+        self._tasks: set[asyncio.Task[TurnOutcome]] = set()
+        self._tails: dict[tuple[str, str], asyncio.Task[TurnOutcome]] = {}  # the last turn of each session
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def submit(self, inbound: Inbound, *, on_event: EventSink | None = None,
+               then: OnOutcome | None = None) -> asyncio.Task[TurnOutcome]:
+        """Start ``inbound``'s turn after the session's earlier ones; raises ``ShuttingDown`` once stopping."""
+        if not self.accepting:
+            raise ShuttingDown("the gateway is shutting down and takes no new turns")
+        key = (inbound.person_name, inbound.session)
+        previous = self._tails.get(key)
+        task = asyncio.get_running_loop().create_task(self._turn(inbound, previous, on_event, then),
+                                                      name=f"turn {inbound.session}")
+        self._tails[key] = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._finished(key, done))
+        return task
+
+    async def _turn(self, inbound: Inbound, previous: asyncio.Task[TurnOutcome] | None,
+                    on_event: EventSink | None, then: OnOutcome | None) -> TurnOutcome:
+        try:
+            if previous is not None:
+                await asyncio.wait({previous})  # its end, whatever it was, is ours to start on
+            outcome = TurnOutcome.of(await self._run(inbound, on_event))
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and hasattr(current, "uncancel"):  # 3.11+: the cancel is handled here
+                current.uncancel()
+            outcome = TurnOutcome("cut_off", error=CUT_OFF)
+            if then is not None:
+                await self._then_bounded(then, inbound, outcome)
+            return outcome
+        except Exception as exc:  # a bug or a store failure outside the agent loop: this turn only
+            log.error("a %s turn failed outside the agent loop", inbound.channel, exc_info=True)
+            outcome = TurnOutcome("failed", error=f"the turn failed: {exc}")
+        if then is not None:
+            try:
+                await then(inbound, outcome)
+            except Exception:
+                log.exception("handling the outcome of a %s turn failed", inbound.channel)
+        return outcome
+
+    @staticmethod
+    async def _then_bounded(then: OnOutcome, inbound: Inbound, outcome: TurnOutcome) -> None:
+        try:
+            await asyncio.wait_for(then(inbound, outcome), CUT_OFF_REPLY_SECONDS)
+        except (Exception, asyncio.CancelledError):
+            log.warning("could not record or report the cut-off %s turn of %s", inbound.channel, inbound.session)
+
+    def _finished(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome]) -> None:
+        self._tasks.discard(task)
+        if self._tails.get(key) is task:
+            del self._tails[key]
+
+    def stop_accepting(self) -> None:
+        self.accepting = False
+
+    async def drain(self, deadline_seconds: float) -> int:
+        """Wait for the turns in flight up to ``deadline_seconds``, then cut off the rest; returns how many
+        were cut off. Turns submitted while draining (a job firing, a subagent) are refused."""
+        self.accepting = False
+        pending = set(self._tasks)
+        if not pending:
+            return 0
+        _, late = await asyncio.wait(pending, timeout=deadline_seconds)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+        return len(late)
+
+
+async def outcome_of(task: asyncio.Task[TurnOutcome]) -> TurnOutcome:
+    """The turn's outcome; the caller going away (cancelled) leaves the turn running."""
+    return await asyncio.shield(task)
