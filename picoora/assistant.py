@@ -102,6 +102,13 @@ class Assistant:
         """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones."""
         return await self.astore.read_transcript(session_key, limit)
 
+    async def arrived(self, session_key: str) -> list[TranscriptEntry]:
+        """Results delivered to this chat while nobody watched it (jobs, the heartbeat), oldest first; each is
+        returned once (``picoora.inbox``)."""
+        from picoora import inbox
+
+        return await self.astore.run(inbox.take, self.store, session_key)
+
     async def trace(self, turn_id: str | None = None, session_key: str | None = None) -> TurnTrace | None:
         """The trace of ``turn_id``, or the last turn's (of ``session_key`` when given)."""
         if turn_id:

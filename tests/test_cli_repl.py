@@ -84,3 +84,21 @@ def test_ctrl_c_cancels_the_running_turn_not_the_repl(isolated_home, capsys):
     assert "(cancelled)" in err
     assert "answer to slow question" not in out
     assert "answer to after the interrupt" in out
+
+
+def test_results_delivered_to_the_terminal_are_shown_once_when_the_repl_starts(isolated_home, capsys):
+    from picoora import inbox
+    from picoora.store.files import FileStore
+
+    with FakeOllama() as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        store = FileStore(isolated_home / "workspace")
+        inbox.keep(store, "cli:default", "⏰ water the plants")
+        inbox.keep(store, "cli:default", "Your digest: all quiet.")
+        store.close()
+        _run(isolated_home, ["exit"])
+        first, _ = capsys.readouterr()
+        _run(isolated_home, ["exit"])
+        second, _ = capsys.readouterr()
+    assert "While you were away (2):\n  ⏰ water the plants\n  Your digest: all quiet." in first
+    assert "While you were away" not in second

@@ -55,10 +55,25 @@ def test_from_the_cli_session_the_target_is_the_chat_used_last(tmp_path):
     assert (job.channel, job.chat_id, job.action) == ("telegram", "42", "reminder")
 
 
+def test_with_no_chat_used_yet_the_target_is_the_terminal(tmp_path):
+    store = FileStore(tmp_path / "ws")
+    for session in ("cli:default", "openai:default", "cron:abc"):
+        _call(store, tmp_path, session, action="add", kind="every", when="1d", message=f"from {session}")
+    assert {(job.channel, job.chat_id) for job in JobBook(store).jobs()} == {("cli", "default")}
+
+
 def test_picoora_cron_commands(isolated_home):
     closed_port_url_config(isolated_home)
-    no_target = run_cli("cron", "add", "every", "1d", "digest", home=isolated_home)
-    assert no_target.returncode == 2 and "--channel" in no_target.stderr
+    to_terminal = run_cli("cron", "add", "every", "1d", "digest", home=isolated_home)  # no chat used yet
+    assert to_terminal.returncode == 0 and "→ cli:default" in to_terminal.stdout, to_terminal.stderr
+    assert run_cli("cron", "remove", to_terminal.stdout.split()[1].rstrip(":"), home=isolated_home).returncode == 0
+    half = run_cli("cron", "add", "every", "1d", "digest", "--chat", "42", home=isolated_home)
+    assert half.returncode == 2 and "--chat needs --channel" in half.stderr
+    nowhere = run_cli("cron", "add", "every", "1d", "digest", "--channel", "fax", "--chat", "1", home=isolated_home)
+    assert nowhere.returncode == 2 and "cannot deliver to fax:1" in nowhere.stderr
+    web = run_cli("cron", "add", "every", "1d", "digest", "--channel", "web", "--chat", "s1", home=isolated_home)
+    assert web.returncode == 0 and "→ web:s1" in web.stdout
+    assert run_cli("cron", "remove", web.stdout.split()[1].rstrip(":"), home=isolated_home).returncode == 0
     added = run_cli("cron", "add", "cron", "0 8 * * *", "Morning briefing", "--channel", "telegram",
                     "--chat", "42", "--tz", "Europe/Lisbon", home=isolated_home)
     assert added.returncode == 0, added.stderr
@@ -68,7 +83,8 @@ def test_picoora_cron_commands(isolated_home):
         (job_id, "Europe/Lisbon", True, "")]
     assert run_cli("cron", "disable", job_id, home=isolated_home).returncode == 0
     assert "off" in run_cli("cron", "list", home=isolated_home).stdout
-    bad = run_cli("cron", "add", "cron", "99 * * * *", "x", "--channel", "t", "--chat", "1", home=isolated_home)
+    bad = run_cli("cron", "add", "cron", "99 * * * *", "x", "--channel", "telegram", "--chat", "1",
+                  home=isolated_home)
     assert bad.returncode == 2 and "cron expression" in bad.stderr and "Traceback" not in bad.stderr
     assert run_cli("cron", "remove", job_id, home=isolated_home).returncode == 0
     gone = run_cli("cron", "remove", job_id, home=isolated_home)

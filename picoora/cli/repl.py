@@ -53,6 +53,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
         choice = await assistant.session_model(session)
         print(f"picoora: model {choice.model}, session {session}. /help for commands, Ctrl+D to leave.")
         await _say_if_unusable(assistant, choice)
+        await _show_arrived(assistant, session)
         while True:
             try:
                 line = (await prompt.prompt_async(PROMPT)).strip()
@@ -76,6 +77,15 @@ async def _say_if_unusable(assistant: Assistant, choice: Any) -> None:
         await assistant.check_model(choice)
     except LLMError as err:
         print(f"Note: the first message will fail: {err}", file=sys.stderr)
+
+
+async def _show_arrived(assistant: Assistant, session: str) -> None:
+    """What scheduled jobs and the heartbeat delivered to this terminal chat while nobody was watching."""
+    arrived = await assistant.arrived(session)
+    if arrived:
+        print(f"While you were away ({len(arrived)}):")
+        for entry in arrived:
+            print(f"  {entry.message.content}")
 
 
 async def handle_command(state: ReplState, line: str) -> None:
