@@ -61,8 +61,7 @@ def test_ctrl_c_cancels_the_running_turn_not_the_repl(isolated_home, capsys):
     release = threading.Event()
 
     def slow_then_quick(body: dict) -> Reply:
-        # the cancelled question stays in the session, sent joined with the next one: answer the newest
-        newest = _last_user_text(body).rsplit("\n\n", 1)[-1]
+        newest = _last_user_text(body)
         if newest == "slow question":
             release.wait(30)
         return Reply(content=f"answer to {newest}")
@@ -85,6 +84,10 @@ def test_ctrl_c_cancels_the_running_turn_not_the_repl(isolated_home, capsys):
     assert "(cancelled)" in err
     assert "answer to slow question" not in out
     assert "answer to after the interrupt" in out
+    # The cancelled question is kept (marked) but not sent again, alone or joined to the next message.
+    follow_up = next(body for body in fake.requests if "after the interrupt" in messages_text(body))
+    assert "slow question" not in messages_text(follow_up)
+    assert [m["role"] for m in follow_up["messages"]] == ["system", "user"]
 
 
 def _line(output: str, label: str) -> str:
