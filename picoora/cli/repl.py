@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 HELP = """\
 Commands:
   /help            show this help
-  /new             start the current session afresh (its history is cleared; memories stay)
+  /new             start the current session afresh (its history is cleared; memories and
+                   its model stay)
   /session [KEY]   show the session, or switch to KEY
   /model [NAME]    show the model and where it comes from, or use NAME for this session
                    from now on (kept across restarts, whatever the config says)
@@ -87,6 +88,7 @@ async def _say_if_unusable(assistant: Assistant, choice: Any) -> None:
 
 async def handle_command(state: ReplState, line: str) -> None:
     from picoora.llm.base import LLMError
+    from picoora.store.base import StoreError
 
     name, _, arg = line.partition(" ")
     arg = arg.strip()
@@ -101,13 +103,13 @@ async def handle_command(state: ReplState, line: str) -> None:
             state.session = arg
         print(f"Session: {state.session}")
     elif name == "/model":
-        if arg == DEFAULT_MODEL:
-            await assistant.reset_session_model(state.session)
-        elif arg:
-            try:
+        try:
+            if arg == DEFAULT_MODEL:
+                await assistant.reset_session_model(state.session)
+            elif arg:
                 await assistant.set_session_model(state.session, arg)
-            except LLMError as err:
-                print(f"Error: {err}", file=sys.stderr)
+        except (LLMError, StoreError) as err:  # the line below says what is in use now
+            print(f"Error: {err}", file=sys.stderr)
         described = await assistant.model_source(state.session)
         print(f"Model: {described.model} ({described.provider}), {_short_source(described)}.")
         if described.source == "session":
