@@ -27,12 +27,12 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
+    from picoora.session_models import SessionModel
     from picoora.store.aio import AsyncStore
     from picoora.store.base import Session, Store, TranscriptEntry, TurnTrace
     from picoora.tools.registry import ToolRegistry
 
 DEFAULT_SESSION = "cli:default"
-_MODEL_STATE = "session_model:"  # state key prefix: a session's chosen model survives restarts
 
 
 class TurnFailed(Exception):
@@ -121,21 +121,39 @@ class Assistant:
         return self.models.default.model
 
     async def session_model(self, session_key: str) -> ModelChoice:
+        """The model the session answers with: its own choice, else the configured default."""
         await self._restore_model(session_key)
         return self.agent.session_model(session_key)
 
+    async def model_source(self, session_key: str) -> SessionModel:
+        """The session's model and why: ``source`` is "session" (chosen with ``set_session_model``), "env"
+        (the default, set by a ``PICO_`` variable) or "config" (the default, from the config file)."""
+        from picoora.session_models import describe, state_key
+
+        used = await self.session_model(session_key)
+        stored = await self.astore.get_state(state_key(session_key))
+        return describe(self.config, session_key, stored, used=(used.provider, used.model))
+
     async def set_session_model(self, session_key: str, model: str, provider: str | None = None) -> ModelChoice:
         """Use ``model`` for this session from its next turn on, after checking it can answer; the choice is
-        stored. Raises ``LLMError`` (nothing changed) when the model is not usable."""
-        import json
-
+        stored, and stays the session's when the configured default changes (``reset_session_model`` goes
+        back). Raises ``LLMError`` (nothing changed) when the model is not usable."""
         from picoora.llm.pool import ModelChoice
+        from picoora.session_models import encode_choice, state_key
 
         choice = ModelChoice(provider or self.models.default.provider, model)
         await self.check_model(choice)
         self.agent.set_session_model(session_key, choice)
-        await self.astore.set_state(_MODEL_STATE + session_key, json.dumps([choice.provider, choice.model]))
+        await self.astore.set_state(state_key(session_key), encode_choice(choice.provider, choice.model))
         return choice
+
+    async def reset_session_model(self, session_key: str) -> ModelChoice:
+        """Forget the session's chosen model: the configured default answers from its next turn on."""
+        from picoora.session_models import NO_CHOICE, state_key
+
+        await self.astore.set_state(state_key(session_key), NO_CHOICE)  # delete_state, once the store has it
+        self.agent.set_session_model(session_key, self.models.default)
+        return self.models.default
 
     async def check_model(self, choice: ModelChoice) -> None:
         """Raise ``LLMError`` when ``choice`` cannot answer: an unknown provider, or an Ollama model not pulled."""
@@ -155,18 +173,11 @@ class Assistant:
         """Load a session's stored model choice the first time this process sees the session."""
         if self.agent.has_runtime(session_key):
             return
-        import json
-
         from picoora.llm.pool import ModelChoice
+        from picoora.session_models import parse_choice, state_key
 
-        stored = await self.astore.get_state(_MODEL_STATE + session_key)
-        choice = self.models.default
-        if stored:
-            try:
-                provider, model = json.loads(stored)
-                choice = ModelChoice(str(provider), str(model))
-            except (ValueError, TypeError):
-                pass  # an unreadable choice: the default model answers
+        stored = parse_choice(await self.astore.get_state(state_key(session_key)))
+        choice = ModelChoice(*stored) if stored else self.models.default  # none, taken back or unreadable: the default
         try:
             self.agent.set_session_model(session_key, choice)
         except Exception:  # the stored model's provider cannot be built any more: the default answers

@@ -10,7 +10,8 @@ path with ``_`` between the parts, upper case: ``PICO_AGENTS_DEFAULTS_MODEL`` ->
 ``PICO_PROVIDERS_OPENAI_API_KEY`` -> providers.openai.api_key. List fields take a JSON array or a
 comma-separated list. ``PICO_TEST_*`` variables belong to the test-suite; other ``PICO_*`` names that
 match no field are ignored, listed by :func:`unknown_env_overrides` and explained, with the closest
-valid name, by :func:`env_override_warnings` (the CLI prints those).
+valid name, by :func:`env_override_warnings` (the CLI prints those). :func:`env_override` says which
+variable set a value, so a report can tell a value from the environment from one from the file.
 
 ``${VAR}`` inside a string value (from the file or the environment) is replaced by the variable's
 value, so secrets can stay out of the file; an unset variable is an error. Only the braced form is
@@ -309,6 +310,30 @@ def load_config(path: Path | None = None) -> Config:
 def unknown_env_overrides() -> list[str]:
     """``PICO_*`` variables set now that match no config field (ignored by :func:`load_config`)."""
     return _env_overrides(os.environ)[1]
+
+
+def env_override(config: Config, *key: str) -> str | None:
+    """The ``PICO_*`` variable that gives ``config`` its value at ``key`` (``"agents", "defaults", "model"``),
+    or None when the value is the file's or the built-in default. The variable must be set now, as
+    :func:`load_config` applies them, and hold this very value, so a config built in code is never
+    credited to a variable that happens to be set."""
+    name = _env_overrides(os.environ)[0].get(key)
+    if name is None:
+        return None
+    value: Any = config
+    for part in key:
+        value = getattr(value, part)
+    model = _model_at(key[:-1])
+    if model is None:
+        return None
+    from pydantic import TypeAdapter
+
+    try:
+        raw = _expand(_env_value(name, os.environ[name], key), key, [])
+        set_to = TypeAdapter(model.model_fields[key[-1]].annotation).validate_python(raw)
+    except (ConfigError, ValidationError):
+        return None
+    return name if set_to == value else None
 
 
 def env_override_warnings() -> list[str]:

@@ -3,7 +3,9 @@
 A leaf module (no picoora imports) so the store, the providers and the agent loop share one shape, and
 one reader: ``Message.from_dict`` also reads the Go version's session format (OpenAI-style tool calls).
 Roles: "system", "user", "assistant", "tool". An assistant message may carry tool calls; a tool
-message answers exactly one call through ``tool_call_id``.
+message answers exactly one call through ``tool_call_id``. A message marked ``cancelled`` belongs to a
+turn that was cancelled before its answer: it is kept as the record of what was said, and never sent to
+a model again (``picoora.agent.context.without_cancelled``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None  # tool name, on role="tool" messages
     reasoning: str | None = None  # thinking output of reasoning models; kept for the transcript only
+    cancelled: bool = False  # its turn was cancelled (Ctrl+C, shutdown): kept, never sent to a model again
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -72,6 +75,8 @@ class Message:
             data["name"] = self.name
         if self.reasoning:
             data["reasoning"] = self.reasoning
+        if self.cancelled:
+            data["cancelled"] = True
         return data
 
     @classmethod
@@ -83,4 +88,5 @@ class Message:
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
             reasoning=data.get("reasoning"),
+            cancelled=data.get("cancelled") is True,
         )

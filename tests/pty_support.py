@@ -34,12 +34,13 @@ def read_until(fd: int, needle: bytes, seconds: float = 20.0, *, ended: Callable
     return seen
 
 
-def spawn_repl(home: Path) -> tuple[int, int]:
+def spawn_repl(home: Path, extra_env: dict[str, str] | None = None) -> tuple[int, int]:
     """``picoora agent`` (the REPL) on a new pseudo-terminal: (pid, the terminal's controlling fd)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(REPO)
-        env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1"}
+        env = {**os.environ, "PICOORA_HOME": str(home), "NO_COLOR": "1", "PROMPT_TOOLKIT_NO_CPR": "1",
+               **(extra_env or {})}
         os.execve(sys.executable, [sys.executable, "-m", "picoora", "agent"], env)
     return pid, fd
 
@@ -59,9 +60,10 @@ def leave_repl(pid: int, fd: int) -> tuple[bytes, int]:
     return output, os.waitstatus_to_exitcode(status)
 
 
-def repl_session(home: Path, lines: list[str], *, wait_for: bytes = b"you>") -> tuple[str, int]:
+def repl_session(home: Path, lines: list[str], *, wait_for: bytes = b"you>",
+                 extra_env: dict[str, str] | None = None) -> tuple[str, int]:
     """Run the REPL on a terminal, type ``lines`` (each after a prompt), then leave; (all output, exit code)."""
-    pid, fd = spawn_repl(home)
+    pid, fd = spawn_repl(home, extra_env)
     output = b""
     try:
         output = read_until(fd, wait_for)

@@ -183,6 +183,21 @@ class StoreContract:
         assert session.messages == turn
         assert session.created_at is not None and session.created_at <= session.updated_at
 
+    def test_cancelled_messages_keep_their_mark_in_sessions_and_transcripts(self, store, reopen):
+        call = ToolCall(id="call_c", name="exec", arguments={"command": "sleep 60"})
+        cancelled = [
+            Message(role="user", content="run the long command", cancelled=True),
+            Message(role="assistant", content="", tool_calls=[call], cancelled=True),
+            Message(role="tool", content="done", tool_call_id=call.id, name="exec", cancelled=True),
+        ]
+        store.append_session("cli:default", [*cancelled, _user("something else")])
+        store.append_transcript("cli:default", [*cancelled, _user("something else")])
+        other = reopen()
+        assert [m.cancelled for m in other.load_session("cli:default").messages] == [True, True, True, False]
+        assert other.load_session("cli:default").messages == [*cancelled, _user("something else")]
+        assert [e.message for e in other.read_transcript("cli:default")] == [*cancelled, _user("something else")]
+        assert [m.cancelled for s in other.list_sessions() for m in s.messages] == [True, True, True, False]
+
     def test_compaction_drops_oldest_and_sets_summary(self, store):
         store.append_session("s", _tool_turn("Oslo") + _tool_turn("Rome"))
         assert store.compact_session("s", "Asked about the weather in Oslo.", _tool_turn("Oslo"))

@@ -187,3 +187,25 @@ def test_empty_summary_counts_as_a_failure(tmp_path):
     asyncio.run(turn_then_idle(agent, KEY, "more", on_event=events))
     assert "empty summary" in events.of("compaction")[0].text
     assert len(store.load_session(KEY).messages) == 8
+
+
+def test_cancelled_turns_are_folded_away_but_never_summarised(tmp_path):
+    from dataclasses import replace
+
+    store = file_store(tmp_path)
+    cancelled = [replace(m, cancelled=True) for m in [Message(role="user", content="secret plan, cancelled"),
+                                                       Message(role="assistant", content="[cancelled]")]]
+    store.append_session(KEY, cancelled + turn(1) + cancelled + turn(2))
+    llm = chatty_llm("Merged summary")
+    folded = asyncio.run(compact(AsyncStore(store), llm, KEY, AgentDefaults(keep_recent_messages=2)))
+    assert folded == 6
+    [request] = summary_requests(llm)
+    assert "question 1" in request.messages[1].content and "secret plan" not in request.messages[1].content
+    assert [m.content for m in store.load_session(KEY).messages] == ["question 2", "answer 2"]
+
+    only_cancelled = file_store(tmp_path / "other")
+    only_cancelled.append_session(KEY, cancelled + turn(3))
+    idle = chatty_llm()
+    assert asyncio.run(compact(AsyncStore(only_cancelled), idle, KEY, AgentDefaults(keep_recent_messages=2))) == 2
+    assert summary_requests(idle) == []  # nothing left to summarise: no model call
+    assert only_cancelled.load_session(KEY).summary == ""

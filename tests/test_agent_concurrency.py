@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from picoora.agent.loop import CANCELLED_MARK
 from picoora.agent.repair import repair_history
 from picoora.tools.base import ToolResult
 from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
@@ -89,9 +90,13 @@ def test_cancel_while_a_tool_runs_keeps_only_complete_pairs(tmp_path):
     store, llm, events, after = cancel_during_tools(tmp_path, [("block", {})])
     assert after.text == "after the cancel"
     session = store.load_session("cli:c").messages
-    assert [(m.role, m.content) for m in session][:1] == [("user", "do things")]
-    assert session[1].content == "still there?"  # the unanswered call was not stored
-    assert repair_history(llm.requests[-1].messages) == llm.requests[-1].messages
+    # The unanswered call was not stored; the cancelled turn is kept, marked, and closed by the marker.
+    assert [(m.role, m.content, m.cancelled) for m in session][:2] == [("user", "do things", True),
+                                                                      ("assistant", CANCELLED_MARK, True)]
+    assert (session[2].content, session[2].cancelled) == ("still there?", False)
+    sent = llm.requests[-1].messages
+    assert [m.content for m in sent[1:]] == ["still there?"]  # the cancelled turn was not sent again
+    assert repair_history(sent) == sent
     assert [e.message.role for e in store.read_transcript("cli:c")][:2] == ["user", "assistant"]
     assert "final_answer" not in events.types()
 
@@ -99,13 +104,16 @@ def test_cancel_while_a_tool_runs_keeps_only_complete_pairs(tmp_path):
 def test_cancel_keeps_a_result_that_already_came_back(tmp_path):
     store, llm, events, after = cancel_during_tools(tmp_path, [("quick", {}), ("block", {})])
     session = store.load_session("cli:c").messages
-    assert [m.role for m in session[:3]] == ["user", "assistant", "tool"]
+    assert [m.role for m in session[:4]] == ["user", "assistant", "tool", "assistant"]
     assert [c.name for c in session[1].tool_calls] == ["quick"]
-    assert session[2].content == "quick result"
+    assert session[2].content == "quick result" and session[3].content == CANCELLED_MARK
+    assert all(m.cancelled for m in session[:4]) and not session[4].cancelled
     assert repair_history(session) == session
+    assert "quick result" not in [m.content for m in llm.requests[-1].messages]  # the cancelled turn stays out
     transcript = [e.message for e in store.read_transcript("cli:c")]
-    assert [m.role for m in transcript[:3]] == ["user", "assistant", "tool"]
+    assert [m.role for m in transcript[:4]] == ["user", "assistant", "tool", "assistant"]
     assert [c.name for c in transcript[1].tool_calls] == ["quick", "block"]  # the transcript logs what happened
+    assert (transcript[3].content, transcript[3].cancelled) == (CANCELLED_MARK, True)
 
 
 def test_cancel_while_the_model_streams(tmp_path):
@@ -126,5 +134,6 @@ def test_cancel_while_the_model_streams(tmp_path):
         return store
 
     store = asyncio.run(scenario())
-    assert [(m.role, m.content) for m in store.load_session("cli:s").messages] == [("user", "long question")]
-    assert [e.message.content for e in store.read_transcript("cli:s")] == ["long question"]
+    assert [(m.role, m.content, m.cancelled) for m in store.load_session("cli:s").messages] == [
+        ("user", "long question", True), ("assistant", CANCELLED_MARK, True)]
+    assert [e.message.content for e in store.read_transcript("cli:s")] == ["long question", CANCELLED_MARK]

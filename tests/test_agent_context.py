@@ -3,7 +3,8 @@
 import asyncio
 from datetime import date, datetime, timedelta, timezone
 
-from picoora.agent.context import ContextInputs, build_system_prompt, gather_inputs
+from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs, without_cancelled
+from picoora.agent.repair import repair_history
 from picoora.agent.tokens import estimate_messages_tokens, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.messages import Message, ToolCall
@@ -139,3 +140,24 @@ def test_token_estimate_counts_text_tool_calls_and_wide_characters():
     plain = Message(role="assistant", content="abcd")
     with_call = Message(role="assistant", content="abcd", tool_calls=[ToolCall("1", "read_file", {"path": "a" * 40})])
     assert estimate_messages_tokens([with_call]) > estimate_messages_tokens([plain]) + 10
+
+
+def test_cancelled_turns_are_left_out_of_the_request_whole():
+    call = ToolCall("c1", "exec", {"command": "sleep 60"})
+    history = [
+        Message(role="user", content="first"), Message(role="assistant", content="answer one"),
+        Message(role="user", content="cancelled one", cancelled=True),
+        Message(role="assistant", tool_calls=[call], cancelled=True),
+        Message(role="tool", content="done", tool_call_id="c1", name="exec", cancelled=True),
+        Message(role="assistant", content="half an answer [cut off]", cancelled=True),
+        Message(role="user", content="failed, not cancelled"),  # a failed turn: kept, joined with the next
+        Message(role="user", content="marked alone"), Message(role="assistant", tool_calls=[call], cancelled=True),
+        Message(role="tool", content="an orphan now", tool_call_id="c1", name="exec"),
+        Message(role="assistant", content="answer two"),
+    ]
+    request = build_messages("SYSTEM", history, [Message(role="user", content="now")])
+    assert [m.content for m in request] == ["SYSTEM", "first", "answer one", "failed, not cancelled", "marked alone",
+                                            "an orphan now", "answer two", "now"]
+    assert [m.content for m in repair_history(request)] == ["SYSTEM", "first", "answer one", "failed, not cancelled",
+                                                            "marked alone", "answer two", "now"]
+    assert without_cancelled([]) == [] and without_cancelled(history[:2]) == history[:2]

@@ -119,3 +119,60 @@ def test_sessions_history_and_new_session_through_the_library(isolated_home):
         keys, after_reset, history = asyncio.run(scenario())
     assert keys == ["web:h"] and after_reset == []
     assert history == [("user", "hello"), ("assistant", "ok")]  # the transcript keeps what was said
+
+
+def test_a_chosen_model_is_the_sessions_and_going_back_gives_the_default_again(isolated_home, monkeypatch):
+    with FakeOllama(models=("m1", "m2", "m3"), responder=lambda body: Reply(content=body["model"])) as fake:
+        write_config(isolated_home, ollama_url=fake.url, model="m1")
+
+        async def choose():
+            async with build_assistant(load_config()) as assistant:
+                before = await assistant.model_source("cli:x")
+                await assistant.set_session_model("cli:x", "m2")
+                return before, await assistant.model_source("cli:x")
+
+        async def later_with(model_from_env: str):
+            monkeypatch.setenv("PICO_AGENTS_DEFAULTS_MODEL", model_from_env)
+            async with build_assistant(load_config()) as assistant:
+                chosen = await assistant.model_source("cli:x")
+                other = await assistant.model_source("cli:never-chose")
+                answer = await assistant.answer("which?", "cli:x")
+                back = await assistant.reset_session_model("cli:x")
+                after = await assistant.model_source("cli:x")
+                return chosen, other, answer, back, after, await assistant.answer("and now?", "cli:x")
+
+        async def next_process():
+            async with build_assistant(load_config()) as assistant:
+                return await assistant.model_source("cli:x")
+
+        before, chosen_now = asyncio.run(choose())
+        chosen, other, answer, back, after, answer_after = asyncio.run(later_with("m3"))
+        restarted = asyncio.run(next_process())
+
+    assert (before.model, before.source, before.default_source) == ("m1", "config", "config")
+    assert (chosen_now.model, chosen_now.source) == ("m2", "session")
+    # The environment now names another default: the session keeps its own choice, and says so.
+    assert (chosen.model, chosen.source, chosen.default_model, chosen.default_source) == ("m2", "session", "m3", "env")
+    assert chosen.env_vars == ("PICO_AGENTS_DEFAULTS_MODEL",)
+    assert "chosen for session cli:x with /model" in chosen.why() and "ollama/m3" in chosen.why()
+    assert "PICO_AGENTS_DEFAULTS_MODEL" in chosen.why()
+    assert (other.model, other.source) == ("m3", "env")  # a session that never chose gets the default
+    assert answer == "m2"
+    assert (back.model, after.model, after.source, answer_after) == ("m3", "m3", "env", "m3")
+    assert (restarted.model, restarted.source) == ("m3", "env")  # the choice stays taken back
+
+
+def test_an_unreadable_or_unusable_stored_choice_falls_back_to_the_default_and_says_so(isolated_home):
+    from picoora.session_models import state_key
+
+    with FakeOllama(models=("m1",)) as fake:
+        config = load_config(write_config(isolated_home, ollama_url=fake.url, model="m1"))
+
+        async def scenario():
+            async with build_assistant(config) as assistant:
+                await assistant.astore.set_state(state_key("cli:bad"), "not json")
+                await assistant.astore.set_state(state_key("cli:gone"), '["nosuch-provider", "m9"]')
+                return [await assistant.model_source(key) for key in ("cli:bad", "cli:gone")]
+
+        described = asyncio.run(scenario())
+    assert [(d.label, d.source) for d in described] == [("ollama/m1", "config"), ("ollama/m1", "config")]

@@ -13,8 +13,9 @@ from prompt_toolkit.output import DummyOutput
 
 from picoora.cli.repl import run_repl
 from picoora.config import load_config
-from tests.cli_support import messages_text, write_config
+from tests.cli_support import messages_text, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.pty_support import repl_session
 
 
 def _run(home, lines: list[str]) -> None:
@@ -60,8 +61,7 @@ def test_ctrl_c_cancels_the_running_turn_not_the_repl(isolated_home, capsys):
     release = threading.Event()
 
     def slow_then_quick(body: dict) -> Reply:
-        # the cancelled question stays in the session, sent joined with the next one: answer the newest
-        newest = _last_user_text(body).rsplit("\n\n", 1)[-1]
+        newest = _last_user_text(body)
         if newest == "slow question":
             release.wait(30)
         return Reply(content=f"answer to {newest}")
@@ -84,6 +84,52 @@ def test_ctrl_c_cancels_the_running_turn_not_the_repl(isolated_home, capsys):
     assert "(cancelled)" in err
     assert "answer to slow question" not in out
     assert "answer to after the interrupt" in out
+    # The cancelled question is kept (marked) but not sent again, alone or joined to the next message.
+    follow_up = next(body for body in fake.requests if "after the interrupt" in messages_text(body))
+    assert "slow question" not in messages_text(follow_up)
+    assert [m["role"] for m in follow_up["messages"]] == ["system", "user"]
+
+
+def _line(output: str, label: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith(f"{label}:"))
+
+
+def test_a_model_chosen_with_slash_model_is_the_sessions_says_so_and_goes_back_with_model_default(isolated_home):
+    """Found by a new user: /model beat the config and PICO_ variables silently, so status showed one model and
+    `agent -m` used another. Now every door names the same model, and why."""
+
+    def echo(body: dict) -> Reply:
+        return Reply(content=f"[{body['model']}] {_last_user_text(body)}")
+
+    env = {"PICO_AGENTS_DEFAULTS_MODEL": "gemma3:1b"}
+    with FakeOllama(models=("qwen3:latest", "llama3.1:8b", "gemma3:1b"), responder=echo) as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        first, first_code = repl_session(isolated_home, ["/model llama3.1:8b", "hello"])
+        status_chosen = run_cli("status", home=isolated_home, extra_env=env)
+        one_shot = run_cli("agent", "-m", "one shot", home=isolated_home, extra_env=env)
+        second, second_code = repl_session(isolated_home, ["/model default", "again"], extra_env=env)
+        status_after = run_cli("status", home=isolated_home, extra_env=env)
+    assert (first_code, second_code) == (0, 0), first + second
+
+    assert "picoora: model qwen3:latest (ollama, the default, from the config file), session cli:default." in first
+    assert "Model: llama3.1:8b (ollama), chosen for this session with /model." in first
+    assert "The default model is qwen3:latest (ollama, from the config file): /model default goes back to it." in first
+    assert "[llama3.1:8b] hello" in first
+
+    # The environment moved the default; the session keeps its choice and status says both.
+    assert "llama3.1:8b ✓ pulled" in _line(status_chosen.stdout, "Model")
+    assert ("chosen for session cli:default with /model; the default is ollama/gemma3:1b "
+            "(set by PICO_AGENTS_DEFAULTS_MODEL over the config file)") in _line(status_chosen.stdout, "Source")
+    assert one_shot.stdout.strip() == "[llama3.1:8b] one shot"  # what status said is what answers
+
+    assert "picoora: model llama3.1:8b (ollama, chosen for this session with /model), session cli:default." in second
+    assert ("The default model is gemma3:1b (ollama, set by PICO_AGENTS_DEFAULTS_MODEL over the config file): "
+            "/model default goes back to it.") in second
+    assert "Model: gemma3:1b (ollama), the default, set by PICO_AGENTS_DEFAULTS_MODEL over the config file." in second
+    assert "[gemma3:1b] again" in second
+
+    assert "gemma3:1b ✓ pulled" in _line(status_after.stdout, "Model")
+    assert _line(status_after.stdout, "Source") == "Source:    set by PICO_AGENTS_DEFAULTS_MODEL over the config file"
 
 
 def test_results_delivered_to_the_terminal_are_shown_once_when_the_repl_starts(isolated_home, capsys):

@@ -65,8 +65,57 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     down = run_cli("status", "--json", home=isolated_home)  # the fake has stopped: nothing answers there
     report = json.loads(healthy.stdout)
     assert healthy.returncode == 0 and report["ok"] is True
-    assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "storage",
-                                                      "stored", "embedder", "exec"]
+    assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "source",
+                                                      "storage", "stored", "embedder", "exec"]
+    assert report["model"] == {"session": "cli:default", "provider": "ollama", "model": "qwen3:latest",
+                               "source": "config",
+                               "default": {"provider": "ollama", "model": "qwen3:latest", "source": "config", "env": []}}
     broken = json.loads(down.stdout)
     assert down.returncode == 1 and broken["ok"] is False
     assert {c["check"] for c in broken["checks"] if not c["ok"]} == {"provider", "model"}
+
+
+def test_status_checks_the_model_the_default_session_answers_with_and_says_why(isolated_home):
+    """A model chosen with /model is the session's: status checks that one, not the config's, and says so."""
+    import asyncio
+    import json
+
+    from picoora.assistant import build_assistant
+    from picoora.config import load_config
+
+    with FakeOllama(models=("qwen3:latest", "gemma3:1b"), tool_models=("qwen3:latest",)) as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        from_file = run_cli("status", home=isolated_home)
+        from_env = run_cli("status", "--json", home=isolated_home,
+                           extra_env={"PICO_AGENTS_DEFAULTS_MODEL": "gemma3:1b"})
+
+        async def choose():
+            async with build_assistant(load_config()) as assistant:
+                await assistant.set_session_model("cli:default", "gemma3:1b")
+
+        asyncio.run(choose())
+        chosen = run_cli("status", home=isolated_home)
+        # The environment now moves the default to another provider: the session keeps its choice, the
+        # status checks the session's provider, and says what the default would be.
+        elsewhere = run_cli("status", home=isolated_home, extra_env={"PICO_AGENTS_DEFAULTS_PROVIDER": "openai",
+                                                                   "PICO_AGENTS_DEFAULTS_MODEL": "gpt-4o"})
+    assert _line(from_file.stdout, "Source") == "Source:    from the config file"
+    assert "qwen3:latest ✓" in _line(from_file.stdout, "Model")
+
+    report = json.loads(from_env.stdout)
+    assert report["model"]["model"] == "gemma3:1b" and report["model"]["source"] == "env"
+    assert report["model"]["default"]["env"] == ["PICO_AGENTS_DEFAULTS_MODEL"]
+    checks = {c["check"]: c["text"] for c in report["checks"]}
+    assert checks["model"].startswith("gemma3:1b ✓ pulled")
+    assert checks["source"] == "set by PICO_AGENTS_DEFAULTS_MODEL over the config file"
+
+    assert "gemma3:1b ✓ pulled" in _line(chosen.stdout, "Model")
+    source = _line(chosen.stdout, "Source")
+    assert "chosen for session cli:default with /model" in source and "ollama/qwen3:latest (from the config file)" in source
+    assert "`/model default`" in source
+
+    assert elsewhere.returncode == 0, elsewhere.stdout
+    assert _line(elsewhere.stdout, "Provider").startswith("Provider:  ollama at ")
+    assert "gemma3:1b ✓" in _line(elsewhere.stdout, "Model")
+    assert ("the default is openai/gpt-4o (set by PICO_AGENTS_DEFAULTS_PROVIDER and PICO_AGENTS_DEFAULTS_MODEL "
+            "over the config file)") in _line(elsewhere.stdout, "Source")

@@ -22,6 +22,7 @@ from picoora.config import (
     redacted,
     save_config,
     secret_values,
+    env_override,
     env_override_warnings,
     unknown_env_overrides,
     workspace_path,
@@ -96,6 +97,18 @@ def test_env_overrides_win_over_the_file(isolated_home, monkeypatch):
     assert config.agents.defaults.model == "from-env"
     assert config.agents.defaults.max_tokens == 1000  # untouched by env
     assert config.heartbeat.enabled is False
+
+
+def test_env_override_names_the_variable_that_set_a_value(isolated_home, monkeypatch):
+    write_config(isolated_home / "config.json", {"agents": {"defaults": {"model": "from-file", "provider": "openai"}}})
+    set_env(monkeypatch, PICO_AGENTS_DEFAULTS_MODEL="from-env", PICO_HEARTBEAT_ENABLED="yes")
+    config = load_config()
+    assert env_override(config, "agents", "defaults", "model") == "PICO_AGENTS_DEFAULTS_MODEL"
+    assert env_override(config, "agents", "defaults", "provider") is None  # the file's
+    assert env_override(config, "heartbeat", "enabled") == "PICO_HEARTBEAT_ENABLED"  # "yes" is True
+    built = Config()  # a config made in code is not the variable's, though the variable is set
+    assert env_override(built, "agents", "defaults", "model") is None
+    assert env_override(built, "agents", "defaults", "temperature") is None
 
 
 def test_env_names_walk_fields_that_contain_underscores(monkeypatch):

@@ -30,3 +30,11 @@ def test_oracle_writes_the_go_shape_and_reads_it_back():
     stored = codec.message_to_json(message)
     assert stored["tool_calls"][0]["function"]["arguments"] == '{"query": "cats"}'
     assert codec.message_from_json(stored) == message
+
+
+def test_the_cancelled_mark_rides_along_only_when_set():
+    plain, cancelled = Message(role="user", content="hi"), Message(role="user", content="hi", cancelled=True)
+    assert "cancelled" not in plain.to_dict() and "cancelled" not in codec.message_to_json(plain)  # the Go shape
+    for write, read in ((Message.to_dict, Message.from_dict), (codec.message_to_json, codec.message_from_json)):
+        assert read(write(cancelled)) == cancelled and read(write(plain)) == plain
+    assert Message.from_dict({"role": "user", "content": "hi", "cancelled": "yes"}).cancelled is False  # only true is

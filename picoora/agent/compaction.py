@@ -7,6 +7,7 @@ background goroutine that a one-shot CLI process outlived, and that raced with n
 - A long older part is summarised in chunks, each folded into the running summary in turn, so no
   single request outgrows the context window.
 - Only the session (the model's view) shrinks; the transcript keeps every original message.
+- Cancelled turns are folded away but never summarised: the model is not to see them again.
 - Any failure leaves the session exactly as it was; the caller tells the user.
 - ``compact`` itself ignores the thresholds (``needs_compaction`` is the caller's test), so after a
   context overflow the loop forces it by calling it, with a token budget for what is kept.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+from picoora.agent.context import without_cancelled
 from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_messages_tokens, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.llm.base import LLM, LLMError
@@ -92,7 +94,8 @@ async def compact(
         if cut == 0:
             return 0
         summary = session.summary.strip()
-        for chunk in _chunks(session.messages[:cut], _chunk_budget(summary, settings)):
+        folded = without_cancelled(session.messages[:cut])
+        for chunk in _chunks(folded, _chunk_budget(summary, settings)) if folded else []:
             summary = await _fold(llm, summary, chunk, settings)
         if not await store.compact_session(session_key, summary, session.messages[:cut]):
             return 0  # another process compacted these messages first; its summary stands

@@ -85,13 +85,29 @@ def build_system_prompt(
 
 
 def build_messages(system_prompt: str, history: list[Message], turn: list[Message]) -> list[Message]:
-    """The request: system prompt, the stored history, then this turn so far (its user message first)."""
-    return [Message(role="system", content=system_prompt), *history, *turn]
+    """The request: system prompt, the stored history (cancelled turns left out), then this turn so far
+    (its user message first)."""
+    return [Message(role="system", content=system_prompt), *without_cancelled(history), *turn]
+
+
+def without_cancelled(messages: list[Message]) -> list[Message]:
+    """``messages`` without cancelled turns: a cancelled user message goes, and with it everything up to the
+    next user message (the calls, results and cut-off answer of a turn the model must not see again);
+    any other message marked cancelled goes too. What is left stays valid with ``repair_history``."""
+    kept: list[Message] = []
+    skipping = False
+    for message in messages:
+        if message.role == "user":
+            skipping = message.cancelled
+        if not (skipping or message.cancelled):
+            kept.append(message)
+    return kept
 
 
 def join_user_runs(messages: list[Message]) -> list[Message]:
-    """Consecutive user messages as one, each kept whole and in order. A turn that failed or was cancelled
-    leaves its user message unanswered, and some providers reject two user messages in a row."""
+    """Consecutive user messages as one, each kept whole and in order. A turn that failed leaves its user
+    message unanswered (a cancelled one is left out instead), and some providers reject two user messages
+    in a row."""
     joined: list[Message] = []
     for message in messages:
         if joined and message.role == "user" and joined[-1].role == "user":

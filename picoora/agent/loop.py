@@ -19,7 +19,11 @@ renderer shows one of the two).
 Persistence: the transcript gets each message as it is produced; the session gets the turn's
 well-formed messages at the end, or on an error or cancellation the user message and the complete
 call/result pairs. Calls left unanswered by a limit get an explicit "not run" result, so what is
-stored is always valid for every provider.
+stored is always valid for every provider. A cancelled turn (Ctrl+C, a shutdown) is kept with every
+message marked ``cancelled`` and a closing ``CANCELLED_MARK`` message (the transcript's earlier entries
+are never rewritten, so the marker is what marks them there); later turns never send it to the model
+(``context.without_cancelled``): the user sends it again if they still want an answer. A failed turn's
+user message stays unmarked and is sent with the next one (``join_user_runs``).
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ RAW_PREVIEW_CHARS = 200
 OVERFLOW_KEPT_SHARE = 0.5
 DRAIN_SECONDS = 10.0  # how long a finished turn waits for a slow event consumer before dropping it
 CUT_OFF_MARK = " [the answer was cut off here]"
+CANCELLED_MARK = "[the turn was cancelled; the message above was not answered]"
 NOTICES_STATE = "notices_shown:"  # state key prefix: the notices a session saw on its model, across processes
 
 
@@ -386,7 +391,14 @@ class _Turn:
             result = await self._fail(str(exc))
         except StoreError as exc:
             result = await self._fail(f"Could not read or save the conversation: {exc}")
-        except BaseException:  # cancelled (Ctrl+C) or a bug: leave the store consistent, then propagate
+        except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl+C, a shutdown: kept, marked, not sent again
+            try:
+                await self._save_cancelled()
+            except StoreError as exc:  # the cancellation matters more; this one is only logged
+                log.warning("could not save the cancelled turn of %s: %s", self.key, exc)
+            await self._save_trace("cancelled", None)
+            raise
+        except BaseException:  # a bug: leave the store consistent, then propagate
             try:
                 await self._keep_what_was_shown()
                 await self._save_partial()
@@ -643,6 +655,18 @@ class _Turn:
         if returned:
             await self._record(returned)
         await self._save_session(complete_pairs(self.produced))
+
+    async def _save_cancelled(self) -> None:
+        """After a cancellation: the results that came back and what the user saw are recorded, then a
+        closing marker; the session gets the turn's complete pairs and the marker, every one marked
+        cancelled. Nothing when the answer was saved already (the turn was done)."""
+        if self.saved or not self.produced:
+            return
+        await self._keep_what_was_shown()
+        returned = [self.finished[c.id] for c in self.open_calls if c.id in self.finished]
+        self.open_calls, self.finished = [], {}
+        await self._record([*returned, Message(role="assistant", content=CANCELLED_MARK, cancelled=True)])
+        await self._save_session([replace(m, cancelled=True) for m in complete_pairs(self.produced)])
 
     async def _record(self, messages: list[Message]) -> None:
         # Listed before the write: a write cut short by cancellation still completes in its thread.

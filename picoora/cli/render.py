@@ -135,7 +135,8 @@ class TurnRenderer:
     def cancelled(self) -> None:
         """The user pressed Ctrl+C during the turn."""
         self._end_answer_part()
-        self._err_line(self._style_err("(cancelled)", DIM))
+        self._err_line(self._style_err("(cancelled) This message will not be sent to the model again; "
+                                       "send it again to have it answered.", DIM))
 
     def _tool_finished(self, event: ToolCallFinished) -> None:
         mark = self._style_err("✓", GREEN) if event.ok else self._style_err(f"✗ {_first_line(event.result)}", RED)

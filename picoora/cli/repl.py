@@ -15,17 +15,22 @@ if TYPE_CHECKING:
 
     from picoora.assistant import Assistant
     from picoora.config import Config
+    from picoora.session_models import SessionModel
 
 HELP = """\
 Commands:
   /help            show this help
-  /new             start the current session afresh (its history is cleared; memories stay)
+  /new             start the current session afresh (its history is cleared; memories and
+                   its model stay)
   /session [KEY]   show the session, or switch to KEY
-  /model [NAME]    show the model, or use NAME for the rest of this session
+  /model [NAME]    show the model and where it comes from, or use NAME for this session
+                   from now on (kept across restarts, whatever the config says)
+  /model default   go back to the configured default model
   exit, quit       leave (or press Ctrl+D)
 Ctrl+C cancels a running answer."""
 
 PROMPT = "you> "
+DEFAULT_MODEL = "default"  # /model default: the session's choice is taken back
 
 
 @dataclass
@@ -50,9 +55,12 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
     prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
     async with open_assistant(config, config_path) as assistant:
         state = ReplState(assistant, session, stream)
-        choice = await assistant.session_model(session)
-        print(f"picoora: model {choice.model}, session {session}. /help for commands, Ctrl+D to leave.")
-        await _say_if_unusable(assistant, choice)
+        described = await assistant.model_source(session)
+        print(f"picoora: model {described.model} ({described.provider}, {_short_source(described)}), session "
+              f"{session}. /help for commands, Ctrl+D to leave.")
+        if described.source == "session":
+            print(_default_note(described))
+        await _say_if_unusable(assistant, await assistant.session_model(session))
         await _show_arrived(assistant, session)
         while True:
             try:
@@ -90,6 +98,7 @@ async def _show_arrived(assistant: Assistant, session: str) -> None:
 
 async def handle_command(state: ReplState, line: str) -> None:
     from picoora.llm.base import LLMError
+    from picoora.store.base import StoreError
 
     name, _, arg = line.partition(" ")
     arg = arg.strip()
@@ -104,15 +113,30 @@ async def handle_command(state: ReplState, line: str) -> None:
             state.session = arg
         print(f"Session: {state.session}")
     elif name == "/model":
-        if arg:
-            try:
+        try:
+            if arg == DEFAULT_MODEL:
+                await assistant.reset_session_model(state.session)
+            elif arg:
                 await assistant.set_session_model(state.session, arg)
-            except LLMError as err:
-                print(f"Error: {err}", file=sys.stderr)
-        choice = await assistant.session_model(state.session)
-        print(f"Model: {choice.model} ({choice.provider})")
+        except (LLMError, StoreError) as err:  # the line below says what is in use now
+            print(f"Error: {err}", file=sys.stderr)
+        described = await assistant.model_source(state.session)
+        print(f"Model: {described.model} ({described.provider}), {_short_source(described)}.")
+        if described.source == "session":
+            print(_default_note(described))
     else:
         print(f"Unknown command {name}: type /help for the list.", file=sys.stderr)
+
+
+def _short_source(described: SessionModel) -> str:
+    if described.source == "session":
+        return "chosen for this session with /model"
+    return f"the default, {described.default_why()}"
+
+
+def _default_note(described: SessionModel) -> str:
+    return (f"The default model is {described.default_model} ({described.default_provider}, "
+            f"{described.default_why()}): /model {DEFAULT_MODEL} goes back to it.")
 
 
 async def run_cancellable_turn(state: ReplState, text: str) -> None:

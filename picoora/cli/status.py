@@ -1,5 +1,9 @@
 """``picoora status``: a report of the set-up, each line checked for real (with short timeouts).
 
+The provider and model checked are those the default session (``cli:default``, what ``picoora agent``
+talks to) will answer with: its own choice (``/model``) when it made one, else the config's default; the
+``Source`` line says which, and where the default comes from (the config file or a ``PICO_`` variable).
+
 Exit status: 0 when every check passed, 1 when one found a problem (its line is marked ✗), 2 for a
 config it cannot read. ``--json`` prints the same checks for scripts.
 """
@@ -18,6 +22,7 @@ from picoora.cli.errors import config_path, load_config, shown
 
 if TYPE_CHECKING:
     from picoora.config import Config
+    from picoora.session_models import SessionModel
     from picoora.store.base import VectorStatus
 
 OK, BAD = "✓", "✗"
@@ -51,18 +56,21 @@ def status(
     config = load_config(ctx)
     path = config_path(ctx) or default_config_path()
     workspace = workspace_path(config)
+    storage, session_model = _storage_lines(config, workspace)
     lines = [
         Line("Config", f"{path} {OK}") if path.is_file() else Line("Config", f"{path} {NOT_FOUND}", False),
         _workspace_line(workspace),
-        *_provider_lines(config),
-        *_storage_lines(config, workspace),
+        *_provider_lines(config, session_model.provider, session_model.model),
+        Line("Source", session_model.why()),
+        *storage,
         Line("Exec", _exec_text(config)),
         *_mcp_lines(config, workspace),
     ]
     healthy = all(line.ok for line in lines)
     if as_json:
         checks = [{"check": line.label.lower(), "ok": line.ok, "text": shown(line.text)} for line in lines]
-        print(json.dumps({"version": __version__, "ok": healthy, "checks": checks}, indent=2, ensure_ascii=False))
+        print(json.dumps({"version": __version__, "ok": healthy, "model": session_model.to_dict(), "checks": checks},
+                         indent=2, ensure_ascii=False))
     else:
         width = max(len(line.label) for line in lines) + 2
         print(f"picoora {__version__}")
@@ -80,11 +88,10 @@ def _workspace_line(workspace: Path) -> Line:
     return Line("Workspace", f"{workspace} {NOT_FOUND}", False)
 
 
-def _provider_lines(config: Config) -> list[Line]:
-    defaults = config.agents.defaults
-    if defaults.provider == "ollama":
-        return _ollama_lines(config)
-    settings = getattr(config.providers, defaults.provider)
+def _provider_lines(config: Config, provider: str, model: str) -> list[Line]:
+    if provider == "ollama":
+        return _ollama_lines(config, model)
+    settings = getattr(config.providers, provider)
     if settings.api_base:
         reachable = _port_open(settings.api_base)
         where = f"{settings.api_base} " + (f"{OK} answers" if reachable else f"{BAD} not reachable")
@@ -92,17 +99,16 @@ def _provider_lines(config: Config) -> list[Line]:
         ok = reachable
     else:
         where = "its default endpoint (not probed)"
-        key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{defaults.provider}.api_key"
+        key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{provider}.api_key"
         ok = bool(settings.api_key)
-    return [Line("Provider", f"{defaults.provider} at {where}; {key}", ok), Line("Model", defaults.model)]
+    return [Line("Provider", f"{provider} at {where}; {key}", ok), Line("Model", model)]
 
 
-def _ollama_lines(config: Config) -> list[Line]:
+def _ollama_lines(config: Config, model: str) -> list[Line]:
     from picoora.llm.base import LLMError, ProviderUnavailableError
     from picoora.llm.ollama_admin import START_HINT, list_models, native_base
 
     base = native_base(config.providers.ollama.api_base)
-    model = config.agents.defaults.model
     try:
         models = {m.name: m for m in list_models(base)}
     except LLMError as err:
@@ -124,18 +130,24 @@ def _ollama_lines(config: Config) -> list[Line]:
     return [Line("Provider", f"ollama at {base} {OK} answers ({pulled} pulled)"), model_line]
 
 
-def _storage_lines(config: Config, workspace: Path) -> list[Line]:
+def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], SessionModel]:
+    """The storage lines, and the default session's model (its stored choice is in the store)."""
+    from picoora.assistant import DEFAULT_SESSION
+    from picoora.session_models import describe, state_key
     from picoora.store import open_store
     from picoora.store.base import StoreError
 
     if not workspace.is_dir() and not config.oracle.enabled:  # opening would create it; a report changes nothing
-        return [Line("Storage", "nothing stored yet"), Line("Embedder", _configured_embedder(config))]
+        lines = [Line("Storage", "nothing stored yet"), Line("Embedder", _configured_embedder(config))]
+        return lines, describe(config, DEFAULT_SESSION, None)
     fallbacks: list[str] = []
     try:
         store = open_store(config, on_fallback=fallbacks.append)
     except StoreError as err:
-        return [Line("Storage", f"{BAD} {err}", False)]
+        return [Line("Storage", f"{BAD} {err}", False)], describe(config, DEFAULT_SESSION, None)
+    stored = None
     try:
+        stored = store.get_state(state_key(DEFAULT_SESSION))
         stats = store.stats()
         lines = [
             Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks),
@@ -152,7 +164,7 @@ def _storage_lines(config: Config, workspace: Path) -> list[Line]:
         lines = [Line("Storage", f"{BAD} {err}", False)]
     finally:
         store.close()
-    return lines
+    return lines, describe(config, DEFAULT_SESSION, stored)
 
 
 def _mcp_lines(config: Config, workspace: Path) -> list[Line]:

@@ -2,7 +2,7 @@
 
 Session messages stay in the Go version's JSON shape (OpenAI style: ``tool_calls[].function.arguments``
 as a JSON string), so a PicoOraClaw schema reads and writes the same rows; picoora's own fields
-(``name``, ``reasoning``) ride along as extra keys. Timestamps are stored as naive UTC.
+(``name``, ``reasoning``, ``cancelled``) ride along as extra keys. Timestamps are stored as naive UTC.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["name"] = message.name
     if message.reasoning:
         data["reasoning"] = message.reasoning
+    if message.cancelled:
+        data["cancelled"] = True
     return data
 
 
@@ -99,6 +101,7 @@ def message_from_json(data: dict[str, Any]) -> Message:
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
         reasoning=data.get("reasoning"),
+        cancelled=data.get("cancelled") is True,
     )
 
 
