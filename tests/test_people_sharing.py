@@ -103,3 +103,35 @@ def test_on_oracle_people_use_the_owners_pool_and_leave_it_open(monkeypatch):
     owner.add_memory("The owner keeps a boat", 0.6, "fact")  # the owner's database is still open
     assert [m.content for m in owner.list_memories()] == ["The owner keeps a boat"]
     owner.close()
+
+
+def test_people_run_on_the_owners_store_threads_and_closing_one_leaves_them_running():
+    import asyncio
+    import time
+
+    from picoora.assistant import build_assistant
+    from picoora.people import Person
+    from picoora.store.aio import AsyncStore
+
+    config = Config.model_validate({"providers": {"ollama": {"api_base": "http://127.0.0.1:9"}},
+                                    "memory": {"embedder": "none"}})
+
+    async def scenario():
+        async with build_assistant(config) as owner:
+            ana, ben = owner.for_person(Person("ana")), owner.for_person(Person("ben"))
+            assert ana.astore.executor is owner.astore.executor is ben.astore.executor
+            await ana.astore.add_memory("Ana keeps bees", 0.6, "fact")
+            ana.astore.close()
+            await ben.astore.add_memory("Ben sails", 0.6, "fact")
+            assert [m.content for m in await owner.astore.list_memories()] == []
+
+            finished = []
+            borrowed = AsyncStore(owner.store, executor=owner.astore.executor)
+            call = asyncio.ensure_future(borrowed.run(lambda: time.sleep(0.3) or finished.append(True)))
+            await asyncio.sleep(0.05)
+            borrowed.close()  # waits for its own running call, leaves the executor
+            assert finished == [True]
+            await call
+            return [m.content for m in await ben.astore.list_memories()]
+
+    assert asyncio.run(scenario()) == ["Ben sails"]
