@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 RETRY_EMBEDDER_SECONDS = 30.0  # after a failure, do not pay a timeout per call: try again after this long
-_INITIAL_ROWS = 64
+_INITIAL_ROWS = 8  # a person may have a handful of memories: 64 rows of vectors were 98 KB each
 
 
 class MemoryIndex:
