@@ -965,6 +965,10 @@ class OracleStore:
 
         return Op(work, "save the session summary")
 
+    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
+        """None: several gateways on one database are not refused here (a separate question: who runs the jobs)."""
+        return None
+
     def close(self) -> None:
         if self._owns_db:  # a store made by for_agent shares its opener's database
             self._db.close()
