@@ -248,7 +248,7 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
     from picoora.tools.registry import tool_settings
 
     store = open_person_store(owner.config, owner.store, person)
-    astore = AsyncStore(store)
+    astore = AsyncStore(store, executor=owner.astore.executor)  # people share the owner's threads
     tools = guest_registry(owner.config)
     agent = Agent(store=store, astore=astore, models=owner.models, tools=tools, settings=owner.config.agents.defaults,
                   workspace=owner.workspace, secrets=secret_values(owner.config),

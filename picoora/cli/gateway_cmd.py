@@ -42,9 +42,10 @@ def gateway(
     if port is not None:
         config.gateway.port = port
     import asyncio
+    import contextlib
 
     from picoora.gateway.binding import BindingRefused
-    from picoora.gateway.server import banner, bind, open_gateway, serve
+    from picoora.gateway.server import banner, bind, close_unserved, open_gateway, serve, workspace_lock
     from picoora.llm.base import LLMError
     from picoora.store.base import StoreError
 
@@ -67,10 +68,17 @@ def gateway(
         show_token = state.one_off_token or sys.stdout.isatty()
         print("\n".join(banner(state, server.port, show_token=show_token)), flush=True)
 
-    try:
-        asyncio.run(serve(state, sock, started))
-    except SystemExit:  # uvicorn ends a failed start-up (a service that cannot start) this way, after logging why
-        raise CLIError("the gateway could not start (see the error above)") from None
+    with contextlib.ExitStack() as held:
+        try:  # one gateway per file workspace: a second one would run every job and channel twice
+            held.enter_context(workspace_lock(state, sock.getsockname()[1]))
+        except StoreError as err:
+            sock.close()
+            close_unserved(state)
+            raise CLIError(str(err)) from None
+        try:
+            asyncio.run(serve(state, sock, started))
+        except SystemExit:  # uvicorn ends a failed start-up (a service that cannot start) this way, after logging why
+            raise CLIError("the gateway could not start (see the error above)") from None
     print("picoora gateway stopped.", flush=True)
 
 

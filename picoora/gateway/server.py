@@ -8,11 +8,13 @@ URL carries the token, and tokens never reach a log."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import uvicorn
 
@@ -66,6 +68,19 @@ def open_gateway(config: Config, *, config_path: Path | None = None) -> Gateway:
     gateway = Gateway(config=config, token=token, config_path=config_path, one_off_token=not config.gateway.token)
     gateway.assistant = build_assistant(config, config_path=config_path, on_fallback=gateway.on_fallback.append)
     return gateway
+
+
+def workspace_lock(gateway: Gateway, port: int) -> AbstractContextManager[Any]:
+    """The store's one-gateway lock, to hold from before serving until the gateway has stopped: on files one
+    gateway per workspace (``store/service_lock.py``), on Oracle none. Entering it raises StoreError naming
+    the gateway that holds it (PID, ``port``); then close the unserved gateway with ``close_unserved``."""
+    lock = gateway.assistant.store.exclusive_service_lock("gateway", {"port": port})
+    return lock if lock is not None else contextlib.nullcontext()
+
+
+def close_unserved(gateway: Gateway) -> None:
+    """Close the assistant of a gateway that never served (its lifespan, which would close it, never ran)."""
+    asyncio.run(gateway.assistant.aclose())
 
 
 def make_server(gateway: Gateway) -> GatewayServer:

@@ -41,15 +41,16 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
 
 
 def open_file_store(config: Config, workspace: Path | None = None) -> Store:
-    """The embedded default: files in the workspace (or ``workspace``), recall by the configured local embedder."""
+    """The embedded default: files in the workspace (or ``workspace``), recall by the configured local embedder
+    (the process's one for these settings: a person's store and the owner's share it)."""
     from picoora.config import picoora_home, secret_values, workspace_path
-    from picoora.store.embedder import create_embedder
+    from picoora.store.embedder import shared_embedder
     from picoora.store.files import FileStore
 
     memory = config.memory
     return FileStore(
         workspace or workspace_path(config),
-        embedder=create_embedder(memory, config.providers.ollama.api_base, cache_dir=picoora_home() / "cache"),
+        embedder=shared_embedder(memory, config.providers.ollama.api_base, cache_dir=picoora_home() / "cache"),
         min_similarity=memory.min_similarity,
         dedup_similarity=memory.dedup_similarity,
         secrets=secret_values(config),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,25 @@ MINILM_VECTORS_PATH = DATA / "background_minilm.npy"
 
 def background_texts() -> list[str]:
     return [line.strip() for line in TEXTS_PATH.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+_of_embedder: weakref.WeakKeyDictionary[Embedder, Anchors] = weakref.WeakKeyDictionary()
+_of_embedder_lock = threading.Lock()
+
+
+def anchors_for(embedder: Embedder) -> Anchors:
+    """The process's one ``Anchors`` of ``embedder``: every store embedding with it (the owner's, each
+    person's) reads the same background vectors, where each used to hold its own copy (184 KB for MiniLM).
+    It holds the embedder weakly (a strong reference would keep the key alive); an embedder that cannot be
+    referenced weakly gets anchors of its own."""
+    with _of_embedder_lock:
+        try:
+            anchors = _of_embedder.get(embedder)
+            if anchors is None:
+                anchors = _of_embedder[embedder] = Anchors(weakref.proxy(embedder))
+        except TypeError:
+            return Anchors(embedder)
+        return anchors
 
 
 class Anchors:

@@ -21,9 +21,12 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
-from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, runtime_checkable
 
 from picoora.messages import Message
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 
 # The workspace prompt files, in the order they form the system prompt. AGENTS.md is what the Go
@@ -329,4 +332,8 @@ class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceSto
     def stats(self) -> StoreStats: ...  # counts of every family (one query each; fine for status, not /ready)
     def ping(self) -> None: ...  # cheap liveness check; raises StoreError when the store cannot answer
     def details(self) -> BackendDetails: ...
+    # A lock only one process may hold for a long-lived ``service`` ("gateway") on this store, entered for the
+    # service's life; entering raises StoreError (naming the holder, from ``details``) when another holds it.
+    # None where the backend lets several run (Oracle); on files, one gateway per workspace.
+    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> AbstractContextManager[Any] | None: ...
     def close(self) -> None: ...

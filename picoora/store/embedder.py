@@ -14,6 +14,7 @@ Vectors are float32, L2-normalised, so a dot product is the cosine similarity.
 from __future__ import annotations
 
 import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -66,6 +67,28 @@ def create_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | No
     return MiniLMEmbedder(check_record=cache_dir / VERIFIED_RECORD if cache_dir else None)
 
 
+_shared: weakref.WeakValueDictionary[tuple, Embedder] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+
+
+def shared_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | None = None) -> Embedder | None:
+    """``create_embedder``'s embedder, one per process for the same settings: every store that embeds with
+    them (the owner's and each person's) shares one loaded model, where each used to load its own (about
+    20 MB each, kept while the store is open). It lives while a store holds it; stores never close it.
+    Embedders may be called from several threads at once (see ``MiniLMEmbedder``)."""
+    if memory.embedder == "none":
+        return None
+    if memory.embedder == "ollama":
+        key: tuple = ("ollama", ollama_base, memory.ollama_model)
+    else:
+        key = (memory.embedder, cache_dir)
+    with _shared_lock:
+        embedder = _shared.get(key)
+        if embedder is None:
+            embedder = _shared[key] = create_embedder(memory, ollama_base, cache_dir)
+        return embedder
+
+
 def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
     import numpy as np
 
@@ -80,6 +103,11 @@ class MiniLMEmbedder:
     at a time, where onnxruntime would fold them into a ~90 MB float32 copy. A process that has loaded the
     model and embedded one sentence is at about 60 MB RSS (onnxruntime: 226 MB, peak 282) after a 50 ms
     load; a query takes about 9 ms, 100 short texts 0.8 s (bench/embedder_bench.py, 2 cores).
+
+    One instance may embed from several threads at once (``shared_embedder`` gives every store of a process
+    the same one): loading is under a lock, the forward pass only reads the weights, and the tokenizer is
+    configured once at load, so concurrent ``encode_batch`` calls only borrow it shared (the tokenizers
+    library's "Already borrowed" comes from changing truncation or padding while another thread encodes).
     """
 
     model_id = MINILM_MODEL_ID

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
     from picoora.store.memory_index import MemoryIndex
+    from picoora.store.service_lock import ServiceLock
 
 log = logging.getLogger(__name__)
 
@@ -548,6 +549,12 @@ class FileStore:
             prompts=len(self.list_prompts()),
             config_keys=len(self.all_config()),
         )
+
+    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> ServiceLock:
+        """One ``service`` (the gateway) per workspace: ``store/service_lock.py``."""
+        from picoora.store.service_lock import ServiceLock
+
+        return ServiceLock(self.layout.private, service, details, workspace=self.workspace)
 
     def close(self) -> None:
         self._lock.close()

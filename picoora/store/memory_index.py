@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from picoora.store import ranking
 from picoora.store.ranking import normalise_text
-from picoora.store.anchors import Anchors
+from picoora.store.anchors import Anchors, anchors_for
 from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
 from picoora.store.embedder import Embedder, EmbedderUnavailable
 from picoora.store.keywords import KeywordIndex
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 RETRY_EMBEDDER_SECONDS = 30.0  # after a failure, do not pay a timeout per call: try again after this long
-_INITIAL_ROWS = 64
+_INITIAL_ROWS = 8  # a person may have a handful of memories: 64 rows of vectors were 98 KB each
 
 
 class MemoryIndex:
@@ -65,7 +65,7 @@ class MemoryIndex:
         self._keywords = KeywordIndex()
         self.push_calibration = ranking.file_push_calibration(self.model_id)
         self.generic_shift = ranking.generic_shift(self.model_id)
-        self.anchors = anchors or (Anchors(embedder) if embedder else None)  # shared by the indexes of one store
+        self.anchors = anchors or (anchors_for(embedder) if embedder else None)  # one per embedder in a process
 
     def __len__(self) -> int:
         return len(self._ids)

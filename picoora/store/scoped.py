@@ -69,15 +69,13 @@ def person_agent_id(agent_id: str, person: str) -> str:
 
 def open_person_store(config: Config, owner_store: Store, person: str) -> Store:
     """``person``'s store beside ``owner_store``, on the same backend the owner's store really uses (after a
-    fallback to files, a person's data goes to files too)."""
+    fallback to files, a person's data goes to files too). People are cheap: on Oracle a person's store is
+    the owner's database (its pool) under their ``agent_id``; on files it embeds with the owner's embedder
+    (``embedder.shared_embedder``: one per process)."""
     from picoora.store import open_file_store
 
     if owner_store.backend == "oracle":
-        from picoora.store.oracle import open_oracle_store
-
-        scoped = config.model_copy(update={"oracle": config.oracle.model_copy(
-            update={"agent_id": person_agent_id(config.oracle.agent_id, person)})})
-        own: Store = open_oracle_store(scoped)
+        own: Store = owner_store.for_agent(person_agent_id(config.oracle.agent_id, person))  # type: ignore[attr-defined]
     else:
         from picoora.store.layout import FileLayout
 

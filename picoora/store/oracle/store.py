@@ -213,6 +213,17 @@ class OracleStore:
         self.text_index = text_index
         self._secrets = tuple(secrets)
         self._missing_model_note: str | None = None
+        self._owns_db = True
+
+    def for_agent(self, agent_id: str) -> OracleStore:
+        """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
+        pool, event-loop thread, settings and background anchors, where opening another store would start a
+        pool and a thread of its own and probe the schema again. Closing it leaves the database open."""
+        other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
+                            dedup_similarity=self.dedup_similarity, text_index=self.text_index, secrets=self._secrets)
+        other._anchors = self._anchors
+        other._owns_db = False
+        return other
 
     @property
     def location(self) -> str:
@@ -954,8 +965,13 @@ class OracleStore:
 
         return Op(work, "save the session summary")
 
+    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
+        """None: several gateways on one database are not refused here (a separate question: who runs the jobs)."""
+        return None
+
     def close(self) -> None:
-        self._db.close()
+        if self._owns_db:  # a store made by for_agent shares its opener's database
+            self._db.close()
 
 
 def _trace_from_row(row: tuple | None) -> TurnTrace | None:
