@@ -25,6 +25,7 @@ from picoora.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+    from starlette.types import Receive, Scope, Send
 
     from picoora.store.base import Store
 
@@ -126,7 +127,7 @@ class MemoryHttpApp:
         async with self._server.session_manager.run():
             yield
 
-    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
             await send({"type": "http.response.start", "status": 401,
                         "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
@@ -134,6 +135,6 @@ class MemoryHttpApp:
             return
         await self._inner(scope, receive, send)
 
-    def _authorized(self, scope: dict[str, Any]) -> bool:
+    def _authorized(self, scope: Scope) -> bool:
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
         return hmac.compare_digest(given, self._expected)

@@ -173,6 +173,7 @@ def _model_step(setup: OracleSetup, steps: _Steps, onnx_file: Path | None, onnx_
             elif onnx_url:
                 fresh = setup.load_model_url(onnx_url)
             else:
+                assert onnx_file is not None  # the only source left (none given was refused above)
                 fresh = setup.load_model_file(onnx_file)
         except (StoreError, ValueError, OSError) as err:
             raise steps.fail(f"ONNX model load failed: {err}") from None

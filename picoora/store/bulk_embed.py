@@ -32,6 +32,7 @@ def _start_worker() -> None:
 
 
 def _embed_in_worker(texts: list[str]) -> np.ndarray:
+    assert _worker is not None, "the pool's initializer (_start_worker) makes it"
     return _worker.embed(texts)
 
 

@@ -105,7 +105,7 @@ def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:
     return entries, count
 
 
-def _apply(entries: dict[str, _Entry], op: dict[str, Any]) -> Iterable[str]:
+def _apply(entries: dict[str, _Entry] | _Memories, op: dict[str, Any]) -> Iterable[str]:
     """Fold one op into ``entries``; yields the ids it changed. Unknown ops are skipped (newer writers)."""
     kind = op.get("op")
     try:
@@ -169,7 +169,7 @@ class _Memories:
         if entry is not None:
             return entry
         row = self.row(memory_id)
-        if row is None:
+        if row is None or self.base is None:  # a row is only found in a snapshot
             return default
         if row not in self._read:
             self._read[row] = _Entry(replace(self.overlay.changed.get(row) or self.base.record(row)), None)
@@ -605,7 +605,7 @@ def _log_vector(entry: _Entry) -> np.ndarray | None:
     return decode_vector(entry.vec) if entry.vec is not None and entry.record.embedding_model else None
 
 
-def embed(index: MemoryIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:
+def embed(index: MemoryIndex | LogIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:
     """Vectors for ``texts`` (all None when no embedder works) and the model that made them."""
     vectors = index.embed(texts) if texts else None
     if vectors is None:

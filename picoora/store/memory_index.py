@@ -199,7 +199,7 @@ class MemoryIndex:
             comparable = self._has_vector[:n] if query_vector is not None else np.zeros(n, dtype=bool)
             sims = ordering = np.zeros(n, dtype=np.float32)
             if query_vector is not None and self._vectors is not None:  # none: no row has a vector to compare
-                sims, ordering = self._similarities(n, query_vector)
+                sims, ordering = self._similarities(self._vectors[:n], query_vector)
             base = np.where(comparable, ordering, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
             ok |= code >= ranking.CODE_ADMIT
@@ -226,18 +226,20 @@ class MemoryIndex:
         centroid = self.anchors.centroid()
         return query_vector if centroid is None else ranking.ranking_query(query_vector, centroid, self.generic_shift)
 
-    def _similarities(self, n: int, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(cosine, ordering relevance) of the first ``n`` rows: one product with both query forms."""
+    def _similarities(self, vectors: np.ndarray, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cosine, ordering relevance) of ``vectors``' rows: one product with both query forms."""
         import numpy as np
 
-        both = self._vectors[:n] @ np.stack([query_vector, self.ranking_vector(query_vector)], axis=1)
+        both = vectors @ np.stack([query_vector, self.ranking_vector(query_vector)], axis=1)
         return both[:, 0], both[:, 1]
 
     def items(self) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         """Every record with its vector (None without one), as copies."""
         with self._lock:
+            vectors = self._vectors  # allocated with the first vector: there whenever a row has one
             return [
-                (replace(self._records[memory_id]), self._vectors[row].copy() if self._has_vector[row] else None)
+                (replace(self._records[memory_id]),
+                 vectors[row].copy() if vectors is not None and self._has_vector[row] else None)
                 for row, memory_id in enumerate(self._ids)
             ]
 

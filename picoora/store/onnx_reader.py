@@ -125,6 +125,7 @@ def _fields(buffer: memoryview):
     while pos < end:
         key, pos = _varint(buffer, pos)
         number, wire = key >> 3, key & 7
+        value: int | memoryview
         if wire == _VARINT:
             value, pos = _varint(buffer, pos)
         elif wire == _LENGTH:

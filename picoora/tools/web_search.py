@@ -63,7 +63,7 @@ def usable(cfg: WebSearchConfig) -> list[str]:
     if not cfg.enabled:
         return []
     needs = {"brave": cfg.api_key, "tavily": cfg.api_key, "searxng": cfg.url, "duckduckgo": True}
-    chain = [cfg.provider] if needs[cfg.provider] else []
+    chain: list[str] = [cfg.provider] if needs[cfg.provider] else []
     if cfg.provider != "duckduckgo" and cfg.duckduckgo_fallback:
         chain.append("duckduckgo")
     return chain

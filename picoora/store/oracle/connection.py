@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
 
 from picoora.store.base import StoreError
 
@@ -370,11 +370,11 @@ class Database:
                 raise
             raise explain_connect_failure(self.config, exc) from None
 
-    def _call(self, coro: Awaitable[T], timeout: float | None) -> T:
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
         if self._closed:
-            coro.close()  # type: ignore[attr-defined]
+            coro.close()
             raise StoreError("The Oracle store is closed.")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result(self._outer_limit(timeout))
         except concurrent.futures.TimeoutError:

@@ -8,6 +8,7 @@ database would get, without connecting.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -178,7 +179,7 @@ def dry_run_script(model: str, *, hnsw: bool, text_index: bool = True, onnx_file
     """The SQL setup-oracle runs on a fresh database, as a script a person can read (binds as comments)."""
     lines = [f"-- picoora setup-oracle --dry-run (model {model}); nothing was sent to a database", ""]
 
-    def add(stmt: q.Sql, binds: dict[str, object] | None = None) -> None:
+    def add(stmt: q.Sql, binds: Mapping[str, object] | None = None) -> None:
         for key, value in (binds or {}).items():
             lines.append(f"-- :{key} = {value!r}")
         lines.append(stmt.render(model) + ("\n/" if stmt.kind == "plsql" else ";"))
