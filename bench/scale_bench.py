@@ -38,9 +38,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_cli import QUESTION, picoora_command, run_child, start_fake_ollama, write_config  # noqa: E402
-from recall_bench import synthetic_memories  # noqa: E402
-
 from picoora.store.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
+from recall_bench import synthetic_memories  # noqa: E402
 
 # Runs in a fresh interpreter: opens the store, loads the model, then times recall steps.
 SEARCH_SCRIPT = r"""
@@ -156,7 +155,6 @@ def seed(home: Path, count: int) -> None:
     from picoora.store.base import MemoryRecord
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
     from picoora.store.file_memories import add_op, encode_vector
-
     from picoora.store.layout import FileLayout
 
     path = FileLayout(home / "workspace").memory_log

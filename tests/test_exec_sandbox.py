@@ -54,7 +54,7 @@ def test_exec_cannot_see_the_config_the_environment_or_the_store(isolated_home):
         "tr '\\0' '\\n' < /proc/1/environ | grep -c -e PICO -e KEY; tr '\\0' '\\n' < /proc/$PPID/environ | grep -c PICO",
         "env | grep -c PICO",
         "ls -A .picoora | wc -l",
-        f'echo owned > "$(pwd)/../escaped.txt"; echo rc=$?',
+        'echo owned > "$(pwd)/../escaped.txt"; echo rc=$?',
         f"ls {isolated_home} | grep -vc -e '^workspace$' -e '^config.json$'; ls /root | wc -l",
         "ls /proc | grep -c '^[0-9]'",
         f"sed -i 's/true/false/' {config_file}; echo broken > {config_file}; echo rc=$?",

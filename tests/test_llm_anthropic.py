@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from picoora.llm.base import AuthenticationError, ContextOverflowError, ModelNotFoundError
 from picoora.llm.anthropic import to_anthropic_messages, to_anthropic_tool
+from picoora.llm.base import AuthenticationError, ContextOverflowError, ModelNotFoundError
 from picoora.messages import Message, ToolCall
 from tests.fakes.anthropic_server import FakeAnthropic, Reply
 from tests.llm_support import Deltas, make_llm

@@ -110,8 +110,8 @@ def test_a_persons_async_store_reads_the_shared_prompts(tmp_path):
     import asyncio
 
     from picoora.store.aio import AsyncStore
-    from picoora.store.scoped import PersonStore
     from picoora.store.files import FileStore
+    from picoora.store.scoped import PersonStore
 
     owner, own = FileStore(tmp_path / "owner"), FileStore(tmp_path / "sam")
     owner.set_prompt("IDENTITY.md", "I am picoora.")

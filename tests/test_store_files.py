@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from picoora import atomic
 from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
-from picoora import atomic
 from picoora.store import file_memories, open_store
 from picoora.store.base import MemoryRecord, StoreError
 from picoora.store.files import FileStore, encode_key

@@ -8,9 +8,8 @@ import time
 import pytest
 
 from picoora.config import Config
-from picoora.tools import default_registry
+from picoora.tools import default_registry, shell
 from picoora.tools.command_guard import destructive_reason
-from picoora.tools import shell
 from picoora.tools.os_sandbox import ExecMode
 from picoora.tools.shell import Exec
 from tests.tools_support import call, make_ctx, require_sandbox

@@ -20,13 +20,13 @@ from tests.tools_support import call, make_ctx
 ZEROS = 200 * 1024 * 1024
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def two_layer_bomb() -> bytes:
     """200 MiB of zeros, gzipped twice: about 1 KiB on the wire (built on first use)."""
     return gzip.compress(gzip.compress(b"\0" * ZEROS, compresslevel=9), compresslevel=9)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def quadratic_page() -> bytes:
     return gzip.compress(b"<a" * 1_000_000)
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Optional
+from typing import TYPE_CHECKING, Any, ContextManager
 
 import typer
 
@@ -137,7 +138,7 @@ def reindex(ctx: typer.Context) -> None:
 
 def export(
     ctx: typer.Context,
-    file: Optional[Path] = typer.Argument(None, help="Where to write (JSON Lines); default or '-': stdout."),
+    file: Path | None = typer.Argument(None, help="Where to write (JSON Lines); default or '-': stdout."),
 ) -> None:
     """Write every memory as JSON Lines."""
     with _store(ctx) as store:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from picoora.config import Config
 from picoora.llm.base import DeltaKind, NoResponseError, OnDelta

@@ -10,9 +10,10 @@ pulled gives ``ModelNotFoundError`` naming ``ollama pull``; Ollama not running g
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from functools import partial
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import ollama

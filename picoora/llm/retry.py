@@ -15,11 +15,12 @@ import logging
 import random
 import re
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from time import time
 from types import ModuleType
-from typing import Awaitable, Callable, Mapping, TypeVar
+from typing import TypeVar
 
 from picoora.llm.base import (
     AuthenticationError,

@@ -11,8 +11,9 @@ embedder (Ollama, tests) embeds the chunks itself, one after another.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from picoora.store.embedder import MINILM_MODEL_ID, Embedder, EmbedderUnavailable, MiniLMEmbedder
 

@@ -25,11 +25,12 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
 from picoora.store.base import AddMemoryResult, MemoryRecord, time_from_json, time_to_json

@@ -13,8 +13,9 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from picoora.store.base import StoreError
 

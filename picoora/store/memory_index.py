@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from picoora.store import ranking
-from picoora.store.ranking import normalise_text
 from picoora.store.anchors import Anchors
 from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
 from picoora.store.embedder import Embedder, EmbedderUnavailable
 from picoora.store.keywords import KeywordIndex
+from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
     import numpy as np

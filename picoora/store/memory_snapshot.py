@@ -29,10 +29,11 @@ import logging
 import mmap
 import os
 import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
 from picoora.store.base import MemoryRecord

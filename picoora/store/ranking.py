@@ -40,9 +40,10 @@ it documents for single values.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from picoora.store.keywords import code_terms, tokenize
 

@@ -16,9 +16,10 @@ import asyncio
 import html
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, Field

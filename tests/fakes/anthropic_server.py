@@ -13,9 +13,19 @@ Standalone: ``python -m tests.fakes.anthropic_server [--port N]``; use ``<url>``
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from tests.fakes._http import Exchange, FakeServer, Reply, Responder, halves, rough_tokens, serve_until_killed, word_chunks
+from tests.fakes._http import (
+    Exchange,
+    FakeServer,
+    Reply,
+    Responder,
+    halves,
+    rough_tokens,
+    serve_until_killed,
+    word_chunks,
+)
 
 __all__ = ["FakeAnthropic", "Reply", "Responder"]
 

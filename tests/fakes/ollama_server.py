@@ -16,7 +16,8 @@ import json
 import math
 import re
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tests.fakes._http import Exchange, FakeServer, Reply, Responder, rough_tokens, serve_until_killed, word_chunks
 

@@ -11,9 +11,19 @@ Standalone: ``python -m tests.fakes.openai_server [--port N]``; point clients at
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from tests.fakes._http import Exchange, FakeServer, Reply, Responder, halves, rough_tokens, serve_until_killed, word_chunks
+from tests.fakes._http import (
+    Exchange,
+    FakeServer,
+    Reply,
+    Responder,
+    halves,
+    rough_tokens,
+    serve_until_killed,
+    word_chunks,
+)
 
 __all__ = ["FakeOpenAI", "Reply", "Responder"]
 

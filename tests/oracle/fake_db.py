@@ -36,9 +36,10 @@ import asyncio
 import inspect
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Callable
+from typing import Any
 
 import oracledb
 from oracledb import errors as oracledb_errors

@@ -11,7 +11,13 @@ import oracledb
 import pytest
 
 from picoora.store.oracle import OracleUnavailable, open_oracle_store
-from picoora.store.oracle.connection import connect_params, error_text, explain_connect_failure, target_of, validate_identifier
+from picoora.store.oracle.connection import (
+    connect_params,
+    error_text,
+    explain_connect_failure,
+    target_of,
+    validate_identifier,
+)
 from tests.oracle.conftest import oracle_config
 from tests.oracle.fake_db import driver_error, ora_error
 

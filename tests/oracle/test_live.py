@@ -23,8 +23,7 @@ import pytest
 from picoora.config import Config
 from picoora.messages import Message
 from picoora.store import limits
-from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
-from picoora.store.oracle import indexes
+from picoora.store.oracle import OracleUnavailable, indexes, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Tx, error_code
 from picoora.store.oracle.setup import OracleSetup

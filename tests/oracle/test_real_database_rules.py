@@ -7,11 +7,11 @@ import array
 import asyncio
 import threading
 import time
-import tomllib
 from datetime import date, datetime
 
 import oracledb
 import pytest
+import tomllib
 from oracledb import errors as oracledb_errors
 
 from picoora.messages import Message

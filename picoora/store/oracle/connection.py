@@ -17,10 +17,11 @@ import asyncio
 import concurrent.futures
 import re
 import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from picoora.store.base import StoreError
 
