@@ -58,9 +58,9 @@ class PrecomputedEmbedder:
     def __init__(self, model_id: str, floor: float, embed_passages, embed_queries, sets: Sets):
         self.model_id, self.dim, self.similarity_floor = model_id, 384, floor
         passages = sets.facts + sets.distractors
-        self._vectors = dict(zip(passages, embed_passages(passages)))
+        self._vectors = dict(zip(passages, embed_passages(passages), strict=True))
         queries = sets.queries + background_texts()
-        self._vectors.update(zip(queries, embed_queries(queries)))
+        self._vectors.update(zip(queries, embed_queries(queries), strict=True))
 
     def embed(self, texts):
         return np.stack([self._vectors[t] for t in texts])

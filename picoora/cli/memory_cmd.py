@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(memory)
 
 
-def _store(ctx: typer.Context) -> ContextManager[Store]:
+def _store(ctx: typer.Context) -> AbstractContextManager[Store]:
     from picoora.cli.opening import command_store
 
     return command_store(load_config(ctx))

@@ -68,7 +68,7 @@ def embed_chunks(
     # spawn, not fork: the parent holds locks and threads (the store, BLAS) a forked child would inherit.
     pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker)
     try:
-        for (start, chunk), vectors in zip(chunks, pool.map(_embed_in_worker, [c for _, c in chunks])):
+        for (start, chunk), vectors in zip(chunks, pool.map(_embed_in_worker, [c for _, c in chunks]), strict=True):
             done += len(chunk)
             if progress:
                 progress(done, len(texts))

@@ -100,7 +100,7 @@ def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:
     """The memories the ops leave, and how many ops there were."""
     entries: dict[str, _Entry] = {}
     count = 0
-    for count, op in enumerate(ops, start=1):
+    for count, op in enumerate(ops, start=1):  # noqa: B007 (read after the loop: how many ops there were)
         for _ in _apply(entries, op):
             pass
     return entries, count
@@ -498,7 +498,7 @@ class MemoryLog:
         batch_texts: set[str] = set()  # the index cannot see duplicates inside this batch
         batch_ids: set[str] = set()
         now = now_utc()
-        for source, vector in zip(records, vectors):
+        for source, vector in zip(records, vectors, strict=True):
             content = source.content.strip()
             text = normalise_text(content)
             if not content or text in batch_texts or index.find_duplicate(content, vector) is not None:
@@ -581,7 +581,7 @@ class MemoryLog:
         self.refresh()
         ops = [
             {"op": "reembed", "id": memory_id, "model": model, "vec": encode_vector(vector)}
-            for (memory_id, content), vector in zip(expected.items(), vectors)
+            for (memory_id, content), vector in zip(expected.items(), vectors, strict=True)
             if memory_id in self._entries and self._entries[memory_id].record.content == content
         ]
         self._append(ops)

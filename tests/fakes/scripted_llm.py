@@ -16,7 +16,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from picoora.llm.base import LLMResponse, OnDelta, ToolSchema
 from picoora.messages import Message, ToolCall
@@ -28,7 +28,7 @@ class Sleep:
     then: Step
 
 
-Step = Union[LLMResponse, BaseException, Sleep, Callable[[list[Message]], Any]]
+Step = LLMResponse | BaseException | Sleep | Callable[[list[Message]], Any]
 
 
 @dataclass

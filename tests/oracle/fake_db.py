@@ -165,7 +165,7 @@ def _balanced(text: str) -> str:
 def _cosine_distance(a: array.array, b: array.array) -> float:
     if len(a) != len(b):
         raise ora_error(51808, f"{len(a)}, {len(b)}")
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return 1.0 - (dot / norm if norm else 0.0)
 
@@ -283,7 +283,7 @@ class FakeOracle:
         insert = re.search(r"INSERT (?:INTO \w+ )?\(([^()]*)\) VALUES \((.*)\)", sql)
         if insert:
             values = _split_top(_balanced(insert.group(2)))
-            for column, value in zip(insert.group(1).split(","), values):
+            for column, value in zip(insert.group(1).split(","), values, strict=False):
                 if column.strip().lower() in clobs and value.startswith(":"):
                     targets.add(value[1:].lower())
         return targets
