@@ -39,7 +39,8 @@ def mcp(
 
     config = load_config(ctx)
     if http and not config.gateway.token:
-        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')", EXIT_USAGE)
+        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')",
+                       EXIT_USAGE)
     try:
         store = open_store(config, on_fallback=warn)
     except StoreError as err:

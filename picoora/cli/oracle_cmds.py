@@ -59,11 +59,15 @@ def setup_oracle(
              "With --onnx-dir: the file name inside that directory."),
     onnx_dir: str | None = typer.Option(
         None, "--onnx-dir", metavar="DIRECTORY",
-        help="Load the model from a database DIRECTORY object (file: --onnx-file NAME, default all_MiniLM_L12_v2.onnx)."),
+        help="Load the model from a database DIRECTORY object (file: --onnx-file NAME, "
+             "default all_MiniLM_L12_v2.onnx)."),
     onnx_url: str | None = typer.Option(
-        None, "--onnx-url", metavar="URL", help="Let the database fetch the model (DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD)."),
-    hnsw: bool = typer.Option(False, "--hnsw", help="HNSW vector indexes (in memory; need vector_memory_size). Default: IVF."),
-    import_files: bool = typer.Option(False, "--import-files", help="Copy everything the file backend holds into Oracle."),
+        None, "--onnx-url", metavar="URL",
+        help="Let the database fetch the model (DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD)."),
+    hnsw: bool = typer.Option(
+        False, "--hnsw", help="HNSW vector indexes (in memory; need vector_memory_size). Default: IVF."),
+    import_files: bool = typer.Option(
+        False, "--import-files", help="Copy everything the file backend holds into Oracle."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the SQL for a fresh database; connect to nothing."),
 ) -> None:
     """Create or upgrade the PICO_ schema, load the ONNX model, check it, create indexes, seed prompts.

@@ -35,8 +35,9 @@ def oracle_inspect(
     table: str | None = typer.Argument(None, help=f"One of: {', '.join(TABLES)}. Omit for the overview."),
     name: str | None = typer.Argument(None, help="With `prompts`: the prompt to show in full (e.g. SOUL)."),
     limit: int = typer.Option(20, "-n", "--limit", min=1, help="At most this many rows."),
-    search: str | None = typer.Option(None, "-s", "--search", metavar="TEXT",
-                                         help="Semantic search (memories; on Oracle also notes); looking does not count as an access."),
+    search: str | None = typer.Option(
+        None, "-s", "--search", metavar="TEXT",
+        help="Semantic search (memories; on Oracle also notes); looking does not count as an access."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     files: bool = typer.Option(False, "--files", help="Inspect the file backend even when Oracle is enabled."),
 ) -> None:

@@ -91,7 +91,8 @@ class AnthropicLLM:
         assembler = StreamAssembler()
         stream = await within_first_response(  # the response's start only: thinking may precede the first event
             client.messages.create(**request, stream=True), seconds=self._settings.first_response,
-            where=f"Anthropic ({self.base or 'api.anthropic.com'})", setting="providers.anthropic.first_response_seconds")
+            where=f"Anthropic ({self.base or 'api.anthropic.com'})",
+            setting="providers.anthropic.first_response_seconds")
         async with stream:
             async for event in stream:
                 kind, text = assembler.add(event)

@@ -77,7 +77,8 @@ class ProviderUnavailableError(LLMError):
 
 
 class NoResponseError(LLMError):
-    """The server took the request but sent nothing back within the first-response limit (stuck, or not a model server)."""
+    """The server took the request but sent nothing back within the first-response limit (stuck, or not a
+    model server)."""
 
 
 class ModelNotFoundError(LLMError):

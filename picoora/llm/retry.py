@@ -204,7 +204,8 @@ async def call_with_retries(
                 error = LLMError(f"{error}; the answer broke off midway, so it was not retried", status=error.status)
             elif error.retryable and retry >= policy.max_retries:
                 attempts = f"{retry + 1} attempt" + ("s" if retry else "")
-                error = RetryableError(f"{error} (gave up after {attempts})", status=error.status, retry_after=error.retry_after)
+                error = RetryableError(f"{error} (gave up after {attempts})", status=error.status,
+                                       retry_after=error.retry_after)
             elif error.retryable:
                 pause = policy.delay(retry, error.retry_after)
                 log.info("retrying in %.1fs (retry %d of %d): %s", pause, retry + 1, policy.max_retries, error)

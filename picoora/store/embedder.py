@@ -290,7 +290,9 @@ class ModelCheck:
                 while chunk := file.read(_HASH_CHUNK):
                     digest.update(chunk)
         except OSError as exc:
-            raise EmbedderUnavailable(f"the MiniLM model {self.path} could not be read ({exc.strerror or exc})") from None
+            raise EmbedderUnavailable(
+                f"the MiniLM model {self.path} could not be read ({exc.strerror or exc})"
+            ) from None
         if digest.hexdigest() != self.expected:
             raise EmbedderUnavailable(
                 f"the MiniLM model {self.path} is not the pinned one (sha256 {digest.hexdigest()[:12]}..., expected "

@@ -378,7 +378,8 @@ class MemoryLog:
         else:
             offset = os.stat(self.path).st_size
         # Entries folded here still hold their encoded vectors; the snapshot has them now.
-        self._take_snapshot(Snapshot.write(self.path, offset, [NewRow(e.record, _log_vector(e)) for e in entries.values()],
+        self._take_snapshot(Snapshot.write(self.path, offset,
+                                           [NewRow(e.record, _log_vector(e)) for e in entries.values()],
                                            self._model, lines or 0))
 
     def _rewrite(self) -> None:
@@ -477,7 +478,8 @@ class MemoryLog:
         if duplicate is not None and duplicate.id in self._entries:
             record = self._entries[duplicate.id].record
             if importance > record.importance:
-                self._append([{"op": "update", "id": record.id, "importance": importance, "at": time_to_json(now_utc())}])
+                self._append([{"op": "update", "id": record.id, "importance": importance,
+                               "at": time_to_json(now_utc())}])
             return AddMemoryResult(replace(self._entries[duplicate.id].record), created=False)
         record = MemoryRecord(
             id=self._new_id(()),
@@ -586,7 +588,8 @@ class MemoryLog:
         ]
         self._append(ops)
         done = self._reindex_done(model) | {op["id"] for op in ops}
-        atomic_write_bytes(self._reindex_progress_path, json.dumps({"model": model, "done": sorted(done)}).encode(), 0o600)
+        atomic_write_bytes(self._reindex_progress_path, json.dumps({"model": model, "done": sorted(done)}).encode(),
+                           0o600)
 
     def finish_reindex(self, model: str) -> int:
         """Rewrite the log (every old vector is now dead), forget the progress; returns how many memories

@@ -40,7 +40,8 @@ def describe_os_error(err: OSError, workspace: Path) -> str:
         return (f"cannot write {where}: {reason}; make the workspace writable, or set agents.defaults.workspace "
                 "to a folder you can write")
     if err.errno in _WRONG_KIND:
-        return f"cannot use {where}: {reason}; a file stands where picoora keeps a folder (or the reverse): move it away"
+        return (f"cannot use {where}: {reason}; a file stands where picoora keeps a folder (or the reverse): "
+                "move it away")
     return f"cannot use {where}: {reason}"
 
 

@@ -54,7 +54,8 @@ class LogIndex:
         self._overlay = overlay
         self._tail = tail
         self.model_id = tail.model_id
-        self._base_vectors = self._base is not None and self._base.model == tail.model_id and bool(self._base.has_vector.any())
+        self._base_vectors = (self._base is not None and self._base.model == tail.model_id
+                              and bool(self._base.has_vector.any()))
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -63,7 +64,8 @@ class LogIndex:
     def embed(self, texts: list[str]) -> np.ndarray | None:
         return self._tail.embed(texts)
 
-    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
+    def search(self, query: str, limit: int, *, now: datetime | None = None,
+               confident_only: bool = False) -> RecallResult:
         base = self._base
         if base is None:
             with one_blas_thread():

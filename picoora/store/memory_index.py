@@ -157,7 +157,8 @@ class MemoryIndex:
             return ranking.closest_same_fact(content, sims, lambda row: self._records[self._ids[row]],
                                              self.dedup_similarity)
 
-    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
+    def search(self, query: str, limit: int, *, now: datetime | None = None,
+               confident_only: bool = False) -> RecallResult:
         """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules; ``confident_only``: only
         those confident enough to push into a turn unasked (``ranking.push_mask``)."""
         now = now or datetime.now(timezone.utc)
@@ -245,7 +246,8 @@ class MemoryIndex:
 
     # ------------------------------------------------------------------ internals
 
-    def result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None, missing: int, total: int) -> RecallResult:
+    def result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None, missing: int,
+               total: int) -> RecallResult:
         """``matches`` with why recall was degraded, or how many of ``total`` memories lack a vector."""
         if self.embedder is None or (query_vector is None and self._unavailable):
             return RecallResult(matches, degraded=True, note=self._unavailable)

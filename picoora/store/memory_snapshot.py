@@ -134,7 +134,8 @@ class Snapshot:
 
     def rows_with_text(self, content: str) -> list[int]:
         key = normalise_text(content)
-        return [int(r) for r in self._lookup("texts", "text_rows", key) if normalise_text(self.record(int(r)).content) == key]
+        return [int(r) for r in self._lookup("texts", "text_rows", key)
+                if normalise_text(self.record(int(r)).content) == key]
 
     def term_rows(self, term: str) -> np.ndarray:
         import numpy as np

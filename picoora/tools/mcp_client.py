@@ -309,7 +309,8 @@ class McpServers:
                 tool = McpTool(connection, listed_tool)
                 registry.register(tool)
             except Exception as exc:  # a bad schema or a name taken: leave this one tool out
-                log.warning("MCP server %s: tool %r left out: %s", connection.name, listed_tool.name, describe_error(exc))
+                log.warning("MCP server %s: tool %r left out: %s", connection.name, listed_tool.name,
+                            describe_error(exc))
 
     def _new_failures(self) -> list[str]:
         notices = []

@@ -92,7 +92,8 @@ class OracleSetup:
     def load_model_url(self, url: str) -> bool:
         """Let the database fetch the model itself (a pre-authenticated Object Storage URL; ADB's way)."""
         if not url.startswith("https://"):
-            raise ValueError("--onnx-url must be an https:// URL (for example an Object Storage pre-authenticated request)")
+            raise ValueError("--onnx-url must be an https:// URL "
+                             "(for example an Object Storage pre-authenticated request)")
 
         async def work(tx: Tx) -> bool:
             try:
@@ -100,7 +101,8 @@ class OracleSetup:
             except Exception as exc:
                 codes = error_codes(exc)
                 if _NO_NETWORK_ACL in codes or _NO_TLS_TRUST in codes:
-                    reason = "has no network ACL for" if _NO_NETWORK_ACL in codes else "does not trust the certificate of"
+                    reason = ("has no network ACL for" if _NO_NETWORK_ACL in codes
+                              else "does not trust the certificate of")
                     raise StoreError(f"The database {reason} {url.split('/')[2]} ({error_text(exc)}). "
                                      f"{_URL_ADVICE}") from None
                 raise
@@ -161,7 +163,8 @@ async def _load(tx: Tx, stmt: q.Sql, **binds: object) -> bool:
     return True
 
 
-def model_source_binds(model: str, *, onnx_file: Path | None, onnx_dir: str | None, onnx_url: str | None) -> tuple[q.Sql, dict[str, str]] | None:
+def model_source_binds(model: str, *, onnx_file: Path | None, onnx_dir: str | None,
+                       onnx_url: str | None) -> tuple[q.Sql, dict[str, str]] | None:
     """The load statement and the binds it would get, for the dry run (None: no source given)."""
     if onnx_dir:
         name = onnx_file.name if onnx_file else DEFAULT_ONNX_FILE
@@ -170,7 +173,8 @@ def model_source_binds(model: str, *, onnx_file: Path | None, onnx_dir: str | No
     if onnx_url:
         return q.LOAD_ONNX_CLOUD, {"model_name": model, "uri": onnx_url, "metadata": ONNX_METADATA}
     if onnx_file:
-        return q.LOAD_ONNX_BLOB, {"model_name": model, "model_data": f"<contents of {onnx_file}>", "metadata": ONNX_METADATA}
+        return q.LOAD_ONNX_BLOB, {"model_name": model, "model_data": f"<contents of {onnx_file}>",
+                                  "metadata": ONNX_METADATA}
     return None
 
 
