@@ -1,6 +1,7 @@
 """Memory at scale on files: one-shot turn time and RSS, `memory search` and recall latency, by store size.
 
-    .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1 / 1,000 / 10,000; search at 10,000 / 100,000
+    .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1 / 1,000 / 10,000;
+                                                                 # search at 10,000 / 100,000
     .venv/bin/python bench/scale_bench.py --turn-sizes 0 10000 --search-sizes 10000 --runs 5
     .venv/bin/python bench/scale_bench.py --turn-sizes --search-sizes --rewrite-sizes 10000 100000
 
@@ -187,7 +188,8 @@ def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs
         results = [run_child(command, env) for _ in range(runs)]
         walls, rss, cpu = [r[0] for r in results], [r[1] for r in results], [r[4] for r in results]
         print(f"  agent -m, {count:>7,} memories: median {statistics.median(walls):.3f} s  "
-              f"CPU {statistics.median(cpu):.3f} s  peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
+              f"CPU {statistics.median(cpu):.3f} s  "
+              f"peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
     if search:
         out = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, json.dumps(QUERIES)], env=env, cwd=ROOT,
                              capture_output=True, text=True, check=True)

@@ -102,7 +102,8 @@ def test_a_persons_oracle_scope_fits_the_column_and_long_names_never_collide():
 
     assert person_agent_id("default", "sam") == "default.sam"
     long_base = "a" * 60
-    first, second = person_agent_id(long_base, "guest-telegram-1234567"), person_agent_id(long_base, "guest-telegram-1234568")
+    first, second = (person_agent_id(long_base, "guest-telegram-1234567"),
+                     person_agent_id(long_base, "guest-telegram-1234568"))
     assert first != second and len(first.encode()) <= 64 and len(second.encode()) <= 64
 
 

@@ -47,7 +47,8 @@ class _Hostile(BaseHTTPRequestHandler):
             "/bomb": (200, two_layer_bomb(), {"Content-Type": "text/plain", "Content-Encoding": "gzip, gzip"}),
             "/quadratic": (200, quadratic_page(), {"Content-Type": "text/html", "Content-Encoding": "gzip"}),
             "/no-location": (302, b"", {"Content-Type": "text/plain"}),
-            "/corrupt-gzip": (200, b"\x1f\x8b\x08\x00not really gzip", {"Content-Type": "text/plain", "Content-Encoding": "gzip"}),
+            "/corrupt-gzip": (200, b"\x1f\x8b\x08\x00not really gzip",
+                              {"Content-Type": "text/plain", "Content-Encoding": "gzip"}),
             "/brotli": (200, b"\x0b\x02\x80hello\x03", {"Content-Type": "text/plain", "Content-Encoding": "br"}),
             "/host": (200, (self.headers["Host"] or "").encode(), {"Content-Type": "text/plain"}),
         }
