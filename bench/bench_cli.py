@@ -196,7 +196,8 @@ print(f"  {'total (without interpreter start)':<40} {(time.perf_counter() - star
 
 def phase_breakdown(env: dict[str, str]) -> None:
     print("where a one-shot turn's time and memory go (one cold run, steps in sequence):")
-    subprocess.run([sys.executable, "-c", PHASES_SCRIPT, QUESTION], env=env, cwd=REPO, stdin=subprocess.DEVNULL, check=True)
+    subprocess.run([sys.executable, "-c", PHASES_SCRIPT, QUESTION], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
+                   check=True)
 
 
 if __name__ == "__main__":

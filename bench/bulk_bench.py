@@ -3,9 +3,10 @@
     .venv/bin/python bench/bulk_bench.py [--memories 10000]
 
 Target (issue 12): 10,000 short memories in under 40 s on this 2-core machine. The memories are the
-synthetic ones of bench/recall_bench.py (8-12 words each; about a fifth repeat an earlier one exactly or differ only in wording, and import skips
-those). Peak RSS is the largest of the command and its worker processes. Each command runs as a real child process;
-its wall time includes start-up, worker start and the durable per-chunk writes.
+synthetic ones of bench/recall_bench.py (8-12 words each; about a fifth repeat an earlier one exactly or differ
+only in wording, and import skips those). Peak RSS is the largest of the command and its worker processes. Each
+command runs as a real child process; its wall time includes start-up, worker start and the durable per-chunk
+writes.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def main() -> None:
         texts = synthetic_memories(args.memories)
         seed.write_text("".join(json.dumps({"id": f"b{i:06d}", "content": t}) + "\n" for i, t in enumerate(texts)))
         print(f"Python {sys.version.split()[0]} on {os.cpu_count()} CPUs; {args.memories:,} memories")
-        for label, command in (("memory import", ["memory", "import", str(seed)]), ("memory reindex", ["memory", "reindex"])):
+        for label, command in (("memory import", ["memory", "import", str(seed)]),
+                               ("memory reindex", ["memory", "reindex"])):
             wall, rss, status, out, cpu = run_child([*picoora_command(), *command], env)
             if status != 0:
                 raise SystemExit(f"{label} failed (exit {status})")

@@ -133,7 +133,8 @@ def main() -> int:
 
     home = Path(tempfile.mkdtemp(prefix="picoora-gw-bench-"))
     urls, spent_times, stop = multiprocessing.Queue(), multiprocessing.Queue(), multiprocessing.Event()
-    model = multiprocessing.Process(target=serve_fake, args=(args.model_ms / 1000, urls, stop, spent_times), daemon=True)
+    model = multiprocessing.Process(target=serve_fake, args=(args.model_ms / 1000, urls, stop, spent_times),
+                                    daemon=True)
     model.start()
     (home / "config.json").write_text(json.dumps({
         "providers": {"ollama": {"api_base": urls.get(timeout=30), "max_retries": 0}},

@@ -30,7 +30,8 @@ from picoora.tools.web import BoundedDecoder  # noqa: E402
 
 
 def _ms(samples: list[float]) -> str:
-    return f"median {statistics.median(samples) * 1000:7.1f} ms   p90 {sorted(samples)[int(len(samples) * 0.9)] * 1000:7.1f} ms"
+    return (f"median {statistics.median(samples) * 1000:7.1f} ms   "
+            f"p90 {sorted(samples)[int(len(samples) * 0.9)] * 1000:7.1f} ms")
 
 
 def bench_exec(runs: int) -> None:
@@ -43,7 +44,8 @@ def bench_exec(runs: int) -> None:
             await run_shell(argv, workspace, clean_env(workspace), 10, 1000)
             return time.perf_counter() - started
 
-        for label, argv in (("exec unsandboxed (sh -c true)", ["sh", "-c", "true"]), ("exec sandboxed (bwrap ... true)", sandboxed)):
+        for label, argv in (("exec unsandboxed (sh -c true)", ["sh", "-c", "true"]),
+                            ("exec sandboxed (bwrap ... true)", sandboxed)):
             if label.startswith("exec sandboxed") and not probe().available:
                 print(f"{label:<36} skipped: {probe().reason}")
                 continue
@@ -55,13 +57,16 @@ def bench_probe() -> None:
     probe.cache_clear()
     started = time.perf_counter()
     support = probe()
-    print(f"{'bubblewrap probe (once per process)':<36} {(time.perf_counter() - started) * 1000:7.1f} ms ({'ok' if support.available else support.reason})")
+    print(f"{'bubblewrap probe (once per process)':<36} {(time.perf_counter() - started) * 1000:7.1f} ms "
+          f"({'ok' if support.available else support.reason})")
 
 
 def bench_html() -> None:
     quadratic = "<a" * 1_000_000
-    page = "<html><head><title>T</title></head><body>" + "<p>Some <b>text</b> and a <a href='/x'>link</a>.</p>" * 20_000 + "</body></html>"
-    for label, text in (("html_to_text 2 MB of '<a'", quadratic), (f"html_to_text {len(page) // 1000} KB page", page)):
+    page = ("<html><head><title>T</title></head><body>"
+            + "<p>Some <b>text</b> and a <a href='/x'>link</a>.</p>" * 20_000 + "</body></html>")
+    for label, text in (("html_to_text 2 MB of '<a'", quadratic),
+                        (f"html_to_text {len(page) // 1000} KB page", page)):
         started = time.perf_counter()
         html_to_text(text)
         print(f"{label:<36} {(time.perf_counter() - started) * 1000:7.1f} ms")

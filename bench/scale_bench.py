@@ -1,6 +1,7 @@
 """Memory at scale on files: one-shot turn time and RSS, `memory search` and recall latency, by store size.
 
-    .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1 / 1,000 / 10,000; search at 10,000 / 100,000
+    .venv/bin/python bench/scale_bench.py                        # turns at 0 / 1 / 1,000 / 10,000;
+                                                                 # search at 10,000 / 100,000
     .venv/bin/python bench/scale_bench.py --turn-sizes 0 10000 --search-sizes 10000 --runs 5
     .venv/bin/python bench/scale_bench.py --turn-sizes --search-sizes --rewrite-sizes 10000 100000
 
@@ -38,9 +39,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_cli import QUESTION, picoora_command, run_child, start_fake_ollama, write_config  # noqa: E402
-from recall_bench import synthetic_memories  # noqa: E402
-
 from picoora.store.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
+from recall_bench import synthetic_memories  # noqa: E402
 
 # Runs in a fresh interpreter: opens the store, loads the model, then times recall steps.
 SEARCH_SCRIPT = r"""
@@ -156,7 +156,6 @@ def seed(home: Path, count: int) -> None:
     from picoora.store.base import MemoryRecord
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
     from picoora.store.file_memories import add_op, encode_vector
-
     from picoora.store.layout import FileLayout
 
     path = FileLayout(home / "workspace").memory_log
@@ -189,7 +188,8 @@ def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs
         results = [run_child(command, env) for _ in range(runs)]
         walls, rss, cpu = [r[0] for r in results], [r[1] for r in results], [r[4] for r in results]
         print(f"  agent -m, {count:>7,} memories: median {statistics.median(walls):.3f} s  "
-              f"CPU {statistics.median(cpu):.3f} s  peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
+              f"CPU {statistics.median(cpu):.3f} s  "
+              f"peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
     if search:
         out = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, json.dumps(QUERIES)], env=env, cwd=ROOT,
                              capture_output=True, text=True, check=True)

@@ -403,12 +403,13 @@ def _section_type(annotation: Any) -> type[BaseModel] | None:
 
 
 def _model_at(key: Key) -> type[BaseModel] | None:
-    model: type[BaseModel] | None = Config
+    model: type[BaseModel] = Config
     for part in key:
         field = model.model_fields.get(part) if isinstance(part, str) else None
-        model = _section_type(field.annotation) if field else None
-        if model is None:
+        section = _section_type(field.annotation) if field else None
+        if section is None:
             return None
+        model = section
     return model
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +26,7 @@ from picoora.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+    from starlette.types import Receive, Scope, Send
 
     from picoora.store.base import Store
 
@@ -126,7 +128,7 @@ class MemoryHttpApp:
         async with self._server.session_manager.run():
             yield
 
-    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
             await send({"type": "http.response.start", "status": 401,
                         "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
@@ -134,6 +136,6 @@ class MemoryHttpApp:
             return
         await self._inner(scope, receive, send)
 
-    def _authorized(self, scope: dict[str, Any]) -> bool:
+    def _authorized(self, scope: Scope) -> bool:
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
         return hmac.compare_digest(given, self._expected)

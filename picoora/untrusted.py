@@ -41,4 +41,5 @@ def wrap_untrusted(text: str, source: str, content_type: str = "") -> str:
     """``text`` inside the untrusted-content marker, with any look-alike marker in it defused."""
     safe = _MARKER_LOOKALIKE.sub(r"&lt;\1", text)
     kind = f' content_type="{html.escape(content_type, quote=True)}"' if content_type else ""
-    return f'{UNTRUSTED_NOTICE}\n<untrusted_content source="{html.escape(source, quote=True)}"{kind}>\n{safe}\n</untrusted_content>'
+    return (f'{UNTRUSTED_NOTICE}\n<untrusted_content source="{html.escape(source, quote=True)}"{kind}>\n{safe}\n'
+            '</untrusted_content>')

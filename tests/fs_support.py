@@ -13,8 +13,8 @@ import os
 import resource
 import signal
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 

@@ -26,7 +26,8 @@ class Deltas(list):
         return "".join(t for k, t in self if k == kind)
 
 
-def make_llm(provider: str, api_base: str, *, model: str = "qwen3", api_key: str = "", max_retries: int = 3, **defaults: Any):
+def make_llm(provider: str, api_base: str, *, model: str = "qwen3", api_key: str = "", max_retries: int = 3,
+             **defaults: Any):
     """(llm, sleeps) built through ``create_llm`` from a Config, as the agent does."""
     config = Config()
     config.agents.defaults.provider = provider

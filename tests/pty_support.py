@@ -8,8 +8,8 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tests.cli_support import REPO
 

@@ -125,7 +125,8 @@ def test_a_long_older_part_is_folded_chunk_by_chunk_carrying_the_summary(tmp_pat
         store.append_session(KEY, [long_question, Message(role="assistant", content=f"a{i}")])
     folds = iter(f"summary after fold {n}" for n in range(1, 100))
     llm = ScriptedLLM(respond=lambda messages: answer(next(folds)))
-    folded = asyncio.run(compact(AsyncStore(store), llm, KEY, AgentDefaults(context_window=2048, keep_recent_messages=2)))
+    folded = asyncio.run(compact(AsyncStore(store), llm, KEY,
+                                 AgentDefaults(context_window=2048, keep_recent_messages=2)))
     requests = summary_requests(llm)
     assert folded == 22 and len(requests) > 1
     for n, request in enumerate(requests[1:], 1):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from picoora.tools.base import ToolResult
 from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
-from picoora.tools.base import ToolResult
 
 
 def _agent(tmp_path, *steps, **settings):

@@ -3,7 +3,6 @@
 import asyncio
 import itertools
 
-
 from picoora.agent.repair import INTERRUPTED, repair_history
 from picoora.llm.base import RAW_ARGUMENTS_KEY, ProviderUnavailableError
 from picoora.messages import Message, ToolCall

@@ -81,7 +81,8 @@ def test_parallel_bulk_vectors_match_the_numpy_encoder():
     texts = [f"Memory {i}: {word} is stored in box {i * 3}" for i, word in enumerate(["tea", "keys", "maps"] * 200)]
     embedder = MiniLMEmbedder()
     seen = []
-    chunks = list(bulk_embed.embed_chunks(embedder, texts, progress=lambda done, total: seen.append((done, total)), workers=2))
+    chunks = list(bulk_embed.embed_chunks(embedder, texts, progress=lambda done, total: seen.append((done, total)),
+                                          workers=2))
     assert [start for start, _ in chunks] == list(range(0, len(texts), bulk_embed.CHUNK))
     vectors = np.vstack([v for _, v in chunks])
     reference = embedder.embed(texts[::50])
@@ -92,7 +93,8 @@ def test_parallel_bulk_vectors_match_the_numpy_encoder():
 def test_import_on_a_terminal_shows_a_progress_bar(isolated_home, tmp_path):
     write_config(isolated_home, ollama_url=closed_port_url(), embedder="minilm")
     source = tmp_path / "seed.jsonl"
-    source.write_text("".join(json.dumps({"id": f"p{i}", "content": f"fact {i} for the bar"}) + "\n" for i in range(20)))
+    source.write_text("".join(json.dumps({"id": f"p{i}", "content": f"fact {i} for the bar"}) + "\n"
+                              for i in range(20)))
     leader, follower = pty.openpty()
     env = {**os.environ, "PICOORA_HOME": str(isolated_home), "COLUMNS": "100"}
     child = subprocess.run([sys.executable, "-m", "picoora", "memory", "import", str(source)], stderr=follower,

@@ -3,6 +3,8 @@ sent, in order, without two user messages in a row."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 
@@ -19,6 +21,6 @@ def test_after_failed_turns_the_next_request_has_no_user_message_runs(isolated_h
     assert third.stdout == "Now I can answer.\n"
     sent = fake.requests[-1]["messages"]
     roles = [m["role"] for m in sent]
-    assert all(not (a == b == "user") for a, b in zip(roles, roles[1:])), roles
+    assert all(not (a == b == "user") for a, b in pairwise(roles)), roles
     users = [m["content"] for m in sent if m["role"] == "user"]
     assert users == ["My boat is called Ondine.\n\nIt is blue.\n\nWhat do you know about my boat?"]

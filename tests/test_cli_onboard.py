@@ -131,7 +131,8 @@ def test_broken_existing_config_is_reported_not_overwritten(isolated_home):
 
 def test_interactive_choice_on_a_terminal(isolated_home):
     """With a terminal on stdin, onboard lists the models and takes the user's pick by number."""
-    with FakeOllama(models=("gemma3:1b", "qwen3:latest", "llama3.1:8b"), tool_models=("qwen3:latest", "llama3.1:8b")) as fake:
+    with FakeOllama(models=("gemma3:1b", "qwen3:latest", "llama3.1:8b"),
+                    tool_models=("qwen3:latest", "llama3.1:8b")) as fake:
         controller, terminal = os.openpty()
         env = {**os.environ, "PICOORA_HOME": str(isolated_home), "PICO_PROVIDERS_OLLAMA_API_BASE": fake.url}
         with os.fdopen(controller, "wb", buffering=0) as keyboard:

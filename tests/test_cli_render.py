@@ -96,4 +96,5 @@ def test_a_limit_stop_and_a_notice_go_to_stderr():
     ]
     out, err = _render(events, stream=False)
     assert out == ""
-    assert err.splitlines() == ["gemma3 cannot call tools; answering without them.", "Stopped after 20 tool iterations."]
+    assert err.splitlines() == ["gemma3 cannot call tools; answering without them.",
+                                "Stopped after 20 tool iterations."]

@@ -37,8 +37,8 @@ def test_slash_commands_switch_session_and_model(isolated_home, capsys):
         write_config(isolated_home, ollama_url=fake.url)
         _run(
             isolated_home,
-            ["hello", "/session", "/session work", "in work", "/model", "/model not-pulled", "/model llama3.1:8b", "again",
-             "/session cli:default", "/new", "after reset", "/help", "/bogus", "exit"],
+            ["hello", "/session", "/session work", "in work", "/model", "/model not-pulled", "/model llama3.1:8b",
+             "again", "/session cli:default", "/new", "after reset", "/help", "/bogus", "exit"],
         )
     out, err = capsys.readouterr()
     assert "[qwen3:latest] hello" in out

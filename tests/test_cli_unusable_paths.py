@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 
-
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from tests.cli_support import closed_port_url_config, run_cli, write_config

@@ -18,6 +18,7 @@ from picoora.config import (
     Config,
     ConfigError,
     default_config_path,
+    env_override_warnings,
     load_config,
     redacted,
     save_config,
@@ -25,7 +26,6 @@ from picoora.config import (
     env_override,
     env_override_warnings,
     unknown_env_overrides,
-    workspace_path,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -154,7 +154,8 @@ def test_unknown_and_test_env_names_are_ignored_but_listed(monkeypatch):
     assert config.oracle.password == ""
     assert unknown_env_overrides() == ["PICO_ORACLE_PASSWROD", "PICO_SOMETHING_ELSE"]
     warnings = env_override_warnings()
-    assert warnings[0].endswith("PICO_ORACLE_PASSWROD matches no setting and is ignored (did you mean PICO_ORACLE_PASSWORD?)")
+    assert warnings[0].endswith(
+        "PICO_ORACLE_PASSWROD matches no setting and is ignored (did you mean PICO_ORACLE_PASSWORD?)")
     assert "PICO_SOMETHING_ELSE" in warnings[1] and "did you mean" not in warnings[1]
 
 
@@ -251,7 +252,8 @@ def test_wrong_secret_value_is_not_echoed(isolated_home):
     ({"agents": {"defaults": {"temprature": 0.5}}}, "agents.defaults.temprature", "did you mean 'temperature'?"),
     ({"oracle": {"walletPath": "/w"}}, "oracle.walletPath", "did you mean 'wallet_path'?"),
     ({"agent": {}}, "agent", "did you mean 'agents'?"),
-    ({"gateway": {"zzz": 1}}, "gateway.zzz", "known keys here: host, port, token, cors_origins, max_body_bytes, max_message_chars, shutdown_seconds"),
+    ({"gateway": {"zzz": 1}}, "gateway.zzz",
+     "known keys here: host, port, token, cors_origins, max_body_bytes, max_message_chars, shutdown_seconds"),
 ])
 def test_unknown_key_suggests_the_closest_known_key(isolated_home, data, key, hint):
     path = write_config(isolated_home / "config.json", data)

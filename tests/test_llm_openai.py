@@ -46,7 +46,8 @@ def test_messages_translate_to_the_openai_shape():
         {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}],
+            "tool_calls": [{"id": "call_9", "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}],
         },
         {"role": "tool", "tool_call_id": "call_9", "content": "snow"},
     ]
@@ -64,7 +65,8 @@ def test_plain_answer_forwards_temperature_max_tokens_and_the_key():
 
 
 def test_streaming_assembles_tool_call_deltas_and_forwards_text_and_reasoning():
-    reply = Reply("Checking both.", thinking="Two cities.", tool_calls=[("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})])
+    reply = Reply("Checking both.", thinking="Two cities.",
+                  tool_calls=[("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})])
     with FakeOpenAI([reply]) as fake:
         llm, _ = openai_llm(fake)
         deltas = Deltas()
@@ -84,7 +86,8 @@ def test_tool_results_go_back_with_their_call_ids():
         llm, _ = openai_llm(fake)
         history = [Message("user", "Oslo weather?")]
         first = asyncio.run(llm.chat(history, [TOOL]))
-        history += [Message("assistant", "", tool_calls=first.tool_calls), Message("tool", "snow", tool_call_id="call_0")]
+        history += [Message("assistant", "", tool_calls=first.tool_calls),
+                    Message("tool", "snow", tool_call_id="call_0")]
         second = asyncio.run(llm.chat(history, [TOOL]))
     assert second.content == "Snowing in Oslo."
     sent = fake.requests[1]["messages"]
@@ -102,14 +105,16 @@ def test_broken_tool_call_json_is_kept_raw_instead_of_crashing(stream):
 
 
 def test_429_with_retry_after_then_success():
-    with FakeOpenAI([Reply(status=429, error="Rate limit reached", headers={"Retry-After": "3"}), Reply("ok now")]) as fake:
+    with FakeOpenAI([Reply(status=429, error="Rate limit reached", headers={"Retry-After": "3"}),
+                     Reply("ok now")]) as fake:
         llm, sleeps = openai_llm(fake)
         assert asyncio.run(llm.chat([Message("user", "hi")], on_delta=Deltas())).content == "ok now"
     assert sleeps == [3.0] and len(fake.requests) == 2
 
 
 def test_500_then_success():
-    with FakeOpenAI([Reply(status=500, error="internal"), Reply(status=502, error="bad gateway"), Reply("fine")]) as fake:
+    with FakeOpenAI([Reply(status=500, error="internal"), Reply(status=502, error="bad gateway"),
+                     Reply("fine")]) as fake:
         llm, sleeps = openai_llm(fake)
         assert asyncio.run(llm.chat([Message("user", "hi")])).content == "fine"
     assert sleeps == [0.5, 1.0]
@@ -131,7 +136,8 @@ def test_the_official_endpoint_without_a_key_fails_before_any_request():
 
 
 def test_context_length_code_becomes_context_overflow():
-    reply = Reply(status=400, error="This model's maximum context length is 8192 tokens", error_code="context_length_exceeded")
+    reply = Reply(status=400, error="This model's maximum context length is 8192 tokens",
+                  error_code="context_length_exceeded")
     with FakeOpenAI([reply]) as fake:
         llm, sleeps = openai_llm(fake)
         with pytest.raises(ContextOverflowError):
@@ -149,9 +155,11 @@ def test_an_unknown_model_is_model_not_found():
 def test_refused_max_tokens_and_temperature_are_adapted_once_and_remembered():
     def strict(body: dict) -> Reply:  # like OpenAI's reasoning models
         if "max_tokens" in body:
-            return Reply(status=400, error="Use max_completion_tokens", error_code="unsupported_parameter", error_param="max_tokens")
+            return Reply(status=400, error="Use max_completion_tokens", error_code="unsupported_parameter",
+                         error_param="max_tokens")
         if "temperature" in body:
-            return Reply(status=400, error="Only the default (1) is supported", error_code="unsupported_value", error_param="temperature")
+            return Reply(status=400, error="Only the default (1) is supported", error_code="unsupported_value",
+                         error_param="temperature")
         return Reply("reasoned")
 
     with FakeOpenAI(responder=strict) as fake:

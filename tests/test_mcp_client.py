@@ -77,9 +77,11 @@ def test_stdio_tools_are_listed_with_a_prefix_validated_called_and_capped(tmp_pa
 def test_allow_list_and_secret_scrubbing(tmp_path):
     async def scenario():
         registry, _, _ = await started(
-            tmp_path, calc=stdio(env={"API_KEY": "mcp-test-value-0123456789"}, allow_tools=["env_value", "add", "missing"]))
+            tmp_path, calc=stdio(env={"API_KEY": "mcp-test-value-0123456789"},
+                                 allow_tools=["env_value", "add", "missing"]))
         try:
-            leaked = await registry.execute("calc__env_value", {"name": "API_KEY"}, ctx(tmp_path, ["mcp-test-value-0123456789"]))
+            leaked = await registry.execute("calc__env_value", {"name": "API_KEY"},
+                                            ctx(tmp_path, ["mcp-test-value-0123456789"]))
             hidden = await registry.execute("calc__echo", {"text": "x"}, ctx(tmp_path))
             return registry.names(), leaked, hidden
         finally:

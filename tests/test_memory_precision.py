@@ -33,7 +33,7 @@ def minilm_index():
     embedder = MiniLMEmbedder()
     facts = list(dict.fromkeys(p["fact"] for p in PAIRS))
     index = MemoryIndex(embedder)
-    for i, (fact, vector) in enumerate(zip(facts, embedder.embed(facts))):
+    for i, (fact, vector) in enumerate(zip(facts, embedder.embed(facts), strict=True)):
         index.add(MemoryRecord(id=f"m{i}", content=fact, embedding_model=embedder.model_id), vector)
     return index
 

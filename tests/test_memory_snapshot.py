@@ -54,7 +54,8 @@ def test_a_new_process_answers_from_the_snapshot_without_replaying_the_log(tmp_p
 def test_the_index_lives_beside_the_log_wherever_the_log_is(tmp_path):
     log = tmp_path / "private" / "store" / "mem.jsonl"
     log.parent.mkdir(parents=True)
-    memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors), "test-hash-384")
+    memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors),
+                                       "test-hash-384")
     memories.add("The boat is moored at pier seven", 0.5, "fact", HashEmbedder().embed(["boat"])[0], "test-hash-384")
     memories.compact()
     assert (tmp_path / "private" / "store" / "mem.index" / "manifest.json").is_file()

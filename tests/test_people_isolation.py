@@ -101,7 +101,8 @@ def test_a_persons_oracle_scope_fits_the_column_and_long_names_never_collide():
 
     assert person_agent_id("default", "sam") == "default.sam"
     long_base = "a" * 60
-    first, second = person_agent_id(long_base, "guest-telegram-1234567"), person_agent_id(long_base, "guest-telegram-1234568")
+    first, second = (person_agent_id(long_base, "guest-telegram-1234567"),
+                     person_agent_id(long_base, "guest-telegram-1234568"))
     assert first != second and len(first.encode()) <= 64 and len(second.encode()) <= 64
 
 
@@ -109,8 +110,8 @@ def test_a_persons_async_store_reads_the_shared_prompts(tmp_path):
     import asyncio
 
     from picoora.store.aio import AsyncStore
-    from picoora.store.scoped import PersonStore
     from picoora.store.files import FileStore
+    from picoora.store.scoped import PersonStore
 
     owner, own = FileStore(tmp_path / "owner"), FileStore(tmp_path / "sam")
     owner.set_prompt("IDENTITY.md", "I am picoora.")

@@ -31,7 +31,7 @@ def stored():
 
     def build() -> MemoryIndex:
         index = MemoryIndex(embedder)
-        for i, (fact, vector) in enumerate(zip(FACTS, vectors)):
+        for i, (fact, vector) in enumerate(zip(FACTS, vectors, strict=True)):
             index.add(MemoryRecord(id=f"m{i}", content=fact, embedding_model=embedder.model_id), vector)
         return index
 

@@ -127,5 +127,6 @@ def test_no_other_scrubber_is_left():
     found = subprocess.run(["grep", "-rlE", r"def (scrub|redact_value|meaningful_secrets)\b", "picoora"],
                            capture_output=True, text=True, cwd=REPO).stdout.split()
     assert found == ["picoora/secrets.py"]
-    hand_rolled = subprocess.run(["grep", "-rn", "replace(secret", "picoora"], capture_output=True, text=True, cwd=REPO).stdout
+    hand_rolled = subprocess.run(["grep", "-rn", "replace(secret", "picoora"], capture_output=True, text=True,
+                                 cwd=REPO).stdout
     assert hand_rolled == ""

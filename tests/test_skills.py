@@ -81,10 +81,10 @@ def test_the_prompt_summary_is_one_short_line_per_skill(ws):
 
 
 def test_the_summary_is_a_part_of_the_system_prompt_and_bodies_stay_out(ws, tmp_path):
+    from picoora.agent.context import gather_inputs
     from picoora.config import AgentDefaults
     from picoora.store.files import FileStore
     from picoora.tools.registry import ToolRegistry
-    from picoora.agent.context import gather_inputs
 
     write_skill(ws / "skills", "travel", description="Plan a trip.", body="SECRET-BODY-TEXT")
     registry = ToolRegistry()

@@ -156,7 +156,8 @@ def test_incremental_rewrites_equal_full_rebuilds_of_the_log(tmp_path, monkeypat
             assert incremental["records"] == full["records"]
             assert incremental["manifest"] == full["manifest"]
             for name in memory_snapshot._ARRAYS:
-                assert incremental[name].dtype == full[name].dtype and np.array_equal(incremental[name], full[name]), name
+                assert (incremental[name].dtype == full[name].dtype
+                        and np.array_equal(incremental[name], full[name])), name
             _check_against_the_log(log)
             assert _search(log) == _search(rebuilt)
             compared += 1
@@ -198,7 +199,8 @@ def test_a_rewrite_reads_no_log_line_before_the_snapshot_and_tokenises_only_new_
     assert sorted(tokenised) == sorted(new)
 
 
-def test_a_rewrite_interrupted_before_the_manifest_switch_leaves_the_old_snapshot_trusted(tmp_path, monkeypatch, caplog):
+def test_a_rewrite_interrupted_before_the_manifest_switch_leaves_the_old_snapshot_trusted(tmp_path, monkeypatch,
+                                                                                           caplog):
     ws = tmp_path / "ws"
     ids = _seed(ws, 10)
     monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 5)
@@ -284,7 +286,8 @@ def test_recall_works_when_every_snapshot_row_with_a_vector_is_forgotten(tmp_pat
         store.list_memories()
     with closing(_open(ws)) as store:
         assert store.forget(with_vector)
-        assert [m.memory.content for m in store.recall("boat", limit=3).matches] == ["a keyword-only note about the boat"]
+        assert [m.memory.content for m in store.recall("boat", limit=3).matches] == [
+            "a keyword-only note about the boat"]
 
 
 @pytest.mark.parametrize("damage", ["offsets", "row_term_starts", "id_rows"])

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from picoora import atomic
 from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
-from picoora import atomic
 from picoora.store import file_memories, open_store
 from picoora.store.base import MemoryRecord, StoreError
 from picoora.store.files import FileStore, encode_key
@@ -147,7 +147,8 @@ def test_go_version_session_files_are_read(make_store, workspace):
     (workspace / ".picoora/sessions/telegram_123.json").write_text(json.dumps(go_session))
     session = make_store().load_session("telegram:123")
     calls = session.messages[1].tool_calls
-    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}), ("c2", "echo", {RAW_ARGUMENTS_KEY: "not json"})]
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}),
+                                                            ("c2", "echo", {RAW_ARGUMENTS_KEY: "not json"})]
     assert session.summary == "earlier chat" and session.updated_at.year == 2026
 
 
@@ -287,7 +288,8 @@ def test_another_writer_is_seen_and_its_compaction_reloads(make_store, monkeypat
     assert first.recall("bike lock code", limit=1).matches[0].memory.id == extra.id
 
 
-def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_our_offset(make_store, workspace, monkeypatch):
+def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_our_offset(make_store, workspace,
+                                                                                          monkeypatch):
     # The rewritten log is a new file: reading it from our old offset would start mid-line, skip the
     # memories before that point and keep ones the other store forgot. The file's identity (and, as its
     # inode number may be reused, the bytes before our offset) says "reload".

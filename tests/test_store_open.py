@@ -15,7 +15,8 @@ def _closed_port() -> int:
 
 
 def test_files_by_default(tmp_path):
-    config = Config.model_validate({"agents": {"defaults": {"workspace": str(tmp_path / "ws")}}, "memory": {"embedder": "none"}})
+    config = Config.model_validate({"agents": {"defaults": {"workspace": str(tmp_path / "ws")}},
+                                    "memory": {"embedder": "none"}})
     notices: list[str] = []
     store = open_store(config, on_fallback=notices.append)
     try:

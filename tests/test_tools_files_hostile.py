@@ -17,8 +17,8 @@ def test_reading_a_fifo_is_refused_without_blocking(tmp_path):
     ctx = make_ctx(tmp_path)
     os.mkfifo(ctx.workspace / "pipe")
     started = time.monotonic()
-    for tool, args in ((ReadFile(), {}), (EditFile(), {"old_text": "a", "new_text": "b"}), (AppendFile(), {"content": "x"}),
-                       (WriteFile(), {"content": "x"})):
+    for tool, args in ((ReadFile(), {}), (EditFile(), {"old_text": "a", "new_text": "b"}),
+                       (AppendFile(), {"content": "x"}), (WriteFile(), {"content": "x"})):
         result = call(tool, ctx, path="pipe", **args)
         assert result.is_error and "not a regular file" in result.content, tool.name
     assert time.monotonic() - started < 5

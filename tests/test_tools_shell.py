@@ -8,9 +8,8 @@ import time
 import pytest
 
 from picoora.config import Config
-from picoora.tools import default_registry
+from picoora.tools import default_registry, shell
 from picoora.tools.command_guard import destructive_reason
-from picoora.tools import shell
 from picoora.tools.os_sandbox import ExecMode
 from picoora.tools.shell import Exec
 from tests.tools_support import call, make_ctx, require_sandbox
@@ -50,7 +49,8 @@ def test_runs_in_the_workspace_and_a_working_dir_inside_it(tmp_path):
     ctx = exec_ctx(tmp_path)
     (ctx.workspace / "sub").mkdir()
     assert call(Exec(), ctx, command="pwd").content.splitlines()[0] == str(ctx.workspace.resolve())
-    assert call(Exec(), ctx, command="pwd", working_dir="sub").content.splitlines()[0] == str((ctx.workspace / "sub").resolve())
+    assert call(Exec(), ctx, command="pwd", working_dir="sub").content.splitlines()[0] == str(
+        (ctx.workspace / "sub").resolve())
 
 
 @pytest.mark.parametrize("working_dir", ["/", "..", "/etc"])
@@ -104,7 +104,8 @@ def test_a_setsid_daemon_dies_with_the_sandboxed_command(tmp_path, timeout):
     """Unsandboxed, a daemon in a session of its own escapes the process group; the PID namespace does not let it."""
     require_sandbox()
     ctx = exec_ctx(tmp_path, exec={"timeout_seconds": timeout})
-    command = "setsid sleep 37.125 & (setsid sh -c 'sleep 37.125 &') ; echo started" + ("; sleep 30" if timeout < 1 else "")
+    command = ("setsid sleep 37.125 & (setsid sh -c 'sleep 37.125 &') ; echo started"
+               + ("; sleep 30" if timeout < 1 else ""))
     result = call(Exec(), ctx, command=command)
     assert "started" in result.content
     assert _all_gone("sleep 37.125")
@@ -183,8 +184,8 @@ def test_destructive_commands_are_refused(tmp_path, command):
 def test_destructive_guard_lets_ordinary_commands_through(tmp_path):
     ws = (tmp_path / "ws").resolve()
     (ws / "build").mkdir(parents=True)
-    for command in ("rm -rf build", "rm -f notes.txt", "ls -la | sort", "curl -s https://example.com -o page.html", "chmod -R u+w build", "dd if=a of=b",
-                    "find build -name '*.o' -delete", "sh -c 'ls -la'"):
+    for command in ("rm -rf build", "rm -f notes.txt", "ls -la | sort", "curl -s https://example.com -o page.html",
+                    "chmod -R u+w build", "dd if=a of=b", "find build -name '*.o' -delete", "sh -c 'ls -la'"):
         assert destructive_reason(command, ws, ws) is None, command
     assert destructive_reason("rm -rf *", ws / "build", ws) is None  # a subdirectory, not the root
 

@@ -189,7 +189,8 @@ def test_ssrf_refusals(tmp_path, server, url, expected):
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.2", "::ffff:10.0.0.1", "2002:a00:1::1", "64:ff9b::a9fe:a9fe", "fe80::1", "224.0.0.1", "fc00::1", "240.0.0.1"],
+    ["127.0.0.2", "::ffff:10.0.0.1", "2002:a00:1::1", "64:ff9b::a9fe:a9fe", "fe80::1", "224.0.0.1", "fc00::1",
+     "240.0.0.1"],
 )
 def test_blocked_addresses_including_ipv4_hidden_in_ipv6(address):
     assert blocked_reason(ipaddress.ip_address(address)) is not None

@@ -20,13 +20,13 @@ from tests.tools_support import call, make_ctx
 ZEROS = 200 * 1024 * 1024
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def two_layer_bomb() -> bytes:
     """200 MiB of zeros, gzipped twice: about 1 KiB on the wire (built on first use)."""
     return gzip.compress(gzip.compress(b"\0" * ZEROS, compresslevel=9), compresslevel=9)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def quadratic_page() -> bytes:
     return gzip.compress(b"<a" * 1_000_000)
 
@@ -47,7 +47,8 @@ class _Hostile(BaseHTTPRequestHandler):
             "/bomb": (200, two_layer_bomb(), {"Content-Type": "text/plain", "Content-Encoding": "gzip, gzip"}),
             "/quadratic": (200, quadratic_page(), {"Content-Type": "text/html", "Content-Encoding": "gzip"}),
             "/no-location": (302, b"", {"Content-Type": "text/plain"}),
-            "/corrupt-gzip": (200, b"\x1f\x8b\x08\x00not really gzip", {"Content-Type": "text/plain", "Content-Encoding": "gzip"}),
+            "/corrupt-gzip": (200, b"\x1f\x8b\x08\x00not really gzip",
+                              {"Content-Type": "text/plain", "Content-Encoding": "gzip"}),
             "/brotli": (200, b"\x0b\x02\x80hello\x03", {"Content-Type": "text/plain", "Content-Encoding": "br"}),
             "/host": (200, (self.headers["Host"] or "").encode(), {"Content-Type": "text/plain"}),
         }

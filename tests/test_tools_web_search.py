@@ -61,7 +61,8 @@ def test_the_saved_duckduckgo_page_parses_to_its_organic_results():
         "https://forum.example.com/t/42",
     ]  # the ad (y.js) is left out
     assert hits[0].title == "AI Vector Search — Oracle Docs"
-    assert hits[0].snippet == "Store embeddings in a VECTOR column and search them with VECTOR_DISTANCE & approximate indexes."
+    assert hits[0].snippet == (
+        "Store embeddings in a VECTOR column and search them with VECTOR_DISTANCE & approximate indexes.")
     assert hits[1].snippet == "MiniLM embeddings, int8 weights, no GPU."
 
 
@@ -93,7 +94,8 @@ def test_when_no_provider_works_the_error_names_each_failure(tmp_path, fake, mon
     monkeypatch.setattr(web_search_module, "DUCKDUCKGO_URL", f"{fake.url}/ddg-captcha")
     result = search(tmp_path, provider="searxng", url=f"{fake.url}/broken")
     assert result.is_error
-    assert result.content.startswith("Error: web search failed: SearXNG: HTTP 500; DuckDuckGo: DuckDuckGo asked for a captcha")
+    assert result.content.startswith(
+        "Error: web search failed: SearXNG: HTTP 500; DuckDuckGo: DuckDuckGo asked for a captcha")
     down = search(tmp_path, provider="duckduckgo", url=closed_port_url())
     assert down.is_error and "DuckDuckGo: ConnectError" in down.content
 

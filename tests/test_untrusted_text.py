@@ -7,7 +7,15 @@ import re
 from datetime import date, datetime, timezone
 
 from picoora.agent.context import PART_SEPARATOR, ContextInputs, build_system_prompt
-from picoora.agent.events import ErrorEvent, FinalAnswer, NoticeEvent, ReasoningEvent, TokenEvent, ToolCallFinished, ToolCallStarted
+from picoora.agent.events import (
+    ErrorEvent,
+    FinalAnswer,
+    NoticeEvent,
+    ReasoningEvent,
+    TokenEvent,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from picoora.cli.render import TurnRenderer
 from picoora.config import AgentDefaults
 from picoora.store.base import DailyNote, MemoryRecord, RecallResult, ScoredMemory, Session

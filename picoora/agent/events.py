@@ -10,8 +10,9 @@ recorded) may follow it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Awaitable, Callable, Union
+from typing import Any
 
 
 @dataclass
@@ -97,4 +98,4 @@ _TYPE_NAMES = {
     CompactionEvent: "compaction",
 }
 
-EventSink = Callable[[Event], Union[None, Awaitable[None]]]
+EventSink = Callable[[Event], None | Awaitable[None]]

@@ -13,8 +13,8 @@ this, and providers then reject every later request with a 400 (lessons.md, bug 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from picoora.messages import Message, ToolCall
 

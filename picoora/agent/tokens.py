@@ -9,7 +9,7 @@ as one token. The estimate errs high rather than low, which is the safe side for
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
 from picoora.messages import Message
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any
 
 from picoora.llm.base import LLM, Usage
 from picoora.messages import ToolCall
-from picoora.store.base import RecallResult, RecalledMemory, ToolCallTrace, TurnTrace
-from picoora.tools.base import ToolResult
 from picoora.secrets import scrub
+from picoora.store.base import RecalledMemory, RecallResult, ToolCallTrace, TurnTrace
+from picoora.tools.base import ToolResult
 
 PREVIEW_CHARS = 300
 

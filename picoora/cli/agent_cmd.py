@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -24,9 +24,9 @@ def register(app: typer.Typer) -> None:
 
 def agent(
     ctx: typer.Context,
-    message: Optional[str] = typer.Option(None, "-m", "--message", help="Send one message, print the answer and exit."),
+    message: str | None = typer.Option(None, "-m", "--message", help="Send one message, print the answer and exit."),
     session: str = typer.Option(DEFAULT_SESSION, "-s", "--session", help="Conversation to continue."),
-    stream: Optional[bool] = typer.Option(
+    stream: bool | None = typer.Option(
         None, "--stream/--no-stream", help="Show the answer as it is written. Default: on when stdout is a terminal."
     ),
 ) -> None:

@@ -6,9 +6,17 @@ goes to stderr. ``--http`` serves streamable HTTP on 127.0.0.1 instead, behind g
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
+
 import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from picoora.store.base import Store
 
 DEFAULT_HTTP_PORT = 18791
 
@@ -31,35 +39,36 @@ def mcp(
 
     config = load_config(ctx)
     if http and not config.gateway.token:
-        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')", EXIT_USAGE)
+        raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')",
+                       EXIT_USAGE)
     try:
         store = open_store(config, on_fallback=warn)
     except StoreError as err:
         raise CLIError(str(err)) from None
-    options = {"secrets": secret_values(config), "workspace": workspace_path(config)}
+    secrets, workspace = secret_values(config), workspace_path(config)
     try:
         if http:
-            asyncio.run(_serve_http(store, config.gateway.token, port, options))
+            asyncio.run(_serve_http(store, config.gateway.token, port, secrets=secrets, workspace=workspace))
         else:
             from picoora.mcp_server import serve_stdio
 
-            asyncio.run(serve_stdio(store, **options))
+            asyncio.run(serve_stdio(store, secrets=secrets, workspace=workspace))
     except KeyboardInterrupt:
         pass
     finally:
         store.close()
 
 
-async def _serve_http(store, token: str, port: int, options: dict) -> None:  # type: ignore[no-untyped-def]
+async def _serve_http(store: Store, token: str, port: int, *, secrets: list[str], workspace: Path) -> None:
     import uvicorn
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
     from picoora.mcp_server import MemoryHttpApp
 
-    memory = MemoryHttpApp(store, token, **options)
+    memory = MemoryHttpApp(store, token, secrets=secrets, workspace=workspace)
 
-    def lifespan(_app: Starlette):  # type: ignore[no-untyped-def]
+    def lifespan(_app: Starlette) -> AbstractAsyncContextManager[None]:
         return memory.lifespan()
 
     app = Starlette(routes=[Mount("/mcp", app=memory.app)], lifespan=lifespan)

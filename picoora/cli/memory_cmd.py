@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -39,7 +40,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(memory)
 
 
-def _store(ctx: typer.Context) -> ContextManager[Store]:
+def _store(ctx: typer.Context) -> AbstractContextManager[Store]:
     from picoora.cli.opening import command_store
 
     return command_store(load_config(ctx))
@@ -137,7 +138,7 @@ def reindex(ctx: typer.Context) -> None:
 
 def export(
     ctx: typer.Context,
-    file: Optional[Path] = typer.Argument(None, help="Where to write (JSON Lines); default or '-': stdout."),
+    file: Path | None = typer.Argument(None, help="Where to write (JSON Lines); default or '-': stdout."),
 ) -> None:
     """Write every memory as JSON Lines."""
     with _store(ctx) as store:

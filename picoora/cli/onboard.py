@@ -10,7 +10,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -38,7 +38,7 @@ def onboard(
         False, "--force", help="Overwrite the config (keeping a .bak copy) and every template, even edited ones."
     ),
     non_interactive: bool = typer.Option(False, "--non-interactive", help="Ask nothing; pick the model by itself."),
-    model: Optional[str] = typer.Option(None, "--model", help="Use this model (skips the question)."),
+    model: str | None = typer.Option(None, "--model", help="Use this model (skips the question)."),
 ) -> None:
     """Set up picoora: config file, workspace templates, and a local model that can use tools."""
     from picoora.config import Config, default_config_path, workspace_path

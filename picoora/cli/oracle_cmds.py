@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,8 +18,8 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.oracle.setup import OracleSetup
     from picoora.store.base import Store
+    from picoora.store.oracle.setup import OracleSetup
 
 EXIT_READY, EXIT_FAILED, EXIT_WARNINGS = 0, 1, 3
 OK, WARN, FAIL = "✓", "⚠", "✗"
@@ -53,17 +53,21 @@ class _Steps:
 
 def setup_oracle(
     ctx: typer.Context,
-    onnx_file: Optional[Path] = typer.Option(
+    onnx_file: Path | None = typer.Option(
         None, "--onnx-file", metavar="PATH",
         help="Load the ONNX embedding model from this local file (sent to the database as a BLOB). "
              "With --onnx-dir: the file name inside that directory."),
-    onnx_dir: Optional[str] = typer.Option(
+    onnx_dir: str | None = typer.Option(
         None, "--onnx-dir", metavar="DIRECTORY",
-        help="Load the model from a database DIRECTORY object (file: --onnx-file NAME, default all_MiniLM_L12_v2.onnx)."),
-    onnx_url: Optional[str] = typer.Option(
-        None, "--onnx-url", metavar="URL", help="Let the database fetch the model (DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD)."),
-    hnsw: bool = typer.Option(False, "--hnsw", help="HNSW vector indexes (in memory; need vector_memory_size). Default: IVF."),
-    import_files: bool = typer.Option(False, "--import-files", help="Copy everything the file backend holds into Oracle."),
+        help="Load the model from a database DIRECTORY object (file: --onnx-file NAME, "
+             "default all_MiniLM_L12_v2.onnx)."),
+    onnx_url: str | None = typer.Option(
+        None, "--onnx-url", metavar="URL",
+        help="Let the database fetch the model (DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD)."),
+    hnsw: bool = typer.Option(
+        False, "--hnsw", help="HNSW vector indexes (in memory; need vector_memory_size). Default: IVF."),
+    import_files: bool = typer.Option(
+        False, "--import-files", help="Copy everything the file backend holds into Oracle."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the SQL for a fresh database; connect to nothing."),
 ) -> None:
     """Create or upgrade the PICO_ schema, load the ONNX model, check it, create indexes, seed prompts.
@@ -173,6 +177,7 @@ def _model_step(setup: OracleSetup, steps: _Steps, onnx_file: Path | None, onnx_
             elif onnx_url:
                 fresh = setup.load_model_url(onnx_url)
             else:
+                assert onnx_file is not None  # the only source left (none given was refused above)
                 fresh = setup.load_model_file(onnx_file)
         except (StoreError, ValueError, OSError) as err:
             raise steps.fail(f"ONNX model load failed: {err}") from None

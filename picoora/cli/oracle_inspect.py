@@ -10,9 +10,10 @@ Looking does not count as an access: ``-s`` searches without touching access cou
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -31,11 +32,12 @@ SHORT = 100  # characters of a value shown in the overview
 
 def oracle_inspect(
     ctx: typer.Context,
-    table: Optional[str] = typer.Argument(None, help=f"One of: {', '.join(TABLES)}. Omit for the overview."),
-    name: Optional[str] = typer.Argument(None, help="With `prompts`: the prompt to show in full (e.g. SOUL)."),
+    table: str | None = typer.Argument(None, help=f"One of: {', '.join(TABLES)}. Omit for the overview."),
+    name: str | None = typer.Argument(None, help="With `prompts`: the prompt to show in full (e.g. SOUL)."),
     limit: int = typer.Option(20, "-n", "--limit", min=1, help="At most this many rows."),
-    search: Optional[str] = typer.Option(None, "-s", "--search", metavar="TEXT",
-                                         help="Semantic search (memories; on Oracle also notes); looking does not count as an access."),
+    search: str | None = typer.Option(
+        None, "-s", "--search", metavar="TEXT",
+        help="Semantic search (memories; on Oracle also notes); looking does not count as an access."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     files: bool = typer.Option(False, "--files", help="Inspect the file backend even when Oracle is enabled."),
 ) -> None:

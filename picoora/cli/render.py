@@ -46,7 +46,7 @@ def printable(text: str) -> str:
 
 
 def _printable_event(event: Event) -> Event:
-    changes = {}
+    changes: dict[str, Any] = {}
     for name in _TEXT_FIELDS:  # once per streamed token: each field is cleaned once
         value = getattr(event, name, None)
         if isinstance(value, str) and (clean := printable(value)) != value:

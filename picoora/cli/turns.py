@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import TYPE_CHECKING, Awaitable, TypeVar
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult

@@ -28,7 +28,8 @@ SECURITY_HEADERS = {
 
 @functools.cache  # three small files that never change while the gateway runs: read once, not per request
 def _body(name: str) -> bytes:
-    return resources.files("picoora.gateway").joinpath("web", name).read_bytes()
+    # One name per joinpath: Python 3.10's Traversable.joinpath takes only one.
+    return resources.files("picoora.gateway").joinpath("web").joinpath(name).read_bytes()
 
 
 def _file(name: str) -> Response:

@@ -10,12 +10,13 @@ client no longer accepts one. Thinking blocks, when the model returns them, beco
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 
 from picoora.llm.base import (
     AuthenticationError,
+    DeltaKind,
     LLMError,
     LLMResponse,
     OnDelta,
@@ -90,7 +91,8 @@ class AnthropicLLM:
         assembler = StreamAssembler()
         stream = await within_first_response(  # the response's start only: thinking may precede the first event
             client.messages.create(**request, stream=True), seconds=self._settings.first_response,
-            where=f"Anthropic ({self.base or 'api.anthropic.com'})", setting="providers.anthropic.first_response_seconds")
+            where=f"Anthropic ({self.base or 'api.anthropic.com'})",
+            setting="providers.anthropic.first_response_seconds")
         async with stream:
             async for event in stream:
                 kind, text = assembler.add(event)
@@ -177,7 +179,7 @@ class StreamAssembler:
         self._stop_reason: str | None = None
         self._usage = Usage()
 
-    def add(self, event: Any) -> tuple[str, str]:
+    def add(self, event: Any) -> tuple[DeltaKind | Literal[""], str]:
         """Take one event; returns ("token" | "reasoning", text) to forward, or ("", "")."""
         if event.type == "message_start":
             self._usage.prompt_tokens = event.message.usage.input_tokens or 0
@@ -195,7 +197,7 @@ class StreamAssembler:
             self._usage.completion_tokens = event.usage.output_tokens or 0
         return "", ""
 
-    def _add_delta(self, index: int, delta: Any) -> tuple[str, str]:
+    def _add_delta(self, index: int, delta: Any) -> tuple[DeltaKind | Literal[""], str]:
         block = self._blocks.get(index)
         if block is None:
             return "", ""

@@ -7,8 +7,9 @@ can forward tokens as typed events while still getting one complete ``LLMRespons
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 from picoora.messages import RAW_ARGUMENTS_KEY, Message, ToolCall
 
@@ -19,7 +20,7 @@ __all__ = ["RAW_ARGUMENTS_KEY"]  # defined in picoora.messages; providers use it
 
 DeltaKind = Literal["token", "reasoning"]
 # Called with ("token", text) or ("reasoning", text) as a streamed answer arrives. May be sync or async.
-OnDelta = Callable[[DeltaKind, str], Union[None, Awaitable[None]]]
+OnDelta = Callable[[DeltaKind, str], None | Awaitable[None]]
 
 
 @dataclass
@@ -76,7 +77,8 @@ class ProviderUnavailableError(LLMError):
 
 
 class NoResponseError(LLMError):
-    """The server took the request but sent nothing back within the first-response limit (stuck, or not a model server)."""
+    """The server took the request but sent nothing back within the first-response limit (stuck, or not a
+    model server)."""
 
 
 class ModelNotFoundError(LLMError):

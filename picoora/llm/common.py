@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from picoora.config import Config
 from picoora.llm.base import DeltaKind, NoResponseError, OnDelta
@@ -119,7 +120,8 @@ async def within_first_response(first: Awaitable[T], *, seconds: float, where: s
             if not more:
                 raise NoResponseError(
                     f"{where} accepted the request but sent nothing for {waited:g} seconds: it may be stuck, or "
-                    f"not be a model server. Restart it or check the address; a slow model can get longer with {setting}"
+                    "not be a model server. Restart it or check the address; a slow model can get longer with "
+                    f"{setting}"
                 )
             budget = more
     finally:

@@ -10,9 +10,10 @@ pulled gives ``ModelNotFoundError`` naming ``ollama pull``; Ollama not running g
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from functools import partial
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import ollama
@@ -136,7 +137,8 @@ class OllamaLLM:
 
             async def show() -> ollama.ShowResponse:
                 _retry_after.set([None])
-                return await within_first_response(self._clients.get().show(model), seconds=self._settings.first_response,
+                return await within_first_response(self._clients.get().show(model),
+                                                   seconds=self._settings.first_response,
                                                    where=f"Ollama at {self.base}", setting=FIRST_RESPONSE_SETTING)
 
             self._capabilities[model] = capabilities_of(await self._with_retries(show, model))
@@ -146,7 +148,8 @@ class OllamaLLM:
         try:
             return await call_with_retries(
                 attempt,
-                classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model, retry_after=_noted_retry_after()),
+                classify=lambda exc: classify_ollama_error(exc, base=self.base, model=model,
+                                                           retry_after=_noted_retry_after()),
                 policy=self._settings.retry,
                 output_started=lambda: sink is not None and sink.started,
             )

@@ -170,7 +170,8 @@ def response_from_completion(completion: Any) -> LLMResponse:
     choice = completion.choices[0]
     message = choice.message
     tool_calls = [
-        ToolCall(id=call.id or new_call_id(), name=call.function.name, arguments=parse_arguments(call.function.arguments))
+        ToolCall(id=call.id or new_call_id(), name=call.function.name,
+                 arguments=parse_arguments(call.function.arguments))
         for call in message.tool_calls or []
         if call.type == "function"
     ]
@@ -232,7 +233,8 @@ class StreamAssembler:
 
     def response(self) -> LLMResponse:
         tool_calls = [
-            ToolCall(id=call["id"] or new_call_id(), name=call["name"], arguments=parse_arguments("".join(call["arguments"])))
+            ToolCall(id=call["id"] or new_call_id(), name=call["name"],
+                     arguments=parse_arguments("".join(call["arguments"])))
             for _, call in sorted(self._calls.items())
         ]
         return LLMResponse(

@@ -15,11 +15,12 @@ import logging
 import random
 import re
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from time import time
 from types import ModuleType
-from typing import Awaitable, Callable, Mapping, TypeVar
+from typing import TypeVar
 
 from picoora.llm.base import (
     AuthenticationError,
@@ -203,7 +204,8 @@ async def call_with_retries(
                 error = LLMError(f"{error}; the answer broke off midway, so it was not retried", status=error.status)
             elif error.retryable and retry >= policy.max_retries:
                 attempts = f"{retry + 1} attempt" + ("s" if retry else "")
-                error = RetryableError(f"{error} (gave up after {attempts})", status=error.status, retry_after=error.retry_after)
+                error = RetryableError(f"{error} (gave up after {attempts})", status=error.status,
+                                       retry_after=error.retry_after)
             elif error.retryable:
                 pause = policy.delay(retry, error.retry_after)
                 log.info("retrying in %.1fs (retry %d of %d): %s", pause, retry + 1, policy.max_retries, error)

@@ -86,7 +86,8 @@ class Anchors:
                     if vectors.shape == (len(texts), self._embedder.dim):
                         self._vectors = vectors.astype(np.float32, copy=False)
                         return self._vectors
-                    log.warning("%s does not match %s: embedding the background questions", MINILM_VECTORS_PATH, TEXTS_PATH)
+                    log.warning("%s does not match %s: embedding the background questions",
+                                MINILM_VECTORS_PATH, TEXTS_PATH)
                 try:
                     self._vectors = self._embedder.embed(texts)
                 except EmbedderUnavailable:

@@ -9,8 +9,8 @@ and a 0.2 ms dedup product into 4 ms during an import; one thread loses little o
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _controller = None
 _lock = threading.Lock()

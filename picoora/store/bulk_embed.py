@@ -11,8 +11,9 @@ embedder (Ollama, tests) embeds the chunks itself, one after another.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from picoora.store.embedder import MINILM_MODEL_ID, Embedder, EmbedderUnavailable, MiniLMEmbedder
 
@@ -32,6 +33,7 @@ def _start_worker() -> None:
 
 
 def _embed_in_worker(texts: list[str]) -> np.ndarray:
+    assert _worker is not None, "the pool's initializer (_start_worker) makes it"
     return _worker.embed(texts)
 
 
@@ -66,7 +68,7 @@ def embed_chunks(
     # spawn, not fork: the parent holds locks and threads (the store, BLAS) a forked child would inherit.
     pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker)
     try:
-        for (start, chunk), vectors in zip(chunks, pool.map(_embed_in_worker, [c for _, c in chunks])):
+        for (start, chunk), vectors in zip(chunks, pool.map(_embed_in_worker, [c for _, c in chunks]), strict=True):
             done += len(chunk)
             if progress:
                 progress(done, len(texts))

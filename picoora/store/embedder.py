@@ -23,8 +23,10 @@ from picoora.store.blas import one_blas_thread
 
 if TYPE_CHECKING:
     import numpy as np
+    from tokenizers import Tokenizer
 
     from picoora.config import MemoryConfig
+    from picoora.store.minilm import MiniLM
 
 MINILM_MODEL_ID = "all-MiniLM-L6-v2-int8"
 MINILM_DIM = 384
@@ -51,8 +53,10 @@ class EmbedderUnavailable(Exception):
 
 class Embedder(Protocol):
     model_id: str  # stored with every vector; vectors of different model_ids are never compared
-    dim: int
     similarity_floor: float  # calibrated minimum cosine for a recall match
+
+    @property
+    def dim(self) -> int: ...  # read-only: OllamaEmbedder learns it from its first answer
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
@@ -135,8 +139,8 @@ class MiniLMEmbedder:
         self._tokenizer_path = tokenizer_path
         self._check_record = check_record
         self._lock = threading.Lock()
-        self._model = None
-        self._tokenizer = None
+        self._model: MiniLM | _OnnxRuntimeModel | None = None
+        self._tokenizer: Tokenizer | None = None
         self._load_error: EmbedderUnavailable | None = None
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -145,8 +149,8 @@ class MiniLMEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        self._load()
-        encodings = self._tokenizer.encode_batch(texts)
+        model, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(texts)
         # Texts of similar length go together, so little compute is spent on padding.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         with one_blas_thread():
@@ -156,11 +160,12 @@ class MiniLMEmbedder:
                 while end < len(order) and (end - start + 1) * len(encodings[order[end]].ids) <= self._batch_tokens:
                     end += 1
                 rows = order[start:end]
-                out[rows] = self._embed_batch([encodings[i].ids for i in rows])
+                out[rows] = self._embed_batch(model, [encodings[i].ids for i in rows])
                 start = end
         return out
 
-    def _embed_batch(self, token_ids: list[list[int]]) -> np.ndarray:
+    @staticmethod
+    def _embed_batch(model: MiniLM | _OnnxRuntimeModel, token_ids: list[list[int]]) -> np.ndarray:
         import numpy as np
 
         width = max(len(ids) for ids in token_ids)
@@ -169,16 +174,17 @@ class MiniLMEmbedder:
         for row, seq in enumerate(token_ids):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        hidden = self._model.hidden_states(ids, mask)
+        hidden = model.hidden_states(ids, mask)
         # Mean pooling over real tokens (not padding), as sentence-transformers does.
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return _normalise_rows(pooled)
 
-    def _load(self) -> None:
+    def _load(self) -> tuple[MiniLM | _OnnxRuntimeModel, Tokenizer]:
+        """The model and the tokenizer, loaded by the first call."""
         with self._lock:
-            if self._model is not None:
-                return
+            if self._model is not None and self._tokenizer is not None:  # set together, by the load below
+                return self._model, self._tokenizer
             if self._load_error is not None:  # a broken install stays broken: fail fast, same message
                 raise self._load_error
             try:
@@ -186,8 +192,9 @@ class MiniLMEmbedder:
             except EmbedderUnavailable as exc:
                 self._load_error = exc
                 raise
+            return self._model, self._tokenizer
 
-    def _open(self):
+    def _open(self) -> tuple[MiniLM | _OnnxRuntimeModel, Tokenizer]:
         try:
             import numpy  # noqa: F401
             import threadpoolctl  # noqa: F401  (blas.one_blas_thread)
@@ -268,7 +275,7 @@ class ModelCheck:
             return
         self._hash()
         if identity is not None and self.record is not None:
-            self._remember(identity)
+            self._remember(self.record, identity)
 
     def _identity(self) -> dict | None:
         import os
@@ -290,14 +297,15 @@ class ModelCheck:
         except (OSError, ValueError):
             return None  # missing or damaged: hash again
 
-    def _remember(self, identity: dict) -> None:
+    @staticmethod
+    def _remember(record: Path, identity: dict) -> None:
         import json
 
         from picoora.atomic import atomic_write_bytes, ensure_dir
 
         try:
-            ensure_dir(self.record.parent)
-            atomic_write_bytes(self.record, json.dumps(identity).encode(), 0o600)
+            ensure_dir(record.parent)
+            atomic_write_bytes(record, json.dumps(identity).encode(), 0o600)
         except OSError:
             pass  # a read-only home only costs the hash next time
 
@@ -310,7 +318,9 @@ class ModelCheck:
                 while chunk := file.read(_HASH_CHUNK):
                     digest.update(chunk)
         except OSError as exc:
-            raise EmbedderUnavailable(f"the MiniLM model {self.path} could not be read ({exc.strerror or exc})") from None
+            raise EmbedderUnavailable(
+                f"the MiniLM model {self.path} could not be read ({exc.strerror or exc})"
+            ) from None
         if digest.hexdigest() != self.expected:
             raise EmbedderUnavailable(
                 f"the MiniLM model {self.path} is not the pinned one (sha256 {digest.hexdigest()[:12]}..., expected "
@@ -347,7 +357,7 @@ class OllamaEmbedder:
     @property
     def dim(self) -> int:
         if self._dim is None:
-            self.embed(["dimension probe"])
+            return self.embed(["dimension probe"]).shape[1]  # which sets _dim
         return self._dim
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -25,11 +25,12 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Container, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
 from picoora.store.base import AddMemoryResult, MemoryRecord, time_from_json, time_to_json
@@ -99,13 +100,13 @@ def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:
     """The memories the ops leave, and how many ops there were."""
     entries: dict[str, _Entry] = {}
     count = 0
-    for count, op in enumerate(ops, start=1):
+    for count, op in enumerate(ops, start=1):  # noqa: B007 (read after the loop: how many ops there were)
         for _ in _apply(entries, op):
             pass
     return entries, count
 
 
-def _apply(entries: dict[str, _Entry], op: dict[str, Any]) -> Iterable[str]:
+def _apply(entries: dict[str, _Entry] | _Memories, op: dict[str, Any]) -> Iterable[str]:
     """Fold one op into ``entries``; yields the ids it changed. Unknown ops are skipped (newer writers)."""
     kind = op.get("op")
     try:
@@ -169,7 +170,7 @@ class _Memories:
         if entry is not None:
             return entry
         row = self.row(memory_id)
-        if row is None:
+        if row is None or self.base is None:  # a row is only found in a snapshot
             return default
         if row not in self._read:
             self._read[row] = _Entry(replace(self.overlay.changed.get(row) or self.base.record(row)), None)
@@ -377,7 +378,8 @@ class MemoryLog:
         else:
             offset = os.stat(self.path).st_size
         # Entries folded here still hold their encoded vectors; the snapshot has them now.
-        self._take_snapshot(Snapshot.write(self.path, offset, [NewRow(e.record, _log_vector(e)) for e in entries.values()],
+        self._take_snapshot(Snapshot.write(self.path, offset,
+                                           [NewRow(e.record, _log_vector(e)) for e in entries.values()],
                                            self._model, lines or 0))
 
     def _rewrite(self) -> None:
@@ -476,7 +478,8 @@ class MemoryLog:
         if duplicate is not None and duplicate.id in self._entries:
             record = self._entries[duplicate.id].record
             if importance > record.importance:
-                self._append([{"op": "update", "id": record.id, "importance": importance, "at": time_to_json(now_utc())}])
+                self._append([{"op": "update", "id": record.id, "importance": importance,
+                               "at": time_to_json(now_utc())}])
             return AddMemoryResult(replace(self._entries[duplicate.id].record), created=False)
         record = MemoryRecord(
             id=self._new_id(()),
@@ -497,7 +500,7 @@ class MemoryLog:
         batch_texts: set[str] = set()  # the index cannot see duplicates inside this batch
         batch_ids: set[str] = set()
         now = now_utc()
-        for source, vector in zip(records, vectors):
+        for source, vector in zip(records, vectors, strict=True):
             content = source.content.strip()
             text = normalise_text(content)
             if not content or text in batch_texts or index.find_duplicate(content, vector) is not None:
@@ -580,12 +583,13 @@ class MemoryLog:
         self.refresh()
         ops = [
             {"op": "reembed", "id": memory_id, "model": model, "vec": encode_vector(vector)}
-            for (memory_id, content), vector in zip(expected.items(), vectors)
+            for (memory_id, content), vector in zip(expected.items(), vectors, strict=True)
             if memory_id in self._entries and self._entries[memory_id].record.content == content
         ]
         self._append(ops)
         done = self._reindex_done(model) | {op["id"] for op in ops}
-        atomic_write_bytes(self._reindex_progress_path, json.dumps({"model": model, "done": sorted(done)}).encode(), 0o600)
+        atomic_write_bytes(self._reindex_progress_path, json.dumps({"model": model, "done": sorted(done)}).encode(),
+                           0o600)
 
     def finish_reindex(self, model: str) -> int:
         """Rewrite the log (every old vector is now dead), forget the progress; returns how many memories
@@ -605,7 +609,7 @@ def _log_vector(entry: _Entry) -> np.ndarray | None:
     return decode_vector(entry.vec) if entry.vec is not None and entry.record.embedding_model else None
 
 
-def embed(index: MemoryIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:
+def embed(index: MemoryIndex | LogIndex, texts: list[str]) -> tuple[list[np.ndarray | None], str | None]:
     """Vectors for ``texts`` (all None when no embedder works) and the model that made them."""
     vectors = index.embed(texts) if texts else None
     if vectors is None:

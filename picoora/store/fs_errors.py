@@ -13,8 +13,9 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from picoora.store.base import StoreError
 
@@ -39,7 +40,8 @@ def describe_os_error(err: OSError, workspace: Path) -> str:
         return (f"cannot write {where}: {reason}; make the workspace writable, or set agents.defaults.workspace "
                 "to a folder you can write")
     if err.errno in _WRONG_KIND:
-        return f"cannot use {where}: {reason}; a file stands where picoora keeps a folder (or the reverse): move it away"
+        return (f"cannot use {where}: {reason}; a file stands where picoora keeps a folder (or the reverse): "
+                "move it away")
     return f"cannot use {where}: {reason}"
 
 

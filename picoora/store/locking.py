@@ -45,6 +45,7 @@ class WorkspaceLock:
         self._depth -= 1
         try:
             if self._depth == 0:
+                assert self._fd is not None  # the outermost __enter__ opened it
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         finally:
             self._thread_lock.release()

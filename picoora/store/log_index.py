@@ -54,7 +54,8 @@ class LogIndex:
         self._overlay = overlay
         self._tail = tail
         self.model_id = tail.model_id
-        self._base_vectors = self._base is not None and self._base.model == tail.model_id and bool(self._base.has_vector.any())
+        self._base_vectors = (self._base is not None and self._base.model == tail.model_id
+                              and bool(self._base.has_vector.any()))
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -63,8 +64,10 @@ class LogIndex:
     def embed(self, texts: list[str]) -> np.ndarray | None:
         return self._tail.embed(texts)
 
-    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
-        if self._base is None:
+    def search(self, query: str, limit: int, *, now: datetime | None = None,
+               confident_only: bool = False) -> RecallResult:
+        base = self._base
+        if base is None:
             with one_blas_thread():
                 return self._tail.search(query, limit, now=now, confident_only=confident_only)
         wants_vector = self._tail.model_id is not None and (self._base_vectors or self._tail.vector_count() > 0)
@@ -72,39 +75,40 @@ class LogIndex:
         query_vector = None if vectors is None else vectors[0]
         dead, changed = self._overlay.copy_state()
         with one_blas_thread():
-            return self._rank(query, query_vector, limit, now, confident_only, dead, changed)
+            return self._rank(base, query, query_vector, limit, now, confident_only, dead, changed)
 
-    def _rank(self, query: str, query_vector: np.ndarray | None, limit: int, now: datetime | None, confident_only: bool,
-              dead: list[int], changed: dict[int, MemoryRecord]) -> RecallResult:
+    def _rank(self, base: Snapshot, query: str, query_vector: np.ndarray | None, limit: int, now: datetime | None,
+              confident_only: bool, dead: list[int], changed: dict[int, MemoryRecord]) -> RecallResult:
         ranker = MemoryIndex(self._tail.embedder, min_similarity=self._tail.floor,
                              dedup_similarity=self._tail.dedup_similarity, anchors=self._tail.anchors)
         ranker.push_calibration, ranker.generic_shift = self._tail.push_calibration, self._tail.generic_shift
-        for row in self._candidates(query, query_vector, limit, dead):
-            record = changed.get(row) or self._base.record(row)
-            ranker.add(replace(record), self._base.vectors[row] if self._base.has_vector[row] and self._base_vectors else None)
+        for row in self._candidates(base, query, query_vector, limit, dead):
+            record = changed.get(row) or base.record(row)
+            ranker.add(replace(record), base.vectors[row] if base.has_vector[row] and self._base_vectors else None)
         for record, vector in self._tail.items():
             ranker.add(record, vector)
         matches = ranker.rank(query, query_vector, limit, now=now, confident_only=confident_only)
-        live_base = self._base.rows - len(dead)
-        base_with_vector = int(self._base.has_vector.sum() - self._base.has_vector[dead].sum()) if self._base_vectors else 0
+        live_base = base.rows - len(dead)
+        base_with_vector = int(base.has_vector.sum() - base.has_vector[dead].sum()) if self._base_vectors else 0
         total = live_base + len(self._tail)
         return self._tail.result(matches, query_vector, total - base_with_vector - self._tail.vector_count(), total)
 
-    def _candidates(self, query: str, query_vector: np.ndarray | None, limit: int, dead: list[int]) -> list[int]:
+    def _candidates(self, base: Snapshot, query: str, query_vector: np.ndarray | None, limit: int,
+                    dead: list[int]) -> list[int]:
         import numpy as np
 
         rows: dict[int, None] = {}
         if query_vector is not None and self._base_vectors:
-            sims = self._base_similarities(self._tail.ranking_vector(query_vector), dead)
+            sims = self._base_similarities(base, self._tail.ranking_vector(query_vector), dead)
             k = min(max(VECTOR_CANDIDATES, 4 * limit), len(sims))
             nearest = np.argpartition(-sims, k - 1)[:k]
             rows.update((int(r), None) for r in nearest if sims[r] > -np.inf)
         # Keyword candidates: the rows holding the most (IDF-weighted) query terms, rare codes and names first.
-        weights = np.zeros(self._base.rows, dtype=np.float32)
+        weights = np.zeros(base.rows, dtype=np.float32)
         for term in set(tokenize(query)):
-            found = self._base.term_rows(term)
+            found = base.term_rows(term)
             if len(found):
-                weights[found] += idf(len(found), self._base.rows)
+                weights[found] += idf(len(found), base.rows)
         if dead:
             weights[dead] = 0.0
         held = np.flatnonzero(weights)
@@ -113,12 +117,13 @@ class LogIndex:
         rows.update((int(r), None) for r in held)
         return list(rows)
 
-    def _base_similarities(self, vector: np.ndarray, dead: list[int]) -> np.ndarray:
+    @staticmethod
+    def _base_similarities(base: Snapshot, vector: np.ndarray, dead: list[int]) -> np.ndarray:
         """Cosine of ``vector`` to every snapshot row; -inf for dead rows and rows without a vector."""
         import numpy as np
 
-        sims = self._base.vectors @ vector
-        sims[~np.asarray(self._base.has_vector)] = -np.inf
+        sims = base.vectors @ vector
+        sims[~np.asarray(base.has_vector)] = -np.inf
         if dead:
             sims[dead] = -np.inf
         return sims
@@ -129,15 +134,16 @@ class LogIndex:
             return self._find_duplicate(content, vector)
 
     def _find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
-        if self._base is not None:
+        base = self._base
+        if base is not None:
             dead, changed = self._overlay.copy_state()
-            for row in self._base.rows_with_text(content):
+            for row in base.rows_with_text(content):
                 if row not in dead:
-                    return replace(changed.get(row) or self._base.record(row))
+                    return replace(changed.get(row) or base.record(row))
         same = self._tail.find_duplicate(content, vector)
-        if same is not None or vector is None or self._base is None or not self._base_vectors:
+        if same is not None or vector is None or base is None or not self._base_vectors:
             return same
-        sims = self._base_similarities(vector, dead)
-        record = ranking.closest_same_fact(content, sims, lambda row: changed.get(row) or self._base.record(row),
+        sims = self._base_similarities(base, vector, dead)
+        record = ranking.closest_same_fact(content, sims, lambda row: changed.get(row) or base.record(row),
                                            self._tail.dedup_similarity)
         return None if record is None else replace(record)

@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from picoora.store import ranking
-from picoora.store.ranking import normalise_text
 from picoora.store.anchors import Anchors, anchors_for
 from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
 from picoora.store.embedder import Embedder, EmbedderUnavailable
 from picoora.store.keywords import KeywordIndex
+from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,7 +157,8 @@ class MemoryIndex:
             return ranking.closest_same_fact(content, sims, lambda row: self._records[self._ids[row]],
                                              self.dedup_similarity)
 
-    def search(self, query: str, limit: int, *, now: datetime | None = None, confident_only: bool = False) -> RecallResult:
+    def search(self, query: str, limit: int, *, now: datetime | None = None,
+               confident_only: bool = False) -> RecallResult:
         """The best ``limit`` memories for ``query``, ranked by ``ranking``'s rules; ``confident_only``: only
         those confident enough to push into a turn unasked (``ranking.push_mask``)."""
         now = now or datetime.now(timezone.utc)
@@ -199,7 +200,7 @@ class MemoryIndex:
             comparable = self._has_vector[:n] if query_vector is not None else np.zeros(n, dtype=bool)
             sims = ordering = np.zeros(n, dtype=np.float32)
             if query_vector is not None and self._vectors is not None:  # none: no row has a vector to compare
-                sims, ordering = self._similarities(n, query_vector)
+                sims, ordering = self._similarities(self._vectors[:n], query_vector)
             base = np.where(comparable, ordering, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
             ok |= code >= ranking.CODE_ADMIT
@@ -226,24 +227,27 @@ class MemoryIndex:
         centroid = self.anchors.centroid()
         return query_vector if centroid is None else ranking.ranking_query(query_vector, centroid, self.generic_shift)
 
-    def _similarities(self, n: int, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(cosine, ordering relevance) of the first ``n`` rows: one product with both query forms."""
+    def _similarities(self, vectors: np.ndarray, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(cosine, ordering relevance) of ``vectors``' rows: one product with both query forms."""
         import numpy as np
 
-        both = self._vectors[:n] @ np.stack([query_vector, self.ranking_vector(query_vector)], axis=1)
+        both = vectors @ np.stack([query_vector, self.ranking_vector(query_vector)], axis=1)
         return both[:, 0], both[:, 1]
 
     def items(self) -> list[tuple[MemoryRecord, np.ndarray | None]]:
         """Every record with its vector (None without one), as copies."""
         with self._lock:
+            vectors = self._vectors  # allocated with the first vector: there whenever a row has one
             return [
-                (replace(self._records[memory_id]), self._vectors[row].copy() if self._has_vector[row] else None)
+                (replace(self._records[memory_id]),
+                 vectors[row].copy() if vectors is not None and self._has_vector[row] else None)
                 for row, memory_id in enumerate(self._ids)
             ]
 
     # ------------------------------------------------------------------ internals
 
-    def result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None, missing: int, total: int) -> RecallResult:
+    def result(self, matches: list[ScoredMemory], query_vector: np.ndarray | None, missing: int,
+               total: int) -> RecallResult:
         """``matches`` with why recall was degraded, or how many of ``total`` memories lack a vector."""
         if self.embedder is None or (query_vector is None and self._unavailable):
             return RecallResult(matches, degraded=True, note=self._unavailable)

@@ -29,10 +29,11 @@ import logging
 import mmap
 import os
 import uuid
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
 from picoora.store.base import MemoryRecord
@@ -133,7 +134,8 @@ class Snapshot:
 
     def rows_with_text(self, content: str) -> list[int]:
         key = normalise_text(content)
-        return [int(r) for r in self._lookup("texts", "text_rows", key) if normalise_text(self.record(int(r)).content) == key]
+        return [int(r) for r in self._lookup("texts", "text_rows", key)
+                if normalise_text(self.record(int(r)).content) == key]
 
     def term_rows(self, term: str) -> np.ndarray:
         import numpy as np
@@ -305,12 +307,12 @@ class _Columns:
         wanted = [(row, new.vector) for row, new in self._new
                   if new.vector is not None and self.model and new.record.embedding_model == self.model]
         self._has_vector = np.zeros(self.rows, dtype=bool)
-        if self.model:
+        if self.model and base is not None:  # (rows are only kept from a snapshot: ``take``)
             for row, start, stop in self._runs:
                 self._has_vector[row : row + stop - start] = base.has_vector[start:stop]
-        kept = bool(self._has_vector.any())
+        kept = base if base is not None and self._has_vector.any() else None  # the snapshot vectors are copied from
         # As a fold of the log: the dimension of the vectors there are (none: no column).
-        dim = base.vectors.shape[1] if kept else len(wanted[0][1]) if wanted else 0
+        dim = kept.vectors.shape[1] if kept is not None else len(wanted[0][1]) if wanted else 0
         for row, _ in wanted:
             self._has_vector[row] = True
         row_bytes = 4 * dim
@@ -319,12 +321,14 @@ class _Columns:
                       "shape": (self.rows, dim)}
             np.lib.format.write_array_header_1_0(file, header)
             written = 0  # rows so far; rows nothing is written for (no vector of ours) are zeros
-            pieces = heapq.merge(self._runs if kept else [], wanted, key=lambda piece: piece[0])
+            pieces: Iterator[tuple[int, int, int] | tuple[int, np.ndarray]] = heapq.merge(
+                self._runs if kept is not None else [], wanted, key=lambda piece: piece[0])
             for piece in pieces:
                 file.write(bytes(row_bytes * (piece[0] - written)))
-                if len(piece) == 3:
+                if kept is not None and len(piece) == 3:  # a run of kept rows (there are none without ``kept``)
                     row, start, stop = piece
-                    file.write(np.ascontiguousarray(base.vectors[start:stop]))
+                    # .data, the array's own buffer: numpy's stubs declare an array one only from Python 3.12
+                    file.write(np.ascontiguousarray(kept.vectors[start:stop]).data)
                     written = row + stop - start
                 else:
                     vector = np.asarray(piece[1], dtype="<f4")
@@ -342,7 +346,7 @@ class _Columns:
         n, base = self.rows, self.base
         id_hashes = np.zeros(n, dtype=np.uint64)
         text_hashes = np.zeros(n, dtype=np.uint64)
-        if self._runs:
+        if self._runs and base is not None:  # (rows are only kept from a snapshot: ``take``)
             base_ids, base_texts = base.row_hashes("ids", "id_rows"), base.row_hashes("texts", "text_rows")
             for row, start, stop in self._runs:
                 id_hashes[row : row + stop - start] = base_ids[start:stop]

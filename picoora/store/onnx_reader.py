@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 # TensorProto.DataType values -> numpy dtype names (the ones an exported transformer uses)
-_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
+_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
+           11: "float64"}
 
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
 
@@ -125,6 +126,7 @@ def _fields(buffer: memoryview):
     while pos < end:
         key, pos = _varint(buffer, pos)
         number, wire = key >> 3, key & 7
+        value: int | memoryview
         if wire == _VARINT:
             value, pos = _varint(buffer, pos)
         elif wire == _LENGTH:

@@ -40,9 +40,10 @@ it documents for single values.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from picoora.store.keywords import code_terms, tokenize
 
@@ -88,9 +89,10 @@ class PushCalibration:
 
 # File backend, the bundled MiniLM (and Ollama's all-minilm, the same model): bench/precision_bench.py on
 # tests/data (140 queries over 126 facts, 60 off-topic questions): silence 0.883, recall@5 0.957, recall@1 0.857
-# (ordered with GENERIC_SHIFTS); with 2,000 look-alike memories added 0.833 / 0.879 / 0.771 (README). Margins -0.08..-0.04 trade silence
-# against recall; the two folds of `--grid` agree within 0.03.
-MINILM_PUSH = PushCalibration(min_similarity=0.2, anchor_margin=-0.06, calibrated_on="tests/data, bench/precision_bench.py")
+# (ordered with GENERIC_SHIFTS); with 2,000 look-alike memories added 0.833 / 0.879 / 0.771 (README). Margins
+# -0.08..-0.04 trade silence against recall; the two folds of `--grid` agree within 0.03.
+MINILM_PUSH = PushCalibration(min_similarity=0.2, anchor_margin=-0.06,
+                              calibrated_on="tests/data, bench/precision_bench.py")
 # Any other model: the anchors alone, with no slack (a memory must beat every generic question).
 GENERIC_PUSH = PushCalibration(min_similarity=GENERIC_SIMILARITY_FLOOR, anchor_margin=0.0, calibrated_on="uncalibrated")
 # The Oracle backend: its in-database ONNX model (ALL_MINILM_L12_V2 by default) scores differently from the

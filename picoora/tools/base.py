@@ -103,7 +103,8 @@ class Tool(abc.ABC):
         if cached is None:
             params = _without_titles(cls.Args.model_json_schema())
             cached = _SCHEMAS[cls] = {"type": "function",
-                                      "function": {"name": cls.name, "description": cls.description, "parameters": params}}
+                                      "function": {"name": cls.name, "description": cls.description,
+                                                   "parameters": params}}
         return copy.deepcopy(cached)  # callers may adapt it for their provider
 
 

@@ -28,7 +28,8 @@ _DOWNLOADERS = {"curl", "wget", "fetch"}
 _POWER = {"shutdown", "reboot", "poweroff", "halt"}
 _SYSTEMCTL_POWER = {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate"}
 _DISK_TOOLS = {"mke2fs", "wipefs", "mkswap"}
-_SAFE_DEVICES = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+_SAFE_DEVICES = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout", "/dev/stderr",
+                 "/dev/tty"}
 _BLOCK_DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|loop|mem|kmem|port)")
 _FORK_BOMB = re.compile(r"([\w:]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1\s*&[^}]*\}")
 # A shell (or `source`/`.`) fed by a download: bash -c "$(curl ...)", sh <(wget ...), . <(curl ...).
@@ -37,7 +38,8 @@ _REMOTE_SCRIPT = re.compile(r"(\b(?:ba|z|da|k)?sh|\bsource|(?:^|[\s;&|])\.)\s+[^
 _EMBEDDED_ABSOLUTE = re.compile(r"(?:^|[\s\"'=(,\[])(/[^\s\"'`;|&<>(),\]]*)")
 _HOME_REFERENCE = re.compile(r"\$\{?HOME\b")
 
-REFUSED = "Command blocked by safety guard: {reason}. (The guard is best effort; ask the user to run it themselves if it is really wanted.)"
+REFUSED = ("Command blocked by safety guard: {reason}. (The guard is best effort; ask the user to run it themselves "
+           "if it is really wanted.)")
 
 
 @dataclass
@@ -88,7 +90,8 @@ def _program(words: list[str]) -> tuple[str, list[str]]:
 
 
 def _is_recursive(args: list[str]) -> bool:
-    return any(a in ("--recursive", "-R") or (a.startswith("-") and not a.startswith("--") and "r" in a.lower()) for a in args)
+    return any(a in ("--recursive", "-R") or (a.startswith("-") and not a.startswith("--") and "r" in a.lower())
+               for a in args)
 
 
 def _operands(args: list[str]) -> list[str]:

@@ -84,12 +84,14 @@ class ReadFile(_PathTool):
             return ToolResult.error(f"file not found: {args.path}")
         with open_for_reading(path, sandbox.is_allowed, limits.max_file_bytes) as fd:
             if b"\0" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
-                return ToolResult.error(f"{args.path} is a binary file ({os.fstat(fd).st_size} bytes); read_file shows text only")
+                return ToolResult.error(f"{args.path} is a binary file ({os.fstat(fd).st_size} bytes); "
+                                        "read_file shows text only")
             max_chars = limits.max_read_chars
             lines, more = _read_lines(fd, args.offset, args.limit, max_chars)
         if not lines:
             if more:
-                return ToolResult.error(f"line {args.offset} of {args.path} alone is longer than {max_chars} characters")
+                return ToolResult.error(
+                    f"line {args.offset} of {args.path} alone is longer than {max_chars} characters")
             if args.offset > 1:
                 return ToolResult.error(f"{args.path} has fewer than {args.offset} lines")
             return ToolResult("(empty file)")
@@ -155,7 +157,8 @@ class EditFile(_PathTool):
             return ToolResult.error("old_text not found in file. Make sure it matches exactly")
         if count > 1:
             return ToolResult.error(f"old_text appears {count} times. Please provide more context to make it unique")
-        replace_file(path, content.replace(args.old_text, args.new_text, 1).encode("utf-8"), sandbox.is_allowed, NEW_FILE_MODE)
+        replace_file(path, content.replace(args.old_text, args.new_text, 1).encode("utf-8"), sandbox.is_allowed,
+                     NEW_FILE_MODE)
         return ToolResult(f"File edited: {args.path}")
 
 

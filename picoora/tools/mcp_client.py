@@ -19,10 +19,11 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -308,7 +309,8 @@ class McpServers:
                 tool = McpTool(connection, listed_tool)
                 registry.register(tool)
             except Exception as exc:  # a bad schema or a name taken: leave this one tool out
-                log.warning("MCP server %s: tool %r left out: %s", connection.name, listed_tool.name, describe_error(exc))
+                log.warning("MCP server %s: tool %r left out: %s", connection.name, listed_tool.name,
+                            describe_error(exc))
 
     def _new_failures(self) -> list[str]:
         notices = []

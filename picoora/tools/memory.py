@@ -30,7 +30,8 @@ def _preview(text: str) -> str:
 class RememberArgs(BaseModel):
     text: str = Field(min_length=1, description="The fact to remember, as a self-contained sentence")
     importance: float = Field(0.7, ge=0.0, le=1.0, description="How important it is, from 0 to 1")
-    category: str = Field("general", min_length=1, max_length=64, description="A short label, e.g. preference, person, project")
+    category: str = Field("general", min_length=1, max_length=64,
+                          description="A short label, e.g. preference, person, project")
 
 
 class Remember(Tool):

@@ -61,7 +61,8 @@ def probe() -> Support:
         return Support(False, f"bubblewrap could not start: {exc}")
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return Support(False, f"the kernel refused bubblewrap's namespaces ({detail[-1] if detail else done.returncode})")
+        return Support(False,
+                       f"the kernel refused bubblewrap's namespaces ({detail[-1] if detail else done.returncode})")
     return Support(True, "")
 
 

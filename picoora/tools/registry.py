@@ -160,8 +160,9 @@ class ToolRegistry:
         except ValidationError as exc:
             problems.append(_describe_errors(exc))
             args = None
-        if problems:
-            return ToolResult.error(f"invalid arguments for {tool.name}: {'; '.join(problems)}. Expected: {_expected(tool)}")
+        if problems or args is None:  # args is None only when validation failed, which added a problem
+            return ToolResult.error(f"invalid arguments for {tool.name}: {'; '.join(problems)}. "
+                                    f"Expected: {_expected(tool)}")
         return args
 
 

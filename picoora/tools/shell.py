@@ -137,7 +137,8 @@ async def run_shell(argv: list[str], cwd: Path, env: dict[str, str], timeout: fl
             incomplete = True
     finally:
         transport.close()
-    return ShellOutcome(output.streams[1], output.streams[2], None if timed_out else transport.get_returncode(), timed_out, incomplete)
+    return ShellOutcome(output.streams[1], output.streams[2], None if timed_out else transport.get_returncode(),
+                        timed_out, incomplete)
 
 
 def _clip(text: str, unread: int, budget: int) -> str:
@@ -160,13 +161,15 @@ def format_outcome(outcome: ShellOutcome, max_chars: int, timeout: float) -> Too
     if outcome.output_incomplete:
         body += "\n(output incomplete: a detached background process kept it open)"
     if outcome.timed_out:
-        return ToolResult.error(f"Command timed out after {timeout:g}s; it and the processes it started were killed.\n{body}")
+        return ToolResult.error(
+            f"Command timed out after {timeout:g}s; it and the processes it started were killed.\n{body}")
     return ToolResult(f"{body}\nExit code: {outcome.returncode}")
 
 
 class ExecArgs(BaseModel):
     command: str = Field(min_length=1, description="Shell command (run with sh -c)")
-    working_dir: str | None = Field(None, description="Directory to run in, relative to the workspace (default: the workspace)")
+    working_dir: str | None = Field(
+        None, description="Directory to run in, relative to the workspace (default: the workspace)")
 
 
 class Exec(Tool):

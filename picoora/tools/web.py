@@ -62,7 +62,8 @@ class BoundedDecoder:
     """
 
     def __init__(self, content_encoding: str, limit: int):
-        names = [n.strip().lower() for n in content_encoding.split(",") if n.strip() and n.strip().lower() != "identity"]
+        names = [n.strip().lower() for n in content_encoding.split(",")
+                 if n.strip() and n.strip().lower() != "identity"]
         unknown = [n for n in names if n not in _WBITS]
         if unknown:
             raise FetchRefused(f"the server sent content-encoding {', '.join(unknown)}, which web_fetch cannot decode")
@@ -128,7 +129,8 @@ async def _get_once(client: httpx.AsyncClient, url: str, cfg: WebFetchConfig) ->
         if response.is_redirect:
             location = response.headers.get("location", "").strip()
             if not location:
-                raise FetchRefused(f"{url} answered {response.status_code} (a redirect) without saying where to (no Location header)")
+                raise FetchRefused(f"{url} answered {response.status_code} (a redirect) without saying where to "
+                                   "(no Location header)")
             return urljoin(url, location)
         content_type = _media_type(response)
         if content_type and not _is_text(content_type, b""):
@@ -142,7 +144,8 @@ async def _get_once(client: httpx.AsyncClient, url: str, cfg: WebFetchConfig) ->
         if not _is_text(content_type, bytes(body[:1024])):
             raise FetchRefused(f"{url} looks like binary content; web_fetch reads text, HTML and JSON only")
         truncated = decoder.exceeded or len(body) > cfg.max_bytes
-        return Fetched(url, response.status_code, content_type, bytes(body[: cfg.max_bytes]), truncated, response.charset_encoding)
+        return Fetched(url, response.status_code, content_type, bytes(body[: cfg.max_bytes]), truncated,
+                       response.charset_encoding)
     finally:
         await response.aclose()
 
@@ -191,7 +194,8 @@ def extract_text(fetched: Fetched) -> str:
 
 class WebFetchArgs(BaseModel):
     url: str = Field(description="The http or https URL to fetch")
-    max_chars: int | None = Field(None, ge=100, description="Most characters of text to return (default and ceiling from config)")
+    max_chars: int | None = Field(
+        None, ge=100, description="Most characters of text to return (default and ceiling from config)")
 
 
 class WebFetch(Tool):

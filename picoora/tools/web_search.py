@@ -16,9 +16,10 @@ import asyncio
 import html
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, Field
@@ -63,7 +64,7 @@ def usable(cfg: WebSearchConfig) -> list[str]:
     if not cfg.enabled:
         return []
     needs = {"brave": cfg.api_key, "tavily": cfg.api_key, "searxng": cfg.url, "duckduckgo": True}
-    chain = [cfg.provider] if needs[cfg.provider] else []
+    chain: list[str] = [cfg.provider] if needs[cfg.provider] else []
     if cfg.provider != "duckduckgo" and cfg.duckduckgo_fallback:
         chain.append("duckduckgo")
     return chain

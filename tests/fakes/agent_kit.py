@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Union
+from typing import Any
 
 from picoora.agent.events import Event
 from picoora.agent.loop import Agent
@@ -14,7 +15,7 @@ from picoora.tools.base import ToolContext, ToolResult
 from picoora.tools.memory import MEMORY_TOOLS
 from picoora.tools.registry import ToolRegistry
 
-ToolFunction = Callable[[dict[str, Any], ToolContext], Union[ToolResult, Awaitable[ToolResult]]]
+ToolFunction = Callable[[dict[str, Any], ToolContext], ToolResult | Awaitable[ToolResult]]
 
 
 class FunctionRegistry:

@@ -13,9 +13,19 @@ Standalone: ``python -m tests.fakes.anthropic_server [--port N]``; use ``<url>``
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from tests.fakes._http import Exchange, FakeServer, Reply, Responder, halves, rough_tokens, serve_until_killed, word_chunks
+from tests.fakes._http import (
+    Exchange,
+    FakeServer,
+    Reply,
+    Responder,
+    halves,
+    rough_tokens,
+    serve_until_killed,
+    word_chunks,
+)
 
 __all__ = ["FakeAnthropic", "Reply", "Responder"]
 
@@ -48,7 +58,8 @@ class FakeAnthropic(FakeServer):
             return
         blocks = _blocks(reply)
         stop_reason = "tool_use" if reply.tool_calls else "end_turn"
-        usage = {"input_tokens": rough_tokens(exchange.body.get("messages")), "output_tokens": max(1, len(word_chunks(reply.content)))}
+        usage = {"input_tokens": rough_tokens(exchange.body.get("messages")),
+                 "output_tokens": max(1, len(word_chunks(reply.content)))}
         model = str(exchange.body.get("model") or "")
         if exchange.body.get("stream"):
             exchange.send_stream("text/event-stream", _sse(model, blocks, stop_reason, usage), reply.headers)
@@ -78,11 +89,13 @@ def _sse(model: str, blocks: list[dict[str, Any]], stop_reason: str, usage: dict
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
 
     start_usage = {"input_tokens": usage["input_tokens"], "output_tokens": 1}
-    yield event("message_start", {"message": {**_message_head(model), "content": [], "stop_reason": None, "usage": start_usage}})
+    yield event("message_start",
+                {"message": {**_message_head(model), "content": [], "stop_reason": None, "usage": start_usage}})
     for index, block in enumerate(blocks):
         kind = block["type"]
         if kind == "thinking":
-            yield event("content_block_start", {"index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            yield event("content_block_start",
+                        {"index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
             deltas = [{"type": "thinking_delta", "thinking": p} for p in word_chunks(block["thinking"])]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "text":
@@ -95,11 +108,13 @@ def _sse(model: str, blocks: list[dict[str, Any]], stop_reason: str, usage: dict
         for delta in deltas:
             yield event("content_block_delta", {"index": index, "delta": delta})
         yield event("content_block_stop", {"index": index})
-    yield event("message_delta", {"delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}})
+    yield event("message_delta", {"delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                                  "usage": {"output_tokens": usage["output_tokens"]}})
     yield event("message_stop", {})
 
 
-def _send_error(exchange: Exchange, status: int, message: str, error_type: str = "", headers: dict[str, str] | None = None) -> None:
+def _send_error(exchange: Exchange, status: int, message: str, error_type: str = "",
+                headers: dict[str, str] | None = None) -> None:
     error = {"type": error_type or ERROR_TYPES.get(status, "api_error"), "message": message}
     exchange.send_json(status, {"type": "error", "error": error}, {"request-id": "req_fake", **(headers or {})})
 

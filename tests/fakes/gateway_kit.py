@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from picoora.config import Config, load_config
 from picoora.gateway.server import GatewayServer, bind, make_server, open_gateway

@@ -114,7 +114,8 @@ class OllamaOverLlama(BaseHTTPRequestHandler):
             piece = word if i == len(words) - 1 else word + " "
             self.wfile.write(json.dumps({"model": self.alias, "created_at": _now(), "done": False,
                                          "message": {"role": "assistant", "content": piece}}).encode() + b"\n")
-        last = {"role": "assistant", "content": "", **({"tool_calls": reply["tool_calls"]} if "tool_calls" in reply else {})}
+        last = {"role": "assistant", "content": "",
+                **({"tool_calls": reply["tool_calls"]} if "tool_calls" in reply else {})}
         self.wfile.write(json.dumps({**done, "message": last}).encode() + b"\n")
 
 

@@ -16,7 +16,8 @@ import json
 import math
 import re
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tests.fakes._http import Exchange, FakeServer, Reply, Responder, rough_tokens, serve_until_killed, word_chunks
 
@@ -108,7 +109,8 @@ class FakeOllama(FakeServer):
         if exchange.body.get("stream", True):
             exchange.send_stream("application/x-ndjson", _ndjson(model, reply, done), reply.headers, reply.cut_after)
         else:
-            exchange.send_json(200, {**done, "message": _message(reply.content, reply.thinking, reply.tool_calls)}, reply.headers)
+            exchange.send_json(200, {**done, "message": _message(reply.content, reply.thinking, reply.tool_calls)},
+                               reply.headers)
 
     def _tags(self, exchange: Exchange) -> None:
         models = [
@@ -191,7 +193,8 @@ def _details(model: str) -> dict[str, Any]:
     }
 
 
-def _message(content: str, thinking: str = "", tool_calls: list[tuple[str, dict | str]] | None = None) -> dict[str, Any]:
+def _message(content: str, thinking: str = "",
+             tool_calls: list[tuple[str, dict | str]] | None = None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if thinking:
         message["thinking"] = thinking

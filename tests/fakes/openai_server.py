@@ -11,14 +11,25 @@ Standalone: ``python -m tests.fakes.openai_server [--port N]``; point clients at
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from tests.fakes._http import Exchange, FakeServer, Reply, Responder, halves, rough_tokens, serve_until_killed, word_chunks
+from tests.fakes._http import (
+    Exchange,
+    FakeServer,
+    Reply,
+    Responder,
+    halves,
+    rough_tokens,
+    serve_until_killed,
+    word_chunks,
+)
 
 __all__ = ["FakeOpenAI", "Reply", "Responder"]
 
 CREATED = 1_767_225_600
-ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_exceeded"}
+ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+               429: "rate_limit_exceeded"}
 
 
 class FakeOpenAI(FakeServer):
@@ -71,10 +82,12 @@ class FakeOpenAI(FakeServer):
             message["reasoning_content"] = reply.thinking
         if calls:
             message["tool_calls"] = [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}} for cid, name, args in calls
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in calls
             ]
         choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
-        exchange.send_json(200, {**_envelope(model, "chat.completion"), "choices": [choice], "usage": usage}, reply.headers)
+        exchange.send_json(200, {**_envelope(model, "chat.completion"), "choices": [choice], "usage": usage},
+                           reply.headers)
 
 
 def _as_json(arguments: dict | str) -> str:
@@ -96,7 +109,8 @@ def _sse(model: str, reply: Reply, calls: list[tuple[str, str, str]], finish: st
     for piece in word_chunks(reply.content):
         yield event({"content": piece})
     for index, (call_id, name, arguments) in enumerate(calls):
-        yield event({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]})
+        yield event({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                     "function": {"name": name, "arguments": ""}}]})
         for piece in halves(arguments):
             yield event({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield event({}, finish)
@@ -106,7 +120,8 @@ def _sse(model: str, reply: Reply, calls: list[tuple[str, str, str]], finish: st
 
 
 def _send_error(
-    exchange: Exchange, status: int, message: str, code: str = "", param: str = "", headers: dict[str, str] | None = None
+    exchange: Exchange, status: int, message: str, code: str = "", param: str = "",
+    headers: dict[str, str] | None = None,
 ) -> None:
     error = {
         "message": message,

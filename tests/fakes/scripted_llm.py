@@ -14,8 +14,9 @@ import asyncio
 import inspect
 import itertools
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from picoora.llm.base import LLMResponse, OnDelta, ToolSchema
 from picoora.messages import Message, ToolCall
@@ -27,7 +28,7 @@ class Sleep:
     then: Step
 
 
-Step = Union[LLMResponse, BaseException, Sleep, Callable[[list[Message]], Any]]
+Step = LLMResponse | BaseException | Sleep | Callable[[list[Message]], Any]
 
 
 @dataclass

@@ -63,17 +63,20 @@ class FakeSearch:
             if headers.get("x-subscription-token") != KEY:
                 return 401, "application/json", b'{"error": "bad key"}'
             count = int(params.get("count", 20))
-            return 200, "application/json", json.dumps({"web": {"results": _hits(params["q"], count, "description")}}).encode()
+            return (200, "application/json",
+                    json.dumps({"web": {"results": _hits(params["q"], count, "description")}}).encode())
         if path == "/tavily":
             if headers.get("authorization") != f"Bearer {KEY}":
                 return 401, "application/json", b'{"detail": "Unauthorized"}'
-            return 200, "application/json", json.dumps({"results": _hits(body["query"], body["max_results"], "content")}).encode()
+            return (200, "application/json",
+                    json.dumps({"results": _hits(body["query"], body["max_results"], "content")}).encode())
         if path == "/searxng/search" and params.get("format") == "json":
             return 200, "application/json", json.dumps({"results": _hits(params["q"], 12, "content")}).encode()
         if path == "/ddg" and params.get("q"):
             return 200, "text/html; charset=utf-8", PAGE
         if path == "/ddg-captcha":
-            return 202, "text/html", b'<html><div class="anomaly-modal">Unfortunately, bots use DuckDuckGo too.</div></html>'
+            return (202, "text/html",
+                    b'<html><div class="anomaly-modal">Unfortunately, bots use DuckDuckGo too.</div></html>')
         return 500, "text/plain", b"broken"
 
     def __enter__(self) -> FakeSearch:

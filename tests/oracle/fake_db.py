@@ -36,9 +36,10 @@ import asyncio
 import inspect
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Callable
+from typing import Any
 
 import oracledb
 from oracledb import errors as oracledb_errors
@@ -96,7 +97,8 @@ _ORA_TEXT = {
     12733: "regular expression is too long",
     12899: "value too large for column {name}",
     51808: "VECTOR_DISTANCE() is not supported for vectors with different dimension counts ({name})",
-    51803: "Vector dimension count must match the dimension count specified in the column definition (actual: {name}, required: 384).",
+    51803: "Vector dimension count must match the dimension count specified in the column definition "
+           "(actual: {name}, required: 384).",
 }
 
 
@@ -164,7 +166,7 @@ def _balanced(text: str) -> str:
 def _cosine_distance(a: array.array, b: array.array) -> float:
     if len(a) != len(b):
         raise ora_error(51808, f"{len(a)}, {len(b)}")
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return 1.0 - (dot / norm if norm else 0.0)
 
@@ -187,8 +189,8 @@ class FakeOracle:
         self.fail_next: dict[str, Exception | tuple[int, Exception]] = {}  # (calls to let through first, error)
         self.raised: list[str] = []  # codes of the Oracle errors the fake raised, in order
         self.open_connections = 0
-        self.approx_misses = 0
-        self.unusable_indexes: set[str] = set()  # indexes that exist but whose status is not VALID  # how many of the nearest rows an approximate search leaves out
+        self.approx_misses = 0  # how many of the nearest rows an approximate search leaves out
+        self.unusable_indexes: set[str] = set()  # indexes that exist but whose status is not VALID
         self.delay: dict[str, float] = {}  # statement name -> seconds it takes
         self.in_flight = self.most_in_flight = 0  # delayed statements running at once (now, at most)
         # statement name -> how many sessions its first calls hold until they have all arrived (a race made certain)
@@ -282,7 +284,7 @@ class FakeOracle:
         insert = re.search(r"INSERT (?:INTO \w+ )?\(([^()]*)\) VALUES \((.*)\)", sql)
         if insert:
             values = _split_top(_balanced(insert.group(2)))
-            for column, value in zip(insert.group(1).split(","), values):
+            for column, value in zip(insert.group(1).split(","), values, strict=False):
                 if column.strip().lower() in clobs and value.startswith(":"):
                     targets.add(value[1:].lower())
         return targets
@@ -631,7 +633,8 @@ class FakeOracle:
                                  {"importance": b["importance"], "updated_at": b["now"]})
 
     async def _memory_get(self, conn, b):
-        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["memory_id"] == b["memory_id"])
+        rows = self._select("PICO_MEMORIES",
+                            lambda r: r["agent_id"] == b["agent_id"] and r["memory_id"] == b["memory_id"])
         return [self._memory_tuple(r) for r in rows]
 
     async def _memory_list(self, conn, b):
@@ -653,7 +656,8 @@ class FakeOracle:
         return [(r["memory_id"], r["content"]) for r in rows]
 
     async def _memory_set_embedding(self, conn, b):
-        rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["memory_id"] == b["memory_id"])
+        rows = self._select("PICO_MEMORIES",
+                            lambda r: r["agent_id"] == b["agent_id"] and r["memory_id"] == b["memory_id"])
         vector = self.embed(b["text"]) if rows else None
         return await self.update(conn, "PICO_MEMORIES", lambda r: r in rows, {
             "embedding": vector, "embedding_model": b["embedding_model"], "updated_at": b["now"]})
@@ -683,7 +687,8 @@ class FakeOracle:
     async def _note_recent(self, conn, b):
         low = datetime(b["since"].year, b["since"].month, b["since"].day)
         high = datetime(b["today"].year, b["today"].month, b["today"].day)
-        rows = self._select("PICO_DAILY_NOTES", lambda r: r["agent_id"] == b["agent_id"] and low <= r["note_date"] <= high)
+        rows = self._select("PICO_DAILY_NOTES",
+                            lambda r: r["agent_id"] == b["agent_id"] and low <= r["note_date"] <= high)
         return [(r["note_date"], r["content"]) for r in sorted(rows, key=lambda r: r["note_date"], reverse=True)]
 
     async def _note_search(self, conn, b):
@@ -792,11 +797,13 @@ class FakeOracle:
         return 0
 
     async def _background_clear(self, conn, b):
-        return await self.delete(conn, "PICO_BACKGROUND_QUESTIONS", lambda r: r["embedding_model"] == b["embedding_model"])
+        return await self.delete(conn, "PICO_BACKGROUND_QUESTIONS",
+                                 lambda r: r["embedding_model"] == b["embedding_model"])
 
     async def _background_insert(self, conn, b):
         self.insert(conn, "PICO_BACKGROUND_QUESTIONS", {
-            **{k: v for k, v in b.items() if k != "now"}, "embedding": self.embed(b["content"]), "created_at": b["now"]})
+            **{k: v for k, v in b.items() if k != "now"}, "embedding": self.embed(b["content"]),
+            "created_at": b["now"]})
         return 1
 
     async def _ping(self, conn, b):

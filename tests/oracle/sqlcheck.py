@@ -78,7 +78,8 @@ def check_binds(sql: str, binds: dict) -> None:
 
 def rewrite_23ai(sql: str) -> str:
     """23ai-only syntax in a form sqlglot's Oracle dialect parses (meaning kept, only the shape changes)."""
-    sql = re.sub(r"VECTOR_EMBEDDING\(\s*(\w+)\s+USING\s+(.+?)\s+AS\s+data\s*\)", r"VECTOR_EMBEDDING(\1, \2)", sql, flags=re.I)
+    sql = re.sub(r"VECTOR_EMBEDDING\(\s*(\w+)\s+USING\s+(.+?)\s+AS\s+data\s*\)", r"VECTOR_EMBEDDING(\1, \2)", sql,
+                 flags=re.I)
     sql = re.sub(r"\bVECTOR\(\s*(?:\d+|\*)\s*,\s*(?:FLOAT32|FLOAT64|INT8|BINARY|\*)\s*(?:,\s*(?:DENSE|SPARSE)\s*)?\)",
                  "VECTOR", sql, flags=re.I)
     sql = re.sub(r"\bFETCH\s+(?:APPROX|APPROXIMATE|EXACT)\s+FIRST\b", "FETCH FIRST", sql, flags=re.I)
@@ -98,7 +99,8 @@ def problems(sql: str) -> list[str]:
         if pattern.search(bare):
             found.append(what)
     if re.match(r"^CREATE VECTOR INDEX\b", sql):
-        return found + ([] if _VECTOR_INDEX.match(sql) else ["CREATE VECTOR INDEX does not follow the documented grammar"])
+        return found + ([] if _VECTOR_INDEX.match(sql)
+                        else ["CREATE VECTOR INDEX does not follow the documented grammar"])
     if "INDEXTYPE IS" in sql:
         return found + ([] if _TEXT_INDEX.match(sql) else ["Oracle Text index does not follow the documented grammar"])
     for applies, shape, grammar in _SHAPES:

@@ -11,7 +11,13 @@ import oracledb
 import pytest
 
 from picoora.store.oracle import OracleUnavailable, open_oracle_store
-from picoora.store.oracle.connection import connect_params, error_text, explain_connect_failure, target_of, validate_identifier
+from picoora.store.oracle.connection import (
+    connect_params,
+    error_text,
+    explain_connect_failure,
+    target_of,
+    validate_identifier,
+)
 from tests.oracle.conftest import oracle_config
 from tests.oracle.fake_db import driver_error, ora_error
 
@@ -19,7 +25,7 @@ TNSNAMES = """
 # written by the ADB console
 mydb_high = (description=(retry_count=20)(retry_delay=3)(address=(protocol=tcps)(port=1522)(host=adb.eu-frankfurt-1.oraclecloud.com))(connect_data=(service_name=abc_mydb_high.adb.oraclecloud.com))(security=(ssl_server_dn_match=yes)))
 mydb_low = (description=(retry_count=20)(retry_delay=3)(address=(protocol=tcps)(port=1522)(host=adb.eu-frankfurt-1.oraclecloud.com))(connect_data=(service_name=abc_mydb_low.adb.oraclecloud.com))(security=(ssl_server_dn_match=yes)))
-"""
+"""  # noqa: E501 (one line per alias, as the ADB console writes the file)
 
 
 def _parsed(params: dict) -> oracledb.ConnectParams:
@@ -35,7 +41,8 @@ def test_freepdb_mode_builds_host_port_service():
     config = oracle_config(host="db.local", port=1600, service="FREEPDB1", user="picoora", connect_timeout_seconds=3)
     params = connect_params(config.oracle)
     cp = _parsed(params)
-    assert (cp.host, cp.port, cp.service_name, cp.user, cp.tcp_connect_timeout) == ("db.local", 1600, "FREEPDB1", "picoora", 3)
+    assert (cp.host, cp.port, cp.service_name, cp.user, cp.tcp_connect_timeout) == (
+        "db.local", 1600, "FREEPDB1", "picoora", 3)
     assert params["password"] == "s3cret-Pw"
     assert "s3cret" not in target_of(config.oracle) and target_of(config.oracle) == "db.local:1600/FREEPDB1"
 

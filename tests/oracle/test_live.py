@@ -23,8 +23,7 @@ import pytest
 from picoora.config import Config
 from picoora.messages import Message
 from picoora.store import limits
-from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
-from picoora.store.oracle import indexes
+from picoora.store.oracle import OracleUnavailable, indexes, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Tx, error_code
 from picoora.store.oracle.setup import OracleSetup
@@ -171,8 +170,9 @@ def test_approximate_search_uses_the_vector_index(live_db, agent):
         insert = ("INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, embedding, embedding_model) "
                   f"VALUES (:memory_id, :agent_id, :content, VECTOR_EMBEDDING({store.model} USING :content AS data), "
                   ":embedding_model)")
-        rows = [{"memory_id": f"{agent}_{n}", "agent_id": agent, "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}",
-                 "embedding_model": store.model} for n in range(PLAN_ROWS)]
+        rows = [{"memory_id": f"{agent}_{n}", "agent_id": agent,
+                 "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}", "embedding_model": store.model}
+                for n in range(PLAN_ROWS)]
         check_binds(insert, rows[0])
 
         async def load(tx: Tx) -> None:  # VECTOR_EMBEDDING in the database, one round trip per batch

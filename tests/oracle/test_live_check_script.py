@@ -87,7 +87,8 @@ def test_keep_leaves_the_container_and_bad_arguments_are_refused(env):
     assert _run(env, "--help").stdout.startswith("Usage: scripts/oracle-live-check.sh")
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt-get install shellcheck)")
+@pytest.mark.skipif(shutil.which("shellcheck") is None,
+                    reason="shellcheck is not installed (apt-get install shellcheck)")
 def test_shellcheck_clean():
     result = subprocess.run(["shellcheck", "-x", str(SCRIPT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout

@@ -144,7 +144,8 @@ def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_fi
     code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--hnsw")
     assert code == 3, out
     warnings = [line for line in _steps(out) if line.startswith("⚠")]
-    assert warnings[0].startswith("⚠ Vector index IDX_PICO_MEMORIES_VEC not created") and "vector_memory_size" in warnings[0]
+    assert warnings[0].startswith("⚠ Vector index IDX_PICO_MEMORIES_VEC not created")
+    assert "vector_memory_size" in warnings[0]
     assert "ORA-29833" in warnings[1] and "keyword recall scans" in warnings[1]
     assert "✓ Vector index IDX_PICO_DAILY_NOTES_VEC (HNSW) created" in _steps(out)
     assert "complete with 2 warning(s)" in out
@@ -160,7 +161,8 @@ def test_setup_refuses_when_disabled_or_unreachable(fake, config, isolated_home)
     code, out = picoora("setup-oracle")
     assert code == 1 and _steps(out) == [
         "✗ Connection failed: Cannot reach Oracle at localhost:1521/FREEPDB1 (DPY-6005: cannot connect to database. "
-        "[Errno 111] Connection refused). Start it (scripts/setup-oracle.sh) or fix oracle.host / oracle.port / oracle.dsn"]
+        "[Errno 111] Connection refused). Start it (scripts/setup-oracle.sh) or fix oracle.host / oracle.port / "
+        "oracle.dsn"]
     save_config(config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})}))
     code, out = picoora("setup-oracle")
     assert code == 1 and "Oracle is not enabled in config" in out
@@ -207,7 +209,8 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
     assert "1 daily notes" in imported and "3 transcript entries" in imported
     store = open_oracle_store(config)
     try:
-        assert {m.content for m in store.list_memories()} == {"The user's dog is called Pixel", "Favourite editor is Helix"}
+        assert {m.content for m in store.list_memories()} == {"The user's dog is called Pixel",
+                                                              "Favourite editor is Helix"}
         assert all(r["embedding"] is not None and r["embedding_model"] == "ALL_MINILM_L12_V2"
                    for r in fake.rows("PICO_MEMORIES"))
         note = store.recent_daily_notes(3)[0]

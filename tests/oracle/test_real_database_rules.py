@@ -7,11 +7,11 @@ import array
 import asyncio
 import threading
 import time
-import tomllib
 from datetime import date, datetime
 
 import oracledb
 import pytest
+import tomllib
 from oracledb import errors as oracledb_errors
 
 from picoora.messages import Message
@@ -185,7 +185,8 @@ def test_go_duplicates_are_renumbered_and_same_day_notes_merged_before_the_uniqu
     day = datetime(2026, 1, 2)
     for n, text in enumerate(["# morning", "# evening"]):
         fake.rows("PICO_DAILY_NOTES").append(dict(note_id=f"n{n}", agent_id="default", note_date=day, content=text,
-                                                  embedding=None, created_at=datetime(2026, 1, 2, 8 + n), updated_at=day))
+                                                  embedding=None, created_at=datetime(2026, 1, 2, 8 + n),
+                                                  updated_at=day))
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
         assert [(e.seq, e.message.content) for e in store.read_transcript("cli:default")] == [

@@ -99,7 +99,8 @@ def env(tmp_path, model_url):
 
 
 def _run(env: dict, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), *args], env={**env, **extra}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(["bash", str(SCRIPT), *args], env={**env, **extra}, capture_output=True, text=True,
+                          timeout=60)
 
 
 def test_first_and_second_run(env, tmp_path):
@@ -207,7 +208,8 @@ def _engine_answers() -> bool:
     return bool(docker) and subprocess.run([docker, "info"], capture_output=True).returncode == 0
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt-get install shellcheck)")
+@pytest.mark.skipif(shutil.which("shellcheck") is None,
+                    reason="shellcheck is not installed (apt-get install shellcheck)")
 def test_shellcheck_clean():
     result = subprocess.run(["shellcheck", "-x", str(SCRIPT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout

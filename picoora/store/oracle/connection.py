@@ -17,10 +17,11 @@ import asyncio
 import concurrent.futures
 import re
 import threading
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from picoora.store.base import StoreError
 
@@ -168,7 +169,8 @@ def connect_params(config: OracleConfig) -> dict[str, Any]:
     else:  # adb: mTLS with a wallet directory holding tnsnames.ora + ewallet.pem
         wallet = Path(config.wallet_path).expanduser()
         if not config.wallet_path or not (wallet / "tnsnames.ora").is_file():
-            raise OracleUnavailable("config", f"oracle.mode is \"adb\" but oracle.wallet_path ({config.wallet_path or 'empty'})"
+            raise OracleUnavailable("config", "oracle.mode is \"adb\" but oracle.wallet_path "
+                                              f"({config.wallet_path or 'empty'})"
                                               " is not an unzipped wallet directory with tnsnames.ora")
         params.update(
             dsn=config.dsn.strip() or wallet_alias(wallet),
@@ -185,12 +187,13 @@ def explain_connect_failure(config: OracleConfig, exc: BaseException) -> OracleU
     if isinstance(exc, OracleUnavailable):
         return exc
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return OracleUnavailable("timeout", f"Oracle at {where} did not answer within {config.connect_timeout_seconds:g} s "
+        return OracleUnavailable("timeout", f"Oracle at {where} did not answer within "
+                                            f"{config.connect_timeout_seconds:g} s "
                                             "(is the database still starting?). Check it with: picoora setup-oracle")
     code, text, codes = error_code(exc), error_text(exc), set(error_codes(exc))
     if "ORA-01017" in codes:
-        return OracleUnavailable("credentials", f"Oracle at {where} refused user {config.user!r}: wrong user or password. "
-                                                "Set oracle.user / oracle.password (or PICO_ORACLE_PASSWORD)")
+        return OracleUnavailable("credentials", f"Oracle at {where} refused user {config.user!r}: wrong user or "
+                                                "password. Set oracle.user / oracle.password (or PICO_ORACLE_PASSWORD)")
     locked = codes & {"ORA-28000", "ORA-28001"}
     if locked:
         return OracleUnavailable("credentials", f"Oracle account {config.user!r} is locked or expired ({min(locked)}); "
@@ -200,8 +203,10 @@ def explain_connect_failure(config: OracleConfig, exc: BaseException) -> OracleU
                                             "Check oracle.service (FREEPDB1 on Oracle Database Free) or oracle.dsn")
     if codes & {"DPY-6005", "ORA-12541", "ORA-12170", "DPY-4011"}:
         return OracleUnavailable("unreachable", f"Cannot reach Oracle at {where} ({text}). Start it "
-                                                "(scripts/setup-oracle.sh) or fix oracle.host / oracle.port / oracle.dsn")
-    return OracleUnavailable("error", f"Cannot connect to Oracle at {where}: {code + ': ' if code and code not in text else ''}{text}")
+                                                "(scripts/setup-oracle.sh) or fix oracle.host / oracle.port / "
+                                                "oracle.dsn")
+    return OracleUnavailable("error", f"Cannot connect to Oracle at {where}: "
+                                      f"{code + ': ' if code and code not in text else ''}{text}")
 
 
 @dataclass
@@ -370,11 +375,11 @@ class Database:
                 raise
             raise explain_connect_failure(self.config, exc) from None
 
-    def _call(self, coro: Awaitable[T], timeout: float | None) -> T:
+    def _call(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
         if self._closed:
-            coro.close()  # type: ignore[attr-defined]
+            coro.close()
             raise StoreError("The Oracle store is closed.")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
             return future.result(self._outer_limit(timeout))
         except concurrent.futures.TimeoutError:

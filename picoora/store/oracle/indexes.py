@@ -94,7 +94,7 @@ def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]
     """Create the memories' and daily notes' vector indexes where their tables hold vectors. A failure is an
     outcome with ``error`` (recall still works without an index, only slower)."""
     outcomes = []
-    for index, count in zip((MEMORIES, DAILY_NOTES), _vector_counts(db)):
+    for index, count in zip((MEMORIES, DAILY_NOTES), _vector_counts(db), strict=True):
         if not count:
             outcomes.append(IndexOutcome(index.name, False, deferred=True))
             continue

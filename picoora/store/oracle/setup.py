@@ -8,6 +8,7 @@ database would get, without connecting.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,7 +92,8 @@ class OracleSetup:
     def load_model_url(self, url: str) -> bool:
         """Let the database fetch the model itself (a pre-authenticated Object Storage URL; ADB's way)."""
         if not url.startswith("https://"):
-            raise ValueError("--onnx-url must be an https:// URL (for example an Object Storage pre-authenticated request)")
+            raise ValueError("--onnx-url must be an https:// URL "
+                             "(for example an Object Storage pre-authenticated request)")
 
         async def work(tx: Tx) -> bool:
             try:
@@ -99,7 +101,8 @@ class OracleSetup:
             except Exception as exc:
                 codes = error_codes(exc)
                 if _NO_NETWORK_ACL in codes or _NO_TLS_TRUST in codes:
-                    reason = "has no network ACL for" if _NO_NETWORK_ACL in codes else "does not trust the certificate of"
+                    reason = ("has no network ACL for" if _NO_NETWORK_ACL in codes
+                              else "does not trust the certificate of")
                     raise StoreError(f"The database {reason} {url.split('/')[2]} ({error_text(exc)}). "
                                      f"{_URL_ADVICE}") from None
                 raise
@@ -160,7 +163,8 @@ async def _load(tx: Tx, stmt: q.Sql, **binds: object) -> bool:
     return True
 
 
-def model_source_binds(model: str, *, onnx_file: Path | None, onnx_dir: str | None, onnx_url: str | None) -> tuple[q.Sql, dict[str, str]] | None:
+def model_source_binds(model: str, *, onnx_file: Path | None, onnx_dir: str | None,
+                       onnx_url: str | None) -> tuple[q.Sql, dict[str, str]] | None:
     """The load statement and the binds it would get, for the dry run (None: no source given)."""
     if onnx_dir:
         name = onnx_file.name if onnx_file else DEFAULT_ONNX_FILE
@@ -169,7 +173,8 @@ def model_source_binds(model: str, *, onnx_file: Path | None, onnx_dir: str | No
     if onnx_url:
         return q.LOAD_ONNX_CLOUD, {"model_name": model, "uri": onnx_url, "metadata": ONNX_METADATA}
     if onnx_file:
-        return q.LOAD_ONNX_BLOB, {"model_name": model, "model_data": f"<contents of {onnx_file}>", "metadata": ONNX_METADATA}
+        return q.LOAD_ONNX_BLOB, {"model_name": model, "model_data": f"<contents of {onnx_file}>",
+                                  "metadata": ONNX_METADATA}
     return None
 
 
@@ -178,7 +183,7 @@ def dry_run_script(model: str, *, hnsw: bool, text_index: bool = True, onnx_file
     """The SQL setup-oracle runs on a fresh database, as a script a person can read (binds as comments)."""
     lines = [f"-- picoora setup-oracle --dry-run (model {model}); nothing was sent to a database", ""]
 
-    def add(stmt: q.Sql, binds: dict[str, object] | None = None) -> None:
+    def add(stmt: q.Sql, binds: Mapping[str, object] | None = None) -> None:
         for key, value in (binds or {}).items():
             lines.append(f"-- :{key} = {value!r}")
         lines.append(stmt.render(model) + ("\n/" if stmt.kind == "plsql" else ";"))
