@@ -69,7 +69,7 @@ def main() -> int:
         finally:
             process.send_signal(signal.SIGTERM)
             code = process.wait(30)
-    print(f"gateway RSS with guests (bundled embedder, Telegram on a fake Bot API, allow_from [\"*\"]):")
+    print("gateway RSS with guests (bundled embedder, Telegram on a fake Bot API, allow_from [\"*\"]):")
     print(f"  idle {idle:.0f} MB; after 1 guest {one:.0f} MB; after {args.guests} guests {many:.0f} MB "
           f"(+{many - one:.0f} MB over one guest; target within +{TARGET_MB} MB)")
     print(f"  gateway exit code after SIGTERM: {code}")

@@ -16,11 +16,13 @@ last trace) is a method here, so each front door behaves the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
 # `picoora --help` must not pay for asyncio.
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from picoora.agent import Agent, TurnResult

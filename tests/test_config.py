@@ -18,13 +18,12 @@ from picoora.config import (
     Config,
     ConfigError,
     default_config_path,
+    env_override,
     env_override_warnings,
     load_config,
     redacted,
     save_config,
     secret_values,
-    env_override,
-    env_override_warnings,
     unknown_env_overrides,
 )
 

@@ -110,7 +110,6 @@ def test_people_run_on_the_owners_store_threads_and_closing_one_leaves_them_runn
     import time
 
     from picoora.assistant import build_assistant
-    from picoora.people import Person
     from picoora.store.aio import AsyncStore
 
     config = Config.model_validate({"providers": {"ollama": {"api_base": "http://127.0.0.1:9"}},

@@ -17,10 +17,10 @@ worker thread, and ``build_system_prompt`` is pure so tests can pin its output.
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
 
 from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_tokens
 from picoora.config import AgentDefaults

@@ -36,9 +36,10 @@ import logging
 import time
 import uuid
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from picoora.agent.compaction import CompactionError, compact, needs_compaction
 from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs, join_user_runs

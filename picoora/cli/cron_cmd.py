@@ -7,7 +7,6 @@ restart, and nothing the scheduler records (last run, outcome) can undo it.
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
@@ -55,9 +54,9 @@ def add(
     when: str = typer.Argument(..., help="ISO time (2026-12-24T18:00), interval (90m, 2h, 1d) or 5-field cron."),
     message: str = typer.Argument(..., help="What the agent should do then (or the reminder's text)."),
     reminder: bool = typer.Option(False, "--reminder", help="Send the message as it is, without the agent."),
-    channel: Optional[str] = typer.Option(None, "--channel", help="Where the result goes: telegram, web or cli "
+    channel: str | None = typer.Option(None, "--channel", help="Where the result goes: telegram, web or cli "
                                           "(default: the chat used last, else the terminal)."),
-    chat: Optional[str] = typer.Option(None, "--chat", help="The chat id on that channel."),
+    chat: str | None = typer.Option(None, "--chat", help="The chat id on that channel."),
     tz: str = typer.Option("", "--tz", help="IANA time zone (default: agents.defaults.timezone)."),
 ) -> None:
     """Schedule a job."""

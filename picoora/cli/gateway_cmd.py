@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from typing import Optional
 
 import typer
 
@@ -20,8 +19,8 @@ def register(app: typer.Typer) -> None:
 
 def gateway(
     ctx: typer.Context,
-    host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default: gateway.host, 127.0.0.1)."),
-    port: Optional[int] = typer.Option(None, "--port", min=0, max=65535,
+    host: str | None = typer.Option(None, "--host", help="Address to listen on (default: gateway.host, 127.0.0.1)."),
+    port: int | None = typer.Option(None, "--port", min=0, max=65535,
                                        help="Port (default: gateway.port, 18790; 0: any free port)."),
     print_systemd_unit: bool = typer.Option(False, "--print-systemd-unit",
                                             help="Print a systemd unit that runs this gateway, and exit."),

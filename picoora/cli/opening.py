@@ -4,8 +4,9 @@ not a traceback."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, warn
 
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
 def open_assistant(config: Config, path: Path | None = None) -> Assistant:
     """Build the assistant (``path``: the --config file, kept out of the tools' reach)."""
     from picoora.assistant import build_assistant
-    from picoora.llm.base import LLMError
     from picoora.cli.messenger import TerminalMessenger
+    from picoora.llm.base import LLMError
 
     with _opening_errors(LLMError):
         assistant = build_assistant(config, config_path=path, on_fallback=warn)

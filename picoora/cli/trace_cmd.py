@@ -8,7 +8,7 @@ ended, so a wrong answer can be traced to retrieval, tool choice, tool output or
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 def trace(
     ctx: typer.Context,
     turn: str = typer.Argument("last", help="A turn id, or `last`."),
-    session: Optional[str] = typer.Option(None, "-s", "--session", help="With `last`: the last turn of this session."),
+    session: str | None = typer.Option(None, "-s", "--session", help="With `last`: the last turn of this session."),
     as_json: bool = typer.Option(False, "--json", help="Print the trace as JSON."),
 ) -> None:
     """Show a turn's trace: model, tokens, latency, recalled memories, tool calls, how it ended."""

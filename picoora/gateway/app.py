@@ -9,8 +9,9 @@ waits for background compactions and closes the store)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, FastAPI
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
+from picoora.gateway.limits import check_message_size
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.schemas import (
     SESSION_KEY,
     ChatRequest,
@@ -27,10 +31,7 @@ from picoora.gateway.schemas import (
     SessionHistory,
     SessionInfo,
 )
-from picoora.gateway.limits import check_message_size
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.runtime.envelopes import Inbound
-from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.state import assistant_of, gateway_of, result_of, submit_turn
 from picoora.gateway.timing import server_timing
 from picoora.store.base import time_to_json

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, AsyncIterator, Literal, Union
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
@@ -21,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
 from picoora.gateway.limits import check_message_size
-from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
+from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import gateway_of, result_of, submit_turn
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class TextPart(BaseModel):
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")  # name, tool_calls, ... are accepted and not used
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
-    content: Union[str, list[TextPart], None] = None
+    content: str | list[TextPart] | None = None
 
 
 class CompletionRequest(BaseModel):

@@ -11,10 +11,11 @@ import asyncio
 import contextlib
 import signal
 import socket
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 

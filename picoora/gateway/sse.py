@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from picoora.gateway.runtime.envelopes import TurnOutcome
     from picoora.agent.events import Event
+    from picoora.gateway.runtime.envelopes import TurnOutcome
 
 KEEPALIVE_SECONDS = 15.0  # a comment line now and then, so proxies keep a quiet stream (a long tool call) open
 KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: clients ignore it

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
     from picoora.agent import TurnResult
     from picoora.agent.events import EventSink
     from picoora.assistant import Assistant
-    from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
     from picoora.config import Config
+    from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
     from picoora.gateway.runtime.services import GatewayRuntime
     from picoora.gateway.runtime.turns import TurnService
 

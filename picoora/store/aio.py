@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from picoora.store.base import Store
 

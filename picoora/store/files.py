@@ -23,13 +23,16 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
-from picoora.messages import Message
 from picoora import atomic
+from picoora.messages import Message
+from picoora.secrets import redact_text
+from picoora.store import limits
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,
@@ -49,9 +52,7 @@ from picoora.store.base import (
     time_to_json,
     without_folded,
 )
-from picoora.secrets import redact_text
 from picoora.store.embedder import EmbedderUnavailable
-from picoora.store import limits
 from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate

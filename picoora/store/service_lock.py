@@ -16,9 +16,10 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from picoora.store.base import StoreError
 

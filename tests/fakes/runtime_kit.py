@@ -4,9 +4,10 @@ channels are recorders, and a stand-in turn service for the scheduler's own test
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 from picoora.agent import TurnResult
 from picoora.gateway.runtime.delivery import Delivery

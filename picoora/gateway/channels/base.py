@@ -22,8 +22,9 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from picoora.config import ChannelConfig
 from picoora.gateway.runtime.envelopes import Inbound

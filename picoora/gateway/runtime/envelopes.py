@@ -7,8 +7,9 @@ heartbeat, a background task) and gets back a ``TurnOutcome``: the turn's result
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult

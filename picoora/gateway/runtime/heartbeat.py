@@ -17,10 +17,11 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome

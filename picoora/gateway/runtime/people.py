@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AsyncIterator, Iterable
+from typing import TYPE_CHECKING
 
 from picoora.people import APPROVED_PREFIX, Pairing, PairingRequest, Person, Sender, guest_name, owner_name
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome

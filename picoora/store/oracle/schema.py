@@ -10,8 +10,9 @@ at once, simply runs again. Each applied migration is recorded in PICO_META as `
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, text, utc_stamp

@@ -23,11 +23,13 @@ import json
 import math
 import re
 import uuid
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
 from picoora.messages import Message
+from picoora.secrets import redact_text
 from picoora.store import limits, ranking
 from picoora.store.base import (
     PROMPT_NAMES,
@@ -53,7 +55,6 @@ from picoora.store.oracle import sql as q
 from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import Database, Tx, error_code
-from picoora.secrets import redact_text
 
 EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens (~1000 characters of English)
 EMBED_MAX_BYTES = 4000  # VECTOR_EMBEDDING's text is a VARCHAR2 bind: over 4000 bytes it goes as LONG and fails
