@@ -304,6 +304,18 @@ class StoreContract:
         expected = {"last_channel": "cli:default", "note": 'multi\nline "quoted" ü'}
         assert getattr(reopen(), f"all_{family}")() == expected
 
+    def test_delete_state_removes_the_key_and_says_whether_it_was_there(self, store, reopen):
+        store.set_state("cron.job.1", "{}")
+        store.set_state("keep", "v")
+        store.set_config("cron.job.1", "config")
+        assert store.delete_state("cron.job.1") is True
+        assert store.get_state("cron.job.1") is None and store.delete_state("cron.job.1") is False
+        assert store.delete_state("never-set") is False
+        again = reopen()
+        assert again.all_state() == {"keep": "v"} and again.get_config("cron.job.1") == "config"
+        store.set_state("cron.job.1", "back")  # a deleted key can be set again
+        assert again.get_state("cron.job.1") == "back"
+
     def test_key_value_families_are_separate(self, store):
         store.set_state("k", "state")
         store.set_config("k", "config")

@@ -397,6 +397,14 @@ class FileStore:
     def set_state(self, key: str, value: str) -> None:
         self._kv_set("state", key, value)
 
+    def delete_state(self, key: str) -> bool:
+        with self._lock:
+            document = self._kv_all("state")
+            if document.pop(key, None) is None:
+                return False
+            atomic.atomic_write_json(self._kv_path("state"), document, PRIVATE)
+        return True
+
     def all_state(self) -> dict[str, str]:
         return self._kv_all("state")
 

@@ -380,6 +380,8 @@ STATE_GET = _sql("state_get", "query",
                  "SELECT state_value FROM PICO_STATE WHERE agent_id = :agent_id AND state_key = :state_key")
 STATE_ALL = _sql("state_all", "query", """
     SELECT state_key, state_value, updated_at FROM PICO_STATE WHERE agent_id = :agent_id ORDER BY state_key""")
+STATE_DELETE = _sql("state_delete", "dml",
+                    "DELETE FROM PICO_STATE WHERE agent_id = :agent_id AND state_key = :state_key")
 STATE_SET = _sql("state_set", "dml", """
     MERGE INTO PICO_STATE t USING (SELECT :state_key AS state_key, :agent_id AS agent_id FROM DUAL) s
     ON (t.state_key = s.state_key AND t.agent_id = s.agent_id)
