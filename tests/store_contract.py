@@ -387,6 +387,30 @@ class StoreContract:
         assert again.last_trace("web:a").turn_id == "t1"
         assert again.last_trace("nobody") is None and again.get_trace("nope") is None
 
+    def test_traces_are_found_by_id_and_last_among_many(self, store, reopen):
+        from picoora.store.base import TurnTrace
+
+        sessions = ["web:a", "telegram:7", "cli:default", "openai:x"]
+        for n in range(120):
+            store.append_trace(TurnTrace(f"turn{n:04d}", sessions[n % 4 if n < 100 else 0], model=f"m{n}"))
+        again = reopen()
+        picked = (0, 1, 57, 99, 119)
+        assert [again.get_trace(f"turn{n:04d}").model for n in picked] == [f"m{n}" for n in picked]
+        assert again.last_trace().turn_id == "turn0119"
+        assert [again.last_trace(key).turn_id for key in sessions] == ["turn0119", "turn0097", "turn0098", "turn0099"]
+        assert again.get_trace("turn0120") is None and again.last_trace("web:b") is None
+
+    def test_traces_of_two_writers_are_all_found(self, store, reopen):
+        from picoora.store.base import TurnTrace
+
+        other = reopen()  # a second writer with its own view (another process, on files)
+        for n in range(20):
+            (store if n % 2 else other).append_trace(TurnTrace(f"two{n}", f"web:{n % 2}"))
+        for reader in (store, other):
+            assert all(reader.get_trace(f"two{n}").session_key == f"web:{n % 2}" for n in range(20))
+            assert reader.last_trace().turn_id == "two19"
+            assert (reader.last_trace("web:0").turn_id, reader.last_trace("web:1").turn_id) == ("two18", "two19")
+
     def test_recall_without_touch_leaves_access_counts(self, store):
         memory = store.add_memory("The spare key is under the blue flowerpot").memory
         store.recall("spare key flowerpot", touch=False)
