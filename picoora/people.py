@@ -108,7 +108,7 @@ class Pairing:
         if not value:
             raise KeyError(f"no pairing code {code}: `picoora pair list` shows the open ones")
         request = PairingRequest(**json.loads(value))
-        self.store.set_state(PAIR_PREFIX + request.code, "")
+        self.store.delete_state(PAIR_PREFIX + request.code)
         if request.expired:
             raise KeyError(f"the pairing code {code} has expired: ask them to write again for a new one")
         return request

@@ -319,6 +319,18 @@ class StoreContract:
         expected = {"last_channel": "cli:default", "note": 'multi\nline "quoted" ü'}
         assert getattr(reopen(), f"all_{family}")() == expected
 
+    def test_delete_state_removes_the_key_and_says_whether_it_was_there(self, store, reopen):
+        store.set_state("cron.job.1", "{}")
+        store.set_state("keep", "v")
+        store.set_config("cron.job.1", "config")
+        assert store.delete_state("cron.job.1") is True
+        assert store.get_state("cron.job.1") is None and store.delete_state("cron.job.1") is False
+        assert store.delete_state("never-set") is False
+        again = reopen()
+        assert again.all_state() == {"keep": "v"} and again.get_config("cron.job.1") == "config"
+        store.set_state("cron.job.1", "back")  # a deleted key can be set again
+        assert again.get_state("cron.job.1") == "back"
+
     def test_key_value_families_are_separate(self, store):
         store.set_state("k", "state")
         store.set_config("k", "config")
@@ -389,6 +401,30 @@ class StoreContract:
         assert again.last_trace().turn_id == "t2"
         assert again.last_trace("web:a").turn_id == "t1"
         assert again.last_trace("nobody") is None and again.get_trace("nope") is None
+
+    def test_traces_are_found_by_id_and_last_among_many(self, store, reopen):
+        from picoora.store.base import TurnTrace
+
+        sessions = ["web:a", "telegram:7", "cli:default", "openai:x"]
+        for n in range(120):
+            store.append_trace(TurnTrace(f"turn{n:04d}", sessions[n % 4 if n < 100 else 0], model=f"m{n}"))
+        again = reopen()
+        picked = (0, 1, 57, 99, 119)
+        assert [again.get_trace(f"turn{n:04d}").model for n in picked] == [f"m{n}" for n in picked]
+        assert again.last_trace().turn_id == "turn0119"
+        assert [again.last_trace(key).turn_id for key in sessions] == ["turn0119", "turn0097", "turn0098", "turn0099"]
+        assert again.get_trace("turn0120") is None and again.last_trace("web:b") is None
+
+    def test_traces_of_two_writers_are_all_found(self, store, reopen):
+        from picoora.store.base import TurnTrace
+
+        other = reopen()  # a second writer with its own view (another process, on files)
+        for n in range(20):
+            (store if n % 2 else other).append_trace(TurnTrace(f"two{n}", f"web:{n % 2}"))
+        for reader in (store, other):
+            assert all(reader.get_trace(f"two{n}").session_key == f"web:{n % 2}" for n in range(20))
+            assert reader.last_trace().turn_id == "two19"
+            assert (reader.last_trace("web:0").turn_id, reader.last_trace("web:1").turn_id) == ("two18", "two19")
 
     def test_recall_without_touch_leaves_access_counts(self, store):
         memory = store.add_memory("The spare key is under the blue flowerpot").memory

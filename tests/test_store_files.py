@@ -471,6 +471,12 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
 
         notes = "\n".join(n.content for n in store.recent_daily_notes(2))
         assert all(a[1] in notes.splitlines() for a in acked if a[0] == "note")
+
+        traces = [a[1] for a in acked if a[0] == "trace"]
+        kept = [r["turn_id"] for n in (2, 1, 0) for r in atomic.read_jsonl(store._traces.generation(n).log_path)]
+        assert traces and traces[-1] in kept  # older ones may have rotated away (every ~1 KB here)
+        assert [store.get_trace(turn_id).turn_id for turn_id in kept] == kept
+        assert store.last_trace().turn_id == store.last_trace("hammer").turn_id == kept[-1]
         store.append_transcript("hammer", [Message(role="user", content="after the crashes")])
         _assert_every_file_parses(workspace)
     finally:

@@ -3,7 +3,8 @@
 A job's definition (what, when, where to deliver) and its run record (last run, outcome, next run) are
 two state keys: ``cron.job.<id>`` is written only by whoever edits the job (the ``cron`` tool, ``picoora
 cron``), ``cron.run.<id>`` only by the scheduler. A CLI edit and a run recorded at the same moment
-therefore never overwrite each other: no lost updates, whichever process does what.
+therefore never overwrite each other: no lost updates, whichever process does what. Removing a job
+deletes both keys; an empty value (how removals were recorded before the store could delete) reads as gone.
 """
 
 from __future__ import annotations
@@ -203,7 +204,8 @@ class JobBook:
     def remove(self, job_id: str) -> bool:
         if self.get(job_id) is None:
             return False
-        self.store.set_state(JOB_PREFIX + job_id, "")  # the state family has no delete: empty means gone
+        self.store.delete_state(JOB_PREFIX + job_id)
+        self.store.delete_state(RUN_PREFIX + job_id)
         return True
 
     def set_enabled(self, job_id: str, enabled: bool) -> Job:

@@ -7,7 +7,7 @@ can still open, kept under ``.picoora/`` where no tool reaches):
   .picoora/memory/memories.jsonl                    memories: append-only op log (see file_memories)
   .picoora/sessions/<encoded key>.json              the model's view of a conversation (atomic replace)
   .picoora/transcripts/<encoded key>.jsonl          every message ever, append-only, numbered
-  .picoora/traces/turns.jsonl                       what each turn cost and why (``picoora trace``)
+  .picoora/traces/turns[.N].{jsonl,idx}             what each turn cost and why, rotated, indexed (trace_log)
   .picoora/state/{state,config,meta}.json           small key/value documents (config rows redacted)
   .picoora/store.lock                               the cross-process lock
 A workspace in the older layout (the same files at the top) is moved once, on open.
@@ -57,6 +57,7 @@ from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
+from picoora.store.trace_log import TraceLog
 
 if TYPE_CHECKING:
     from picoora.store.anchors import Anchors
@@ -129,10 +130,12 @@ class FileStore:
         self._dedup_similarity = dedup_similarity
         self._secrets = tuple(secrets)
         self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
+        self._traces = TraceLog(self.layout.traces)
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
-            for directory in [self.workspace, layout.sessions, layout.state, layout.memory, layout.notes]:
+            for directory in [self.workspace, layout.sessions, layout.state, layout.memory, layout.notes,
+                              layout.traces]:
                 atomic.remove_stale_temp_files(directory)
             for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
@@ -399,6 +402,14 @@ class FileStore:
     def set_state(self, key: str, value: str) -> None:
         self._kv_set("state", key, value)
 
+    def delete_state(self, key: str) -> bool:
+        with self._lock:
+            document = self._kv_all("state")
+            if document.pop(key, None) is None:
+                return False
+            atomic.atomic_write_json(self._kv_path("state"), document, PRIVATE)
+        return True
+
     def all_state(self) -> dict[str, str]:
         return self._kv_all("state")
 
@@ -500,30 +511,19 @@ class FileStore:
         entries.sort(key=lambda e: (e.created_at is not None, e.created_at, e.seq), reverse=True)
         return entries[: max(limit, 0)]
 
-    # ---- traces ----------------------------------------------------------------------------------
-
-    def _trace_path(self) -> Path:
-        return self.layout.traces / "turns.jsonl"
+    # ---- traces (``trace_log``; reads take the lock too: a lookup may index another process's append) ---
 
     def append_trace(self, trace: TurnTrace) -> None:
         with self._lock:
-            # durable=False: a trace lost in a power cut is harmless, and the fsync costs every turn
-            atomic.append_jsonl(self._trace_path(), [trace.to_json()], durable=False)
-
-    def _traces(self) -> list[TurnTrace]:
-        traces = []
-        for line in atomic.read_jsonl(self._trace_path()):
-            try:
-                traces.append(TurnTrace.from_json(line))
-            except (KeyError, TypeError, ValueError) as exc:
-                log.warning("%s: an unreadable trace line was skipped (%s)", self._trace_path(), exc)
-        return traces
+            self._traces.append(trace)
 
     def get_trace(self, turn_id: str) -> TurnTrace | None:
-        return next((t for t in reversed(self._traces()) if t.turn_id == turn_id), None)
+        with self._lock:
+            return self._traces.get(turn_id)
 
     def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
-        return next((t for t in reversed(self._traces()) if session_key in (None, t.session_key)), None)
+        with self._lock:
+            return self._traces.last(session_key)
 
     def ping(self) -> None:
         if not self.workspace.is_dir():

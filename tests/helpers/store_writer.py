@@ -2,6 +2,7 @@
 
   store_writer.py hammer WORKSPACE TAG   write forever, one line on stdout after each completed write
   store_writer.py race WORKSPACE TAG N   after "go" on stdin, append N messages to one session and transcript
+  store_writer.py traces WORKSPACE TAG N after "go" on stdin, append N turn traces (rotating every ~8 KB)
 
 An acknowledgement is printed only after the store call returned, so anything acknowledged must
 survive a ``kill -9`` at any later moment.
@@ -14,7 +15,8 @@ import sys
 from pathlib import Path
 
 from picoora.messages import Message
-from picoora.store import file_memories
+from picoora.store import file_memories, trace_log
+from picoora.store.base import TurnTrace
 from picoora.store.files import FileStore
 from tests.fakes.hash_embedder import HashEmbedder
 
@@ -25,6 +27,7 @@ def ack(*words: object) -> None:
 
 def hammer(store: FileStore, tag: str) -> None:
     file_memories.COMPACT_MIN_DEAD_LINES = 4  # compact often, so kills land in compactions too
+    trace_log.ROTATE_BYTES = 1024  # and rotate traces every few turns
     previous_memory = None
     ack("ready")
     for i in itertools.count():
@@ -47,6 +50,8 @@ def hammer(store: FileStore, tag: str) -> None:
         store.recall(f"hammer memory {tag}", limit=2)
         store.append_daily_note(text)
         ack("note", text)
+        store.append_trace(TurnTrace(text, "hammer", model="m", stop_reason="answer"))
+        ack("trace", text)
 
 
 def race(store: FileStore, tag: str, count: int) -> None:
@@ -59,11 +64,22 @@ def race(store: FileStore, tag: str, count: int) -> None:
     ack("done")
 
 
+def traces(store: FileStore, tag: str, count: int) -> None:
+    trace_log.ROTATE_BYTES = 8000
+    ack("ready")
+    sys.stdin.readline()
+    for n in range(count):
+        store.append_trace(TurnTrace(f"{tag}-{n}", f"race:{tag}", model="m", stop_reason="answer"))
+    ack("done")
+
+
 def main() -> None:
     mode, workspace, tag = sys.argv[1:4]
     store = FileStore(Path(workspace), embedder=HashEmbedder())
     if mode == "hammer":
         hammer(store, tag)
+    elif mode == "traces":
+        traces(store, tag, int(sys.argv[4]))
     else:
         race(store, tag, int(sys.argv[4]))
 

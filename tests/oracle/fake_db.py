@@ -823,6 +823,10 @@ class FakeOracle:
     async def _state_all(self, conn, b):
         return await self._kv_all("PICO_STATE", "state_key", "state_value", b)
 
+    async def _state_delete(self, conn, b):
+        return await self.delete(conn, "PICO_STATE", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["state_key"] == b["state_key"])
+
     async def _state_set(self, conn, b):
         return await self._merge(conn, "PICO_STATE", {"state_key": b["state_key"], "agent_id": b["agent_id"]},
                                  {"state_value": b["state_value"], "updated_at": b["now"]})

@@ -47,6 +47,8 @@ def test_async_and_blocking_forms_give_the_same_results(open_store):
         assert [e.seq for e in await aio.read_transcript("cli:a")] == [1]
         await aio.set_state("mode", "quiet")
         assert await aio.get_state("mode") == "quiet" == store.get_state("mode")
+        assert await aio.delete_state("mode") is True and store.get_state("mode") is None
+        assert await aio.delete_state("mode") is False
         store.set_prompt("SOUL.md", "kind")
         assert await aio.list_prompts() == store.list_prompts()
         await aio.append_daily_note("Walked the dog.")

@@ -19,6 +19,7 @@ from picoora.store.files import FileStore
 from picoora.store.oracle import open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database
+from picoora.store.oracle.schema import LATEST_VERSION
 from picoora.store.oracle.setup import OracleSetup
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.oracle.cli_app import picoora
@@ -65,7 +66,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        "✓ Schema created (version 8, 11 tables with PICO_ prefix)",
+        f"✓ Schema created (version {LATEST_VERSION}, 11 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
         f"✓ Background questions for automatic recall embedded ({len(background_texts())})",
@@ -94,7 +95,7 @@ def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fa
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert "✓ Schema up to date (version 8, 11 PICO_ tables)" in steps
+    assert f"✓ Schema up to date (version {LATEST_VERSION}, 11 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
     assert "✓ Background questions for automatic recall already embedded" in steps
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in steps
@@ -255,7 +256,7 @@ def test_overview_has_the_go_layout_and_no_secrets(filled):
                     "Recent State Entries (last 5):", "Recent Daily Notes (last 5):", "System Prompts (last 5):",
                     "Config Entries (last 5):", "Schema Metadata:"):
         assert f"  {heading}" in out
-    assert "schema_version                 = 8" in out
+    assert f"schema_version                 = {LATEST_VERSION}" in out
     assert PASSWORD not in out and "password is ***" in out
 
 

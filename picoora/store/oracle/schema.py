@@ -89,6 +89,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         q.WIDEN_META,
     )),
     Migration(8, "background questions for automatic recall: PICO_BACKGROUND_QUESTIONS", (q.CREATE_BACKGROUND,)),
+    Migration(9, "turn traces: an index for the newest trace of an agent", (q.INDEX_TRACES_RECENT,)),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -380,6 +380,8 @@ STATE_GET = _sql("state_get", "query",
                  "SELECT state_value FROM PICO_STATE WHERE agent_id = :agent_id AND state_key = :state_key")
 STATE_ALL = _sql("state_all", "query", """
     SELECT state_key, state_value, updated_at FROM PICO_STATE WHERE agent_id = :agent_id ORDER BY state_key""")
+STATE_DELETE = _sql("state_delete", "dml",
+                    "DELETE FROM PICO_STATE WHERE agent_id = :agent_id AND state_key = :state_key")
 STATE_SET = _sql("state_set", "dml", """
     MERGE INTO PICO_STATE t USING (SELECT :state_key AS state_key, :agent_id AS agent_id FROM DUAL) s
     ON (t.state_key = s.state_key AND t.agent_id = s.agent_id)
@@ -424,6 +426,10 @@ CREATE_TRACES = _sql("create_traces", "ddl", """
 INDEX_TRACES_SESSION = _sql("index_traces_session", "ddl",
                             "CREATE INDEX idx_pico_traces_session ON PICO_TRACES(agent_id, session_key, created_at)",
                             _INDEXED)
+# Version 9: ``trace last`` over all sessions reads this index backwards and stops at the first row (the
+# session index above has session_key between agent_id and created_at, so it could not give that order).
+INDEX_TRACES_RECENT = _sql("index_traces_recent", "ddl",
+                           "CREATE INDEX idx_pico_traces_recent ON PICO_TRACES(agent_id, created_at)", _INDEXED)
 TRACE_INSERT = _sql("trace_insert", "dml", """
     INSERT INTO PICO_TRACES (trace_id, agent_id, session_key, trace_json, created_at)
     VALUES (:trace_id, :agent_id, :session_key, :trace_json, :now)""")

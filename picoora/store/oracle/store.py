@@ -160,7 +160,7 @@ def _known(result: Any) -> Op:
 ASYNC_METHODS = (
     "recall", "add_memory", "get_memory", "list_memories", "forget", "append_daily_note", "recent_daily_notes",
     "search_daily_notes", "load_session", "append_session", "compact_session", "reset_session", "list_sessions",
-    "append_transcript", "read_transcript", "transcript_keys", "get_state", "set_state", "all_state",
+    "append_transcript", "read_transcript", "transcript_keys", "get_state", "set_state", "delete_state", "all_state",
     "get_config", "set_config", "all_config", "get_meta", "set_meta", "all_meta", "list_prompts", "get_prompt",
     "set_prompt", "stats", "append_trace", "get_trace", "last_trace", "set_summary",
 )
@@ -790,6 +790,15 @@ class OracleStore:
     def _set_state_op(self, key: str, value: str) -> Op:
         limits.check_key_value("state", key, value)
         return self._set(q.STATE_SET, "save state", agent_id=self.agent_id, state_key=key, state_value=value)
+
+    def delete_state(self, key: str) -> bool:
+        return self._do(self._delete_state_op(key))
+
+    def _delete_state_op(self, key: str) -> Op:
+        async def work(tx: Tx) -> bool:
+            return await tx.run(q.STATE_DELETE, agent_id=self.agent_id, state_key=key) > 0
+
+        return Op(work, "delete state")
 
     def all_state(self) -> dict[str, str]:
         return self._do(self._all_state_op())
