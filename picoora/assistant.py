@@ -151,9 +151,9 @@ class Assistant:
 
     async def reset_session_model(self, session_key: str) -> ModelChoice:
         """Forget the session's chosen model: the configured default answers from its next turn on."""
-        from picoora.session_models import NO_CHOICE, state_key
+        from picoora.session_models import state_key
 
-        await self.astore.set_state(state_key(session_key), NO_CHOICE)  # delete_state, once the store has it
+        await self.astore.delete_state(state_key(session_key))
         self.agent.set_session_model(session_key, self.models.default)
         return self.models.default
 

@@ -328,9 +328,13 @@ def env_override(config: Config, *key: str) -> str | None:
         return None
     from pydantic import TypeAdapter
 
+    annotation = model.model_fields[key[-1]].annotation
+    if annotation is None:
+        return None
+
     try:
         raw = _expand(_env_value(name, os.environ[name], key), key, [])
-        set_to = TypeAdapter(model.model_fields[key[-1]].annotation).validate_python(raw)
+        set_to = TypeAdapter(annotation).validate_python(raw)
     except (ConfigError, ValidationError):
         return None
     return name if set_to == value else None

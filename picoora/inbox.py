@@ -41,7 +41,7 @@ def take(store: Store, session_key: str) -> list[TranscriptEntry]:
     if not waiting:
         return []
     entries = [e for e in store.read_transcript(session_key) if e.seq in waiting]
-    store.set_state(INBOX_PREFIX + session_key, "")
+    store.delete_state(INBOX_PREFIX + session_key)
     return entries
 
 

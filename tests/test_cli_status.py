@@ -69,7 +69,8 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
                                                       "storage", "stored", "embedder", "exec"]
     assert report["model"] == {"session": "cli:default", "provider": "ollama", "model": "qwen3:latest",
                                "source": "config",
-                               "default": {"provider": "ollama", "model": "qwen3:latest", "source": "config", "env": []}}
+                               "default": {"provider": "ollama", "model": "qwen3:latest", "source": "config",
+                                           "env": []}}
     broken = json.loads(down.stdout)
     assert down.returncode == 1 and broken["ok"] is False
     assert {c["check"] for c in broken["checks"] if not c["ok"]} == {"provider", "model"}
@@ -111,7 +112,8 @@ def test_status_checks_the_model_the_default_session_answers_with_and_says_why(i
 
     assert "gemma3:1b ✓ pulled" in _line(chosen.stdout, "Model")
     source = _line(chosen.stdout, "Source")
-    assert "chosen for session cli:default with /model" in source and "ollama/qwen3:latest (from the config file)" in source
+    assert "chosen for session cli:default with /model" in source
+    assert "ollama/qwen3:latest (from the config file)" in source
     assert "`/model default`" in source
 
     assert elsewhere.returncode == 0, elsewhere.stdout

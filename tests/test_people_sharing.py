@@ -32,7 +32,8 @@ def test_the_owner_and_every_person_share_one_embedder_loaded_once(monkeypatch):
 
     for person in people:
         person.close()
-    assert [m.memory.content for m in owner.recall("front door code").matches] == ["The owner's front door code is 4417"]
+    recalled = [m.memory.content for m in owner.recall("front door code").matches]
+    assert recalled == ["The owner's front door code is 4417"]
     owner.close()
 
 

@@ -125,8 +125,8 @@ def test_delivery_reaches_every_front_door_and_says_when_it_cannot(isolated_home
             async with build_assistant(config) as assistant:
                 async with running_runtime(assistant, channels=("telegram", "slack")) as (runtime, recorders):
                     recorders.broken.add("slack")
-                    receipts = [await runtime.delivery.deliver(*where, "hello") for where in
-                                (("telegram", "1"), ("slack", "2"), ("discord", "3"), ("web", "s1"), ("cli", "default"))]
+                    targets = (("telegram", "1"), ("slack", "2"), ("discord", "3"), ("web", "s1"), ("cli", "default"))
+                    receipts = [await runtime.delivery.deliver(*where, "hello") for where in targets]
                 web = [e.message.content for e in await assistant.history("web:s1")]
                 waiting = [e.message.content for e in inbox.take(assistant.store, "cli:default")]
                 return receipts, recorders, web, waiting

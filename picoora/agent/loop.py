@@ -73,7 +73,7 @@ from picoora.llm.pool import ModelChoice, ModelPool
 from picoora.messages import Message, ToolCall
 from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
-from picoora.tools.base import ToolContext, ToolResult
+from picoora.tools.base import ToolContext, ToolResult, ToolSettings
 
 if TYPE_CHECKING:
     from picoora.tools.registry import ToolRegistry
@@ -132,7 +132,7 @@ class Agent:
         llm: LLM | None = None,
         models: ModelPool | None = None,
         secrets: Iterable[str] = (),
-        tool_settings: dict[str, Any] | None = None,
+        tool_settings: ToolSettings | dict[str, Any] | None = None,
         astore: AsyncStore | None = None,
     ):
         if (llm is None) == (models is None):
@@ -144,7 +144,7 @@ class Agent:
         self.settings = settings
         self.workspace = workspace
         self.secrets = list(secrets)  # the registry scrubs these from every tool result
-        self.tool_settings = tool_settings or {}
+        self.tool_settings = ToolSettings.coerce(tool_settings)
         # One lock per session with a turn running or waiting; unused locks are collected.
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._sessions: dict[str, _SessionRuntime] = {}

@@ -47,14 +47,15 @@ def command_store(config: Config) -> Iterator[Store]:
 
 
 @contextmanager
-def _opening_errors(*also: type[Exception]) -> Iterator[None]:
+def _opening_errors(*also: type[BaseException]) -> Iterator[None]:
     """A store (or ``also``) failure while opening as one line; an unusable workspace is a setting to change."""
     from picoora.store.base import StoreError
     from picoora.store.fs_errors import UnusableWorkspace
 
+    caught: tuple[type[BaseException], ...] = (StoreError, *also)
     try:
         yield
     except UnusableWorkspace as err:
         raise CLIError(str(err), EXIT_USAGE) from None
-    except (StoreError, *also) as err:
+    except caught as err:
         raise CLIError(str(err)) from None

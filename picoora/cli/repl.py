@@ -52,7 +52,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
     history_file = picoora_home() / "history"
     history_file.parent.mkdir(parents=True, exist_ok=True)
     history_file.touch(mode=0o600, exist_ok=True)  # what people type is as private as the transcripts
-    prompt = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
+    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history_file)), input=pt_input, output=pt_output)
     async with open_assistant(config, config_path) as assistant:
         state = ReplState(assistant, session, stream)
         described = await assistant.model_source(session)

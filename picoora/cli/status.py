@@ -125,7 +125,8 @@ def _ollama_lines(config: Config, model: str) -> list[Line]:
     elif info.supports_tools:
         model_line = Line("Model", f"{model} {OK} pulled, can call tools")
     else:  # it answers, so status stays healthy; the line says what is missing
-        model_line = Line("Model", f"{model} {OK} pulled, {BAD} cannot call tools (answers without memory or files; try qwen3)")
+        model_line = Line("Model", f"{model} {OK} pulled, {BAD} cannot call tools "
+                                   "(answers without memory or files; try qwen3)")
     pulled = _count(len(models), "model")
     return [Line("Provider", f"ollama at {base} {OK} answers ({pulled} pulled)"), model_line]
 
@@ -155,7 +156,8 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
             Line(
                 "Stored",
                 f"{_count(stats.memories, 'memory', 'memories')}, {_count(stats.daily_notes, 'daily note')}, "
-                f"{_count(stats.sessions, 'session')}, {_count(stats.transcript_entries, 'transcript entry', 'transcript entries')}, "
+                f"{_count(stats.sessions, 'session')}, "
+                f"{_count(stats.transcript_entries, 'transcript entry', 'transcript entries')}, "
                 f"{_count(stats.prompts, 'prompt file')}",
             ),
             _vector_line(store.vector_status()),
@@ -177,7 +179,8 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
     from picoora.tools.mcp_client import probe
 
     reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs"))
-    return [Line("MCP server", f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
+    return [Line("MCP server",
+                 f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
                  r.ok or r.text == "disabled")
             for r in reports]
 
@@ -189,12 +192,14 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 def _vector_line(status: VectorStatus) -> Line:
     """The store's embedder and whether the stored vectors match it (the store knows; status does not ask how)."""
     if not status.embedder:
-        return Line("Embedder", "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)")
+        return Line("Embedder",
+                    "none: recall matches keywords only (set memory.embedder to \"minilm\" to search by meaning)")
     text = f"{status.embedder} ({status.where})"
     if status.note:
         text += f" {BAD} {status.note}"
     if status.missing:
-        text += f"; {_count(status.missing, 'memory lacks', 'memories lack')} a vector from it: run `picoora memory reindex`"
+        text += (f"; {_count(status.missing, 'memory lacks', 'memories lack')} a vector from it: "
+                 "run `picoora memory reindex`")
     return Line("Embedder", text, not status.note and not status.missing)
 
 

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError
 from picoora.gateway.limits import check_message_size
@@ -120,12 +121,12 @@ async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnOutcome], completion_
     async for event in sink.events(task):
         if event is None:
             yield KEEPALIVE
-        elif event.type == "token":
+        elif isinstance(event, TokenEvent):
             streamed = True
             yield chunk({"content": event.text})
-        elif event.type == "reasoning":
+        elif isinstance(event, ReasoningEvent):
             yield chunk({"reasoning_content": event.text})
-        elif event.type == "final_answer":
+        elif isinstance(event, FinalAnswer):
             if event.stop_reason == "error":  # the openai client raises this as an APIError
                 yield frame({"error": {"type": "model_error", "message": event.text}})
             else:

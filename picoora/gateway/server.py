@@ -75,13 +75,15 @@ def workspace_lock(gateway: Gateway, port: int) -> AbstractContextManager[Any]:
     """The store's one-gateway lock, to hold from before serving until the gateway has stopped: on files one
     gateway per workspace (``store/service_lock.py``), on Oracle none. Entering it raises StoreError naming
     the gateway that holds it (PID, ``port``); then close the unserved gateway with ``close_unserved``."""
+    assert gateway.assistant is not None, "open_gateway first"
     lock = gateway.assistant.store.exclusive_service_lock("gateway", {"port": port})
     return lock if lock is not None else contextlib.nullcontext()
 
 
 def close_unserved(gateway: Gateway) -> None:
     """Close the assistant of a gateway that never served (its lifespan, which would close it, never ran)."""
-    asyncio.run(gateway.assistant.aclose())
+    if gateway.assistant is not None:
+        asyncio.run(gateway.assistant.aclose())
 
 
 def make_server(gateway: Gateway) -> GatewayServer:

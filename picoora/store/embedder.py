@@ -89,7 +89,10 @@ def shared_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | No
     with _shared_lock:
         embedder = _shared.get(key)
         if embedder is None:
-            embedder = _shared[key] = create_embedder(memory, ollama_base, cache_dir)
+            made = create_embedder(memory, ollama_base, cache_dir)
+            if made is None:
+                return None
+            embedder = _shared[key] = made
         return embedder
 
 

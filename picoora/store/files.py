@@ -173,7 +173,8 @@ class FileStore:
             return result
         with self._lock:
             touched = self._memories.touch([match.memory.id for match in result.matches])
-        matches = [replace(match, memory=touched[match.memory.id]) for match in result.matches if match.memory.id in touched]
+        matches = [replace(match, memory=touched[match.memory.id]) for match in result.matches
+                   if match.memory.id in touched]
         return replace(result, matches=matches)
 
     def get_memory(self, memory_id: str) -> MemoryRecord | None:
@@ -237,7 +238,8 @@ class FileStore:
                         added += self._memories.import_records(records[start : start + len(vectors)],
                                                                list(vectors), self._embedder.model_id)
         except EmbedderUnavailable as exc:
-            raise StoreError(f"memory import stopped after {added} memories (run it again to continue): {exc}") from None
+            raise StoreError(f"memory import stopped after {added} memories (run it again to continue): "
+                             f"{exc}") from None
         return added
 
     # ---- daily notes ---------------------------------------------------------------------------
@@ -342,7 +344,7 @@ class FileStore:
             seqs = list(range(first_seq, first_seq + len(messages)))
             lines = [
                 {"seq": seq, "created_at": at, "session_key": key, "message": message.to_dict()}
-                for seq, message in zip(seqs, messages)
+                for seq, message in zip(seqs, messages, strict=True)
             ]
             atomic.append_jsonl(path, lines)
         return seqs
@@ -497,7 +499,7 @@ class FileStore:
                 keywords.add(str(i), note.content)
             by_id, codes = keywords.match(query)
             scores = [max(by_id.get(str(i), 0.0), codes.get(str(i), 0.0)) for i in range(len(notes))]
-        ranked = sorted(zip(notes, scores), key=lambda pair: pair[1], reverse=True)
+        ranked = sorted(zip(notes, scores, strict=True), key=lambda pair: pair[1], reverse=True)
         return [(note, float(score)) for note, score in ranked if score > 0][:limit]
 
     def set_summary(self, key: str, summary: str) -> None:

@@ -79,6 +79,6 @@ def open_person_store(config: Config, owner_store: Store, person: str) -> Store:
     else:
         from picoora.store.layout import FileLayout
 
-        root = FileLayout(owner_store.workspace).person(person)  # type: ignore[attr-defined]
+        root = FileLayout(owner_store.workspace).person(person)  # type: ignore[attr-defined]  # a FileStore here
         own = open_file_store(config, workspace=root)
-    return PersonStore(own, owner_store, person)  # type: ignore[return-value]
+    return PersonStore(own, owner_store, person)

@@ -32,9 +32,10 @@ import logging
 import os
 import struct
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from picoora import atomic
 from picoora.store.base import TurnTrace

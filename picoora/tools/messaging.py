@@ -2,8 +2,8 @@
 that runs its own turn in the background and reports back) and ``subagent`` (the same, waited for).
 
 They act through the turn's ``Messenger`` (``ToolContext.messenger``): the gateway's delivers to its front
-doors and runs tasks as turns of its turn service; the terminal's prints. Without one (a bare library Agent) the tools are
-not offered. A background task runs in a session of its own (``<session>:task-<id>``) and cannot start
+doors and runs tasks as turns of its turn service; the terminal's prints. Without one (a bare library Agent)
+the tools are not offered. A background task runs in a session of its own (``<session>:task-<id>``) and cannot start
 further tasks, so a model cannot fork itself without end.
 """
 

@@ -65,7 +65,7 @@ class Channel(abc.ABC):
     async def deliver(self, chat_id: str, text: str) -> None:
         """Send one reply to ``chat_id`` (splitting and formatting are the channel's business)."""
 
-    async def show_typing(self, chat_id: str) -> None:
+    async def show_typing(self, chat_id: str) -> None:  # noqa: B027 - an optional hook: doing nothing is right
         """Tell the chat the assistant is working (once; the base repeats it). Optional."""
 
     async def receive(self, sender: Sender, chat_id: str, text: str, **metadata: object) -> bool:

@@ -39,7 +39,8 @@ class GatewayMessenger:
         turn's messages either way."""
         return " ".join(text.split()) in self._said.pop(session_key, [])
 
-    def _task(self, task: str, origin_session: str, task_id: str, then: OnOutcome | None = None) -> asyncio.Task[TurnOutcome]:
+    def _task(self, task: str, origin_session: str, task_id: str,
+              then: OnOutcome | None = None) -> asyncio.Task[TurnOutcome]:
         try:
             return self.submit(Inbound("task", task_id, task, sender_id="task",
                                        session_key=f"{origin_session}{TASK_MARK}{task_id}"), then=then)

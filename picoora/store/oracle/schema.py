@@ -147,7 +147,8 @@ async def migrate(tx: Tx, embedding_model: str) -> list[Migration]:
         if migration.backfill is not None:
             await migration.backfill(tx, embedding_model)
         now = utc_stamp()
-        await tx.run(q.META_SET, meta_key=f"migration.{migration.version:03d}", meta_value=migration.description, now=now)
+        await tx.run(q.META_SET, meta_key=f"migration.{migration.version:03d}", meta_value=migration.description,
+                     now=now)
         await tx.run(q.META_SET, meta_key=VERSION_KEY, meta_value=str(migration.version), now=now)
         await tx.commit()  # DDL commits on its own; this makes the backfill and the record durable with it
         applied.append(migration)

@@ -122,7 +122,8 @@ CREATE_TRANSCRIPTS = _sql("create_transcripts", "ddl", """
 INDEX_MEMORIES_AGENT = _sql("index_memories_agent", "ddl",
                             "CREATE INDEX IDX_PICO_MEMORIES_AGENT ON PICO_MEMORIES(agent_id)", _INDEXED)
 INDEX_DAILY_AGENT_DATE = _sql("index_daily_agent_date", "ddl",
-                              "CREATE INDEX IDX_PICO_DAILY_AGENT_DATE ON PICO_DAILY_NOTES(agent_id, note_date)", _INDEXED)
+                              "CREATE INDEX IDX_PICO_DAILY_AGENT_DATE ON PICO_DAILY_NOTES(agent_id, note_date)",
+                              _INDEXED)
 INDEX_SESSIONS_AGENT = _sql("index_sessions_agent", "ddl",
                             "CREATE INDEX IDX_PICO_SESSIONS_AGENT ON PICO_SESSIONS(agent_id)", _INDEXED)
 INDEX_TRANSCRIPTS_SESSION = _sql("index_transcripts_session", "ddl",
@@ -130,7 +131,8 @@ INDEX_TRANSCRIPTS_SESSION = _sql("index_transcripts_session", "ddl",
 INDEX_STATE_AGENT = _sql("index_state_agent", "ddl",
                          "CREATE INDEX IDX_PICO_STATE_AGENT ON PICO_STATE(agent_id)", _INDEXED)
 INDEX_MEMORIES_AGENT_CAT = _sql("index_memories_agent_cat", "ddl",
-                                "CREATE INDEX IDX_PICO_MEMORIES_AGENT_CAT ON PICO_MEMORIES(agent_id, category)", _INDEXED)
+                                "CREATE INDEX IDX_PICO_MEMORIES_AGENT_CAT ON PICO_MEMORIES(agent_id, category)",
+                                _INDEXED)
 
 # Version 2: exact dedup by a content hash (a CLOB cannot be compared with =), and which model made each vector.
 ADD_MEMORIES_HASH = _sql("add_memories_hash", "ddl",

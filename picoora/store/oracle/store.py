@@ -121,7 +121,7 @@ def scan_pattern(terms: list[str], max_bytes: int = REGEXP_MAX_BYTES) -> str:
 
 
 def _cosine(a: Any, b: Any) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
 
@@ -289,7 +289,8 @@ class OracleStore:
         if vector is None:
             return None
         row = await tx.one(q.MEMORY_NEAREST_EXACT, agent_id=self.agent_id, vector=vector, embedding_model=self.model)
-        if row is not None and ranking.is_same_fact(content, codec.text(row[1]), 1.0 - float(row[8]), self.dedup_similarity):
+        if row is not None and ranking.is_same_fact(content, codec.text(row[1]), 1.0 - float(row[8]),
+                                                    self.dedup_similarity):
             return codec.memory_from_row(row)
         return None
 
@@ -367,7 +368,8 @@ class OracleStore:
         candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
         return RecallEvidence(query, candidates, vector is not None, anchor_best)
 
-    async def _candidates(self, tx: Tx, query: str, vector: Any | None, k: int) -> dict[str, tuple[MemoryRecord, float | None]]:
+    async def _candidates(self, tx: Tx, query: str, vector: Any | None,
+                          k: int) -> dict[str, tuple[MemoryRecord, float | None]]:
         """Memories worth scoring: the nearest by vector and those holding a query term, with their cosine."""
         found: dict[str, tuple[MemoryRecord, float | None]] = {}
         if vector is not None:
@@ -461,7 +463,8 @@ class OracleStore:
                     except Exception as exc:
                         if error_code(exc) in _MODEL_MISSING:
                             raise StoreError(f"cannot re-embed memories: the ONNX model {self.model} is not loaded "
-                                             f"in {self._db.target}. Run: picoora setup-oracle --onnx-file PATH") from None
+                                             f"in {self._db.target}. Run: picoora setup-oracle --onnx-file PATH"
+                                             ) from None
                         raise
                 return count
 
@@ -549,7 +552,8 @@ class OracleStore:
         today = date.today()
 
         async def work(tx: Tx) -> list[DailyNote]:
-            rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1), today=today)
+            rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1),
+                                 today=today)
             return [DailyNote(day=codec.as_date(day), content=codec.text(content)) for day, content in rows]
 
         return Op(work, "read daily notes")
@@ -573,7 +577,8 @@ class OracleStore:
     def list_daily_notes(self, limit: int = 20) -> list[DailyNoteRow]:
         async def work(tx: Tx) -> list[DailyNoteRow]:
             rows = await tx.rows(q.NOTE_LIST, agent_id=self.agent_id, k=limit)
-            return [DailyNoteRow(codec.as_date(day), str(note_id), codec.text(content), codec.to_utc(updated), flag == "yes")
+            return [DailyNoteRow(codec.as_date(day), str(note_id), codec.text(content), codec.to_utc(updated),
+                                 flag == "yes")
                     for day, note_id, content, updated, flag in rows]
 
         return self._run(work, "list daily notes")
@@ -691,7 +696,7 @@ class OracleStore:
                 try:
                     # One execute per message: a tool result over 4000 bytes goes as a temporary CLOB, and
                     # array DML wants one bind type per column across rows; a turn appends only a few.
-                    for seq, message in zip(seqs, messages):
+                    for seq, message in zip(seqs, messages, strict=True):
                         await tx.run(q.TRANSCRIPT_INSERT, session_key=key, agent_id=self.agent_id, sequence_num=seq,
                                      role=message.role, content=message.content, now=now,
                                      message_json=json.dumps(codec.message_to_json(message), ensure_ascii=False))
@@ -900,7 +905,9 @@ class OracleStore:
 
     def _stats_op(self) -> Op:
         async def work(tx: Tx) -> StoreStats:
-            memories, notes, sessions, transcripts, state, prompts, config, _ = await tx.one(q.STATS, agent_id=self.agent_id)
+            counts = await tx.one(q.STATS, agent_id=self.agent_id)
+            assert counts is not None  # an aggregate query always returns its one row
+            memories, notes, sessions, transcripts, state, prompts, config, _ = counts
             return StoreStats(backend=self.backend, location=self.location, memories=int(memories),
                               daily_notes=int(notes), sessions=int(sessions), transcript_entries=int(transcripts),
                               state_keys=int(state), prompts=int(prompts), config_keys=int(config))
@@ -912,8 +919,8 @@ class OracleStore:
         async def work(tx: Tx) -> BackendDetails:
             schema_rows = {str(k): str(v) for k, v, _ in await tx.rows(q.META_ALL) if _is_schema_key(str(k))}
             models = [(str(n), str(f), str(a)) for n, f, a in await tx.rows(q.MODELS)]
-            indexes = [(str(name), str(table), str(status)) for name, table, kind, status in await tx.rows(q.PICO_INDEXES)
-                       if "VECTOR" in str(kind).upper()]
+            indexes = [(str(name), str(table), str(status))
+                       for name, table, kind, status in await tx.rows(q.PICO_INDEXES) if "VECTOR" in str(kind).upper()]
             return BackendDetails(schema=schema_rows, models=models, indexes=indexes)
 
         return self._run(work, "read the catalogue")
