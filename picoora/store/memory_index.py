@@ -41,8 +41,6 @@ class MemoryIndex:
         dedup_similarity: float = 0.95,
         anchors: Anchors | None = None,
     ):
-        import numpy as np
-
         self.embedder = embedder
         self.model_id: str | None = embedder.model_id if embedder else None
         # 0 means "the embedder's calibrated floor" (config: memory.min_similarity).
@@ -57,10 +55,13 @@ class MemoryIndex:
         self._records: dict[str, MemoryRecord] = {}
         self._row: dict[str, int] = {}
         self._ids: list[str] = []  # row -> memory id
+        # Per-row arrays, allocated with the first row (``_ensure_capacity``): an empty index, the one a turn on
+        # an empty store searches, never imports numpy.
+        self._capacity = 0
         self._vectors: np.ndarray | None = None  # (capacity, dim); allocated with the first vector
-        self._has_vector = np.zeros(_INITIAL_ROWS, dtype=bool)
-        self._importance = np.zeros(_INITIAL_ROWS, dtype=np.float32)
-        self._touched = np.zeros(_INITIAL_ROWS, dtype=np.float64)  # epoch seconds; NaN when unknown
+        self._has_vector: np.ndarray
+        self._importance: np.ndarray
+        self._touched: np.ndarray  # epoch seconds; NaN when unknown
         self._by_text: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
         self.push_calibration = ranking.file_push_calibration(self.model_id)
@@ -143,8 +144,6 @@ class MemoryIndex:
 
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
         """A stored memory ``content`` repeats (``ranking.is_same_fact``), closest first; None when it is new."""
-        import numpy as np
-
         with self._lock:
             same = self._by_text.get(normalise_text(content))
             if same:
@@ -152,6 +151,8 @@ class MemoryIndex:
             n = len(self._ids)
             if vector is None or self._vectors is None or n == 0:
                 return None
+            import numpy as np
+
             sims = self._vectors[:n] @ vector
             sims[~self._has_vector[:n]] = -np.inf
             return ranking.closest_same_fact(content, sims, lambda row: self._records[self._ids[row]],
@@ -177,7 +178,8 @@ class MemoryIndex:
 
     def vector_count(self) -> int:
         with self._lock:
-            return int(self._has_vector[: len(self._ids)].sum())
+            n = len(self._ids)
+            return int(self._has_vector[:n].sum()) if n else 0
 
     def rank(
         self, query: str, query_vector: np.ndarray | None, limit: int, *, now: datetime | None = None,
@@ -185,8 +187,6 @@ class MemoryIndex:
     ) -> list[ScoredMemory]:
         """``search`` with the query already embedded (None: keywords only). ``anchor_best`` is computed
         when not given and ``confident_only`` needs it."""
-        import numpy as np
-
         now = now or datetime.now(timezone.utc)
         if confident_only and anchor_best is None:
             anchor_best = self.anchor_best(query_vector)
@@ -194,6 +194,8 @@ class MemoryIndex:
             n = len(self._ids)
             if n == 0 or limit <= 0:
                 return []
+            import numpy as np
+
             keyword_by_id, code_by_id = self._keywords.match(query)
             keyword = self._as_row_array(keyword_by_id, n)
             code = self._as_row_array(code_by_id, n)
@@ -296,9 +298,14 @@ class MemoryIndex:
     def _ensure_capacity(self, rows: int, vector: np.ndarray | None) -> None:
         import numpy as np
 
+        if not self._capacity:  # the first row
+            self._capacity = _INITIAL_ROWS
+            self._has_vector = np.zeros(_INITIAL_ROWS, dtype=bool)
+            self._importance = np.zeros(_INITIAL_ROWS, dtype=np.float32)
+            self._touched = np.zeros(_INITIAL_ROWS, dtype=np.float64)
         if self._vectors is None and vector is not None:
-            self._vectors = np.zeros((len(self._has_vector), len(vector)), dtype=np.float32)
-        capacity = len(self._has_vector)
+            self._vectors = np.zeros((self._capacity, len(vector)), dtype=np.float32)
+        capacity = self._capacity
         if rows <= capacity:
             return
         new_capacity = max(rows, capacity * 2)
@@ -313,3 +320,4 @@ class MemoryIndex:
         self._touched = grown(self._touched)
         if self._vectors is not None:
             self._vectors = grown(self._vectors)
+        self._capacity = new_capacity
