@@ -119,6 +119,9 @@ class _Header:
         return cls(dev, ino, covered, slots, used, newest, tail, boot)
 
 
+Appended = tuple[int, int, "TurnTrace | None"]  # (start, end, trace) of a line just written
+
+
 def _parse(line: bytes) -> TurnTrace | None:
     try:
         record = json.loads(line)
@@ -224,17 +227,19 @@ class Generation:
         except FileNotFoundError:
             return 0
 
-    def ask(self, question: Callable[[_Open], Any], *, most_bytes: int | None = None) -> Any:
+    def ask(self, question: Callable[[_Open], Any], *, most_bytes: int | None = None,
+            appended: Appended | None = None) -> Any:
         """``question`` of the index made to cover the whole log (None without a log). An index found
         pointing at the wrong line is rebuilt and asked once more. ``most_bytes``: the largest log this call
-        may read whole to rebuild its index; past it the answer is None, the rebuild left to a lookup."""
+        may read whole to rebuild its index; past it the answer is None, the rebuild left to a lookup.
+        ``appended``: the line this process has just written, indexed without reading it back."""
         try:
             log_fd = os.open(self.log_path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         try:
             try:
-                return self._ask(log_fd, question, most_bytes)
+                return self._ask(log_fd, question, most_bytes, appended)
             except _Stale as exc:
                 log.warning("%s: %s; rebuilding it", self.index_path, exc)
             self._rebuild(log_fd, most_bytes)
@@ -247,14 +252,15 @@ class Generation:
         finally:
             os.close(log_fd)
 
-    def _ask(self, log_fd: int, question: Callable[[_Open], Any], most_bytes: int | None) -> Any:
-        opened = self._open_index(log_fd, most_bytes)
+    def _ask(self, log_fd: int, question: Callable[[_Open], Any], most_bytes: int | None,
+             appended: Appended | None = None) -> Any:
+        opened = self._open_index(log_fd, most_bytes, appended)
         try:
             return question(opened)
         finally:
             os.close(opened.index_fd)
 
-    def _open_index(self, log_fd: int, most_bytes: int | None) -> _Open:
+    def _open_index(self, log_fd: int, most_bytes: int | None, appended: Appended | None = None) -> _Open:
         """The index, its header valid for the log as it is now (rebuilt or caught up first if need be)."""
         for attempt in range(2):
             try:
@@ -266,7 +272,7 @@ class Generation:
             size = os.fstat(log_fd).st_size
             if header is not None and _matches(header, log_fd):
                 opened = _Open(log_fd, index_fd, header)
-                if header.covered == size or self._catch_up(opened, size):
+                if header.covered == size or self._catch_up(opened, size, appended):
                     return opened
             elif attempt == 0 and (header is None or header.boot in (_boot(), _SEALED)):  # a reboot needs no warning
                 log.warning("%s does not match %s (torn, or the log was replaced); rebuilding it",
@@ -298,14 +304,17 @@ class Generation:
             os.close(index_fd)
             os.close(log_fd)
 
-    def _catch_up(self, opened: _Open, size: int) -> bool:
-        """Index the lines appended since the header's ``covered``; False when a rebuild is the better way."""
+    def _catch_up(self, opened: _Open, size: int, appended: Appended | None = None) -> bool:
+        """Index the lines appended since the header's ``covered``; False when a rebuild is the better way.
+        When they are just ``appended`` (the usual case: this process's own line), it is not read back."""
         header = opened.header
         if size - header.covered > _CATCH_UP_BYTES:
             return False
         used, newest, covered = header.used, header.newest, header.covered
         with os.fdopen(os.dup(opened.log_fd), "rb") as handle:
-            for start, end, trace in _traces(handle, header.covered, self.log_path):
+            lines = [appended] if appended is not None and appended[:2] == (covered, size) else \
+                _traces(handle, header.covered, self.log_path)
+            for start, end, trace in lines:
                 if trace is not None:
                     if used + 2 > header.slots * 3 // 4:
                         return False
@@ -375,11 +384,14 @@ class TraceLog:
         current = self.generation(0)
         if current.size() >= ROTATE_BYTES:  # before indexing it: a big log from an older picoora is not read
             self._rotate()
+        record = trace.to_json()
         # durable=False: a trace lost in a power cut is harmless, and the fsync costs every turn
-        atomic.append_jsonl(current.log_path, [trace.to_json()], durable=False)
+        end = atomic.append_jsonl(current.log_path, [record], durable=False)
         # Index the new line; a turn never reads more than _CATCH_UP_BYTES of log for it (after a reboot,
         # the first lookup rebuilds a bigger generation's index).
-        if current.ask(lambda opened: opened.header.used >= opened.header.slots // 2, most_bytes=_CATCH_UP_BYTES):
+        appended = (end - len(atomic.encode_jsonl([record])), end, trace)
+        if current.ask(lambda opened: opened.header.used >= opened.header.slots // 2, most_bytes=_CATCH_UP_BYTES,
+                       appended=appended):
             self._rotate()
 
     def _rotate(self) -> None:
