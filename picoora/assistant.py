@@ -29,9 +29,19 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
+    from picoora.people import PairingRequest, Person
+    from picoora.scheduler.jobs import Job, JobBook, RunRecord
     from picoora.session_models import SessionModel
     from picoora.store.aio import AsyncStore
-    from picoora.store.base import Session, Store, TranscriptEntry, TurnTrace
+    from picoora.store.base import (
+        AddMemoryResult,
+        MemoryRecord,
+        RecallResult,
+        Session,
+        Store,
+        TranscriptEntry,
+        TurnTrace,
+    )
     from picoora.tools.registry import ToolRegistry
 
 DEFAULT_SESSION = "cli:default"
@@ -184,6 +194,68 @@ class Assistant:
             self.agent.set_session_model(session_key, choice)
         except Exception:  # the stored model's provider cannot be built any more: the default answers
             self.agent.set_session_model(session_key, self.models.default)
+
+    # -- memory, pairing and jobs: what the front doors do beside turns ---------------------------------
+
+    async def remember(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
+        return await self.astore.add_memory(content, importance, category)
+
+    async def recall(self, query: str, limit: int = 5, *, touch: bool = False) -> RecallResult:
+        """Memories by meaning, with scores; looking does not count as an access unless ``touch``."""
+        return await self.astore.recall(query, limit, touch=touch)
+
+    async def memories(self, limit: int | None = None) -> list[MemoryRecord]:
+        return await self.astore.list_memories(limit)
+
+    async def forget(self, memory_id: str) -> bool:
+        return await self.astore.forget(memory_id)
+
+    async def pairing_requests(self) -> list[PairingRequest]:
+        """Strangers waiting with a pairing code (``picoora.people``), unexpired."""
+        from picoora.people import Pairing
+
+        return await self.astore.run(Pairing(self.store).pending)
+
+    async def approve_pairing(self, code: str, name: str = "") -> Person:
+        """Let the code's sender in as ``name`` (default: a guest of their own); KeyError for a bad code."""
+        from picoora.people import Pairing
+
+        return await self.astore.run(Pairing(self.store).approve, code, name)
+
+    async def refuse_pairing(self, code: str) -> PairingRequest:
+        from picoora.people import Pairing
+
+        return await self.astore.run(Pairing(self.store).refuse, code)
+
+    @property
+    def job_book(self) -> JobBook:
+        """The scheduled jobs (``picoora.scheduler.jobs``), in the configured time zone."""
+        from picoora.scheduler.jobs import JobBook
+
+        return JobBook(self.store, default_zone=self.config.agents.defaults.timezone)
+
+    async def jobs(self) -> list[tuple[Job, RunRecord]]:
+        """Every job with its last run, as the scheduler recorded it."""
+        book = self.job_book
+        return await self.astore.run(lambda: [(job, book.run_record(job.id)) for job in book.jobs()])
+
+    async def add_job(self, kind: str, when: str, message: str, channel: str | None = None, chat_id: str | None = None,
+                      *, reminder: bool = False, timezone_name: str = "") -> Job:
+        """Schedule a job; with no chat named, its result goes where the owner spoke last, else the terminal.
+        Raises ``JobError`` saying what to change."""
+        book = self.job_book
+
+        def add() -> Job:
+            target = book.target(channel, chat_id)
+            return book.add(kind, when, message, *target, action="reminder" if reminder else "agent",
+                            timezone_name=timezone_name)
+        return await self.astore.run(add)
+
+    async def remove_job(self, job_id: str) -> bool:
+        return await self.astore.run(self.job_book.remove, job_id)
+
+    async def set_job_enabled(self, job_id: str, enabled: bool) -> Job:
+        return await self.astore.run(self.job_book.set_enabled, job_id, enabled)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 

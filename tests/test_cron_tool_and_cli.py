@@ -68,7 +68,7 @@ def test_picoora_cron_commands(isolated_home):
     assert to_terminal.returncode == 0 and "→ cli:default" in to_terminal.stdout, to_terminal.stderr
     assert run_cli("cron", "remove", to_terminal.stdout.split()[1].rstrip(":"), home=isolated_home).returncode == 0
     half = run_cli("cron", "add", "every", "1d", "digest", "--chat", "42", home=isolated_home)
-    assert half.returncode == 2 and "--chat needs --channel" in half.stderr
+    assert half.returncode == 2 and "a chat id needs its channel" in half.stderr
     nowhere = run_cli("cron", "add", "every", "1d", "digest", "--channel", "fax", "--chat", "1", home=isolated_home)
     assert nowhere.returncode == 2 and "cannot deliver to fax:1" in nowhere.stderr
     web = run_cli("cron", "add", "every", "1d", "digest", "--channel", "web", "--chat", "s1", home=isolated_home)

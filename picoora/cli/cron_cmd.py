@@ -61,21 +61,14 @@ def add(
 ) -> None:
     """Schedule a job."""
     from picoora.cli.opening import command_store
-    from picoora.scheduler.jobs import TERMINAL, JobBook, JobError, default_target
+    from picoora.scheduler.jobs import JobBook, JobError
 
     config = load_config(ctx)
     with command_store(config) as store:
-        if not channel:
-            if chat:
-                raise CLIError("--chat needs --channel (telegram, web or cli)", EXIT_USAGE)
-            channel, chat = default_target(store)
-        elif not chat:
-            if channel != TERMINAL[0]:
-                raise CLIError(f"say which chat on {channel} gets the result: --chat CHAT_ID", EXIT_USAGE)
-            chat = TERMINAL[1]
+        book = JobBook(store, default_zone=config.agents.defaults.timezone)
         try:
-            job = JobBook(store, default_zone=config.agents.defaults.timezone).add(
-                kind, when, message, channel, chat, action="reminder" if reminder else "agent", timezone_name=tz)
+            job = book.add(kind, when, message, *book.target(channel, chat),
+                           action="reminder" if reminder else "agent", timezone_name=tz)
         except JobError as err:
             raise CLIError(str(err), EXIT_USAGE) from None
     print(f"Scheduled {job.id}: {job.kind} {job.spec} → {job.channel}:{job.chat_id}")

@@ -156,24 +156,24 @@ async def put_session_model(body: ModelBody, request: Request, key: str = Sessio
 async def memory(request: Request, q: str | None = Query(None, max_length=2000, description="search by meaning"),
                  limit: int = Query(20, ge=1, le=500)) -> Any:
     """With ``q``: semantic search with scores (recalling here does not count as an access). Without: the list."""
-    astore = assistant_of(request).astore
+    assistant = assistant_of(request)
     if q is not None and q.strip():
-        found = await astore.recall(q, limit, touch=False)
+        found = await assistant.recall(q, limit)
         return MemorySearch(query=q, degraded=found.degraded, note=found.note, matches=[
             {"memory": m.memory.to_json(), "score": m.score, "similarity": m.similarity} for m in found.matches])
-    return MemoryList(memories=[m.to_json() for m in await astore.list_memories(limit)])
+    return MemoryList(memories=[m.to_json() for m in await assistant.memories(limit)])
 
 
 @api.post("/memory", response_model=MemoryAdded, tags=["memory"])
 async def add_memory(body: MemoryIn, request: Request) -> MemoryAdded:
     check_message_size(body.content, gateway_of(request).config.gateway.max_message_chars)
-    added = await assistant_of(request).astore.add_memory(body.content, body.importance, body.category)
+    added = await assistant_of(request).remember(body.content, body.importance, body.category)
     return MemoryAdded(memory=added.memory.to_json(), created=added.created)
 
 
 @api.delete("/memory/{memory_id}", response_model=Deleted, tags=["memory"])
 async def forget(request: Request, memory_id: str = Path(max_length=128)) -> Deleted:
-    if not await assistant_of(request).astore.forget(memory_id):
+    if not await assistant_of(request).forget(memory_id):
         raise ApiError(404, "not_found", f"no memory {memory_id!r}")
     return Deleted(deleted=memory_id)
 

@@ -187,6 +187,19 @@ class JobBook:
         self.store.set_state(JOB_PREFIX + job.id, job.to_json())
         return job
 
+    def target(self, channel: str | None, chat_id: str | None) -> tuple[str, str]:
+        """Where a new job's result goes: the chat named, the terminal for ``cli`` alone, or with nothing
+        named the chat the owner used last, else the terminal. ``JobError`` for half a target."""
+        if not channel:
+            if chat_id:
+                raise JobError("a chat id needs its channel (telegram, web or cli)")
+            return default_target(self.store)
+        if not chat_id:
+            if channel != TERMINAL[0]:
+                raise JobError(f"say which chat on {channel} gets the result (its chat id)")
+            return TERMINAL
+        return channel, chat_id
+
     def get(self, job_id: str) -> Job | None:
         text = self.store.get_state(JOB_PREFIX + job_id)
         return Job.from_json(text) if text else None
