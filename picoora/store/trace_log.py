@@ -169,30 +169,31 @@ class _Open:
     def _slot(self, position: int) -> tuple[int, int]:
         return _SLOT.unpack(os.pread(self.index_fd, _SLOT.size, _HEADER_BYTES + position * _SLOT.size))
 
-    def find(self, key: int) -> int | None:
-        """The offset stored under ``key``, or None."""
+    def _probe(self, key: int) -> tuple[int, int, int] | None:
+        """(position, stored key, offset) of the first slot from ``key``'s home that holds ``key`` or is empty;
+        None when the table is full of other keys."""
         mask = self.header.slots - 1
         position = key & mask
         for _ in range(self.header.slots):
             stored, offset = self._slot(position)
-            if stored == 0:
-                return None
-            if stored == key:
-                return offset
+            if stored in (0, key):
+                return position, stored, offset
             position = (position + 1) & mask
         return None
 
+    def find(self, key: int) -> int | None:
+        """The offset stored under ``key``, or None."""
+        slot = self._probe(key)
+        return slot[2] if slot is not None and slot[1] == key else None
+
     def put(self, key: int, offset: int) -> bool:
         """Store ``offset`` under ``key`` (a newer line replaces an older one); True when a slot was taken."""
-        mask = self.header.slots - 1
-        position = key & mask
-        for _ in range(self.header.slots):
-            stored, _ = self._slot(position)
-            if stored in (0, key):
-                os.pwrite(self.index_fd, _SLOT.pack(key, offset), _HEADER_BYTES + position * _SLOT.size)
-                return stored == 0
-            position = (position + 1) & mask
-        raise _Stale("the index is full")
+        slot = self._probe(key)
+        if slot is None:
+            raise _Stale("the index is full")
+        position, stored, _ = slot
+        os.pwrite(self.index_fd, _SLOT.pack(key, offset), _HEADER_BYTES + position * _SLOT.size)
+        return stored == 0
 
     def line(self, offset: int) -> bytes:
         """The line at ``offset``, read up to its newline or the end of the indexed part."""
@@ -382,14 +383,15 @@ class TraceLog:
 
     def append(self, trace: TurnTrace) -> None:
         current = self.generation(0)
-        if current.size() >= ROTATE_BYTES:  # before indexing it: a big log from an older picoora is not read
+        start = current.size()  # where the line goes, unless a torn tail is cut first (then no index covers it)
+        if start >= ROTATE_BYTES:  # before indexing it: a big log from an older picoora is not read
             self._rotate()
-        record = trace.to_json()
+            start = 0
         # durable=False: a trace lost in a power cut is harmless, and the fsync costs every turn
-        end = atomic.append_jsonl(current.log_path, [record], durable=False)
+        end = atomic.append_jsonl(current.log_path, [trace.to_json()], durable=False)
         # Index the new line; a turn never reads more than _CATCH_UP_BYTES of log for it (after a reboot,
         # the first lookup rebuilds a bigger generation's index).
-        appended = (end - len(atomic.encode_jsonl([record])), end, trace)
+        appended = (start, end, trace)
         if current.ask(lambda opened: opened.header.used >= opened.header.slots // 2, most_bytes=_CATCH_UP_BYTES,
                        appended=appended):
             self._rotate()
