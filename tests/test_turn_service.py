@@ -102,8 +102,11 @@ def test_channel_messages_are_answered_in_order_and_remember_the_chat(isolated_h
             async with build_assistant(config) as assistant:
                 async with running_runtime(assistant) as (runtime, recorders):
                     owner = Person("owner", owner=True)
-                    tasks = [runtime._submit_chat(Inbound("telegram", "42", f"msg {i}", "7", owner)) for i in range(3)]
-                    tasks.append(runtime._submit_chat(Inbound("telegram", "99", "other chat", "8", owner)))
+                    def said(chat, text, sender):  # as the channel submits an admitted message
+                        return runtime._submit_chat(Inbound("telegram", chat, text, sender, owner, from_chat=True))
+
+                    tasks = [said("42", f"msg {i}", "7") for i in range(3)]
+                    tasks.append(said("99", "other chat", "8"))
                     await asyncio.wait_for(asyncio.gather(*tasks), 20)
                     cron = runtime.turns.submit(Inbound("cron", "job-1", "a job", session_key="cron:job-1"))
                     await cron

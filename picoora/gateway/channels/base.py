@@ -79,7 +79,7 @@ class Channel(abc.ABC):
                 await self._deliver_safely(chat_id, PAIRING_REPLY.format(code=admission.pairing.code))
             return False
         self.links.submit(Inbound(self.name, chat_id, text, sender_id=sender.sender_id, person=admission.person,
-                                  metadata=dict(metadata)))
+                                  from_chat=True, metadata=dict(metadata)))
         self._start_typing(chat_id)
         return True
 

@@ -25,6 +25,7 @@ class Inbound:
     person: Person | None = None  # None: the owner
     session_key: str = ""  # empty: "<channel>:<chat_id>"
     fresh_session: bool = False  # clear the session's history first (the heartbeat's beats see nothing older)
+    from_chat: bool = False  # a person's chat message: that chat becomes where they spoke last
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from picoora.agent import TurnResult
     from picoora.agent.events import EventSink
     from picoora.assistant import Assistant
+    from picoora.gateway.channels.base import Channel
+    from picoora.gateway.runtime.heartbeat import HeartbeatService
+    from picoora.gateway.runtime.scheduler import SchedulerService
     from picoora.people import Sender
 
 log = logging.getLogger(__name__)
@@ -48,9 +51,9 @@ class GatewayRuntime:
         self.directory = Directory(assistant.config, assistant.store)
         self.delivery = Delivery(assistant.astore)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
-        self.channels: list[Any] = []
-        self.scheduler: Any = None
-        self.heartbeat: Any = None
+        self.channels: list[Channel] = []
+        self.scheduler: SchedulerService | None = None
+        self.heartbeat: HeartbeatService | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.started: list[str] = ["turn service"]  # what runs, for the start-up lines
 
@@ -58,7 +61,7 @@ class GatewayRuntime:
 
     async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
         async with self.people.lease(inbound.person) as assistant:
-            if inbound.metadata.get("chat"):  # where this person spoke last: their jobs' default target
+            if inbound.from_chat:  # where this person spoke last: their jobs' default target
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
@@ -66,9 +69,7 @@ class GatewayRuntime:
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[TurnOutcome]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""
-        return self.turns.submit(Inbound(inbound.channel, inbound.chat_id, inbound.text, inbound.sender_id,
-                                         inbound.person, metadata={**inbound.metadata, "chat": True}),
-                                 then=self._reply)
+        return self.turns.submit(inbound, then=self._reply)
 
     async def _reply(self, inbound: Inbound, outcome: TurnOutcome) -> None:
         if outcome.status == "cut_off":
