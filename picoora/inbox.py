@@ -31,10 +31,6 @@ def keep(store: Store, session_key: str, text: str) -> int:
     return seq
 
 
-def waiting_count(store: Store, session_key: str) -> int:
-    return len(_waiting(store, session_key))
-
-
 def take(store: Store, session_key: str) -> list[TranscriptEntry]:
     """The waiting results of the chat, oldest first; they are no longer waiting afterwards."""
     waiting = set(_waiting(store, session_key))

@@ -44,9 +44,6 @@ class Delivery:
     def unregister(self, channel: str) -> None:
         self._channels.pop(channel, None)
 
-    def reachable(self, channel: str) -> bool:
-        return channel in self._channels or channel in inbox.KEPT_CHANNELS
-
     async def deliver(self, channel: str, chat_id: str, text: str) -> Receipt:
         where = f"{channel}:{chat_id}"
         send = self._channels.get(channel)

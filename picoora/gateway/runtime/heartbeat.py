@@ -29,7 +29,7 @@ from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.scheduler.jobs import default_target
 
 if TYPE_CHECKING:
-    from picoora.gateway.runtime.scheduler import Submit
+    from picoora.gateway.runtime.turns import Submit
     from picoora.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from picoora.tools.messaging import TASK_MARK, TaskRefused, chat_of
 
 if TYPE_CHECKING:
     from picoora.gateway.runtime.delivery import Delivery
-    from picoora.gateway.runtime.scheduler import Submit
+    from picoora.gateway.runtime.turns import Submit
 
 
 class GatewayMessenger:

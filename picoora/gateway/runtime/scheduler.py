@@ -21,12 +21,10 @@ from typing import Any
 
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
-from picoora.gateway.runtime.turns import ShuttingDown
+from picoora.gateway.runtime.turns import ShuttingDown, Submit
 from picoora.messages import Message
 from picoora.scheduler.jobs import Job, JobBook, JobError, next_fire, trigger_for
 from picoora.store.aio import AsyncStore
-
-Submit = Callable[..., "asyncio.Task[TurnOutcome]"]  # TurnService.submit
 
 log = logging.getLogger(__name__)
 

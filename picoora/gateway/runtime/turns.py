@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("picoora.gateway")
 
 RunTurn = Callable[[Inbound, "EventSink | None"], Awaitable["TurnResult"]]
+Submit = Callable[..., "asyncio.Task[TurnOutcome]"]  # ``TurnService.submit``, as the services beside it get it
 CUT_OFF_REPLY_SECONDS = 5.0  # what a cut-off turn may still spend telling its chat or recording its run
 CUT_OFF = "the gateway shut down before this turn finished"
 
@@ -45,10 +46,6 @@ class TurnService:
         self.accepting = True
         self._tasks: set[asyncio.Task[TurnOutcome]] = set()
         self._tails: dict[tuple[str, str], asyncio.Task[TurnOutcome]] = {}  # the last turn of each session
-
-    @property
-    def in_flight(self) -> int:
-        return len(self._tasks)
 
     def submit(self, inbound: Inbound, *, on_event: EventSink | None = None,
                then: OnOutcome | None = None) -> asyncio.Task[TurnOutcome]:
@@ -75,25 +72,18 @@ class TurnService:
             if current is not None and hasattr(current, "uncancel"):  # 3.11+: the cancel is handled here
                 current.uncancel()
             outcome = TurnOutcome("cut_off", error=CUT_OFF)
-            if then is not None:
-                await self._then_bounded(then, inbound, outcome)
-            return outcome
         except Exception as exc:  # a bug or a store failure outside the agent loop: this turn only
             log.error("a %s turn failed outside the agent loop", inbound.channel, exc_info=True)
             outcome = TurnOutcome("failed", error=f"the turn failed: {exc}")
         if then is not None:
+            # A cut-off turn's reply is bounded: the gateway is stopping.
+            timeout = CUT_OFF_REPLY_SECONDS if outcome.status == "cut_off" else None
             try:
-                await then(inbound, outcome)
+                await asyncio.wait_for(then(inbound, outcome), timeout)
             except Exception:
-                log.exception("handling the outcome of a %s turn failed", inbound.channel)
+                log.exception("recording or reporting the outcome of a %s turn of %s failed", inbound.channel,
+                              inbound.session)
         return outcome
-
-    @staticmethod
-    async def _then_bounded(then: OnOutcome, inbound: Inbound, outcome: TurnOutcome) -> None:
-        try:
-            await asyncio.wait_for(then(inbound, outcome), CUT_OFF_REPLY_SECONDS)
-        except (Exception, asyncio.CancelledError):
-            log.warning("could not record or report the cut-off %s turn of %s", inbound.channel, inbound.session)
 
     def _finished(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome]) -> None:
         self._tasks.discard(task)
