@@ -150,7 +150,8 @@ class Agent:
         self._sessions: dict[str, _SessionRuntime] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._running = 0  # turns between their start and their answer, which ``aclose`` waits for
-        self._idle: asyncio.Event | None = None
+        self._no_turns = asyncio.Event()  # set while no turn runs
+        self._no_turns.set()
         self.messenger: Any = None  # set by the front door (gateway or terminal) for the messaging tools
 
     # -- sessions ------------------------------------------------------------------------------------
@@ -196,12 +197,13 @@ class Agent:
             lock = self._locks[session_key] = asyncio.Lock()
         emit = _Emitter(session_key, uuid.uuid4().hex[:12], on_event)
         self._running += 1
+        self._no_turns.clear()
         try:
             result = await self._locked_turn(session_key, text, lock, emit)
         finally:
             self._running -= 1
-            if not self._running and self._idle is not None:
-                self._idle.set()
+            if not self._running:
+                self._no_turns.set()
         await emit.drain()
         return result
 
@@ -238,10 +240,7 @@ class Agent:
     async def wait_idle(self) -> None:
         """Wait for the running turns and the background work (compactions) to finish."""
         while self._running or self._background:
-            if self._running:
-                self._idle = self._idle or asyncio.Event()
-                self._idle.clear()
-                await self._idle.wait()
+            await self._no_turns.wait()
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:

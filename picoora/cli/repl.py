@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from picoora.assistant import Assistant
     from picoora.config import Config
+    from picoora.llm.pool import ModelChoice
     from picoora.session_models import SessionModel
 
 HELP = """\
@@ -48,6 +49,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
 
     from picoora.cli.opening import open_assistant
     from picoora.config import picoora_home
+    from picoora.llm.pool import ModelChoice
 
     history_file = picoora_home() / "history"
     history_file.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +62,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
               f"{session}. /help for commands, Ctrl+D to leave.")
         if described.source == "session":
             print(_default_note(described))
-        await _say_if_unusable(assistant, await assistant.session_model(session))
+        await _say_if_unusable(assistant, ModelChoice(described.provider, described.model))
         await _show_arrived(assistant, session)
         while True:
             try:
@@ -77,7 +79,7 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
                 await run_cancellable_turn(state, line)
 
 
-async def _say_if_unusable(assistant: Assistant, choice: Any) -> None:
+async def _say_if_unusable(assistant: Assistant, choice: ModelChoice) -> None:
     """One line under the banner when the model cannot answer now (Ollama down, model not pulled)."""
     from picoora.llm.base import LLMError
 

@@ -49,7 +49,9 @@ def last_chat(store: KeyValueStore) -> tuple[str, str] | None:
 
 
 def remember_chat(store: KeyValueStore, channel: str, chat_id: str) -> None:
-    store.set_state(LAST_CHAT, f"{channel}:{chat_id}")
+    """Called for every chat message: written only when it moves (a state write is a file replace + fsync)."""
+    if last_chat(store) != (channel, chat_id):
+        store.set_state(LAST_CHAT, f"{channel}:{chat_id}")
 
 
 def default_target(store: KeyValueStore) -> tuple[str, str]:

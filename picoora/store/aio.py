@@ -46,8 +46,9 @@ class AsyncStore:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in the store's executor."""
         future = self.executor.submit(functools.partial(fn, *args, **kwargs))
-        self._running.add(future)
-        future.add_done_callback(self._running.discard)
+        if not self._owns_executor:  # ``close`` waits for these, on threads it does not own
+            self._running.add(future)
+            future.add_done_callback(self._running.discard)
         return await asyncio.wrap_future(future)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
