@@ -73,6 +73,17 @@ def _start_turn(door, gw, telegram, home):
     return gw.call(spawn())
 
 
+def _held_model(answer):
+    """A model that answers ``answer`` once ``release`` is set: the turn stays in flight until then."""
+    release = threading.Event()
+
+    def model(body):
+        release.wait(20)
+        return Reply(content=answer)
+
+    return release, model
+
+
 def _stop_in_background(gw):
     stopping = threading.Thread(target=gw.stop, daemon=True)
     stopping.start()
@@ -81,12 +92,7 @@ def _stop_in_background(gw):
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_turn_in_flight_finishes_within_the_deadline_and_is_delivered_and_recorded(isolated_home, door):
-    release = threading.Event()
-
-    def model(body):
-        release.wait(20)
-        return Reply(content="the slow answer")
-
+    release, model = _held_model("the slow answer")
     with FakeOllama(responder=model) as ollama, FakeTelegram(BOT) as telegram:
         config = _config(isolated_home, ollama.url, telegram.url, shutdown_seconds=20)
         with RunningGateway(config) as gw:
@@ -122,12 +128,7 @@ def test_a_turn_in_flight_finishes_within_the_deadline_and_is_delivered_and_reco
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_turn_past_the_deadline_is_cut_off_and_recorded_as_cut_off(isolated_home, door):
-    release = threading.Event()
-
-    def model(body):
-        release.wait(20)
-        return Reply(content="too late")
-
+    release, model = _held_model("too late")
     with FakeOllama(responder=model) as ollama, FakeTelegram(BOT) as telegram:
         config = _config(isolated_home, ollama.url, telegram.url, shutdown_seconds=1)
         try:
