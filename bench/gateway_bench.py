@@ -15,6 +15,10 @@ concurrent ``POST /v1/chat`` requests on distinct sessions, ``--rounds`` times. 
 - the gateway's RSS (``VmRSS`` of the child) when idle after start-up and after the rounds.
 
     .venv/bin/python bench/gateway_bench.py [--chats 50] [--rounds 3] [--model-ms 200] [--embedder none|minilm]
+        [--door chat|openai]
+
+``--door openai`` sends each turn through ``POST /v1/chat/completions`` (a conversation of three messages)
+instead of ``POST /v1/chat``.
 
 Targets (issue 8): all 50 chats answered in under 1 s; overhead p50 under 10 ms; RSS under 120 MB.
 """
@@ -98,13 +102,28 @@ def timings(header: str) -> dict[str, float]:
     return {name.strip(): float(dur) / 1000 for name, dur in re.findall(r"(\w+);dur=([\d.]+)", header)}
 
 
-async def one_round(client: httpx.AsyncClient, chats: int, round_no: int) -> tuple[float, list[Timed]]:
+def chat_request(door: str, round_no: int, n: int, text: str) -> tuple[str, dict]:
+    if door == "openai":
+        return "/v1/chat/completions", {"model": "picoora", "messages": [
+            {"role": "user", "content": f"chat {n} starts"}, {"role": "assistant", "content": "Go on."},
+            {"role": "user", "content": text}]}
+    return "/v1/chat", {"session_id": f"bench-{round_no}-{n}", "text": text}
+
+
+def answered(door: str, body: dict) -> bool:
+    if door == "openai":
+        return body["choices"][0]["finish_reason"] == "stop"
+    return body["stop_reason"] == "answer"
+
+
+async def one_round(client: httpx.AsyncClient, chats: int, round_no: int, door: str) -> tuple[float, list[Timed]]:
     async def chat(n: int) -> Timed:
         text = f"round {round_no} chat {n}: hello"
+        path, body = chat_request(door, round_no, n, text)
         started = time.perf_counter()
-        response = await client.post("/v1/chat", json={"session_id": f"bench-{round_no}-{n}", "text": text})
+        response = await client.post(path, json=body)
         took = time.perf_counter() - started
-        if response.status_code != 200 or response.json()["stop_reason"] != "answer":
+        if response.status_code != 200 or not answered(door, response.json()):
             raise SystemExit(f"chat {n} failed: {response.status_code} {response.text}")
         spent = timings(response.headers["server-timing"])
         return text, took, spent["app"], spent["turn"]
@@ -114,13 +133,13 @@ async def one_round(client: httpx.AsyncClient, chats: int, round_no: int) -> tup
     return time.perf_counter() - started, results
 
 
-async def run_rounds(url: str, chats: int, rounds: int) -> list[tuple[float, list[Timed]]]:
+async def run_rounds(url: str, chats: int, rounds: int, door: str) -> list[tuple[float, list[Timed]]]:
     """A warm-up round (connections opened, first turns paid), then the measured rounds, on one client."""
     limits = httpx.Limits(max_connections=chats, max_keepalive_connections=chats)
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60,
                                  limits=limits) as client:
-        await one_round(client, chats, 0)
-        return [await one_round(client, chats, round_no) for round_no in range(1, rounds + 1)]
+        await one_round(client, chats, 0, door)
+        return [await one_round(client, chats, round_no, door) for round_no in range(1, rounds + 1)]
 
 
 def main() -> int:
@@ -129,6 +148,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model-ms", type=float, default=200)
     parser.add_argument("--embedder", choices=("none", "minilm"), default="none")
+    parser.add_argument("--door", choices=("chat", "openai"), default="chat")
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="picoora-gw-bench-"))
@@ -145,7 +165,7 @@ def main() -> int:
     try:
         time.sleep(0.5)
         idle = rss_mb(process.pid)
-        measured = asyncio.run(run_rounds(url, args.chats, args.rounds))
+        measured = asyncio.run(run_rounds(url, args.chats, args.rounds, args.door))
         after = rss_mb(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
@@ -166,7 +186,7 @@ def main() -> int:
         return f"p50 {statistics.median(values):.1f} ms, p95 {values[int(0.95 * (len(values) - 1))]:.1f} ms"
 
     print(f"{args.chats} concurrent chats x {args.rounds} rounds, fake model {args.model_ms:g} ms per call, "
-          f"embedder {args.embedder}")
+          f"embedder {args.embedder}, through {'/v1/chat/completions' if args.door == 'openai' else '/v1/chat'}")
     print(f"  wall time per round: {', '.join(f'{w:.3f}' for w in walls)} s "
           f"(median {statistics.median(walls):.3f} s; target < {WALL_TARGET_S:g} s)")
     print(f"  gateway overhead per turn (gateway's time - the turn's): {p50_p95(overheads)} "

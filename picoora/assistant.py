@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from picoora.agent import Agent, TurnResult
+    from picoora.agent.conversation import ClientConversation
     from picoora.agent.events import EventSink
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
@@ -88,11 +89,13 @@ class Assistant:
 
     # -- turns ---------------------------------------------------------------------------------------
 
-    async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> TurnResult:
+    async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None, *,
+                  conversation: ClientConversation | None = None) -> TurnResult:
         """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
-        ``answer`` or why not; an error is never disguised as an answer, see ``answer``)."""
+        ``answer`` or why not; an error is never disguised as an answer, see ``answer``). ``conversation``:
+        the client keeps the history (``picoora.agent.conversation``)."""
         await self._restore_model(session_key)
-        return await self.agent.run_turn(session_key, text, on_event)
+        return await self.agent.run_turn(session_key, text, on_event, conversation=conversation)
 
     async def answer(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> str:
         """The answer's text, or ``TurnFailed`` when the turn stopped without one."""

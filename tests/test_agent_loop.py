@@ -109,9 +109,9 @@ def test_no_sink_means_no_streaming_callback(tmp_path):
         return answer("fine")
 
     class NoStreamLLM(ScriptedLLM):
-        async def chat(self, messages, tools=None, *, on_delta=None):
+        async def chat(self, messages, tools=None, *, on_delta=None, **options):
             seen.append(on_delta)
-            return await super().chat(messages, tools, on_delta=on_delta)
+            return await super().chat(messages, tools, on_delta=on_delta, **options)
 
     result = run(make_agent(file_store(tmp_path), NoStreamLLM(respond=spy), tmp_path), "hi")
     assert result.text == "fine" and seen == [None]

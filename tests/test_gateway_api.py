@@ -162,7 +162,7 @@ def test_an_unexpected_failure_is_a_500_without_details(gw, monkeypatch):
     with client(gw) as http:
         response = http.get("/v1/sessions")
     assert response.status_code == 500
-    assert response.json() == {"error": {"type": "internal_error",
+    assert response.json() == {"error": {"type": "internal_error", "param": None, "code": "internal_error",
                                          "message": "the gateway failed on this request; its log says why"}}
 
 
@@ -172,8 +172,8 @@ def test_paths_that_name_nothing_valid_are_4xx(gw):
             response = http.get(path)
             assert 400 <= response.status_code < 500, path
             assert response.json()["error"]["type"]
-        assert http.put("/v1/sessions/web:a/model", json={"model": ""}).status_code == 422
-        assert http.get("/v1/memory", params={"limit": 0}).status_code == 422
+        assert http.put("/v1/sessions/web:a/model", json={"model": ""}).status_code == 400
+        assert http.get("/v1/memory", params={"limit": 0}).status_code == 400
 
 
 # -- chat ------------------------------------------------------------------------------------------------
@@ -296,7 +296,7 @@ def test_memory_add_list_search_with_scores_and_forget(gw):
         assert http.delete(f"/v1/memory/{memory_id}").json() == {"deleted": memory_id}
         assert http.delete(f"/v1/memory/{memory_id}").status_code == 404
         assert [m["content"] for m in http.get("/v1/memory").json()["memories"]] == ["Alice prefers green tea"]
-        assert http.post("/v1/memory", json={"content": "x", "importance": 7}).status_code == 422
+        assert http.post("/v1/memory", json={"content": "x", "importance": 7}).status_code == 400
 
 
 def test_a_trace_shows_the_tools_and_the_recalled_memories(gw):

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from picoora.messages import ToolCall
+
 
 @dataclass
 class Event:
@@ -70,6 +72,7 @@ class NoticeEvent(Event):
 class FinalAnswer(Event):
     text: str
     stop_reason: str = "answer"  # answer | max_iterations | time_limit | repeated_tool_call | error | cancelled
+    calls: list[ToolCall] = field(default_factory=list)  # stop_reason "tool_calls": a client's calls
 
 
 @dataclass

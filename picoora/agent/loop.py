@@ -42,7 +42,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from picoora.agent.compaction import CompactionError, compact, needs_compaction
-from picoora.agent.context import ContextInputs, build_messages, build_system_prompt, gather_inputs, join_user_runs
+from picoora.agent.context import (
+    ContextInputs,
+    build_client_system_prompt,
+    build_messages,
+    build_system_prompt,
+    gather_inputs,
+    join_user_runs,
+)
 from picoora.agent.events import (
     CompactionEvent,
     ErrorEvent,
@@ -61,6 +68,7 @@ from picoora.agent.tokens import estimate_message_tokens, estimate_messages_toke
 from picoora.agent.trace import TraceRecorder
 from picoora.config import AgentDefaults
 from picoora.llm.base import (
+    DEFAULT_OPTIONS,
     LLM,
     RAW_ARGUMENTS_KEY,
     ContextOverflowError,
@@ -68,6 +76,7 @@ from picoora.llm.base import (
     LLMError,
     LLMResponse,
     OnDelta,
+    Usage,
 )
 from picoora.llm.pool import ModelChoice, ModelPool
 from picoora.messages import Message, ToolCall
@@ -76,6 +85,7 @@ from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
 
 if TYPE_CHECKING:
+    from picoora.agent.conversation import ClientConversation
     from picoora.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -94,10 +104,14 @@ NOTICES_STATE = "notices_shown:"  # state key prefix: the notices a session saw 
 @dataclass
 class TurnResult:
     text: str
-    stop_reason: str
+    stop_reason: str  # see the module's docstring; also "tool_calls" and "refused" for a client's conversation
     iterations: int  # model calls made
     tool_calls: int  # tool calls executed
     turn_id: str = ""
+    usage: Usage = field(default_factory=Usage)  # tokens of the turn's model calls (estimated where not reported)
+    model: str = ""  # provider/model that answered
+    calls: list[ToolCall] = field(default_factory=list)  # a client's conversation: the calls handed back to it
+    param: str = ""  # stop_reason "refused": the request parameter the model cannot honour
 
 
 @dataclass
@@ -186,8 +200,11 @@ class Agent:
 
     # -- turns ---------------------------------------------------------------------------------------
 
-    async def run_turn(self, session_key: str, text: str, on_event: EventSink | None = None) -> TurnResult:
-        """Run one turn; returns once its answer is recorded and its events are delivered.
+    async def run_turn(self, session_key: str, text: str, on_event: EventSink | None = None, *,
+                       conversation: ClientConversation | None = None) -> TurnResult:
+        """Run one turn; returns once its answer is recorded and its events are delivered. With
+        ``conversation`` the client keeps the history (``picoora.agent.conversation``) and ``text`` is
+        only what the turn is logged as.
 
         Compaction of a session that grew too long runs after that, in the background but still
         holding the session's lock, so the answer never waits for a summary and the session's next
@@ -199,7 +216,7 @@ class Agent:
         self._running += 1
         self._no_turns.clear()
         try:
-            result = await self._locked_turn(session_key, text, lock, emit)
+            result = await self._locked_turn(session_key, text, lock, emit, conversation)
         finally:
             self._running -= 1
             if not self._running:
@@ -207,13 +224,15 @@ class Agent:
         await emit.drain()
         return result
 
-    async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: _Emitter) -> TurnResult:
+    async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: _Emitter,
+                           conversation: ClientConversation | None) -> TurnResult:
         await lock.acquire()
         release_later = False
         try:
             runtime = self._runtime(session_key)
-            async with self.models.lease(runtime.model) as llm:
-                turn = _Turn(self, session_key, emit, llm, runtime)
+            choice = conversation.model if conversation is not None and conversation.model else runtime.model
+            async with self.models.lease(choice) as llm:
+                turn = _Turn(self, session_key, emit, llm, runtime, conversation)
                 result = await turn.run(text)
             if result.stop_reason != "error" and turn.needs_compaction():  # after an error a summary fails too
                 self._in_background(self._compact_then_release(turn, lock))
@@ -331,9 +350,13 @@ class _ContextFull(Exception):
 class _Turn:
     """The state of one turn; lives inside the session lock."""
 
-    def __init__(self, agent: Agent, session_key: str, emit: _Emitter, llm: LLM, runtime: _SessionRuntime):
+    def __init__(self, agent: Agent, session_key: str, emit: _Emitter, llm: LLM, runtime: _SessionRuntime,
+                 conversation: ClientConversation | None = None):
         self.agent = agent
         self.key = session_key
+        self.conversation = conversation
+        self.options = conversation.options if conversation is not None else DEFAULT_OPTIONS
+        self.usage = Usage()
         self.emit = emit
         self.llm = llm
         self.runtime = runtime
@@ -374,12 +397,16 @@ class _Turn:
     async def run(self, text: str) -> TurnResult:
         self.deadline = asyncio.get_running_loop().time() + self.settings.turn_timeout_seconds
         await self.emit(TurnStarted(self.key, model=self.model_label))
+        conversation = self.conversation
+        refused = self.llm.unsupported(self.options)
+        if refused is not None:  # before anything is recorded: the request is the client's to fix
+            return await self._refuse(*refused)
         try:
-            await self._record([Message(role="user", content=text)])
-            for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
-                await self.emit(NoticeEvent(self.key, notice))
-            self.schemas = self.agent.tools.schemas()
-            inputs = await self.store.run(gather_inputs, self.agent.store, self.key, text, self.settings)
+            await self._record(conversation.new if conversation else [Message(role="user", content=text)])
+            self.schemas = await self._offered_tools()
+            query = conversation.query if conversation else text
+            inputs = await self.store.run(gather_inputs, self.agent.store, self.key, query, self.settings,
+                                          with_session=conversation is None)
             self.trace.recalled(inputs.recall)
             self._use_context(inputs)
             self._check_message_fits()
@@ -415,10 +442,34 @@ class _Turn:
         except StoreError as exc:  # a lost trace must not cost the answer
             log.warning("could not save the trace of turn %s: %s", self.emit.turn_id, exc)
 
+    async def _offered_tools(self) -> list[dict[str, Any]]:
+        """The tools the model may call: the client's when it brought some (they go back to it), else
+        picoora's; none when the request says ``tool_choice: none``."""
+        conversation = self.conversation
+        if conversation is not None and conversation.tools is not None:
+            return [] if self.options.tool_choice == "none" else list(conversation.tools)
+        for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
+            await self.emit(NoticeEvent(self.key, notice))
+        return [] if self.options.tool_choice == "none" else self.agent.tools.schemas()
+
+    @property
+    def hands_calls_back(self) -> bool:
+        return self.conversation is not None and self.conversation.tools is not None
+
     def _use_context(self, inputs: ContextInputs) -> None:
-        """Take the session's history and summary into this turn; the summary is part of the system prompt."""
+        """Take the session's history and summary into this turn (a client's conversation: its own
+        history, no summary); the summary is part of the system prompt."""
         self.inputs = inputs
-        self.history, self.summary = inputs.session.messages, inputs.session.summary
+        conversation = self.conversation
+        if conversation is not None:
+            self.history, self.summary = list(conversation.history), ""
+            if conversation.system.strip():
+                self.system = build_client_system_prompt(
+                    conversation.system, inputs, tools=[] if self.hands_calls_back else self.schemas,
+                    settings=self.settings, tool_parts=() if self.hands_calls_back else self.agent.tools.prompt_parts())
+                return
+        else:
+            self.history, self.summary = inputs.session.messages, inputs.session.summary
         self.system = build_system_prompt(
             inputs,
             tools=self.schemas,
@@ -440,6 +491,8 @@ class _Turn:
             if not calls:
                 return await self._answer(response)
             await self._record([self._assistant(response, calls)])
+            if self.hands_calls_back:
+                return await self._hand_back(response, calls)
             if self.tool_rounds >= self.settings.max_tool_iterations:
                 return await self._stop(
                     "max_iterations",
@@ -470,7 +523,7 @@ class _Turn:
     def _check_message_fits(self) -> None:
         """Refuse, before anything is sent, a message that cannot fit the window with the system prompt.
         Ollama cuts an oversized prompt silently from the front: the instructions and memories would go."""
-        message, budget = estimate_message_tokens(self.produced[0]), self._prompt_budget()
+        message, budget = estimate_messages_tokens(self.produced), self._prompt_budget()
         needed = estimate_tokens(self.system) + message
         if needed > budget:
             raise _MessageTooLarge(
@@ -494,9 +547,11 @@ class _Turn:
         self.iterations += 1
         self.streamed = []
         try:
-            response = await self._bounded(self.llm.chat(request, self.schemas or None, on_delta=on_delta))
+            response = await self._bounded(self.llm.chat(request, self.schemas or None, on_delta=on_delta,
+                                                         options=self.options))
             self.streamed = []  # whole now: the response itself is what gets recorded
             self.trace.model_call(response.usage)
+            self._count_usage(request, response)
             return response
         except ContextOverflowError as exc:
             if self.overflow_compacted:  # so the call below is the turn's only retry
@@ -504,8 +559,19 @@ class _Turn:
         await self._compact_for_overflow()
         return await self._call_model(on_delta)
 
+    def _count_usage(self, request: list[Message], response: LLMResponse) -> None:
+        """The turn's token counts: the provider's, or our estimate where it reports none (some servers)."""
+        reported = response.usage
+        self.usage.prompt_tokens += reported.prompt_tokens or estimate_messages_tokens(request)
+        self.usage.completion_tokens += reported.completion_tokens or estimate_message_tokens(
+            self._assistant(response, response.tool_calls))
+
     async def _compact_for_overflow(self) -> None:
         """Fold the older stored conversation into the summary, keeping what fits, and reload the context."""
+        if self.conversation is not None:
+            raise _ContextFull("The conversation does not fit the model's context window, and picoora does not "
+                               "summarise a conversation the client keeps: send fewer or shorter messages "
+                               f"(agents.defaults.context_window is {self.settings.context_window}).")
         self.overflow_compacted = True
         room = int(self.settings.context_window * OVERFLOW_KEPT_SHARE) - estimate_messages_tokens(self.produced)
         try:
@@ -629,7 +695,21 @@ class _Turn:
         await self._record([final])
         await self._save_session(self.produced)
         await self.emit(FinalAnswer(self.key, final.content, stop_reason=reason))
-        return TurnResult(final.content, reason, self.iterations, self.executed, self.emit.turn_id)
+        return self._result(final.content, reason)
+
+    async def _hand_back(self, response: LLMResponse, calls: list[ToolCall]) -> TurnResult:
+        """A client's tool calls end the turn: the client runs them (the call message is recorded already)."""
+        await self.emit(FinalAnswer(self.key, response.content, stop_reason="tool_calls", calls=calls))
+        return self._result(response.content, "tool_calls", calls=calls)
+
+    async def _refuse(self, param: str, why: str) -> TurnResult:
+        text = f"{self.model_label} cannot honour '{param}': {why}."
+        await self.emit(FinalAnswer(self.key, text, stop_reason="refused"))
+        return self._result(text, "refused", param=param)
+
+    def _result(self, text: str, reason: str, **extra: Any) -> TurnResult:
+        return TurnResult(text, reason, self.iterations, self.executed, self.emit.turn_id, usage=self.usage,
+                          model=self.model_label, **extra)
 
     async def _fail(self, message: str) -> TurnResult:
         try:
@@ -639,7 +719,7 @@ class _Turn:
             message += f"\n(The conversation could not be saved either: {exc})"
         await self.emit(ErrorEvent(self.key, message))
         await self.emit(FinalAnswer(self.key, message, stop_reason="error"))
-        return TurnResult(message, "error", self.iterations, self.executed, self.emit.turn_id)
+        return self._result(message, "error")
 
     async def _keep_what_was_shown(self) -> None:
         """An answer cut off midway (a broken stream, Ctrl+C) was partly on the user's screen already: it
@@ -675,10 +755,13 @@ class _Turn:
 
     async def _save_session(self, messages: list[Message]) -> None:
         """Append the turn to the session, once: a cancellation or a failing event sink after (or during)
-        the write must not append it again. Reasoning stays in the transcript only."""
+        the write must not append it again. Reasoning stays in the transcript only. A client's conversation
+        is never appended: the client sends it again."""
         if self.saved:
             return
         self.saved = True
+        if self.conversation is not None:
+            return
         stripped = [replace(m, reasoning=None) if m.reasoning else m for m in messages]
         await self.store.append_session(self.key, stripped)
 
@@ -701,6 +784,8 @@ class _Turn:
         await self.emit(NoticeEvent(self.key, text))
 
     def needs_compaction(self) -> bool:
+        if self.conversation is not None:
+            return False
         return needs_compaction(self.history + self.produced, self.summary, self.settings)
 
     async def compact(self) -> None:

@@ -30,7 +30,8 @@ log = logging.getLogger("picoora.gateway")
 
 def create_app(gateway: Gateway) -> FastAPI:
     from picoora import __version__
-    from picoora.gateway import routes_api, routes_openai, routes_web
+    from picoora.gateway import routes_api, routes_web
+    from picoora.gateway.openai import routes as routes_openai
 
     settings = gateway.config.gateway
     app = FastAPI(title="picoora gateway", version=__version__, lifespan=_lifespan, docs_url=None, redoc_url=None,
@@ -41,17 +42,29 @@ def create_app(gateway: Gateway) -> FastAPI:
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])
     async def openapi() -> dict[str, Any]:
-        return app.openapi()
+        return _without_422(app.openapi())
     for router in (routes_api.public, routes_api.api, routes_openai.router, routes_web.router):
         app.include_router(router)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
-                           allow_headers=["Authorization", "Content-Type", "X-Session-Id"])
+                           allow_headers=["Authorization", "Content-Type", "X-Session-Id", "Idempotency-Key"])
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(StampArrival)  # outermost: the app's time starts here
     return app
+
+
+def _without_422(document: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI documents a 422 on every route with parameters; malformed input is 400 here (as OpenAI's),
+    so the document lists the statuses the routes really return."""
+    for path in document.get("paths", {}).values():
+        for operation in path.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    return document
 
 
 @asynccontextmanager

@@ -1,4 +1,6 @@
-"""One error shape for every response: ``{"error": {"type", "message"}}``, never a stack trace."""
+"""One error shape for every response, OpenAI's: ``{"error": {"message", "type", "param", "code"}}``, never
+a stack trace. ``param`` names the request field at fault (or is null); ``code`` is a machine-readable
+reason (the ``type`` unless something more precise applies). A malformed body or parameter is 400."""
 
 from __future__ import annotations
 
@@ -18,33 +20,38 @@ log = logging.getLogger("picoora.gateway")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, type_: str, message: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, type_: str, message: str, headers: dict[str, str] | None = None, *,
+                 param: str | None = None, code: str | None = None):
         super().__init__(message)
         self.status, self.type, self.message, self.headers = status, type_, message, headers
+        self.param, self.code = param, code
 
 
 class ErrorBody(BaseModel):
-    type: str
     message: str
+    type: str
+    param: str | None
+    code: str | None
 
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
-def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"type": type_, "message": message}}, status_code=status, headers=headers)
+def error_response(status: int, type_: str, message: str, headers: dict[str, str] | None = None, *,
+                   param: str | None = None, code: str | None = None) -> JSONResponse:
+    body = {"message": message, "type": type_, "param": param, "code": code or type_}
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 
 # Documented on every route, so the OpenAPI document (and the fuzzer reading it) knows the error shapes.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in (
-        (400, "Bad request"),
+        (400, "Malformed body or parameters, or a bad request"),
         (401, "Missing or wrong token"),
         (404, "Not found"),
         (413, "Body or message too large"),
-        (422, "Malformed body or parameters"),
         (503, "Shutting down or not ready"),
     )
 }
@@ -56,7 +63,7 @@ _STATUS_TYPES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.type, exc.message, exc.headers)
+        return error_response(exc.status, exc.type, exc.message, exc.headers, param=exc.param, code=exc.code)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -65,7 +72,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_request", _validation_text(exc))
+        return error_response(400, "invalid_request", _validation_text(exc), param=_first_param(exc),
+                              code="invalid_value")
 
     @app.exception_handler(StoreError)
     async def _store_down(request: Request, exc: StoreError) -> JSONResponse:
@@ -81,6 +89,13 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
         return error_response(500, "internal_error", "the gateway failed on this request; its log says why")
+
+
+def _first_param(exc: RequestValidationError) -> str | None:
+    for error in exc.errors()[:1]:
+        where = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path", "header")]
+        return ".".join(where) or None
+    return None
 
 
 def _validation_text(exc: RequestValidationError) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.llm.base import LLM
+    from picoora.llm.base import LLM, CallOptions
     from picoora.llm.retry import RetryPolicy
 
 # provider name in config -> (module, class)
@@ -44,3 +44,11 @@ def check_provider(provider: str) -> None:
         from picoora.llm.base import LLMError
 
         raise LLMError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+
+
+def unsupported_options(provider: str, options: CallOptions) -> tuple[str, str] | None:
+    """(parameter, why) for the first of a request's ``options`` that ``provider`` cannot honour, else None."""
+    check_provider(provider)
+    module_name, class_name = PROVIDERS[provider]
+    refusal: tuple[str, str] | None = getattr(importlib.import_module(module_name), class_name).unsupported(options)
+    return refusal

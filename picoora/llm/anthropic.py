@@ -15,7 +15,9 @@ from typing import Any, Literal
 import anthropic
 
 from picoora.llm.base import (
+    DEFAULT_OPTIONS,
     AuthenticationError,
+    CallOptions,
     DeltaKind,
     LLMError,
     LLMResponse,
@@ -54,8 +56,17 @@ class AnthropicLLM:
             max_retries=0,  # retries are ours (retry.py): one policy for every provider
         )
 
+    @staticmethod
+    def unsupported(options: CallOptions) -> tuple[str, str] | None:
+        if options.json_object or options.json_schema is not None:
+            return "response_format", "the Anthropic provider has no JSON mode: describe the format in the messages"
+        if options.temperature is not None:
+            return "temperature", "the Anthropic API (version 2026-10-21) refuses sampling parameters"
+        return None
+
     async def chat(
-        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None
+        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> LLMResponse:
         if not self._settings.api_key:
             raise AuthenticationError(f"No API key for Anthropic. {KEY_HINT}.")
@@ -63,13 +74,17 @@ class AnthropicLLM:
         system, native = to_anthropic_messages(messages)
         request: dict[str, Any] = {
             "model": model,
-            "max_tokens": self._settings.max_tokens,
+            "max_tokens": options.max_tokens or self._settings.max_tokens,
             "messages": native,
         }
         if system:
             request["system"] = system
+        if options.stop:
+            request["stop_sequences"] = list(options.stop)
         if tools:
             request["tools"] = [to_anthropic_tool(t) for t in tools]
+            if options.tool_choice != "auto":
+                request["tool_choice"] = _tool_choice(options)
         sink = DeltaSink(on_delta)
         return await call_with_retries(
             partial(self._chat_once, request, sink),
@@ -141,6 +156,12 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, 
         else:
             add("user", text)
     return "\n\n".join(part for part in system if part), native
+
+
+def _tool_choice(options: CallOptions) -> dict[str, Any]:
+    if options.forced_tool:
+        return {"type": "tool", "name": options.forced_tool}
+    return {"type": {"required": "any"}.get(options.tool_choice, options.tool_choice)}
 
 
 def to_anthropic_tool(schema: ToolSchema) -> dict[str, Any]:

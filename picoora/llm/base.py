@@ -40,6 +40,28 @@ class LLMResponse:
     notice: str | None = None
 
 
+@dataclass(frozen=True)
+class CallOptions:
+    """What one request asks beyond the configured settings (an OpenAI-endpoint client's parameters).
+
+    ``None`` and empty values mean "as configured". ``tool_choice``: "auto", "none" (no tool may be called),
+    "required" (some tool must be), or the name of the one tool that must be called."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    json_object: bool = False  # the answer must be a JSON object
+    json_schema: dict[str, Any] | None = None  # OpenAI's {"name", "schema", "strict"}: the answer must match it
+    tool_choice: str = "auto"
+
+    @property
+    def forced_tool(self) -> str:
+        return "" if self.tool_choice in ("auto", "none", "required") else self.tool_choice
+
+
+DEFAULT_OPTIONS = CallOptions()
+
+
 class LLM(Protocol):
     provider: str
     model: str
@@ -50,7 +72,12 @@ class LLM(Protocol):
         tools: list[ToolSchema] | None = None,
         *,
         on_delta: OnDelta | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> LLMResponse: ...
+
+    def unsupported(self, options: CallOptions) -> tuple[str, str] | None:
+        """(parameter, why) for the first of ``options`` this provider cannot honour; None when it can."""
+        ...
 
     async def close(self) -> None: ...
 

@@ -18,7 +18,16 @@ from typing import Any, TypeVar
 import httpx
 import ollama
 
-from picoora.llm.base import LLMError, LLMResponse, ModelNotFoundError, OnDelta, ToolSchema, Usage
+from picoora.llm.base import (
+    DEFAULT_OPTIONS,
+    CallOptions,
+    LLMError,
+    LLMResponse,
+    ModelNotFoundError,
+    OnDelta,
+    ToolSchema,
+    Usage,
+)
 from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, first_of, new_call_id, within_first_response
 from picoora.llm.ollama_admin import (
     TOOL_MODEL_EXAMPLES,
@@ -70,12 +79,21 @@ class OllamaLLM:
             host=self.base, timeout=timeout, event_hooks={"response": [_note_retry_after]}, **client_options(self.base)
         )
 
+    @staticmethod
+    def unsupported(options: CallOptions) -> tuple[str, str] | None:
+        if options.tool_choice == "required" or options.forced_tool:
+            return "tool_choice", "Ollama cannot be made to call a tool: send tool_choice 'auto' or 'none'"
+        return None
+
     async def chat(
-        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None
+        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> LLMResponse:
         model = self.model
         caps = await self._model_capabilities(model)
         notice = None
+        if options.tool_choice == "none":
+            tools = None
         if tools and caps is not None and "tools" not in caps:
             tools = None
             if model not in self._told_no_tools:
@@ -87,13 +105,18 @@ class OllamaLLM:
             "tools": [to_ollama_tool(t) for t in tools or []] or None,
             "think": True if caps and "thinking" in caps else None,
             "options": {
-                "temperature": self._settings.temperature,
-                "num_predict": self._settings.max_tokens,
+                "temperature": self._settings.temperature if options.temperature is None else options.temperature,
+                "num_predict": options.max_tokens or self._settings.max_tokens,
                 # Ollama's own default window is small and it truncates the prompt without an error; the
                 # compaction thresholds assume the configured window, so ask for exactly that.
                 "num_ctx": self._settings.context_window,
             },
         }
+        if options.stop:
+            request["options"]["stop"] = list(options.stop)
+        if options.json_schema is not None or options.json_object:
+            schema = (options.json_schema or {}).get("schema")  # OpenAI's {"name", "schema", "strict"}
+            request["format"] = schema if isinstance(schema, dict) else "json"
         sink = DeltaSink(on_delta)
         response = await self._with_retries(partial(self._chat_once, request, sink), model, sink)
         response.notice = notice

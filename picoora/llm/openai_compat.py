@@ -17,7 +17,9 @@ from typing import Any
 import openai
 
 from picoora.llm.base import (
+    DEFAULT_OPTIONS,
     AuthenticationError,
+    CallOptions,
     ContextOverflowError,
     LLMError,
     LLMResponse,
@@ -62,15 +64,20 @@ class OpenAICompatLLM:
             max_retries=0,  # retries are ours (retry.py): one policy for every provider
         )
 
+    @staticmethod
+    def unsupported(options: CallOptions) -> tuple[str, str] | None:
+        return None  # the parameters are the API's own: the server decides
+
     async def chat(
-        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None
+        self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
     ) -> LLMResponse:
         if not self._settings.api_key and self.base == DEFAULT_BASE:
             raise AuthenticationError(f"No API key for {DEFAULT_BASE}. {KEY_HINT}.")
         model = self.model
         sink = DeltaSink(on_delta)
         while True:
-            request = self._request(model, messages, tools)
+            request = self._request(model, messages, tools, options)
             try:
                 return await call_with_retries(
                     partial(self._chat_once, request, sink),
@@ -86,14 +93,23 @@ class OpenAICompatLLM:
     async def close(self) -> None:
         await self._clients.close()
 
-    def _request(self, model: str, messages: list[Message], tools: list[ToolSchema] | None) -> dict[str, Any]:
+    def _request(self, model: str, messages: list[Message], tools: list[ToolSchema] | None,
+                 options: CallOptions) -> dict[str, Any]:
         request: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages)}
         if tools:
             request["tools"] = tools
+            if options.tool_choice != "auto":
+                request["tool_choice"] = _tool_choice(options)
         token_param = "max_completion_tokens" if (model, "max_tokens") in self._refused else "max_tokens"
-        request[token_param] = self._settings.max_tokens
+        request[token_param] = options.max_tokens or self._settings.max_tokens
         if (model, "temperature") not in self._refused:
-            request["temperature"] = self._settings.temperature
+            request["temperature"] = self._settings.temperature if options.temperature is None else options.temperature
+        if options.stop:
+            request["stop"] = list(options.stop)
+        if options.json_schema is not None:
+            request["response_format"] = {"type": "json_schema", "json_schema": options.json_schema}
+        elif options.json_object:
+            request["response_format"] = {"type": "json_object"}
         return request
 
     async def _chat_once(self, request: dict[str, Any], sink: DeltaSink) -> LLMResponse:
@@ -133,6 +149,12 @@ class OpenAICompatLLM:
             unavailable_hint="Check providers.openai.api_base and that the server is running.",
             base_setting="providers.openai.api_base",
         )
+
+
+def _tool_choice(options: CallOptions) -> str | dict[str, Any]:
+    if options.forced_tool:
+        return {"type": "function", "function": {"name": options.forced_tool}}
+    return options.tool_choice
 
 
 def _detail(exc: openai.APIStatusError) -> str:

@@ -39,6 +39,10 @@ class StoreError(Exception):
     """A storage operation failed; the message says what and what to do."""
 
 
+class NoEmbedder(StoreError):
+    """The store has no embedding model to embed with (none configured, or not loaded in the database)."""
+
+
 def without_folded(messages: list[Message], folded: list[Message]) -> list[Message] | None:
     """``messages`` minus the leading ``folded`` ones, or None when they no longer lead the session (another
     compaction got there first): compaction removes messages by identity, never by count."""
@@ -231,6 +235,14 @@ class DailyNoteRow:
 
 
 @dataclass
+class Embeddings:
+    """Texts embedded by the store's embedder (the OpenAI endpoint's ``/v1/embeddings``)."""
+
+    model: str
+    vectors: list[list[float]]
+
+
+@dataclass
 class VectorStatus:
     """Whether recall by meaning can use the stored vectors (``status``, ``/ready``)."""
 
@@ -267,6 +279,7 @@ class MemoryStore(Protocol):
     def import_memories(self, records: Iterable[MemoryRecord], *,
                         progress: Callable[[int, int], None] | None = None) -> int: ...
     def vector_status(self) -> VectorStatus: ...
+    def embed_texts(self, texts: list[str]) -> Embeddings: ...  # NoEmbedder when there is none
 
 
 class DailyNoteStore(Protocol):

@@ -39,7 +39,9 @@ from picoora.store.base import (
     BackendDetails,
     DailyNote,
     DailyNoteRow,
+    Embeddings,
     MemoryRecord,
+    NoEmbedder,
     Prompt,
     RecallResult,
     Session,
@@ -455,6 +457,17 @@ class FileStore:
             atomic.atomic_write_text(path, content)
 
     # ---- what the front doors ask for ------------------------------------------------------------
+
+    def embed_texts(self, texts: list[str]) -> Embeddings:
+        if self._embedder is None:
+            raise NoEmbedder(f"{_NO_EMBEDDER}: check `memory.embedder` in config.json (it is \"none\")")
+        if not texts:
+            return Embeddings(self._embedder.model_id, [])
+        try:
+            vectors = self._embedder.embed(texts)
+        except EmbedderUnavailable as exc:
+            raise NoEmbedder(f"the embedder cannot run: {exc}") from exc
+        return Embeddings(self._embedder.model_id, vectors.astype(float).tolist())
 
     def vector_status(self) -> VectorStatus:
         if self._embedder is None:

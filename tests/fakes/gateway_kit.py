@@ -17,8 +17,8 @@ from tests.cli_support import write_config
 TOKEN = "test-token-0123456789"
 
 
-def gateway_config(home: Path, ollama_url: str, **gateway: Any) -> Config:
-    config = load_config(write_config(home, ollama_url=ollama_url, model="qwen3:latest"))
+def gateway_config(home: Path, ollama_url: str, *, embedder: str = "none", **gateway: Any) -> Config:
+    config = load_config(write_config(home, ollama_url=ollama_url, model="qwen3:latest", embedder=embedder))
     config.gateway.token = TOKEN
     for key, value in gateway.items():
         setattr(config.gateway, key, value)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from picoora.llm.base import LLMResponse, OnDelta, ToolSchema
+from picoora.llm.base import DEFAULT_OPTIONS, CallOptions, LLMResponse, OnDelta, ToolSchema
 from picoora.messages import Message, ToolCall
 
 
@@ -35,6 +35,7 @@ Step = LLMResponse | BaseException | Sleep | Callable[[list[Message]], Any]
 class Request:
     messages: list[Message]
     tools: list[ToolSchema] | None
+    options: CallOptions = DEFAULT_OPTIONS
 
     @property
     def system(self) -> str:
@@ -69,9 +70,13 @@ class ScriptedLLM:
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
 
+    @staticmethod
+    def unsupported(options: CallOptions) -> tuple[str, str] | None:
+        return None
+
     async def chat(self, messages: list[Message], tools: list[ToolSchema] | None = None, *,
-                   on_delta: OnDelta | None = None) -> LLMResponse:
-        self.requests.append(Request(list(messages), tools))
+                   on_delta: OnDelta | None = None, options: CallOptions = DEFAULT_OPTIONS) -> LLMResponse:
+        self.requests.append(Request(list(messages), tools, options))
         if self.steps:
             step: Any = self.steps.popleft()
         elif self.respond is not None:

@@ -193,3 +193,20 @@ def test_concurrent_first_recalls_fill_the_set_once(fake, open_store):
     assert fake.names().count("background_lock") == 2  # the second filler waited, then found the set complete
     assert fake.names().count("background_insert") == len(background_texts())  # embedded once, not twice
     assert len(fake.rows(TABLE)) == len(background_texts())
+
+
+def test_embed_texts_uses_the_databases_model_and_says_when_it_is_missing(open_store, config):
+    from picoora.store.base import NoEmbedder
+
+    store = open_store()
+    embedded = store.embed_texts(["the gate code", "the gate code", "a cat"])
+    assert embedded.model == store.model and len(embedded.vectors) == 3
+    assert embedded.vectors[0] == embedded.vectors[1] != embedded.vectors[2]
+    fake = FakeOracle(model_loaded=False)
+    set_up_schema(fake, config)
+    bare = open_oracle_store(config, pool_factory=fake.pool_factory, require_model=False)
+    try:
+        with pytest.raises(NoEmbedder, match="setup-oracle"):
+            bare.embed_texts(["x"])
+    finally:
+        bare.close()

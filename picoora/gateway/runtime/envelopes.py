@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
+    from picoora.agent.conversation import ClientConversation
     from picoora.people import Person
 
 
@@ -27,6 +28,7 @@ class Inbound:
     fresh_session: bool = False  # clear the session's history first (the heartbeat's beats see nothing older)
     from_chat: bool = False  # a person's chat message: that chat becomes where they spoke last
     metadata: dict[str, Any] = field(default_factory=dict)
+    conversation: ClientConversation | None = None  # the OpenAI endpoint: the client keeps the history
 
     @property
     def session(self) -> str:
@@ -53,7 +55,7 @@ class TurnOutcome:
 
     @classmethod
     def of(cls, result: TurnResult) -> TurnOutcome:
-        if result.stop_reason == "answer":
+        if result.stop_reason in ("answer", "tool_calls"):  # tool_calls: a client's calls, handed back to it
             return cls("answer", result)
         return cls("stopped", result, f"{result.stop_reason}: {result.text}")
 

@@ -65,7 +65,8 @@ class GatewayRuntime:
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
-            return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event)
+            return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event,
+                                       conversation=inbound.conversation)
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[TurnOutcome]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""

@@ -37,7 +37,9 @@ from picoora.store.base import (
     BackendDetails,
     DailyNote,
     DailyNoteRow,
+    Embeddings,
     MemoryRecord,
+    NoEmbedder,
     Prompt,
     RecallResult,
     ScoredMemory,
@@ -924,6 +926,18 @@ class OracleStore:
             return BackendDetails(schema=schema_rows, models=models, indexes=indexes)
 
         return self._run(work, "read the catalogue")
+
+    def embed_texts(self, texts: list[str]) -> Embeddings:
+        async def work(tx: Tx) -> list[list[float]]:
+            vectors = []
+            for text in texts:
+                vector = await self._embed(tx, text)
+                if vector is None:
+                    raise NoEmbedder(self._missing_model_note or f"the ONNX model {self.model} is not loaded")
+                vectors.append([float(x) for x in vector])
+            return vectors
+
+        return Embeddings(self.model, self._run(work, "embed texts"))
 
     def vector_status(self) -> VectorStatus:
         async def work(tx: Tx) -> int:

@@ -1,0 +1,251 @@
+"""The routes of the OpenAI-compatible endpoint (see ``picoora.gateway.openai``).
+
+A completion is one turn through the turn service, on the conversation the request carries
+(``requests.to_conversation``). A turn that failed on the model is 502 with ``x-should-retry: false``:
+the provider was already retried by picoora's own policy, so the SDKs' retries would only repeat the
+failure (and a retry that still comes is answered from ``replays`` without a new turn).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import Response, StreamingResponse
+
+from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent
+from picoora.gateway.auth import require_token
+from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
+from picoora.gateway.limits import check_message_size
+from picoora.gateway.openai import responses as out
+from picoora.gateway.openai.replays import Replays
+from picoora.gateway.openai.requests import (
+    MODEL_ID,
+    CompletionRequest,
+    EmbeddingRequest,
+    conversation_key,
+    to_conversation,
+)
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.runtime.turns import outcome_of
+from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
+from picoora.gateway.state import assistant_of, gateway_of, result_of, submit_turn
+from picoora.gateway.timing import server_timing
+from picoora.llm.base import LLMError
+from picoora.store.base import NoEmbedder
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from picoora.agent.conversation import ClientConversation
+    from picoora.assistant import Assistant
+    from picoora.gateway.runtime.envelopes import TurnOutcome
+    from picoora.llm.pool import ModelChoice
+
+NO_RETRY = {"x-should-retry": "false"}  # the OpenAI SDKs (Python and Node) honour it
+MODEL_FAILED: dict[int | str, dict[str, Any]] = {
+    502: {"model": ErrorResponse, "description": "The model failed (already retried by picoora: do not retry)"}}
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES, tags=["openai"])
+
+
+class EndpointState:
+    """What the endpoint keeps between requests: replays, and the models found usable."""
+
+    def __init__(self) -> None:
+        self.replays = Replays()
+        self.usable: set[ModelChoice] = set()
+
+
+def _state(request: Request) -> EndpointState:
+    app_state = request.app.state
+    if not hasattr(app_state, "openai"):
+        app_state.openai = EndpointState()
+    state: EndpointState = app_state.openai
+    return state
+
+
+@router.get("/models", response_model=out.ModelList)
+async def models(request: Request) -> dict[str, Any]:
+    """``picoora`` (the session's model) and the configured default model."""
+    default = assistant_of(request).models.default
+    return {"object": "list", "data": [out.model_card(MODEL_ID), out.model_card(default.model)]}
+
+
+@router.get("/models/{model_id:path}", response_model=out.ModelCard)
+async def model(model_id: str, request: Request) -> dict[str, Any]:
+    await _model_choice(request, model_id)
+    return out.model_card(model_id)
+
+
+@router.post("/chat/completions", response_model=out.ChatCompletion,
+             responses={**MODEL_FAILED, 200: {"content": {"text/event-stream": {}},
+                                              "description": "The completion, or its chunks when streamed"}})
+async def chat_completions(body: CompletionRequest, request: Request, response: Response,
+                           x_session_id: str | None = Header(None, max_length=128),
+                           idempotency_key: str | None = Header(None, max_length=256)) -> Any:
+    conversation = to_conversation(body, await _model_choice(request, body.model))
+    limit = gateway_of(request).config.gateway.max_message_chars
+    check_message_size("".join(m.content for m in conversation.new), limit)
+    session = conversation_key(body, x_session_id)
+    await _check_options(request, conversation, session)
+    replays, key = _state(request).replays, Replays.key("", idempotency_key, await request.body())
+    replay = replays.find(key)
+    started = time.perf_counter()
+    if replay is None:
+        inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
+                          conversation=conversation)
+        sink = TurnEvents() if body.stream else None
+        task = submit_turn(request, inbound, sink)
+        completion_id, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(time.time())
+        replays.keep(key, task, completion_id, created)
+        if sink is not None:
+            sink.follow(task)
+            return _stream(_chunks(sink, task, completion_id, body.include_usage))
+    else:
+        task, completion_id, created = replay.task, replay.completion_id, replay.created
+        if body.stream:
+            return _stream(_replayed_chunks(task, completion_id, body.include_usage))
+    result = _answered(await outcome_of(task))
+    response.headers["Server-Timing"] = server_timing(request, started)
+    return out.completion_body(result, completion_id, created)
+
+
+@router.post("/embeddings", response_model=out.EmbeddingList)
+async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]:
+    """The store's embedder (the one memories are embedded with) over ``input``."""
+    from picoora.agent.tokens import estimate_tokens
+
+    texts = [body.input] if isinstance(body.input, str) else body.input
+    if not all(texts):
+        raise ApiError(400, "invalid_request", "input holds an empty string", param="input")
+    limit = gateway_of(request).config.gateway.max_message_chars
+    check_message_size("".join(texts), limit)
+    try:
+        embedded = await assistant_of(request).astore.embed_texts(texts)
+    except NoEmbedder as exc:  # as OpenAI says it of a model it does not have
+        raise ApiError(404, "model_not_found", f"no embedding model here: {exc}", param="model",
+                       code="model_not_found") from exc
+    if body.dimensions is not None and embedded.vectors and body.dimensions != len(embedded.vectors[0]):
+        raise ApiError(400, "invalid_request", f"{embedded.model} makes {len(embedded.vectors[0])}-dimensional "
+                       "vectors; dimensions cannot change that", param="dimensions", code="unsupported_value")
+    tokens = sum(estimate_tokens(text) for text in texts)
+    return {"object": "list", "model": embedded.model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            "data": [{"object": "embedding", "index": i, "embedding": out.embedding_value(v, body.encoding_format)}
+                     for i, v in enumerate(embedded.vectors)]}
+
+
+async def _model_choice(request: Request, name: str) -> ModelChoice | None:
+    """The model a request names: None for ``picoora`` (the session's model), else that model, checked
+    once per process (404 ``model_not_found`` when it cannot answer, as OpenAI says it)."""
+    from picoora.llm import PROVIDERS
+    from picoora.llm.pool import ModelChoice
+
+    if name in ("", MODEL_ID):
+        return None
+    assistant = assistant_of(request)
+    provider, _, model_name = name.partition("/")
+    choice = ModelChoice(provider, model_name) if provider in PROVIDERS and model_name else \
+        ModelChoice(assistant.models.default.provider, name)
+    usable = _state(request).usable
+    if choice not in usable:
+        try:
+            await assistant.check_model(choice)
+        except LLMError as exc:
+            raise ApiError(404, "model_not_found", f"{exc} (the model 'picoora' is always the session's own)",
+                           param="model", code="model_not_found") from exc
+        usable.add(choice)
+    return choice
+
+
+async def _check_options(request: Request, conversation: ClientConversation, session: str) -> None:
+    """400 for a parameter the answering model's provider cannot honour, before any turn starts."""
+    from picoora.llm import unsupported_options
+
+    assistant: Assistant = assistant_of(request)
+    choice = conversation.model or await assistant.session_model(session)
+    refused = unsupported_options(choice.provider, conversation.options)
+    if refused is not None:
+        param, why = refused
+        raise ApiError(400, "invalid_request", f"{choice.label} cannot honour '{param}': {why}", param=param,
+                       code="unsupported_parameter")
+
+
+def _answered(outcome: TurnOutcome) -> Any:
+    result = result_of(outcome)
+    if result.stop_reason == "error":
+        raise ApiError(502, "model_error", result.text, NO_RETRY)
+    if result.stop_reason == "refused":
+        raise ApiError(400, "invalid_request", result.text, param=result.param, code="unsupported_parameter")
+    return result
+
+
+def _stream(chunks: AsyncIterator[bytes]) -> StreamingResponse:
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnOutcome], completion_id: str,
+                  include_usage: bool) -> AsyncIterator[bytes]:
+    maker: out.ChunkMaker | None = None
+    streamed = False
+    async for event in sink.events(task):
+        if event is None:
+            yield KEEPALIVE
+            continue
+        if maker is None:  # the first event (TurnStarted) names the model
+            maker = out.ChunkMaker(completion_id, getattr(event, "model", "") or MODEL_ID)
+            yield frame(maker.delta({"role": "assistant", "content": ""}))
+        if isinstance(event, TokenEvent):
+            streamed = True
+            yield frame(maker.delta({"content": event.text}))
+        elif isinstance(event, ReasoningEvent):
+            yield frame(maker.delta({"reasoning_content": event.text}))
+        elif isinstance(event, FinalAnswer):
+            async for chunk in _closing(maker, event, streamed, task, include_usage):
+                yield chunk
+            return
+    yield _error_frame(await outcome_of(task))
+    yield frame("[DONE]")
+
+
+async def _closing(maker: out.ChunkMaker, final: FinalAnswer, streamed: bool, task: asyncio.Task[TurnOutcome],
+                   include_usage: bool) -> AsyncIterator[bytes]:
+    """The end of a stream: the answer's rest, its tool calls, the finish reason, the usage, [DONE]."""
+    if final.stop_reason in ("error", "refused"):  # the openai client raises this as an APIError
+        yield frame({"error": {"message": final.text, "type": "model_error" if final.stop_reason == "error"
+                               else "invalid_request", "param": None, "code": None}})
+    else:
+        if not streamed and final.text:  # a provider that did not stream: the answer in one piece
+            yield frame(maker.delta({"content": final.text}))
+        if final.calls:
+            yield frame(maker.delta(out.streamed_calls(final.calls)))
+        yield frame(maker.delta({}, out.FINISH.get(final.stop_reason, "stop")))
+        if include_usage:
+            outcome = await outcome_of(task)
+            if outcome.result is not None:
+                yield frame(maker.usage(outcome.result.usage))
+    yield frame("[DONE]")
+
+
+async def _replayed_chunks(task: asyncio.Task[TurnOutcome], completion_id: str,
+                           include_usage: bool) -> AsyncIterator[bytes]:
+    """A retried stream: the first request's turn, told in one piece once it is done."""
+    outcome = await outcome_of(task)
+    result = outcome.result
+    if result is None:
+        yield _error_frame(outcome)
+        yield frame("[DONE]")
+        return
+    maker = out.ChunkMaker(completion_id, result.model or MODEL_ID)
+    yield frame(maker.delta({"role": "assistant", "content": ""}))
+    final = FinalAnswer("", result.text, stop_reason=result.stop_reason, calls=result.calls)
+    async for chunk in _closing(maker, final, False, task, include_usage):
+        yield chunk
+
+
+def _error_frame(outcome: TurnOutcome) -> bytes:
+    message = outcome.error or "the turn failed; the gateway log says why"
+    return frame({"error": {"message": message, "type": "internal_error", "param": None, "code": None}})
