@@ -235,6 +235,12 @@ def test_a_failed_model_call_is_one_turn_despite_the_sdks_default_retries(gw):
     assert [line for line in lines if line.startswith("user:")] == ["user: fail please"]
 
 
+def test_a_failed_streamed_turn_is_an_api_error_not_an_answer(gw):
+    with pytest.raises(openai.APIError, match="model exploded"):
+        list(openai_client(gw).chat.completions.create(model="picoora", stream=True,
+                                                       messages=[{"role": "user", "content": "fail please"}]))
+
+
 def test_a_retried_body_gets_the_first_turn_not_a_new_one(gw):
     body = {"model": "picoora", "messages": [{"role": "user", "content": "fail please"}]}
     with http(gw) as client:
@@ -324,6 +330,12 @@ def test_models_list_and_retrieve(gw):
     ({"model": "picoora", "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}, "tool_choice"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL] * 129}, "tools"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL],
+      "tool_choice": {"type": "function", "function": {"name": "exec"}}}, "tool_choice"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "stop": ["a", "b", "c", "d", "e"]}, "stop"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}, "response_format"),
 ])
 def test_bad_requests_are_400_with_the_param_named(gw, body, param):
     with http(gw) as client:

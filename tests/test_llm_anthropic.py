@@ -136,3 +136,20 @@ def test_request_too_large_is_context_overflow_and_unknown_model_is_not_found():
             asyncio.run(llm.chat([Message("user", "huge")]))
         with pytest.raises(ModelNotFoundError, match="claude-test"):
             asyncio.run(llm.chat([Message("user", "hi")]))
+
+
+def test_call_options_map_to_the_messages_api_and_what_it_lacks_is_refused():
+    from picoora.llm.anthropic import AnthropicLLM
+    from picoora.llm.base import CallOptions
+
+    with FakeAnthropic([Reply("ok"), Reply("ok")]) as fake:
+        llm, _ = anthropic_llm(fake)
+        asyncio.run(llm.chat([Message("user", "hi")], [TOOL],
+                             options=CallOptions(max_tokens=11, stop=("END",), tool_choice="required")))
+        asyncio.run(llm.chat([Message("user", "hi")], [TOOL], options=CallOptions(tool_choice="get_weather")))
+    required, named = fake.requests
+    assert (required["max_tokens"], required["stop_sequences"], required["tool_choice"]) == (11, ["END"], {"type": "any"})
+    assert named["tool_choice"] == {"type": "tool", "name": "get_weather"}
+    assert AnthropicLLM.unsupported(CallOptions(json_object=True))[0] == "response_format"
+    assert AnthropicLLM.unsupported(CallOptions(temperature=0.2))[0] == "temperature"
+    assert AnthropicLLM.unsupported(CallOptions(tool_choice="required")) is None

@@ -176,3 +176,19 @@ def test_a_server_that_is_not_running_is_unavailable():
     with pytest.raises(ProviderUnavailableError, match="providers.openai.api_base"):
         asyncio.run(llm.chat([Message("user", "hi")]))
     assert sleeps == []
+
+
+def test_call_options_reach_the_api_as_its_own_parameters():
+    from picoora.llm.base import CallOptions
+
+    schema = {"name": "person", "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}
+    options = CallOptions(temperature=0.0, max_tokens=9, stop=("END",), json_schema=schema, tool_choice="get_weather")
+    with FakeOpenAI([Reply("{}"), Reply("{}")]) as fake:
+        llm, _ = openai_llm(fake, api_key="fk-test")
+        asyncio.run(llm.chat([Message("user", "hi")], [TOOL], options=options))
+        asyncio.run(llm.chat([Message("user", "hi")], [TOOL], options=CallOptions(json_object=True, tool_choice="none")))
+    forced, plain = fake.requests
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert (forced["temperature"], forced["max_tokens"], forced["stop"]) == (0.0, 9, ["END"])
+    assert forced["response_format"] == {"type": "json_schema", "json_schema": schema}
+    assert plain["tool_choice"] == "none" and plain["response_format"] == {"type": "json_object"}

@@ -99,7 +99,7 @@ class CompletionRequest(_Open):
     stream_options: StreamOptions | None = None
     user: str | None = Field(None, max_length=128)
     prompt_cache_key: str | None = Field(None, max_length=128)
-    tools: list[ToolDefinition] | None = None
+    tools: list[ToolDefinition] | None = Field(None, max_length=128)  # OpenAI's own limit
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     response_format: ResponseFormat | None = None
     temperature: float | None = Field(None, ge=0, le=2)
