@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from picoora.agent.conversation import ClientConversation
-from picoora.llm.base import CallOptions, ContextOverflowError, ProviderUnavailableError
+from picoora.llm.base import DEFAULT_OPTIONS, CallOptions, ContextOverflowError, ProviderUnavailableError
 from picoora.messages import Message
 from tests.fakes.agent_kit import FunctionRegistry, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
@@ -15,7 +15,7 @@ KEY = "openai:c1"
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 
 
-def conversation(*messages: Message, system: str = "", tools=None, options=CallOptions()) -> ClientConversation:
+def conversation(*messages: Message, system: str = "", tools=None, options=DEFAULT_OPTIONS) -> ClientConversation:
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     query = [m.content for m in messages if m.role == "user"][-1]
     return ClientConversation(system=system, history=list(messages[:last + 1]), new=list(messages[last + 1:]),

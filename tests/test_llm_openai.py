@@ -186,7 +186,8 @@ def test_call_options_reach_the_api_as_its_own_parameters():
     with FakeOpenAI([Reply("{}"), Reply("{}")]) as fake:
         llm, _ = openai_llm(fake, api_key="fk-test")
         asyncio.run(llm.chat([Message("user", "hi")], [TOOL], options=options))
-        asyncio.run(llm.chat([Message("user", "hi")], [TOOL], options=CallOptions(json_object=True, tool_choice="none")))
+        plain_options = CallOptions(json_object=True, tool_choice="none")
+        asyncio.run(llm.chat([Message("user", "hi")], [TOOL], options=plain_options))
     forced, plain = fake.requests
     assert forced["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     assert (forced["temperature"], forced["max_tokens"], forced["stop"]) == (0.0, 9, ["END"])

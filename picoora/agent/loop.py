@@ -217,6 +217,9 @@ class Agent:
         self._no_turns.clear()
         try:
             result = await self._locked_turn(session_key, text, lock, emit, conversation)
+        except BaseException:  # cancelled (Ctrl+C, /stop, a shutdown) or a bug: nobody drains the sink now
+            emit.abandon()
+            raise
         finally:
             self._running -= 1
             if not self._running:
@@ -306,6 +309,12 @@ class _Emitter:
                 self.sink = None
             finally:
                 queue.task_done()
+
+    def abandon(self) -> None:
+        """Stop delivering (the turn ended without an answer to wait for)."""
+        if self._task is not None:
+            self._task.cancel()
+        self._task = self._queue = None
 
     async def drain(self) -> None:
         """Wait until what was emitted is delivered; a sink still behind after DRAIN_SECONDS is dropped."""

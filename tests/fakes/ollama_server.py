@@ -210,6 +210,8 @@ def _ndjson(model: str, reply: Reply, done: dict[str, Any]):
     for piece in word_chunks(reply.thinking):
         yield line(_message("", thinking=piece))
     for piece in word_chunks(reply.content):
+        if reply.piece_delay:
+            time.sleep(reply.piece_delay)
         yield line(_message(piece))
     if reply.tool_calls:
         yield line(_message("", tool_calls=reply.tool_calls))

@@ -7,6 +7,7 @@ Implements getMe, deleteWebhook, getUpdates (long polling over a queue the test 
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -39,6 +40,8 @@ class FakeTelegram(FakeServer):
         self.token = token
         self.updates: deque[dict] = deque()
         self.sent: list[dict] = []
+        self.edits: list[dict] = []  # editMessageText bodies, in order
+        self.commands: list[dict] = []  # what setMyCommands registered
         self.actions: list[dict] = []
         self.calls: list[str] = []
         self.failures: deque[tuple[int, dict]] = deque()
@@ -114,11 +117,17 @@ class FakeTelegram(FakeServer):
                 self._arrived.wait(timeout)
             self._ok(exchange, list(self.updates))
 
-    def _sendMessage(self, exchange: Exchange) -> None:
-        body = dict(exchange.body)
+    def _refused_markup(self, exchange: Exchange, body: dict) -> bool:
+        """Telegram's answer to HTML it cannot parse (sent, and True, when it applies)."""
         if body.get("parse_mode") == "HTML" and (self.reject_html or not _html_ok(body["text"])):
             exchange.send_json(400, {"ok": False, "error_code": 400,
                                      "description": "Bad Request: can't parse entities: unsupported start tag"})
+            return True
+        return False
+
+    def _sendMessage(self, exchange: Exchange) -> None:
+        body = dict(exchange.body)
+        if self._refused_markup(exchange, body):
             return
         if len(body["text"]) > 4096:
             exchange.send_json(400, {"ok": False, "error_code": 400, "description": "Bad Request: message is too long"})
@@ -126,6 +135,29 @@ class FakeTelegram(FakeServer):
         self.sent.append(body)
         self._ok(exchange, {"message_id": len(self.sent), "date": int(time.time()), "text": body["text"],
                             "chat": {"id": int(body["chat_id"]), "type": "private"}})
+
+    def _editMessageText(self, exchange: Exchange) -> None:
+        body = dict(exchange.body)
+        if self._refused_markup(exchange, body):
+            return
+        target = next((m for i, m in enumerate(self.sent, 1) if i == int(body["message_id"])), None)
+        if target is None:
+            exchange.send_json(400, {"ok": False, "error_code": 400,
+                                     "description": "Bad Request: message to edit not found"})
+            return
+        if target["text"] == body["text"]:
+            exchange.send_json(400, {"ok": False, "error_code": 400,
+                                     "description": "Bad Request: message is not modified"})
+            return
+        target["text"] = body["text"]
+        self.edits.append(body)
+        self._ok(exchange, {"message_id": int(body["message_id"]), "date": int(time.time()), "text": body["text"],
+                            "chat": {"id": int(body["chat_id"]), "type": "private"}})
+
+    def _setMyCommands(self, exchange: Exchange) -> None:
+        commands = exchange.body.get("commands") or []
+        self.commands = json.loads(commands) if isinstance(commands, str) else list(commands)
+        self._ok(exchange, True)
 
     def _sendChatAction(self, exchange: Exchange) -> None:
         self.actions.append(dict(exchange.body))

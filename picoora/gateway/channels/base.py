@@ -14,7 +14,10 @@ The base also shows a typing indicator while the assistant works on a chat, stop
 
 Adding Discord or Slack is one module: subclass ``Channel``, implement ``run`` (receive until cancelled),
 ``deliver`` (send one piece of text) and optionally ``show_typing``, and register it in ``CHANNELS``
-(``picoora/gateway/channels/__init__.py``).
+(``picoora/gateway/channels/__init__.py``). A platform that can edit a sent message sets ``edits`` and
+implements ``start_message``/``edit_message``/``split``: its answers then stream into one message
+(``picoora.gateway.channels.streaming``). Chat commands (``/new`` ...) are the runtime's: a channel passes
+the text through.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class ChannelLinks:
 
 class Channel(abc.ABC):
     name: str
+    edits = False  # answers stream into one message by edits (start_message, edit_message, split)
 
     def __init__(self, config: ChannelConfig, links: ChannelLinks):
         self.config = config
@@ -67,6 +71,18 @@ class Channel(abc.ABC):
 
     async def show_typing(self, chat_id: str) -> None:  # noqa: B027 - an optional hook: doing nothing is right
         """Tell the chat the assistant is working (once; the base repeats it). Optional."""
+
+    def split(self, text: str) -> list[str]:
+        """``text`` in pieces the platform takes as one message each."""
+        return [text]
+
+    async def start_message(self, chat_id: str, text: str) -> str:
+        """Post ``text`` (plain) as a message that will be edited, and stop typing; its id. Only where ``edits``."""
+        raise NotImplementedError
+
+    async def edit_message(self, chat_id: str, message_id: str, text: str, *, final: bool) -> None:
+        """Replace the message's text (``final``: the answer, formatted as a reply is). Only where ``edits``."""
+        raise NotImplementedError
 
     async def receive(self, sender: Sender, chat_id: str, text: str, **metadata: object) -> bool:
         """One incoming message: submitted as a turn, or answered with a pairing code. True if admitted.

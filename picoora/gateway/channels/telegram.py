@@ -8,6 +8,8 @@
 - Network errors, timeouts, 5xx and 429 (honouring ``retry_after``) are retried with backoff; they never
   end the channel or the gateway.
 - The bot token is part of every request URL: it is scrubbed from every log record and error text.
+- Answers stream into one message by ``editMessageText`` (``channels.streaming``); the chat commands are
+  registered with ``setMyCommands`` at start, so Telegram offers them as the user types "/".
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from picoora.gateway.channels.base import Channel
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
+from picoora.gateway.runtime.commands import COMMANDS
 from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.people import Sender
 from picoora.secrets import scrub
@@ -63,6 +66,7 @@ class _TokenScrubbingRecords:
 
 class TelegramChannel(Channel):
     name = "telegram"
+    edits = True
 
     def __init__(self, *args: Any, sleep: Any = asyncio.sleep, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -109,6 +113,7 @@ class TelegramChannel(Channel):
         while True:
             try:
                 await self.bot.initialize()
+                await self._register_commands()
                 self._oldest = time.time() - STALE_SECONDS
                 stored = await self.links.get_state(OFFSET_KEY)
                 return int(stored) if stored and stored.isdigit() else None
@@ -116,6 +121,14 @@ class TelegramChannel(Channel):
                 log.warning("telegram: cannot reach the Bot API yet (%s); retrying", self._clean(exc))
                 await self._sleep(self._backoff(exc, failures))
                 failures += 1
+
+    async def _register_commands(self) -> None:
+        from telegram import BotCommand
+
+        try:
+            await self.bot.set_my_commands([BotCommand(name, what) for name, what in COMMANDS.items()])
+        except Exception as exc:  # the commands still work when typed; only the menu is missing
+            log.warning("telegram: could not register the chat commands: %s", self._clean(exc))
 
     async def _handle(self, update: Any) -> bool:
         """Take one update; False when the gateway is shutting down and it must wait for the next start."""
@@ -153,18 +166,38 @@ class TelegramChannel(Channel):
         for piece in split_message(text or "(no answer)"):
             await self._send_piece(int(chat_id), piece)
 
-    async def _send_piece(self, chat_id: int, text: str) -> None:
+    def split(self, text: str) -> list[str]:
+        return split_message(text)
+
+    async def start_message(self, chat_id: str, text: str) -> str:
+        self._stop_typing(chat_id)
+        sent = await self.bot.send_message(chat_id=int(chat_id), text=text)
+        return str(sent.message_id)
+
+    async def edit_message(self, chat_id: str, message_id: str, text: str, *, final: bool) -> None:
+        if not final:  # a preview, plain: half an answer's markup may not parse
+            await self.bot.edit_message_text(text, chat_id=int(chat_id), message_id=int(message_id))
+            return
+        await self._send_piece(int(chat_id), text, edit_of=int(message_id))
+
+    async def _send_piece(self, chat_id: int, text: str, *, edit_of: int | None = None) -> None:
+        """Send (or, with ``edit_of``, put into that message) one piece as HTML, plain when Telegram rejects
+        the markup; retried with backoff on 429, 5xx and network errors."""
         from telegram.error import BadRequest, Forbidden, InvalidToken
 
         formatted: str | None = to_telegram_html(text)
         for attempt in range(SEND_ATTEMPTS):
             try:
-                if formatted is not None:
-                    await self.bot.send_message(chat_id=chat_id, text=formatted, parse_mode="HTML")
+                mode = "HTML" if formatted is not None else None
+                body = formatted if formatted is not None else text
+                if edit_of is not None:
+                    await self.bot.edit_message_text(body, chat_id=chat_id, message_id=edit_of, parse_mode=mode)
                 else:
-                    await self.bot.send_message(chat_id=chat_id, text=text)
+                    await self.bot.send_message(chat_id=chat_id, text=body, parse_mode=mode)
                 return
             except BadRequest as exc:
+                if edit_of is not None and "not modified" in str(exc).lower():
+                    return  # the message already says exactly this
                 if formatted is not None and "parse" in str(exc).lower():
                     formatted = None  # Telegram rejected the markup: the same words, plain
                     continue

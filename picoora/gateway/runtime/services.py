@@ -11,7 +11,9 @@ the messenger, the chat channels, the scheduler, the heartbeat), all from the on
 
 A channel message becomes a turn here (``_submit_chat``): the sender was admitted by the channel through
 ``people.Directory``, the turn runs in that person's assistant (``_run``), and its answer goes back to the
-chat through ``delivery`` (``_reply``). Each service gets the callables it needs, never the assistant.
+chat through ``delivery`` (``_reply``), or into the message it streamed into on a channel that edits
+(``channels.streaming``). A chat command (``runtime.commands``) is answered in the same order without the
+model; ``/stop`` at once. Each service gets the callables it needs, never the assistant.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from picoora.gateway.channels.streaming import EditedReply
+from picoora.gateway.runtime.commands import parse_command, run_command
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
 from picoora.gateway.runtime.messenger import GatewayMessenger
@@ -41,6 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CUT_OFF_REPLY = "I was stopped (the gateway is restarting) before I could finish this. Please send it again."
+STOPPED_REPLY = "Stopped. I did not finish that answer; send it again if you still want it."
+NOTHING_TO_STOP = "Nothing is being worked on right now."
 
 
 class GatewayRuntime:
@@ -52,6 +58,8 @@ class GatewayRuntime:
         self.delivery = Delivery(assistant.astore)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
         self.channels: list[Channel] = []
+        self._editors: dict[str, Channel] = {}  # channels whose answers stream into one message by edits
+        self._said: set[asyncio.Task[None]] = set()
         self.scheduler: SchedulerService | None = None
         self.heartbeat: HeartbeatService | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -63,24 +71,55 @@ class GatewayRuntime:
         async with self.people.lease(inbound.person) as assistant:
             if inbound.from_chat:  # where this person spoke last: their jobs' default target
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
+            command = parse_command(inbound.text) if inbound.from_chat else None
+            if command is not None:
+                from picoora.agent import TurnResult
+
+                return TurnResult(await run_command(assistant, inbound, *command), "answer", 0, 0)
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
             return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event,
                                        conversation=inbound.conversation)
 
-    def _submit_chat(self, inbound: Inbound) -> asyncio.Task[TurnOutcome]:
+    def _submit_chat(self, inbound: Inbound) -> asyncio.Task[Any]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""
-        return self.turns.submit(inbound, then=self._reply)
+        command = parse_command(inbound.text)
+        if command is not None and command[0] == "stop":
+            if self.turns.stop(inbound.person_name, inbound.session):
+                return self._say(inbound, "")  # the stopped turn's own reply says so
+            return self._say(inbound, NOTHING_TO_STOP)
+        editor = self._editors.get(inbound.channel) if command is None else None
+        stream = EditedReply(editor, inbound.chat_id) if editor is not None else None
 
-    async def _reply(self, inbound: Inbound, outcome: TurnOutcome) -> None:
+        async def reply(inbound: Inbound, outcome: TurnOutcome) -> None:
+            await self._reply(inbound, outcome, stream)
+
+        return self.turns.submit(inbound, on_event=stream, then=reply)
+
+    def _say(self, inbound: Inbound, text: str) -> asyncio.Task[None]:
+        """A short reply outside any turn (``/stop``); none when ``text`` is empty."""
+        async def say() -> None:
+            if text:
+                await self.delivery.deliver(inbound.channel, inbound.chat_id, text)
+
+        task = asyncio.get_running_loop().create_task(say())
+        self._said.add(task)
+        task.add_done_callback(self._said.discard)
+        return task
+
+    async def _reply(self, inbound: Inbound, outcome: TurnOutcome, stream: EditedReply | None = None) -> None:
         if outcome.status == "cut_off":
             text = CUT_OFF_REPLY
+        elif outcome.status == "stopped_by_user":
+            text = STOPPED_REPLY
         elif outcome.result is not None:
             text = outcome.result.text  # an answer, or the loop's own words on why there is none
         else:
             text = "Something went wrong on my side and I could not answer; the gateway's log says what."
         if self.messenger.already_said(inbound.session, text):
             return  # the model already sent this reply with the message tool: not twice
+        if stream is not None and outcome.result is not None and await stream.finish(text):
+            return
         receipt = await self.delivery.deliver(inbound.channel, inbound.chat_id, text)
         if not receipt.delivered:
             log.warning("the reply to %s was not delivered: %s", receipt.where, receipt.error)
@@ -104,6 +143,8 @@ class GatewayRuntime:
             channel = getattr(importlib.import_module(module), class_name)(getattr(config.channels, name), links)
             self.channels.append(channel)
             self.delivery.register(name, channel.send)
+            if channel.edits:
+                self._editors[name] = channel
             self._spawn(f"channel {name}", channel.run())
         if config.cron.enabled:
             from picoora.gateway.runtime.scheduler import SchedulerService
