@@ -1,22 +1,26 @@
-"""What the app's routes share: the config, the token, the assistant and the gateway's runtime."""
+"""What the app's routes share: the config, the token, the assistant and the gateway's runtime, and the
+caller's own assistant (``person_assistant``: the owner's, or a person's scoped one)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from picoora.gateway.errors import ApiError
+from picoora.people import Person, owner_name
 
 if TYPE_CHECKING:
     import asyncio
 
     from picoora.agent import TurnResult
     from picoora.agent.events import EventSink
+    from picoora.api_tokens import ApiTokens
     from picoora.assistant import Assistant
     from picoora.config import Config
     from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
@@ -39,6 +43,21 @@ class Gateway:
     service_lines: list[str] = field(default_factory=list)  # what each service said when it started
     stop_requested_at: float | None = None
     one_off_token: bool = False  # no gateway.token configured: this run made one up
+    _api_tokens: ApiTokens | None = field(default=None, repr=False)
+
+    @property
+    def owner(self) -> Person:
+        """Who the gateway token speaks for."""
+        return Person(owner_name(self.config), owner=True)
+
+    def api_tokens(self) -> ApiTokens:
+        """The people's API tokens, in the owner's store (call while the assistant is open)."""
+        if self._api_tokens is None:
+            from picoora.api_tokens import ApiTokens
+
+            assert self.assistant is not None, "open the gateway's assistant first"
+            self._api_tokens = ApiTokens(self.assistant.store, self.config)
+        return self._api_tokens
 
     @property
     def uptime(self) -> float:
@@ -68,10 +87,28 @@ def assistant_of(request: Request) -> Assistant:
     return assistant
 
 
+def caller_of(request: Request) -> Person:
+    """The person the request acts as (set by ``auth.caller``; the owner on a route without it)."""
+    return getattr(request.state, "person", None) or gateway_of(request).owner
+
+
+@asynccontextmanager
+async def person_assistant(request: Request) -> AsyncIterator[Assistant]:
+    """The caller's assistant, kept open while the block runs: their memories, sessions and traces only."""
+    assistant_of(request)
+    runtime = gateway_of(request).runtime
+    if runtime is None:
+        raise ApiError(503, "shutting_down", "the gateway is not serving")
+    async with runtime.people.lease(caller_of(request)) as assistant:
+        yield assistant
+
+
 def submit_turn(request: Request, inbound: Inbound, on_event: EventSink | None = None) -> asyncio.Task[TurnOutcome]:
-    """Start an HTTP turn; 503 (retry later) once the gateway stops taking turns."""
+    """Start an HTTP turn as the caller; 503 (retry later) once the gateway stops taking turns."""
     from picoora.gateway.runtime.turns import ShuttingDown
 
+    if inbound.person is None:  # every HTTP turn runs as whoever the token names, whichever route built it
+        inbound = replace(inbound, person=caller_of(request))
     try:
         return turns_of(request).submit(inbound, on_event=on_event)
     except ShuttingDown:
