@@ -43,6 +43,7 @@ class Gateway:
     service_lines: list[str] = field(default_factory=list)  # what each service said when it started
     stop_requested_at: float | None = None
     one_off_token: bool = False  # no gateway.token configured: this run made one up
+    on_stop: list[Callable[[], None]] = field(default_factory=list)  # told at once when a stop is asked for
     _api_tokens: ApiTokens | None = field(default=None, repr=False)
 
     @property
@@ -67,6 +68,8 @@ class Gateway:
         """SIGTERM/SIGINT: no new turns from now on; the shutdown deadline counts from here."""
         if self.stop_requested_at is None:
             self.stop_requested_at = time.monotonic()
+        for stop in self.on_stop:
+            stop()
         if self.runtime is not None:
             self.runtime.turns.stop_accepting()
 
