@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import subprocess
+import sys
 import threading
 
 import httpx
 import pytest
 
 from picoora.config import load_config
-from tests.cli_support import write_config
+from tests.cli_support import REPO, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.gateway_kit import TOKEN, RunningGateway
 from tests.mcp_support import check_protocol_facts, protocol_facts, session
@@ -119,3 +122,26 @@ def test_an_open_mcp_stream_does_not_hold_the_shutdown(isolated_home):
         serving = running._thread
         running.stop(timeout=120)
         assert not serving.is_alive() and ended.wait(30)
+
+
+def test_the_readme_mcp_client_example_runs_as_written(isolated_home):
+    """The README's `mcp` SDK example, with a person's token: it remembers, then recalls by meaning."""
+    path = write_config(isolated_home, ollama_url=closed_port_url(), embedder="minilm")
+    data = json.loads(path.read_text())
+    data["gateway"] = {"token": TOKEN}
+    data["users"] = [{"name": "sam"}]
+    path.write_text(json.dumps(data))
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.DOTALL)
+              if "streamable_http_client" in b]
+    assert len(blocks) == 1
+    with RunningGateway(load_config(path)) as running:
+        _, token = running.gateway.api_tokens().create("sam")
+        snippet, replaced = re.subn(r'^URL, TOKEN = .*$', f'URL, TOKEN = "{running.url}/mcp", "{token}"', blocks[0],
+                                    flags=re.MULTILINE)
+        assert replaced == 1
+        result = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "I prefer window seats" in result.stdout and "keyword" not in result.stdout
+        listed = httpx.get(running.url + "/v1/memory", headers=bearer(token)).json()["memories"]
+        assert [m["content"] for m in listed] == ["I prefer window seats"]  # sam's, not the owner's
+        assert httpx.get(running.url + "/v1/memory", headers=OWNER).json()["memories"] == []
