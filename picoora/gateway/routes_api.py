@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from picoora.gateway.auth import require_token
-from picoora.gateway.errors import ERROR_RESPONSES, ApiError
+from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
@@ -35,7 +35,7 @@ from picoora.gateway.schemas import (
     SessionInfo,
 )
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import gateway_of, person_assistant, result_of, submit_turn
+from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn
 from picoora.gateway.timing import server_timing
 from picoora.store.base import time_to_json
 
@@ -150,9 +150,13 @@ async def get_session_model(request: Request, key: str = SessionKey) -> ModelInf
     return ModelInfo(provider=choice.provider, model=choice.model)
 
 
-@api.put("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
+@api.put("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"],
+         responses={403: {"model": ErrorResponse, "description": "a person other than the owner"}})
 async def put_session_model(body: ModelBody, request: Request, key: str = SessionKey) -> ModelInfo:
-    """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer."""
+    """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer.
+    Only the owner chooses models (what runs, and what it costs, is theirs): 403 for anyone else."""
+    if not caller_of(request).owner:
+        raise ApiError(403, "forbidden", "only the owner chooses a session's model; yours follow the configured one")
     async with person_assistant(request) as assistant:
         choice = await assistant.set_session_model(key, body.model, body.provider)
     return ModelInfo(provider=choice.provider, model=choice.model)

@@ -91,8 +91,12 @@ def assistant_of(request: Request) -> Assistant:
 
 
 def caller_of(request: Request) -> Person:
-    """The person the request acts as (set by ``auth.caller``; the owner on a route without it)."""
-    return getattr(request.state, "person", None) or gateway_of(request).owner
+    """The person the request acts as, as ``auth.caller`` found; a route without that dependency gets 401, never
+    the owner by default."""
+    person = getattr(request.state, "person", None)
+    if person is None:
+        raise ApiError(401, "unauthorized", "this route did not check a token", {"WWW-Authenticate": "Bearer"})
+    return person
 
 
 @asynccontextmanager
