@@ -53,7 +53,7 @@ class ApiTokens:
         if person not in self.people:
             known = ", ".join(sorted(self.people))
             raise ValueError(f"no person {person!r} in config (users): tokens are for {known}")
-        label = " ".join(label.split())
+        label = "".join(ch for ch in " ".join(label.split()) if ch.isprintable())  # listed on a terminal
         if len(label) > MAX_LABEL:
             raise ValueError(f"a label is at most {MAX_LABEL} characters")
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
