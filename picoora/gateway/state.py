@@ -102,11 +102,7 @@ def caller_of(request: Request) -> Person:
 @asynccontextmanager
 async def person_assistant(request: Request) -> AsyncIterator[Assistant]:
     """The caller's assistant, kept open while the block runs: their memories, sessions and traces only."""
-    assistant_of(request)
-    runtime = gateway_of(request).runtime
-    if runtime is None:
-        raise ApiError(503, "shutting_down", "the gateway is not serving")
-    async with runtime.people.lease(caller_of(request)) as assistant:
+    async with runtime_of(request).people.lease(caller_of(request)) as assistant:
         yield assistant
 
 
@@ -133,8 +129,12 @@ def result_of(outcome: TurnOutcome) -> TurnResult:
 
 
 def turns_of(request: Request) -> TurnService:
+    return runtime_of(request).turns
+
+
+def runtime_of(request: Request) -> GatewayRuntime:
     assistant_of(request)
     runtime = gateway_of(request).runtime
     if runtime is None:
         raise ApiError(503, "shutting_down", "the gateway is not serving")
-    return runtime.turns
+    return runtime
