@@ -5,9 +5,10 @@ classes, so their argument schemas, validation, texts and secret scrubbing are t
 model uses) and ``list_memories``. Only the store is opened: no model, no other tool.
 
 Transports: stdio (``serve_stdio``; stdout carries the protocol, so nothing else may print there)
-and streamable HTTP as an ASGI app behind a bearer token (``MemoryHttpApp``: ``picoora mcp --http``,
-and the gateway's ``/mcp``). Whose memory a call reaches is the caller's: ``store_for(person)`` opens
-it for the call (over HTTP the person the token names; over stdio, or ``None``, the configured store's).
+and streamable HTTP as an ASGI app (``MemoryHttpApp``) behind a bearer token (``BearerGuard``), for
+``picoora mcp --http`` and the gateway's ``/mcp``. Whose memory a call reaches is the caller's:
+``store_for(person)`` opens it for the call (over HTTP the person the token names; over stdio, or
+``None``, the configured store's).
 
 What MCP clients rely on: ``serverInfo.version`` is picoora's; an unknown tool is JSON-RPC error -32602;
 each tool says ``openWorldHint: false`` (it reaches only this store), ``readOnlyHint`` or
@@ -49,8 +50,7 @@ INSTRUCTIONS = (
 )
 MAX_LISTED = 200
 PERSON_SCOPE_KEY = "picoora.person"  # the ASGI scope key carrying the caller of an HTTP request
-UNAUTHORIZED = ("this MCP endpoint needs 'Authorization: Bearer <token>': the gateway token, or a person's "
-                "API token from `picoora token create NAME` (no OAuth)")
+GATEWAY_TOKEN_NEEDED = "this MCP endpoint needs 'Authorization: Bearer <gateway.token>' (no OAuth)"
 
 
 class ListMemoriesArgs(BaseModel):
@@ -156,15 +156,16 @@ async def serve_stdio(store: Store, *, secrets: list[str] | None = None, workspa
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def bearer_token(scope: Scope) -> str:
+def _bearer_token(scope: Scope) -> str:
     """The token of the request's ``Authorization: Bearer <token>``, or ""."""
     header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
     scheme, _, token = header.partition(" ")
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-async def send_unauthorized(send: Send) -> None:
-    body = json.dumps({"error": {"type": "unauthorized", "message": UNAUTHORIZED}}).encode()
+async def _send_unauthorized(send: Send, message: str) -> None:
+    """401 with a plain Bearer challenge (no ``resource_metadata``: nothing to discover) and which header to send."""
+    body = json.dumps({"error": {"type": "unauthorized", "message": message}}).encode()
     await send({"type": "http.response.start", "status": 401,
                 "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
     await send({"type": "http.response.body", "body": body})
@@ -183,20 +184,18 @@ def token_checker(token: str, person: Person) -> Authenticate:
 
 
 class MemoryHttpApp:
-    """The memory server over streamable HTTP, as an ASGI app that wants ``Authorization: Bearer <token>``.
+    """The memory server over streamable HTTP, as an ASGI app for a caller already authenticated (the person in
+    the scope under ``PERSON_SCOPE_KEY``; put ``BearerGuard`` in front, or check the token yourself).
 
-    Serve it (it is the ASGI app) at any path, it does no routing of its own, and run ``lifespan()`` for as
-    long as it serves: the SDK's session manager lives in it (a mounted app's own lifespan is not run by Starlette).
-    ``serve`` is the app without the token check, for a host that authenticated the caller itself and put
-    them in the scope under ``PERSON_SCOPE_KEY``."""
+    Serve it at any path (it does no routing of its own) and run ``lifespan()`` for as long as it serves: the
+    SDK's session manager lives in it (a mounted app's own lifespan is not run by Starlette)."""
 
-    def __init__(self, authenticate: Authenticate, store_for: StoreFor, *, secrets: list[str] | None = None,
-                 workspace: Path | None = None, host: str = "127.0.0.1"):
+    def __init__(self, store_for: StoreFor, *, secrets: list[str] | None = None, workspace: Path | None = None,
+                 host: str = "127.0.0.1"):
         server = build_memory_server(store_for, secrets=secrets, workspace=workspace)
         # host: the DNS-rebinding guard admits only Host headers naming a loopback address when it is one.
         server.streamable_http_app(host=host)  # sets up the session manager with the SDK's guards
         self._server = server
-        self._authenticate = authenticate
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -204,15 +203,23 @@ class MemoryHttpApp:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._server.session_manager.handle_request(scope, receive, send)
+
+
+class BearerGuard:
+    """An ASGI app that lets only ``Authorization: Bearer <token>`` naming a person through to ``inner``, with that
+    person in the scope under ``PERSON_SCOPE_KEY``; anyone else gets 401 saying ``refusal``."""
+
+    def __init__(self, authenticate: Authenticate, inner: Any, refusal: str = GATEWAY_TOKEN_NEEDED):
+        self._authenticate, self._inner, self._refusal = authenticate, inner, refusal
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        token = bearer_token(scope)
+        token = _bearer_token(scope)
         person = await self._authenticate(token) if token else None
         if person is None:
-            await send_unauthorized(send)
+            await _send_unauthorized(send, self._refusal)
             return
         scope[PERSON_SCOPE_KEY] = person
-        await self.serve(scope, receive, send)
-
-    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._server.session_manager.handle_request(scope, receive, send)
+        await self._inner(scope, receive, send)

@@ -110,7 +110,7 @@ def test_streamable_http_behind_the_token(http_memory):
             asyncio.run(session(http_memory, [], headers=headers))
         raw = httpx.post(http_memory, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
         assert raw.status_code == 401 and raw.headers["www-authenticate"] == "Bearer"
-        assert "'Authorization: Bearer <token>'" in raw.json()["error"]["message"]
+        assert "'Authorization: Bearer <gateway.token>'" in raw.json()["error"]["message"]
 
 
 def test_http_needs_a_token(isolated_home):

@@ -70,13 +70,14 @@ async def _serve_http(store: Store, token: str, owner: Person, port: int, *, sec
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from picoora.mcp_server import MemoryHttpApp, fixed_store, token_checker
+    from picoora.mcp_server import BearerGuard, MemoryHttpApp, fixed_store, token_checker
 
-    memory = MemoryHttpApp(token_checker(token, owner), fixed_store(store), secrets=secrets, workspace=workspace)
+    memory = MemoryHttpApp(fixed_store(store), secrets=secrets, workspace=workspace)
+    guarded = BearerGuard(token_checker(token, owner), memory)
 
     def lifespan(_app: Starlette) -> AbstractAsyncContextManager[None]:
         return memory.lifespan()
 
-    app = Starlette(routes=[Route("/mcp", memory), Route("/mcp/", memory)], lifespan=lifespan)
+    app = Starlette(routes=[Route("/mcp", guarded), Route("/mcp/", guarded)], lifespan=lifespan)
     warn(f"picoora memory over MCP at http://127.0.0.1:{port}/mcp (Authorization: Bearer <gateway.token>)")
     await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")).serve()

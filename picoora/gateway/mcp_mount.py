@@ -16,7 +16,10 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from picoora.gateway.auth import person_of_token
-from picoora.mcp_server import PERSON_SCOPE_KEY, bearer_token, send_unauthorized
+from picoora.mcp_server import BearerGuard
+
+TOKEN_NEEDED = ("this MCP endpoint needs 'Authorization: Bearer <token>': gateway.token, or a person's API token "
+                "from `picoora token create NAME` (no OAuth)")
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -30,25 +33,21 @@ if TYPE_CHECKING:
 class GatewayMcp:
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
+        self._guard = BearerGuard(lambda token: person_of_token(gateway, token), self._serve, TOKEN_NEEDED)
         self._memory: MemoryHttpApp | None = None
         self._host: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
         self._starting: asyncio.Lock | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        token = bearer_token(scope)
-        person = await person_of_token(self.gateway, token) if token else None
-        if person is None:
-            await send_unauthorized(send)
-            return
+        await self._guard(scope, receive, send)  # the token first: a stranger never loads the SDK
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         memory = await self._started()
         if memory is None:
             await _send_stopping(send)
             return
-        scope[PERSON_SCOPE_KEY] = person
-        await memory.serve(scope, receive, send)
+        await memory(scope, receive, send)
 
     async def _started(self) -> MemoryHttpApp | None:
         """The running memory server (built and started on first use); None once the gateway stops."""
@@ -65,8 +64,8 @@ class GatewayMcp:
 
         config, assistant = self.gateway.config, self.gateway.assistant
         assert assistant is not None, "served only while the gateway's assistant is open"
-        memory = MemoryHttpApp(lambda token: person_of_token(self.gateway, token), self._store_for,
-                               secrets=secret_values(config), workspace=assistant.workspace, host=config.gateway.host)
+        memory = MemoryHttpApp(self._store_for, secrets=secret_values(config), workspace=assistant.workspace,
+                               host=config.gateway.host)
         stopping, running = asyncio.Event(), asyncio.Event()
 
         async def host() -> None:
