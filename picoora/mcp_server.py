@@ -5,16 +5,25 @@ classes, so their argument schemas, validation, texts and secret scrubbing are t
 model uses) and ``list_memories``. Only the store is opened: no model, no other tool.
 
 Transports: stdio (``serve_stdio``; stdout carries the protocol, so nothing else may print there)
-and streamable HTTP as a mountable ASGI app behind a bearer token (``MemoryHttpApp``), for the
-gateway to serve next to its own endpoints.
+and streamable HTTP as an ASGI app (``MemoryHttpApp``) behind a bearer token (``BearerGuard``), for
+``picoora mcp --http`` and the gateway's ``/mcp``. Whose memory a call reaches is the caller's:
+``store_for(person)`` opens it for the call (over HTTP the person the token names; over stdio, or
+``None``, the configured store's).
+
+What MCP clients rely on: ``serverInfo.version`` is picoora's; an unknown tool is JSON-RPC error -32602;
+each tool says ``openWorldHint: false`` (it reaches only this store), ``readOnlyHint`` or
+``destructiveHint`` where true, and ``additionalProperties: false`` (the registry refuses unknown
+arguments). A refused HTTP caller gets 401 with a plain ``WWW-Authenticate: Bearer`` and a body saying
+which header to send: there is no OAuth here for a client to discover.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +37,11 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from starlette.types import Receive, Scope, Send
 
+    from picoora.people import Person
     from picoora.store.base import Store
+
+StoreFor = Callable[["Person | None"], AbstractAsyncContextManager["Store"]]  # the caller's store, for one call
+Authenticate = Callable[[str], Awaitable["Person | None"]]  # a bearer token -> its person, or None
 
 SERVER_NAME = "picoora-memory"
 INSTRUCTIONS = (
@@ -36,6 +49,8 @@ INSTRUCTIONS = (
     "answering questions about the user, and remember what is worth keeping across conversations."
 )
 MAX_LISTED = 200
+PERSON_SCOPE_KEY = "picoora.person"  # the ASGI scope key carrying the caller of an HTTP request
+GATEWAY_TOKEN_NEEDED = "this MCP endpoint needs 'Authorization: Bearer <gateway.token>' (no OAuth)"
 
 
 class ListMemoriesArgs(BaseModel):
@@ -59,6 +74,7 @@ class ListMemories(Tool):
 
 MEMORY_SERVER_TOOLS: tuple[type[Tool], ...] = (Remember, Recall, Forget, ListMemories)
 _READ_ONLY = {"recall", "list_memories"}
+_DESTRUCTIVE = {"forget"}
 
 
 def memory_registry() -> ToolRegistry:
@@ -68,25 +84,45 @@ def memory_registry() -> ToolRegistry:
     return registry
 
 
-def build_memory_server(store: Store, *, secrets: list[str] | None = None, workspace: Path | None = None) -> Server:
-    """An MCP server (the SDK's low-level ``Server``) whose tools run on ``store``."""
+def fixed_store(store: Store) -> StoreFor:
+    """``store`` for every caller (stdio and ``picoora mcp --http``: one person's memory)."""
+
+    @asynccontextmanager
+    async def store_for(_person: Person | None) -> AsyncIterator[Store]:
+        yield store
+
+    return store_for
+
+
+def build_memory_server(store_for: StoreFor, *, secrets: list[str] | None = None,
+                        workspace: Path | None = None) -> Server:
+    """An MCP server (the SDK's low-level ``Server``) whose tools run on the caller's store."""
     import mcp_types as types
     from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    from picoora import __version__
 
     registry = memory_registry()
-    ctx = ToolContext(workspace=workspace or Path.cwd(), store=store, session_key="mcp", secrets=list(secrets or []))
-    schemas = {name: registry.get(name).schema()["function"] for name in registry.names()}  # type: ignore[union-attr]
+    schemas = {name: _refusing_extras(registry.get(name).schema()["function"])  # type: ignore[union-attr]
+               for name in registry.names()}
 
     def listed(name: str) -> types.Tool:
         fn = schemas[name]
-        hints = types.ToolAnnotations(read_only_hint=name in _READ_ONLY, destructive_hint=name == "forget")
+        hints = types.ToolAnnotations(read_only_hint=name in _READ_ONLY, destructive_hint=name in _DESTRUCTIVE,
+                                      open_world_hint=False)
         return types.Tool(name=name, description=fn["description"], input_schema=fn["parameters"], annotations=hints)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[listed(name) for name in schemas])
 
-    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        result = await registry.execute(params.name, params.arguments or {}, ctx)
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in schemas:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are {', '.join(schemas)}")
+        async with store_for(_caller(ctx)) as store:
+            tool_ctx = ToolContext(workspace=workspace or Path.cwd(), store=store, session_key="mcp",
+                                   secrets=list(secrets or []))
+            result = await registry.execute(params.name, params.arguments or {}, tool_ctx)
         return types.CallToolResult(content=[types.TextContent(type="text", text=result.content)],
                                     is_error=result.is_error)
 
@@ -94,48 +130,96 @@ def build_memory_server(store: Store, *, secrets: list[str] | None = None, works
         fn = schemas.get(name)
         return fn["parameters"] if fn else None
 
-    return Server(SERVER_NAME, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool,
-                  get_tool_input_schema=input_schema)
+    return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool, get_tool_input_schema=input_schema)
+
+
+def _refusing_extras(function: dict[str, Any]) -> dict[str, Any]:
+    """The tool's schema saying what the registry does: an argument it does not name is refused. (Only for
+    MCP clients: the model's own schemas stay as they are, every word of them costs prompt tokens.)"""
+    function["parameters"] = {**function["parameters"], "additionalProperties": False}
+    return function
+
+
+def _caller(ctx: Any) -> Person | None:
+    request = getattr(ctx, "request", None)  # the HTTP request of this message; None over stdio
+    scope = getattr(request, "scope", None) or {}
+    return scope.get(PERSON_SCOPE_KEY)
 
 
 async def serve_stdio(store: Store, *, secrets: list[str] | None = None, workspace: Path | None = None) -> None:
     """Serve one client on this process's stdin and stdout until it closes them."""
     from mcp.server.stdio import stdio_server
 
-    server = build_memory_server(store, secrets=secrets, workspace=workspace)
+    server = build_memory_server(fixed_store(store), secrets=secrets, workspace=workspace)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def _bearer_token(scope: Scope) -> str:
+    """The token of the request's ``Authorization: Bearer <token>``, or ""."""
+    header = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+async def _send_unauthorized(send: Send, message: str) -> None:
+    """401 with a plain Bearer challenge (no ``resource_metadata``: nothing to discover) and which header to send."""
+    body = json.dumps({"error": {"type": "unauthorized", "message": message}}).encode()
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def token_checker(token: str, person: Person) -> Authenticate:
+    """An ``Authenticate`` admitting ``token`` alone, as ``person`` (compared in constant time)."""
+    if not token:
+        raise ValueError("the MCP memory endpoint needs a token (gateway.token)")
+    expected = token.encode("utf-8", "surrogatepass")
+
+    async def authenticate(given: str) -> Person | None:
+        return person if hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected) else None
+
+    return authenticate
+
+
 class MemoryHttpApp:
-    """The memory server over streamable HTTP, as an ASGI app that wants ``Authorization: Bearer <token>``.
+    """The memory server over streamable HTTP, as an ASGI app for a caller already authenticated (the person in
+    the scope under ``PERSON_SCOPE_KEY``; put ``BearerGuard`` in front, or check the token yourself).
 
-    Mount ``app`` anywhere (``Mount("/mcp", app=memory.app)`` serves it at ``/mcp/``) and run
-    ``lifespan()`` for as long as it serves (a mounted app's own lifespan is not run by Starlette)."""
+    Serve it at any path (it does no routing of its own) and run ``lifespan()`` for as long as it serves: the
+    SDK's session manager lives in it (a mounted app's own lifespan is not run by Starlette)."""
 
-    def __init__(self, store: Store, token: str, *, secrets: list[str] | None = None, workspace: Path | None = None,
+    def __init__(self, store_for: StoreFor, *, secrets: list[str] | None = None, workspace: Path | None = None,
                  host: str = "127.0.0.1"):
-        if not token:
-            raise ValueError("the MCP memory endpoint needs a token (gateway.token)")
-        server = build_memory_server(store, secrets=secrets, workspace=workspace)
+        server = build_memory_server(store_for, secrets=secrets, workspace=workspace)
         # host: the DNS-rebinding guard admits only Host headers naming a loopback address when it is one.
-        self._inner = server.streamable_http_app(streamable_http_path="/", host=host)
+        server.streamable_http_app(host=host)  # sets up the session manager with the SDK's guards
         self._server = server
-        self._expected = f"Bearer {token}".encode()
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         async with self._server.session_manager.run():
             yield
 
-    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-            await send({"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'})
-            return
-        await self._inner(scope, receive, send)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._server.session_manager.handle_request(scope, receive, send)
 
-    def _authorized(self, scope: Scope) -> bool:
-        given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        return hmac.compare_digest(given, self._expected)
+
+class BearerGuard:
+    """An ASGI app that lets only ``Authorization: Bearer <token>`` naming a person through to ``inner``, with that
+    person in the scope under ``PERSON_SCOPE_KEY``; anyone else gets 401 saying ``refusal``."""
+
+    def __init__(self, authenticate: Authenticate, inner: Any, refusal: str = GATEWAY_TOKEN_NEEDED):
+        self._authenticate, self._inner, self._refusal = authenticate, inner, refusal
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        token = _bearer_token(scope)
+        person = await self._authenticate(token) if token else None
+        if person is None:
+            await _send_unauthorized(send, self._refusal)
+            return
+        scope[PERSON_SCOPE_KEY] = person
+        await self._inner(scope, receive, send)

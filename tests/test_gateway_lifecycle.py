@@ -70,6 +70,7 @@ def test_sigterm_lets_the_turn_in_flight_finish_records_it_and_exits_0(isolated_
         try:
             assert f"  web chat:  {url}/?token=<gateway.token> (the token is in the config, kept out of logs)" in banner
             assert TOKEN not in "\n".join(banner)  # stdout is a pipe here, as in a service's journal
+            assert any(line.startswith(f"  MCP:       {url}/mcp ") for line in banner)
             headers = {"Authorization": f"Bearer {TOKEN}"}
             answers: list[httpx.Response] = []
             asking = threading.Thread(target=lambda: answers.append(httpx.post(

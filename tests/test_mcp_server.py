@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli_support import REPO, run_cli
 from tests.fakes._http import closed_port_url, free_port, wait_for_port
+from tests.mcp_support import check_protocol_facts, protocol_facts, session
 
 TOKEN = "mcp-test-token-0123"
 
@@ -29,30 +30,6 @@ def server_params(home: Path):
                                  env={"PICOORA_HOME": str(home), "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
 
 
-async def session(target, calls: list[tuple[str, dict]], headers: dict[str, str] | None = None):
-    """Connect, list the tools, make ``calls``; (tool names, [(is_error, text)])."""
-    from mcp import Client
-
-    if isinstance(target, str):  # streamable HTTP with headers
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        async with create_mcp_http_client(headers=headers) as http:
-            async with Client(streamable_http_client(target, http_client=http)) as client:
-                return await _use(client, calls)
-    async with Client(target, read_timeout_seconds=60) as client:
-        return await _use(client, calls)
-
-
-async def _use(client, calls):
-    names = sorted(tool.name for tool in (await client.list_tools()).tools)
-    results = []
-    for name, args in calls:
-        result = await client.call_tool(name, args)
-        results.append((bool(result.is_error), "\n".join(part.text for part in result.content)))
-    return names, results
-
-
 def test_remember_in_one_process_then_recall_by_meaning_in_another(isolated_home):
     write_config(isolated_home, memory={"embedder": "minilm"})
     names, [(failed, remembered)] = asyncio.run(session(server_params(isolated_home), [
@@ -66,6 +43,11 @@ def test_remember_in_one_process_then_recall_by_meaning_in_another(isolated_home
     assert not failed
     assert "Found 1 matching memories" in found and "favourite programming language is Go" in found
     assert "keyword" not in found  # by meaning, not a degraded keyword match
+
+
+def test_what_a_client_is_told_over_stdio(isolated_home):
+    write_config(isolated_home)
+    check_protocol_facts(asyncio.run(protocol_facts(server_params(isolated_home))))
 
 
 def test_list_forget_and_bad_arguments(isolated_home):
@@ -106,15 +88,19 @@ def http_memory(isolated_home):
     process = subprocess.Popen([sys.executable, "-m", "picoora", "mcp", "--http", "--port", str(port)], cwd=REPO,
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for_port(port, process)
-    yield f"http://127.0.0.1:{port}/mcp/"
+    yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()
     process.wait(10)
 
 
 def test_streamable_http_behind_the_token(http_memory):
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
     names, [(failed, text)] = asyncio.run(session(http_memory, [("remember", {"text": "Over HTTP"})],
-                                                  headers={"Authorization": f"Bearer {TOKEN}"}))
+                                                  headers=bearer))
     assert "remember" in names and not failed and "Over HTTP" in text
+    _, [(_, listed)] = asyncio.run(session(http_memory + "/", [("list_memories", {})], headers=bearer))
+    assert "Over HTTP" in listed  # /mcp and /mcp/ are the one endpoint
+    check_protocol_facts(asyncio.run(protocol_facts(http_memory, bearer)))
     import httpx
 
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
@@ -123,7 +109,8 @@ def test_streamable_http_behind_the_token(http_memory):
         with pytest.raises(Exception):  # noqa: B017
             asyncio.run(session(http_memory, [], headers=headers))
         raw = httpx.post(http_memory, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
-        assert raw.status_code == 401 and "bearer token" in raw.text
+        assert raw.status_code == 401 and raw.headers["www-authenticate"] == "Bearer"
+        assert "'Authorization: Bearer <gateway.token>'" in raw.json()["error"]["message"]
 
 
 def test_http_needs_a_token(isolated_home):

@@ -26,6 +26,7 @@ from picoora.cli import (
     pair_cmd,
     skills_cmd,
     status,
+    token_cmd,
     trace_cmd,
 )
 from picoora.cli.errors import EXIT_FAILURE, CLIError, report
@@ -67,7 +68,7 @@ def build_app() -> typer.Typer:
     )
     app.callback()(_root)
     commands = (onboard, agent_cmd, gateway_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd,
-                skills_cmd, mcp_cmd)
+                skills_cmd, mcp_cmd, token_cmd)
     for module in commands:
         module.register(app)
     return app

@@ -1,7 +1,8 @@
 """``picoora mcp``: serve picoora's memory to MCP clients (Claude Desktop, editors, other assistants).
 
 stdio by default: stdout carries the protocol, so every other line (a storage fallback, errors)
-goes to stderr. ``--http`` serves streamable HTTP on 127.0.0.1 instead, behind gateway.token.
+goes to stderr. ``--http`` serves streamable HTTP on 127.0.0.1 instead, behind gateway.token (the
+owner's memory; the gateway's ``/mcp`` also takes people's tokens).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from picoora.people import Person
     from picoora.store.base import Store
 
 DEFAULT_HTTP_PORT = 18791
@@ -48,7 +50,10 @@ def mcp(
     secrets, workspace = secret_values(config), workspace_path(config)
     try:
         if http:
-            asyncio.run(_serve_http(store, config.gateway.token, port, secrets=secrets, workspace=workspace))
+            from picoora.people import Person, owner_name
+
+            owner = Person(owner_name(config), owner=True)
+            asyncio.run(_serve_http(store, config.gateway.token, owner, port, secrets=secrets, workspace=workspace))
         else:
             from picoora.mcp_server import serve_stdio
 
@@ -59,18 +64,20 @@ def mcp(
         store.close()
 
 
-async def _serve_http(store: Store, token: str, port: int, *, secrets: list[str], workspace: Path) -> None:
+async def _serve_http(store: Store, token: str, owner: Person, port: int, *, secrets: list[str],
+                      workspace: Path) -> None:
     import uvicorn
     from starlette.applications import Starlette
-    from starlette.routing import Mount
+    from starlette.routing import Route
 
-    from picoora.mcp_server import MemoryHttpApp
+    from picoora.mcp_server import BearerGuard, MemoryHttpApp, fixed_store, token_checker
 
-    memory = MemoryHttpApp(store, token, secrets=secrets, workspace=workspace)
+    memory = MemoryHttpApp(fixed_store(store), secrets=secrets, workspace=workspace)
+    guarded = BearerGuard(token_checker(token, owner), memory)
 
     def lifespan(_app: Starlette) -> AbstractAsyncContextManager[None]:
         return memory.lifespan()
 
-    app = Starlette(routes=[Mount("/mcp", app=memory.app)], lifespan=lifespan)
-    warn(f"picoora memory over MCP at http://127.0.0.1:{port}/mcp/ (Authorization: Bearer <gateway.token>)")
+    app = Starlette(routes=[Route("/mcp", guarded), Route("/mcp/", guarded)], lifespan=lifespan)
+    warn(f"picoora memory over MCP at http://127.0.0.1:{port}/mcp (Authorization: Bearer <gateway.token>)")
     await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")).serve()

@@ -3,8 +3,8 @@
 The lifespan starts the gateway's runtime (``picoora.gateway.runtime``: the turn service, channels,
 scheduler, heartbeat) on the open assistant, and on the way out stops taking turns from every door,
 drains the turns in flight (HTTP, channels, jobs, the heartbeat, background tasks) up to
-``gateway.shutdown_seconds``, cuts off the rest, closes the channels and closes the assistant (which
-waits for background compactions and closes the store)."""
+``gateway.shutdown_seconds``, cuts off the rest, closes the MCP sessions (``/mcp``), the channels and
+the assistant (which waits for background compactions and closes the store)."""
 
 from __future__ import annotations
 
@@ -45,11 +45,14 @@ def create_app(gateway: Gateway) -> FastAPI:
         return _without_422(app.openapi())
     for router in (routes_api.public, routes_api.api, routes_openai.router, routes_web.router):
         app.include_router(router)
+    _mount_mcp(app, gateway)
     if settings.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
-                           allow_headers=["Authorization", "Content-Type", "X-Session-Id", "Idempotency-Key"])
+                           allow_headers=["Authorization", "Content-Type", "X-Session-Id", "Idempotency-Key",
+                                          "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"],
+                           expose_headers=["Mcp-Session-Id"])
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(StampArrival)  # outermost: the app's time starts here
     return app
@@ -65,6 +68,18 @@ def _without_422(document: dict[str, Any]) -> dict[str, Any]:
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     return document
+
+
+def _mount_mcp(app: FastAPI, gateway: Gateway) -> None:
+    """picoora's memory over MCP at ``/mcp`` (and ``/mcp/``), behind the same tokens as the API."""
+    from starlette.routing import Route
+
+    from picoora.gateway.mcp_mount import GatewayMcp
+
+    mcp = app.state.mcp = GatewayMcp(gateway)
+    gateway.on_stop.append(mcp.stop)
+    for path in ("/mcp", "/mcp/"):
+        app.router.routes.append(Route(path, mcp, include_in_schema=False))
 
 
 @asynccontextmanager
@@ -90,6 +105,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         if cut_off:
             log.warning("%d turn(s) still running at the shutdown deadline were cut off (their messages are kept)",
                         cut_off)
+        await app.state.mcp.aclose()  # before the people's assistants its calls use
         await runtime.close()
         gateway.assistant = None
         await assistant.aclose()

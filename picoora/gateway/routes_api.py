@@ -1,4 +1,7 @@
-"""The JSON API: health, readiness, chat (JSON or SSE), sessions, their models, memory, traces."""
+"""The JSON API: health, readiness, chat (JSON or SSE), sessions, their models, memory, traces.
+
+Each route under ``/v1`` acts as the caller (``auth.caller``: the owner for the gateway token, a person for
+their API token): their turns, their sessions, their memories, their traces, never anyone else's."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from picoora.gateway.auth import require_token
-from picoora.gateway.errors import ERROR_RESPONSES, ApiError
+from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
@@ -32,7 +35,7 @@ from picoora.gateway.schemas import (
     SessionInfo,
 )
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import assistant_of, gateway_of, result_of, submit_turn
+from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn
 from picoora.gateway.timing import server_timing
 from picoora.store.base import time_to_json
 
@@ -115,7 +118,8 @@ def _chat_response(session_key: str, result: TurnResult) -> ChatResponse:
 
 @api.get("/sessions", response_model=list[SessionInfo], tags=["sessions"])
 async def list_sessions(request: Request) -> list[SessionInfo]:
-    sessions = await assistant_of(request).sessions()
+    async with person_assistant(request) as assistant:
+        sessions = await assistant.sessions()
     return [SessionInfo(key=s.key, messages=len(s.messages), summary=s.summary,
                         created_at=time_to_json(s.created_at), updated_at=time_to_json(s.updated_at))
             for s in sessions]
@@ -125,7 +129,8 @@ async def list_sessions(request: Request) -> list[SessionInfo]:
 async def session_history(request: Request, key: str = SessionKey,
                           limit: int | None = Query(None, ge=1, le=10_000)) -> SessionHistory:
     """The session's transcript (every message as recorded), oldest first; ``limit``: the last ones."""
-    entries = await assistant_of(request).history(key, limit)
+    async with person_assistant(request) as assistant:
+        entries = await assistant.history(key, limit)
     return SessionHistory(key=key, entries=[
         HistoryEntry(seq=e.seq, created_at=time_to_json(e.created_at), message=e.message.to_dict()) for e in entries])
 
@@ -133,20 +138,27 @@ async def session_history(request: Request, key: str = SessionKey,
 @api.delete("/sessions/{key}", response_model=Deleted, tags=["sessions"])
 async def reset_session(request: Request, key: str = SessionKey) -> Deleted:
     """Start the session afresh: its history goes from the model's view; the transcript and memories stay."""
-    await assistant_of(request).new_session(key)
+    async with person_assistant(request) as assistant:
+        await assistant.new_session(key)
     return Deleted(deleted=key)
 
 
 @api.get("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
 async def get_session_model(request: Request, key: str = SessionKey) -> ModelInfo:
-    choice = await assistant_of(request).session_model(key)
+    async with person_assistant(request) as assistant:
+        choice = await assistant.session_model(key)
     return ModelInfo(provider=choice.provider, model=choice.model)
 
 
-@api.put("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
+@api.put("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"],
+         responses={403: {"model": ErrorResponse, "description": "a person other than the owner"}})
 async def put_session_model(body: ModelBody, request: Request, key: str = SessionKey) -> ModelInfo:
-    """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer."""
-    choice = await assistant_of(request).set_session_model(key, body.model, body.provider)
+    """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer.
+    Only the owner chooses models (what runs, and what it costs, is theirs): 403 for anyone else."""
+    if not caller_of(request).owner:
+        raise ApiError(403, "forbidden", "only the owner chooses a session's model; yours follow the configured one")
+    async with person_assistant(request) as assistant:
+        choice = await assistant.set_session_model(key, body.model, body.provider)
     return ModelInfo(provider=choice.provider, model=choice.model)
 
 
@@ -156,24 +168,27 @@ async def put_session_model(body: ModelBody, request: Request, key: str = Sessio
 async def memory(request: Request, q: str | None = Query(None, max_length=2000, description="search by meaning"),
                  limit: int = Query(20, ge=1, le=500)) -> Any:
     """With ``q``: semantic search with scores (recalling here does not count as an access). Without: the list."""
-    assistant = assistant_of(request)
-    if q is not None and q.strip():
-        found = await assistant.recall(q, limit)
-        return MemorySearch(query=q, degraded=found.degraded, note=found.note, matches=[
-            {"memory": m.memory.to_json(), "score": m.score, "similarity": m.similarity} for m in found.matches])
-    return MemoryList(memories=[m.to_json() for m in await assistant.memories(limit)])
+    async with person_assistant(request) as assistant:
+        if q is not None and q.strip():
+            found = await assistant.recall(q, limit)
+            return MemorySearch(query=q, degraded=found.degraded, note=found.note, matches=[
+                {"memory": m.memory.to_json(), "score": m.score, "similarity": m.similarity} for m in found.matches])
+        return MemoryList(memories=[m.to_json() for m in await assistant.memories(limit)])
 
 
 @api.post("/memory", response_model=MemoryAdded, tags=["memory"])
 async def add_memory(body: MemoryIn, request: Request) -> MemoryAdded:
     check_message_size(body.content, gateway_of(request).config.gateway.max_message_chars)
-    added = await assistant_of(request).remember(body.content, body.importance, body.category)
+    async with person_assistant(request) as assistant:
+        added = await assistant.remember(body.content, body.importance, body.category)
     return MemoryAdded(memory=added.memory.to_json(), created=added.created)
 
 
 @api.delete("/memory/{memory_id}", response_model=Deleted, tags=["memory"])
 async def forget(request: Request, memory_id: str = Path(max_length=128)) -> Deleted:
-    if not await assistant_of(request).forget(memory_id):
+    async with person_assistant(request) as assistant:
+        forgotten = await assistant.forget(memory_id)
+    if not forgotten:
         raise ApiError(404, "not_found", f"no memory {memory_id!r}")
     return Deleted(deleted=memory_id)
 
@@ -181,7 +196,8 @@ async def forget(request: Request, memory_id: str = Path(max_length=128)) -> Del
 @api.get("/traces/{turn_id}", tags=["traces"])
 async def trace(request: Request, turn_id: str = Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")) -> dict[str, Any]:
     """What the turn did: model, usage, latency, the memories recalled with their scores, the tool calls."""
-    found = await assistant_of(request).trace(turn_id=turn_id)
+    async with person_assistant(request) as assistant:
+        found = await assistant.trace(turn_id=turn_id)
     if found is None:
         raise ApiError(404, "not_found", f"no trace of turn {turn_id!r} (traces off, or an unknown turn)")
     return found.to_json()

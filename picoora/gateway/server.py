@@ -119,6 +119,7 @@ def banner(gateway: Gateway, port: int, *, show_token: bool) -> list[str]:
         f"  web chat:  {web_chat}",
         f"  HTTP API:  {base}/v1/chat, OpenAI-compatible {base}/v1/chat/completions "
         "(Authorization: Bearer <token>; OpenAPI at /openapi.json)",
+        f"  MCP:       {base}/mcp (picoora's memory, the same tokens; people's: `picoora token create NAME`)",
         f"  health:    {base}/health (no token), {base}/ready",
     ]
     if assistant is not None:

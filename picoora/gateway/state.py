@@ -1,22 +1,26 @@
-"""What the app's routes share: the config, the token, the assistant and the gateway's runtime."""
+"""What the app's routes share: the config, the token, the assistant and the gateway's runtime, and the
+caller's own assistant (``person_assistant``: the owner's, or a person's scoped one)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from picoora.gateway.errors import ApiError
+from picoora.people import Person, owner_name
 
 if TYPE_CHECKING:
     import asyncio
 
     from picoora.agent import TurnResult
     from picoora.agent.events import EventSink
+    from picoora.api_tokens import ApiTokens
     from picoora.assistant import Assistant
     from picoora.config import Config
     from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
@@ -39,6 +43,22 @@ class Gateway:
     service_lines: list[str] = field(default_factory=list)  # what each service said when it started
     stop_requested_at: float | None = None
     one_off_token: bool = False  # no gateway.token configured: this run made one up
+    on_stop: list[Callable[[], None]] = field(default_factory=list)  # told at once when a stop is asked for
+    _api_tokens: ApiTokens | None = field(default=None, repr=False)
+
+    @property
+    def owner(self) -> Person:
+        """Who the gateway token speaks for."""
+        return Person(owner_name(self.config), owner=True)
+
+    def api_tokens(self) -> ApiTokens:
+        """The people's API tokens, in the owner's store (call while the assistant is open)."""
+        if self._api_tokens is None:
+            from picoora.api_tokens import ApiTokens
+
+            assert self.assistant is not None, "open the gateway's assistant first"
+            self._api_tokens = ApiTokens(self.assistant.store, self.config)
+        return self._api_tokens
 
     @property
     def uptime(self) -> float:
@@ -48,6 +68,8 @@ class Gateway:
         """SIGTERM/SIGINT: no new turns from now on; the shutdown deadline counts from here."""
         if self.stop_requested_at is None:
             self.stop_requested_at = time.monotonic()
+        for stop in self.on_stop:
+            stop()
         if self.runtime is not None:
             self.runtime.turns.stop_accepting()
 
@@ -68,10 +90,28 @@ def assistant_of(request: Request) -> Assistant:
     return assistant
 
 
+def caller_of(request: Request) -> Person:
+    """The person the request acts as, as ``auth.caller`` found; a route without that dependency gets 401, never
+    the owner by default."""
+    person = getattr(request.state, "person", None)
+    if person is None:
+        raise ApiError(401, "unauthorized", "this route did not check a token", {"WWW-Authenticate": "Bearer"})
+    return person
+
+
+@asynccontextmanager
+async def person_assistant(request: Request) -> AsyncIterator[Assistant]:
+    """The caller's assistant, kept open while the block runs: their memories, sessions and traces only."""
+    async with runtime_of(request).people.lease(caller_of(request)) as assistant:
+        yield assistant
+
+
 def submit_turn(request: Request, inbound: Inbound, on_event: EventSink | None = None) -> asyncio.Task[TurnOutcome]:
-    """Start an HTTP turn; 503 (retry later) once the gateway stops taking turns."""
+    """Start an HTTP turn as the caller; 503 (retry later) once the gateway stops taking turns."""
     from picoora.gateway.runtime.turns import ShuttingDown
 
+    if inbound.person is None:  # every HTTP turn runs as whoever the token names, whichever route built it
+        inbound = replace(inbound, person=caller_of(request))
     try:
         return turns_of(request).submit(inbound, on_event=on_event)
     except ShuttingDown:
@@ -89,8 +129,12 @@ def result_of(outcome: TurnOutcome) -> TurnResult:
 
 
 def turns_of(request: Request) -> TurnService:
+    return runtime_of(request).turns
+
+
+def runtime_of(request: Request) -> GatewayRuntime:
     assistant_of(request)
     runtime = gateway_of(request).runtime
     if runtime is None:
         raise ApiError(503, "shutting_down", "the gateway is not serving")
-    return runtime.turns
+    return runtime

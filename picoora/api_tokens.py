@@ -1,0 +1,100 @@
+"""Per-person API tokens: one gateway serving a family's HTTP and MCP clients, each as their own person.
+
+``picoora token create NAME`` makes a token for a person of ``users`` in config and prints it once; only
+its SHA-256 is kept, in the owner's store state (``api.token.<sha256>`` -> the token's id, person, label
+and creation time), so it works the same on files and Oracle and a running gateway sees a new or revoked
+token on its next request. A token is 256 random bits, so a plain hash is enough (a slow password hash
+protects guessable secrets, which these are not) and looking the hash up by key leaks nothing useful.
+The gateway token keeps meaning the owner; it is not stored here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from picoora.people import Person, owner_name
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.store.base import KeyValueStore
+
+TOKEN_PREFIX = "pico_"  # recognisable in a config file or a leak scanner
+STATE_PREFIX = "api.token."
+MAX_LABEL = 80
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    id: str
+    person: str
+    label: str
+    created: str  # ISO, UTC
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ApiTokens:
+    """The tokens in ``store`` (the owner's), for the people of ``config.users``."""
+
+    def __init__(self, store: KeyValueStore, config: Config):
+        self.store = store
+        self.owner = owner_name(config)
+        self.people = {user.name for user in config.users} | {self.owner}
+
+    def create(self, person: str, label: str = "") -> tuple[ApiToken, str]:
+        """A new token for ``person``: its record and the token itself, which is not kept anywhere."""
+        if person not in self.people:
+            known = ", ".join(sorted(self.people))
+            raise ValueError(f"no person {person!r} in config (users): tokens are for {known}")
+        label = "".join(ch for ch in " ".join(label.split()) if ch.isprintable())  # listed on a terminal
+        if len(label) > MAX_LABEL:
+            raise ValueError(f"a label is at most {MAX_LABEL} characters")
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record = ApiToken(secrets.token_hex(4), person, label, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self.store.set_state(STATE_PREFIX + _digest(secret), json.dumps(asdict(record)))
+        return record, secret
+
+    def listed(self) -> list[ApiToken]:
+        return sorted((record for _, record in self._records()), key=lambda r: (r.person, r.created))
+
+    def revoke(self, token_id: str) -> ApiToken:
+        """Revoke the token ``token_id`` (as listed); KeyError when there is none."""
+        for key, record in self._records():
+            if record.id == token_id.strip():
+                self.store.delete_state(key)
+                return record
+        raise KeyError(f"no token {token_id!r}: `picoora token list` shows them")
+
+    def person_of(self, secret: str) -> Person | None:
+        """The person ``secret`` belongs to, or None (unknown, revoked, or its person left ``users``)."""
+        if not secret.startswith(TOKEN_PREFIX):
+            return None  # not one of ours: no store read for it
+        record = _parse(self.store.get_state(STATE_PREFIX + _digest(secret)))
+        if record is None or record.person not in self.people:
+            return None
+        return Person(record.person, owner=record.person == self.owner)
+
+    def _records(self) -> list[tuple[str, ApiToken]]:
+        found = []
+        for key, value in self.store.all_state().items():
+            if key.startswith(STATE_PREFIX):
+                record = _parse(value)
+                if record is not None:
+                    found.append((key, record))
+        return found
+
+
+def _parse(value: str | None) -> ApiToken | None:
+    if not value:
+        return None
+    try:
+        return ApiToken(**json.loads(value))
+    except (ValueError, TypeError):
+        return None  # a damaged row admits nobody
