@@ -50,6 +50,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, text in (
         (400, "Malformed body or parameters, or a bad request"),
         (401, "Missing or wrong token"),
+        (403, "Not allowed to this person (only the owner may)"),
         (404, "Not found"),
         (413, "Body or message too large"),
         (503, "Shutting down or not ready"),

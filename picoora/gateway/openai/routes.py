@@ -32,7 +32,7 @@ from picoora.gateway.openai.requests import (
 from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import assistant_of, gateway_of, result_of, submit_turn
+from picoora.gateway.state import assistant_of, caller_of, gateway_of, person_assistant, result_of, submit_turn
 from picoora.gateway.timing import server_timing
 from picoora.llm.base import LLMError
 from picoora.store.base import NoEmbedder
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     import asyncio
 
     from picoora.agent.conversation import ClientConversation
-    from picoora.assistant import Assistant
     from picoora.gateway.runtime.envelopes import TurnOutcome
     from picoora.llm.pool import ModelChoice
 
@@ -92,7 +91,8 @@ async def chat_completions(body: CompletionRequest, request: Request, response: 
     check_message_size("".join(m.content for m in conversation.new), limit)
     session = conversation_key(body, x_session_id)
     await _check_options(request, conversation, session)
-    replays, key = _state(request).replays, Replays.key("", idempotency_key, await request.body())
+    replays = _state(request).replays
+    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
     replay = replays.find(key)
     started = time.perf_counter()
     if replay is None:
@@ -146,6 +146,9 @@ async def _model_choice(request: Request, name: str) -> ModelChoice | None:
 
     if name in ("", MODEL_ID):
         return None
+    if not caller_of(request).owner:  # as PUT /v1/sessions/{key}/model: models cost the owner
+        raise ApiError(403, "forbidden", "only the owner chooses the model: send model 'picoora'", param="model",
+                       code="model_not_allowed")
     assistant = assistant_of(request)
     provider, _, model_name = name.partition("/")
     choice = ModelChoice(provider, model_name) if provider in PROVIDERS and model_name else \
@@ -165,8 +168,8 @@ async def _check_options(request: Request, conversation: ClientConversation, ses
     """400 for a parameter the answering model's provider cannot honour, before any turn starts."""
     from picoora.llm import unsupported_options
 
-    assistant: Assistant = assistant_of(request)
-    choice = conversation.model or await assistant.session_model(session)
+    async with person_assistant(request) as assistant:
+        choice = conversation.model or await assistant.session_model(session)
     refused = unsupported_options(choice.provider, conversation.options)
     if refused is not None:
         param, why = refused
