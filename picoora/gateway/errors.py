@@ -1,8 +1,10 @@
-"""One error shape for every response: ``{"error": {"type", "message"}}``, never a stack trace."""
+"""One error shape for every response: ``{"error": {"type", "message"}}``, never a stack trace, and never a
+secret: a provider or store error may quote an API key or a DSN, so every message is scrubbed on the way out."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -12,6 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from picoora.llm.base import LLMError, ProviderUnavailableError
+from picoora.secrets import scrub
 from picoora.store.base import StoreError
 
 log = logging.getLogger("picoora.gateway")
@@ -53,29 +56,35 @@ _STATUS_TYPES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405:
                  413: "too_large", 415: "unsupported_media_type"}
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
+    """The handlers of every error; ``secrets`` (the config's, the token) are scrubbed from each message."""
+    known = tuple(secrets)
+
+    def out(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+        return error_response(status, type_, scrub(message, known), headers)
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.type, exc.message, exc.headers)
+        return out(exc.status, exc.type, exc.message, exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
-                              getattr(exc, "headers", None))
+        return out(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
+                   getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_request", _validation_text(exc))
+        return out(422, "invalid_request", _validation_text(exc))
 
     @app.exception_handler(StoreError)
     async def _store_down(request: Request, exc: StoreError) -> JSONResponse:
-        return error_response(503, "store_unavailable", str(exc))
+        return out(503, "store_unavailable", str(exc))
 
     @app.exception_handler(LLMError)
     async def _model_problem(request: Request, exc: LLMError) -> JSONResponse:
         if isinstance(exc, ProviderUnavailableError):
-            return error_response(503, "model_unavailable", str(exc))
-        return error_response(400, "model_unusable", str(exc))
+            return out(503, "model_unavailable", str(exc))
+        return out(400, "model_unusable", str(exc))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
