@@ -90,7 +90,9 @@ def test_a_guest_sees_only_the_persona_and_never_the_owners_exemptions(isolated_
                          tools={"web_fetch": {"allow_hosts": ["127.0.0.1"]}})
 
         async def body(runtime, assistant):
-            await assistant.astore.set_prompt("IDENTITY.md", "I am Pico, a cheerful helper.")
+            # The owner's files, broken by an exec call: guests' turns do not depend on them being sound.
+            (assistant.workspace / "IDENTITY.md").write_bytes(b"I am Pico, a cheerful helper.\n\xff\n")
+            (assistant.workspace / "SOUL.md").write_text("Be kind. " * 90_000)
             await assistant.astore.set_prompt("USER.md", "The owner's bank PIN is 9931.")
             telegram.push(OWNER, "check the router")
             await _until(lambda: telegram.texts(OWNER))
@@ -105,7 +107,8 @@ def test_a_guest_sees_only_the_persona_and_never_the_owners_exemptions(isolated_
     assert lan.hits == 1 and "LAN PANEL" not in telegram.texts(GUEST)[0]  # the guest's fetch was refused
     assert len(guest_requests) == 2  # the guest's turn: the call, then the refusal
     guest_prompt = guest_requests[0]["messages"][0]["content"]
-    assert "I am Pico, a cheerful helper." in guest_prompt
+    assert "I am Pico, a cheerful helper." in guest_prompt and "IDENTITY.md is not valid UTF-8" in guest_prompt
+    assert "SOUL.md is longer than its share" in guest_prompt and len(guest_prompt) < 30_000
     assert "9931" not in json.dumps(guest_requests) and "USER.md" not in guest_prompt
     assert workspace not in json.dumps(guest_requests)
 
@@ -114,7 +117,7 @@ def test_an_approval_admits_the_senders_id_and_a_username_belongs_to_its_first_i
     """An approval bound ``@username`` too: whoever took that username later was admitted as the approved
     person. ``allow_from: ["@alice"]`` admitted any account that renamed itself alice, as the owner."""
     with FakeOllama(responder=lambda body: Reply(content="Hello.")) as model, FakeTelegram(BOT_TOKEN) as telegram:
-        config = _config(model.url, telegram.url, ["@alice"])
+        config = _config(model.url, telegram.url, ["@alice"], users=[{"name": "bob", "identities": ["telegram:@bob"]}])
 
         async def body(runtime, assistant):
             pairing = Pairing(assistant.store)
@@ -124,15 +127,19 @@ def test_an_approval_admits_the_senders_id_and_a_username_belongs_to_its_first_i
             telegram.push(8, "hi, sam here", username="samuel")  # the approved account, renamed
             telegram.push(5, "alice here", username="alice")  # first contact: @alice is bound to id 5
             await _until(lambda: telegram.texts(9) and telegram.texts(8) and telegram.texts(5))
+            telegram.push(11, "bob here", username="bob")  # a configured person's @username, first contact
+            await _until(lambda: telegram.texts(11))
             telegram.push(6, "I am alice too", username="alice")
-            await _until(lambda: telegram.texts(6))
+            telegram.push(12, "I am bob too", username="Bob")
+            await _until(lambda: telegram.texts(6) and telegram.texts(12))
             return [s.key for s in await assistant.sessions()]
 
         owner_sessions = _run(config, body)
-    assert "pair approve" in telegram.texts(9)[0] and "pair approve" in telegram.texts(6)[0]
-    assert telegram.texts(8) == ["Hello."] and telegram.texts(5) == ["Hello."]
+    for stranger in (9, 6, 12):
+        assert "pair approve" in telegram.texts(stranger)[0]
+    assert telegram.texts(8) == telegram.texts(5) == telegram.texts(11) == ["Hello."]
     said = json.dumps(model.requests)
-    assert "I am sam now" not in said and "I am alice too" not in said
+    assert "I am sam now" not in said and "I am alice too" not in said and "I am bob too" not in said
     assert owner_sessions == ["telegram:5"]  # the real alice is the owner; sam has a store of their own
 
 
@@ -174,7 +181,7 @@ def test_a_provider_error_quoting_the_key_is_scrubbed_and_a_guest_only_hears_the
     echo = Reply(status=400, error=f"Incorrect API key provided: {API_KEY}. See your key settings.",
                  error_code="invalid_api_key")
     with FakeOpenAI(responder=lambda body: echo) as provider, FakeTelegram(BOT_TOKEN) as telegram:
-        config = _config("http://127.0.0.1:9", telegram.url, ["*"],
+        config = _config("http://127.0.0.1:9", telegram.url, [str(OWNER), "*"],
                          agents={"defaults": {"provider": "openai", "model": "fake-model"}},
                          providers={"openai": {"api_base": f"{provider.url}/v1", "api_key": API_KEY,
                                                "max_retries": 0}})
@@ -184,14 +191,19 @@ def test_a_provider_error_quoting_the_key_is_scrubbed_and_a_guest_only_hears_the
             streamed = httpx.post(f"{gw.url}/v1/chat", json={"text": "hello", "stream": True},
                                   headers=gw.headers, timeout=30)
             telegram.push(GUEST, "hello from a stranger")
+            telegram.push(OWNER, "hello, it's me")
 
-            async def guest_answered():
-                await _until(lambda: telegram.texts(GUEST))
+            async def both_answered():
+                await _until(lambda: telegram.texts(GUEST) and telegram.texts(OWNER))
 
-            asyncio.run(guest_answered())
+            asyncio.run(both_answered())
+        terminal = run_cli("agent", "-m", "hello", home=isolated_home)
     assert "***" in plain.text and API_KEY not in plain.text  # the error did reach it, without the key
     assert "***" in streamed.text and API_KEY not in streamed.text
     assert telegram.texts(GUEST) == [GUEST_FAILURE]
+    [to_owner] = telegram.texts(OWNER)  # the owner is told what failed, without the key
+    assert "Incorrect API key provided: ***" in to_owner and API_KEY not in to_owner
+    assert "***" in terminal.stdout + terminal.stderr and API_KEY not in terminal.stdout + terminal.stderr
 
 
 def test_a_guest_who_went_quiet_gives_back_their_store(isolated_home):
