@@ -115,6 +115,20 @@ def test_once_on_this_layout_old_layout_paths_are_never_moved_in_again(tmp_path)
     assert (ws / ".picoora" / "layout").exists()
 
 
+def test_a_workspace_never_opened_on_this_layout_moves_without_the_old_lock_file(tmp_path):
+    """The Go version's workspaces have ``sessions/`` at the top and no ``.picoora.lock``: their first open
+    is proof enough (nothing of this layout is there yet)."""
+    ws = tmp_path / "ws"
+    _old_workspace(ws)
+    (ws / ".picoora.lock").unlink()
+    store = FileStore(ws)
+    try:
+        _check_everything_readable(store)
+    finally:
+        store.close()
+    assert not (ws / "sessions").exists() and (ws / ".picoora" / "layout").exists()
+
+
 def test_the_file_tools_refuse_the_old_layouts_store_paths(tmp_path):
     from picoora.config import Config
     from picoora.tools import default_registry

@@ -17,9 +17,10 @@ the rest. An item that exists in both places is merged file by file; a name pres
 its old path with a warning, never overwritten.
 
 It runs once per workspace, never again: those old paths are ordinary workspace paths that a model
-could write (a forged session, a planted memory), so only the old layout's lock file proves an old
-workspace, and the first open of any workspace writes ``.picoora/layout`` (``LAYOUT_MARKER``), after
-which nothing is moved. The file tools refuse the old paths too (``legacy_paths``).
+could write (a forged session, a planted memory), so only the old layout's lock file, or old items in a
+workspace this layout never opened, prove an old workspace; the first open of any workspace writes
+``.picoora/layout`` (``LAYOUT_MARKER``), after which nothing is moved. The file tools refuse the old
+paths too (``legacy_paths``).
 """
 
 from __future__ import annotations
@@ -126,7 +127,11 @@ def migrate(layout: FileLayout) -> list[str]:
     if layout.marker.exists():
         return moved
     legacy_lock = layout.workspace / LEGACY_LOCK
-    if not legacy_lock.exists() or legacy_lock.is_symlink():  # a new workspace, or one already on this layout
+    old_items = any(old.exists() for old, _ in layout.legacy_moves())
+    # Proof of an old workspace: the old lock file, or old items in a workspace this layout never opened
+    # (nothing in the private directory but the lock just taken: the Go version's workspaces look so).
+    proven = (legacy_lock.exists() and not legacy_lock.is_symlink()) or (old_items and _first_open(layout))
+    if not proven:  # a new workspace, or one already on this layout from before the marker
         _mark(layout)
         return moved
     import fcntl
@@ -145,6 +150,10 @@ def migrate(layout: FileLayout) -> list[str]:
     if moved:
         log.warning("moved the store's files into %s: %s", layout.private, ", ".join(moved))
     return moved
+
+
+def _first_open(layout: FileLayout) -> bool:
+    return all(entry.name == layout.lock.name for entry in layout.private.iterdir())
 
 
 def _mark(layout: FileLayout) -> None:
