@@ -94,8 +94,13 @@ class Assistant:
         """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
         ``answer`` or why not; an error is never disguised as an answer, see ``answer``). ``conversation``:
         the client keeps the history (``picoora.agent.conversation``)."""
+        from picoora.outward import Outward
+
+        # Everything the turn says goes out scrubbed of secrets (and, for a guest, without provider errors).
+        outward = Outward(self.agent.secrets, guest=bool(self.person))
         await self._restore_model(session_key)
-        return await self.agent.run_turn(session_key, text, on_event, conversation=conversation)
+        return outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
+                                                        conversation=conversation))
 
     async def answer(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> str:
         """The answer's text, or ``TurnFailed`` when the turn stopped without one."""
@@ -321,15 +326,14 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
     from picoora.config import secret_values
     from picoora.store.aio import AsyncStore
     from picoora.store.scoped import open_person_store
-    from picoora.tools import guest_registry
-    from picoora.tools.registry import tool_settings
+    from picoora.tools import guest_registry, guest_tool_settings
 
     store = open_person_store(owner.config, owner.store, person)
     astore = AsyncStore(store, executor=owner.astore.executor)  # people share the owner's threads
     tools = guest_registry(owner.config)
     agent = Agent(store=store, astore=astore, models=owner.models, tools=tools, settings=owner.config.agents.defaults,
                   workspace=owner.workspace, secrets=secret_values(owner.config),
-                  tool_settings=tool_settings(owner.config))
+                  tool_settings=guest_tool_settings(owner.config))
     return Assistant(config=owner.config, workspace=owner.workspace, store=store, astore=astore, models=owner.models,
                      tools=tools, agent=agent, person=person)
 

@@ -133,10 +133,14 @@ class ChannelConfig(_Section):
     api_base: str = ""  # the platform's API root (empty: the public one); tests point it at a fake
 
 
+# A person's name: it names their store (a folder on files, an agent_id on Oracle), so no "." or ".." or "/".
+PERSON_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$"
+
+
 class UserConfig(_Section):
     """A person and the identities that are theirs ("telegram:123456", "telegram:@alice")."""
 
-    name: str = Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(min_length=1, max_length=32, pattern=PERSON_NAME_PATTERN)
     owner: bool = False  # the owner's memories are the CLI's; everyone else has their own
     identities: list[str] = []
 

@@ -2,7 +2,10 @@
 
 An identity is ``<channel>:<sender id>`` or ``<channel>:@<username>``. A person is a name with the
 identities that are theirs (``users`` in config, plus those the owner admitted with ``picoora pair
-approve``). Admission, for a sender on a channel:
+approve``, which binds the sender's id, never their username). A username can change hands, so wherever
+one is accepted (``users[].identities``, ``allow_from``) it is a hint: the first sender to use it binds it
+to their id (``bound_id``), and a later sender with that username but another id is a stranger.
+Admission, for a sender on a channel:
 
 - a configured person or an approved pairing: admitted as that person;
 - listed in the channel's ``allow_from`` by id or @username: admitted as the owner when no person
@@ -23,11 +26,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from picoora.config import Config
+from picoora.config import PERSON_NAME_PATTERN, Config
 from picoora.store.base import KeyValueStore
 
 OWNER = "owner"  # the owner's name when no configured user is marked owner
 PAIR_PREFIX, APPROVED_PREFIX = "pair.code.", "pair.person."
+BOUND_PREFIX = "pair.bound."  # "<channel>:@<username>" -> the sender id that first used it
 CODE_LIFETIME = timedelta(hours=1)
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or typed from a phone
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -51,6 +55,26 @@ class Sender:
         if self.username:
             ids.append(f"{self.channel}:@{self.username.lstrip('@').lower()}")
         return ids
+
+
+def check_person_name(name: str) -> str:
+    """``name`` when it may name a person (the ``users[].name`` rule), else ValueError: it names their
+    store, so ``.``, ``..``, ``.picoora`` or a slash would put it somewhere else."""
+    if not re.fullmatch(PERSON_NAME_PATTERN, name):
+        raise ValueError(f"a person's name is 1 to 32 letters, digits, '.', '_' or '-', starting with a letter "
+                         f"or digit, not {name[:40]!r}")
+    return name
+
+
+def bound_id(store: KeyValueStore, channel: str, username: str, sender_id: str) -> bool:
+    """True when ``@username`` on ``channel`` belongs to ``sender_id``: bound to it now if nobody used it yet
+    (first contact), or bound to it before. Blocking (a state read, perhaps a write)."""
+    key = f"{BOUND_PREFIX}{channel}:@{username.lstrip('@').lower()}"
+    bound = store.get_state(key)
+    if not bound:
+        store.set_state(key, sender_id)
+        return True
+    return bound == sender_id
 
 
 def owner_name(config: Config) -> str:
@@ -114,14 +138,14 @@ class Pairing:
         return request
 
     def approve(self, code: str, name: str = "") -> Person:
-        """Admit the code's sender as ``name`` (default: a guest of their own)."""
+        """Admit the code's sender as ``name`` (default: a guest of their own). Bound to their id: whoever
+        takes their username later is not them. A bad name is refused before the code is spent."""
+        if name:
+            check_person_name(name)
         request = self._take(code)
         sender = Sender(request.channel, request.sender_id, request.username)
         person = name or guest_name(sender)
-        if _SAFE.search(person):
-            raise ValueError(f"a person's name is letters, digits, '.', '_' or '-', not {person!r}")
-        for identity in sender.identities:
-            self.store.set_state(APPROVED_PREFIX + identity, person)
+        self.store.set_state(APPROVED_PREFIX + sender.identities[0], person)
         return Person(person)
 
     def refuse(self, code: str) -> PairingRequest:

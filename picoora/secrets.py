@@ -30,6 +30,7 @@ REDACTED = "***"
 MIN_SECRET_LENGTH = 4
 # An encoded fragment shorter than this is too likely to occur by chance in ordinary output.
 MIN_ENCODED_LENGTH = 8
+_PREFILTER_CHARS = 512  # shorter texts (a streamed token) are cheaper to scrub than to test form by form
 SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
 SECRET_MAPS = frozenset({"env", "headers"})  # maps whose every value is a secret (an MCP server's env and headers)
 
@@ -87,11 +88,17 @@ class Scrubber:
     def __init__(self, secrets: Iterable[str]):
         forms = {form for secret in meaningful(secrets) for form in encoded_forms(secret)}
         # Longest first, so a secret containing another is replaced whole.
-        ordered = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._forms = sorted(forms, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if self._forms else None
 
     def __call__(self, text: str) -> str:
-        return self._pattern.sub(REDACTED, text) if self._pattern is not None else text
+        if self._pattern is None:
+            return text
+        # The alternation tries every form at every position (milliseconds for a 20 KB answer); a substring
+        # test per form is a fast scan, so a long text runs it only when it holds a secret.
+        if len(text) > _PREFILTER_CHARS and not any(form in text for form in self._forms):
+            return text
+        return self._pattern.sub(REDACTED, text)
 
 
 @functools.lru_cache(maxsize=8)

@@ -40,7 +40,10 @@ def test_identity_tools_and_rules(tmp_path):
     assert text.startswith("# picoora")
     # The time comes last, so the start of the prompt stays the same from turn to turn (cacheable).
     assert text.endswith("## Current time\n\n2026-05-04 09:30 (Monday), time zone UTC")
-    assert f"Your workspace is at: {tmp_path.resolve()}" in text
+    # The path only helps tools that take one: a guest (memory and web) is never told where the owner's files are.
+    assert str(tmp_path.resolve()) not in text
+    read_file = {"type": "function", "function": {"name": "read_file", "description": "Read a file.", "parameters": {}}}
+    assert f"Your workspace is at: {tmp_path.resolve()}" in prompt_for(tmp_path, inputs(), [*tools, read_file])
     assert "ollama/qwen3:latest" in text
     assert "- `recall`: Search long-term memory by meaning. Returns the best matches with their IDs." in text
     assert text.index("- `recall`") < text.index("- `remember`")  # sorted by name

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from picoora.scheduler.jobs import JobBook
+from picoora.scheduler.jobs import LAST_CHAT, JobBook, remember_chat
 from picoora.store.files import FileStore
 from picoora.tools.base import ToolContext
 from picoora.tools.cron import Cron
@@ -23,6 +23,7 @@ def _call(store, workspace, session_key, **args):
 
 def test_the_model_schedules_for_the_chat_it_talks_to(tmp_path):
     store = FileStore(tmp_path / "ws")
+    remember_chat(store, "telegram", "42")  # what the gateway does for a message in a private chat
     added = _call(store, tmp_path, "telegram:42", action="add", kind="cron", when="0 8 * * mon-fri",
                   message="Give me the weather")
     assert not added.is_error and "telegram:42" in added.content
@@ -49,10 +50,22 @@ def test_bad_requests_are_tool_errors_not_crashes(tmp_path):
 
 def test_from_the_cli_session_the_target_is_the_chat_used_last(tmp_path):
     store = FileStore(tmp_path / "ws")
-    store.set_state("last_channel", "telegram:42")
+    store.set_state(LAST_CHAT, "telegram:42")
     _call(store, tmp_path, "cli:default", action="add", kind="every", when="1d", message="digest", reminder=True)
     [job] = JobBook(store).jobs()
     assert (job.channel, job.chat_id, job.action) == ("telegram", "42", "reminder")
+
+
+def test_from_a_group_chat_the_target_is_the_owners_last_private_chat(tmp_path):
+    """A job's answer may hold anything the owner told the assistant: it never goes to the group it was
+    asked for in (``picoora cron add --chat`` can name a group on purpose)."""
+    store = FileStore(tmp_path / "ws")
+    remember_chat(store, "telegram", "42")
+    _call(store, tmp_path, "telegram:-1001", action="add", kind="every", when="1d", message="my bank PIN?")
+    _call(FileStore(tmp_path / "ws2"), tmp_path, "telegram:-1002", action="add", kind="every", when="1d",
+          message="none private yet")
+    assert [(job.channel, job.chat_id) for job in JobBook(store).jobs()] == [("telegram", "42")]
+    assert [(job.channel, job.chat_id) for job in JobBook(FileStore(tmp_path / "ws2")).jobs()] == [("cli", "default")]
 
 
 def test_with_no_chat_used_yet_the_target_is_the_terminal(tmp_path):

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from picoora.config import Config, ConfigError, load_config, secret_values
-from picoora.secrets import REDACTED, dsn_password, redact_dsn, redact_text, redact_tree, scrub
+from picoora.secrets import REDACTED, dsn_password, encoded_forms, redact_dsn, redact_text, redact_tree, scrub
 from picoora.store.files import FileStore
 from tests.cli_support import REPO, run_cli
 
@@ -39,6 +39,15 @@ def test_scrub_hides_a_secret_inside_a_larger_base64_blob_at_any_alignment(prefi
     # character survives on each side).
     removed = len(blob) - len(before) - len(after)
     assert removed >= len(SECRET) * 4 // 3 - 2
+
+
+@pytest.mark.parametrize("size", [10, 600, 50_000])
+def test_every_form_is_found_in_short_and_long_text_alike(size):
+    """Long texts are tested form by form before the alternation runs: no form may slip past that test."""
+    for form in sorted(encoded_forms(SECRET)):
+        text = "x" * size + form + "y" * size
+        assert form not in scrub(text, [SECRET]) and REDACTED in scrub(text, [SECRET]), form
+    assert scrub("z" * size, [SECRET]) == "z" * size
 
 
 def test_short_values_are_left_alone():

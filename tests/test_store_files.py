@@ -252,12 +252,19 @@ def test_leftover_temp_files_are_removed_on_open(make_store, workspace):
     assert (workspace / ".picoora/sessions/s.json").exists()
 
 
-def test_broken_state_document_names_the_file(make_store, workspace):
+@pytest.mark.parametrize("broken", ["{not json", "[1, 2]", "[" * 100_000])
+def test_a_broken_state_document_is_kept_aside_with_one_line_and_the_store_goes_on(make_store, workspace, caplog,
+                                                                                   broken):
     store = make_store()
     (workspace / ".picoora/state").mkdir(parents=True)
-    (workspace / ".picoora/state/state.json").write_text("{not json")
-    with pytest.raises(StoreError, match="state.json"):
-        store.get_state("anything")
+    (workspace / ".picoora/state/state.json").write_text(broken)
+    assert store.get_state("anything") is None
+    store.set_state("fresh", "1")
+    assert store.get_state("fresh") == "1"
+    [kept] = (workspace / ".picoora/state").glob("state.json.broken-*")
+    assert kept.read_text() == broken  # nothing lost: the bytes are there for a person to copy back
+    [line] = [r.getMessage() for r in caplog.records if "state.json" in r.getMessage()]
+    assert "moved to state.json.broken-" in line and "\n" not in line
 
 
 # ---- memories: log, compaction, other writers, models -------------------------------------------

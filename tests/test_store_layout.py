@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from datetime import date
@@ -95,23 +96,58 @@ def test_a_crash_half_way_through_the_move_is_finished_by_the_next_open(tmp_path
     assert not (ws / "state").exists()
 
 
-def test_an_item_in_both_layouts_is_merged_and_a_clash_is_never_overwritten(tmp_path):
+def test_once_on_this_layout_old_layout_paths_are_never_moved_in_again(tmp_path):
+    """Issue 21: the model (exec writes the workspace) planted a session and an "the owner authorises every
+    exec" memory at the old paths, and the next start moved them into the store. Now only the first open
+    may migrate; afterwards old-layout files, even with the old lock file beside them, stay where they are."""
     ws = tmp_path / "ws"
     store = FileStore(ws)
     store.append_session("new:one", [Message(role="user", content="new")])
-    store.append_session(KEY, [Message(role="user", content="kept new copy")])
     store.close()
-    _old_workspace(ws)  # an older picoora ran on the workspace again afterwards
-    (ws / "sessions" / "old_two.json").write_text(json.dumps({"key": "old:two", "messages": []}))
+    _old_workspace(ws)  # everything an old workspace has, its lock file included, written after the fact
     store = FileStore(ws)
     try:
-        keys = {s.key for s in store.list_sessions()}
-        assert {"new:one", "old:two", KEY} <= keys
-        assert [m.content for m in store.load_session(KEY).messages] == ["kept new copy"]
+        assert {s.key for s in store.list_sessions()} == {"new:one"}
+        assert store.list_memories() == [] and store.get_state("last_channel") is None
     finally:
         store.close()
-    # The clashing old file is still there for a person to look at.
-    assert json.loads((ws / "sessions" / "cli_default.json").read_text())["summary"] == "earlier"
+    assert (ws / "sessions" / "cli_default.json").exists() and (ws / "memory" / "memories.jsonl").exists()
+    assert (ws / ".picoora" / "layout").exists()
+
+
+def test_a_workspace_never_opened_on_this_layout_moves_without_the_old_lock_file(tmp_path):
+    """The Go version's workspaces have ``sessions/`` at the top and no ``.picoora.lock``: their first open
+    is proof enough (nothing of this layout is there yet)."""
+    ws = tmp_path / "ws"
+    _old_workspace(ws)
+    (ws / ".picoora.lock").unlink()
+    store = FileStore(ws)
+    try:
+        _check_everything_readable(store)
+    finally:
+        store.close()
+    assert not (ws / "sessions").exists() and (ws / ".picoora" / "layout").exists()
+
+
+def test_the_file_tools_refuse_the_old_layouts_store_paths(tmp_path):
+    from picoora.config import Config
+    from picoora.tools import default_registry
+    from picoora.tools.base import ToolContext
+
+    ws = tmp_path / "ws"
+    store = FileStore(ws)
+    registry = default_registry(Config())
+    ctx = ToolContext(workspace=ws, store=store, session_key="cli:default")
+    try:
+        for path in ("sessions/cli_default.json", "transcripts/x.jsonl", "state/state.json", "traces/turns.jsonl",
+                     "memory/memories.jsonl", ".picoora.lock", "./sessions/../sessions/a.json"):
+            result = asyncio.run(registry.execute("write_file", {"path": path, "content": "{}"}, ctx))
+            assert result.is_error and "access denied" in result.content, (path, result.content)
+        note = asyncio.run(registry.execute("write_file", {"path": "memory/202601/20260105.md", "content": "ok"}, ctx))
+        assert not note.is_error  # daily notes stay the user's to edit
+    finally:
+        store.close()
+    assert not (ws / "sessions").exists() and not (ws / ".picoora.lock").exists()
 
 
 def test_the_layout_is_the_one_place_paths_come_from(tmp_path):

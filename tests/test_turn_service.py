@@ -102,11 +102,13 @@ def test_channel_messages_are_answered_in_order_and_remember_the_chat(isolated_h
             async with build_assistant(config) as assistant:
                 async with running_runtime(assistant) as (runtime, recorders):
                     owner = Person("owner", owner=True)
-                    def said(chat, text, sender):  # as the channel submits an admitted message
-                        return runtime._submit_chat(Inbound("telegram", chat, text, sender, owner, from_chat=True))
+                    def said(chat, text, sender, private=True):  # as the channel submits an admitted message
+                        return runtime._submit_chat(Inbound("telegram", chat, text, sender, owner, from_chat=True,
+                                                            private_chat=private))
 
                     tasks = [said("42", f"msg {i}", "7") for i in range(3)]
                     tasks.append(said("99", "other chat", "8"))
+                    tasks.append(said("-100", "in a group", "7", private=False))
                     await asyncio.wait_for(asyncio.gather(*tasks), 20)
                     cron = runtime.turns.submit(Inbound("cron", "job-1", "a job", session_key="cron:job-1"))
                     await cron
@@ -115,7 +117,8 @@ def test_channel_messages_are_answered_in_order_and_remember_the_chat(isolated_h
         recorders, last = asyncio.run(scenario())
     assert recorders.texts("telegram", "42") == ["msg 0", "msg 0 | msg 1", "msg 0 | msg 1 | msg 2"]
     assert recorders.texts("telegram", "99") == ["other chat"]
-    assert last in (("telegram", "42"), ("telegram", "99"))  # a job's turn does not move it
+    assert recorders.texts("telegram", "-100") == ["in a group"]
+    assert last in (("telegram", "42"), ("telegram", "99"))  # neither a job's turn nor a group chat moves it
 
 
 def test_delivery_reaches_every_front_door_and_says_when_it_cannot(isolated_home):

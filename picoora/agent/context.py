@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from picoora.agent.prompt_files import fit_prompts
 from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.llm.base import ToolSchema
@@ -59,7 +60,7 @@ def gather_inputs(store: Store, session_key: str, text: str, settings: AgentDefa
     notes = store.recent_daily_notes(settings.daily_note_days) if settings.daily_note_days > 0 else []
     return ContextInputs(
         session=store.load_session(session_key) if with_session else Session(session_key),
-        prompts=store.list_prompts(),
+        prompts=fit_prompts(store.list_prompts(), settings.context_window),
         recall=recall,
         daily_notes=notes,
     )
@@ -157,8 +158,9 @@ def _identity(workspace: Path, model_label: str, tool_names: set[str]) -> str:
         f"{platform.system()} {platform.machine()}, Python {platform.python_version()}; model {model_label}",
         "",
         "## Workspace",
-        f"Your workspace is at: {workspace.resolve()}",
     ]
+    if "read_file" in tool_names or "exec" in tool_names:  # a path only helps tools that take one (not a guest's)
+        lines.append(f"Your workspace is at: {workspace.resolve()}")
     if "write_daily_note" in tool_names:
         lines.append("- Daily notes: append to today's journal with the `write_daily_note` tool")
     if "remember" in tool_names:

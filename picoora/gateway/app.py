@@ -30,6 +30,7 @@ log = logging.getLogger("picoora.gateway")
 
 def create_app(gateway: Gateway) -> FastAPI:
     from picoora import __version__
+    from picoora.config import secret_values
     from picoora.gateway import routes_api, routes_web
     from picoora.gateway.openai import routes as routes_openai
 
@@ -38,7 +39,7 @@ def create_app(gateway: Gateway) -> FastAPI:
                   openapi_url=None,
                   description="The assistant over HTTP. Every route but /health needs 'Authorization: Bearer <token>'.")
     app.state.gateway = gateway
-    install_error_handlers(app)
+    install_error_handlers(app, [*secret_values(gateway.config), gateway.token])
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])
     async def openapi() -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """One error shape for every response, OpenAI's: ``{"error": {"message", "type", "param", "code"}}``, never
-a stack trace. ``param`` names the request field at fault (or is null); ``code`` is a machine-readable
-reason (the ``type`` unless something more precise applies). A malformed body or parameter is 400."""
+a stack trace, and never a secret: a provider or store error may quote an API key or a DSN, so every message
+is scrubbed on the way out. ``param`` names the request field at fault (or is null); ``code`` is a
+machine-readable reason (the ``type`` unless something more precise applies). A malformed body is 400."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -14,6 +16,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from picoora.llm.base import LLMError, ProviderUnavailableError
+from picoora.secrets import scrub
 from picoora.store.base import StoreError
 
 log = logging.getLogger("picoora.gateway")
@@ -61,30 +64,36 @@ _STATUS_TYPES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405:
                  413: "too_large", 415: "unsupported_media_type"}
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
+    """The handlers of every error; ``secrets`` (the config's, the token) are scrubbed from each message."""
+    known = tuple(secrets)
+
+    def out(status: int, type_: str, message: str, headers: dict[str, str] | None = None, *,
+            param: str | None = None, code: str | None = None) -> JSONResponse:
+        return error_response(status, type_, scrub(message, known), headers, param=param, code=code)
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.type, exc.message, exc.headers, param=exc.param, code=exc.code)
+        return out(exc.status, exc.type, exc.message, exc.headers, param=exc.param, code=exc.code)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
-                              getattr(exc, "headers", None))
+        return out(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
+                   getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(400, "invalid_request", _validation_text(exc), param=_first_param(exc),
-                              code="invalid_value")
+        return out(400, "invalid_request", _validation_text(exc), param=_first_param(exc), code="invalid_value")
 
     @app.exception_handler(StoreError)
     async def _store_down(request: Request, exc: StoreError) -> JSONResponse:
-        return error_response(503, "store_unavailable", str(exc))
+        return out(503, "store_unavailable", str(exc))
 
     @app.exception_handler(LLMError)
     async def _model_problem(request: Request, exc: LLMError) -> JSONResponse:
         if isinstance(exc, ProviderUnavailableError):
-            return error_response(503, "model_unavailable", str(exc))
-        return error_response(400, "model_unusable", str(exc))
+            return out(503, "model_unavailable", str(exc))
+        return out(400, "model_unusable", str(exc))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -23,7 +23,9 @@ Action = Literal["agent", "reminder"]
 KINDS: tuple[str, ...] = ("at", "every", "cron")
 ACTIONS: tuple[str, ...] = ("agent", "reminder")
 JOB_PREFIX, RUN_PREFIX = "cron.job.", "cron.run."
-LAST_CHAT = "last_channel"  # state key: "<channel>:<chat_id>" the owner spoke on last (as the Go version)
+# State key: "<channel>:<chat_id>", the owner's last one-to-one chat. Not the Go version's "last_channel",
+# which any chat set, a group included: a job's answer (a recalled PIN) would land in that group.
+LAST_CHAT = "last_private_chat"
 TERMINAL = ("cli", "default")  # where results go when no chat has talked to the gateway yet
 MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, not a schedule
 MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest
@@ -43,19 +45,20 @@ def target_channels() -> tuple[str, ...]:
 
 
 def last_chat(store: KeyValueStore) -> tuple[str, str] | None:
-    """(channel, chat id) the owner spoke on last, or None when no chat has talked to the gateway yet."""
+    """(channel, chat id) of the private chat the owner spoke on last, or None when none has yet."""
     channel, _, chat_id = (store.get_state(LAST_CHAT) or "").partition(":")
     return (channel, chat_id) if channel and chat_id else None
 
 
 def remember_chat(store: KeyValueStore, channel: str, chat_id: str) -> None:
-    """Called for every chat message: written only when it moves (a state write is a file replace + fsync)."""
+    """Called for every message in a private chat (never a group's): written only when it moves (a state
+    write is a file replace + fsync)."""
     if last_chat(store) != (channel, chat_id):
         store.set_state(LAST_CHAT, f"{channel}:{chat_id}")
 
 
 def default_target(store: KeyValueStore) -> tuple[str, str]:
-    """Where a job's result goes when its creator names no chat: the chat used last, else the terminal."""
+    """Where a job's result goes when its creator names no chat: the private chat used last, else the terminal."""
     return last_chat(store) or TERMINAL
 
 

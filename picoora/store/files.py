@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -76,6 +77,7 @@ _MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for su
 _PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 NOTE_SEARCH_DAYS = 366  # notes searched by `oracle-inspect notes -s` on files: about a year
 _KV_FILES = {"state": "state.json", "config": "config.json", "meta": "meta.json"}
+TEXT_FILE_BYTES = 256 * 1024  # the most of a prompt file or a note read (the window takes far less)
 
 
 def encode_key(key: str) -> str:
@@ -253,10 +255,11 @@ class FileStore:
         day = day or date.today()  # local date, as a person reads their journal
         path = self._note_path(day)
         with self._lock:  # rewritten whole (a note is small), so a crash never leaves half an entry
-            existing = _read_text(path)
-            text = f"{existing}\n{content}" if existing is not None else f"# {day.isoformat()}\n\n{content}"
-            atomic.atomic_write_text(path, text)
-        return DailyNote(day=day, content=text)
+            existing = _read_bytes(path)  # as bytes: a bad byte someone left in it is kept, not replaced
+            data = (f"# {day.isoformat()}\n\n{content}".encode() if existing is None
+                    else existing + f"\n{content}".encode())
+            atomic.atomic_write_bytes(path, data)
+        return DailyNote(day=day, content=data.decode("utf-8", errors="replace"))
 
     def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
         """Notes of today and the ``days - 1`` days before, newest first; days without a note are skipped."""
@@ -388,10 +391,31 @@ class FileStore:
         return self.layout.state / _KV_FILES[family]
 
     def _kv_all(self, family: str) -> dict[str, str]:
-        document = self._read_document(self._kv_path(family)) or {}
+        path = self._kv_path(family)
+        try:
+            document = self._read_document(path) or {}
+        except StoreError as exc:
+            document = self._set_aside(path, str(exc))
         if not isinstance(document, dict):
-            raise StoreError(f"{self._kv_path(family)} is not a JSON object: fix or delete it")
+            document = self._set_aside(path, f"{path} is not a JSON object")
         return {str(k): v if isinstance(v, str) else str(v) for k, v in document.items()}
+
+    def _set_aside(self, path: Path, problem: str) -> dict[str, Any]:
+        """A broken state/config/meta document (a hand edit, a bad disk) is moved aside, kept for the user,
+        and the store goes on empty for that family: one clear line, never a stopped gateway or CLI."""
+        with self._lock:
+            try:  # under the lock again: another thread may have set it aside already
+                current = atomic.read_json(path)
+                if current is None or isinstance(current, dict):
+                    return current or {}
+            except (ValueError, RecursionError):
+                pass
+            kept = path.with_name(f"{path.name}.broken-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}")
+            os.replace(path, kept)
+            atomic.fsync_dir(path.parent)
+        log.warning("%s; it was moved to %s and picoora goes on without what it held (pairings, jobs, offsets: "
+                    "copy back what you need)", problem.removesuffix(": fix it or delete it"), kept.name)
+        return {}
 
     def _kv_set(self, family: str, key: str, value: str) -> None:
         limits.check_key_value(family, key, value)
@@ -584,13 +608,37 @@ class FileStore:
             raise StoreError(f"{path} is not valid JSON ({reason}): fix it or delete it") from None
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: Path, most_bytes: int = TEXT_FILE_BYTES) -> str | None:
+    """A prompt file or a note, as far as it can be read: anyone may edit these (the user, a tool, an exec
+    call), so a bad byte or a huge file must not stop every turn. Undecodable bytes become U+FFFD and only
+    the first ``most_bytes`` are read; either way a notice in the text says so (the model, which can
+    repair the file, sees it) and the log says it once per read."""
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(most_bytes + 1)
     except FileNotFoundError:
         return None
+    notices = []
+    if len(raw) > most_bytes:
+        raw = raw[:most_bytes]
+        notices.append(f"{path.name} is longer than {most_bytes // 1024} KB: only its start was read")
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise StoreError(f"{path} is not UTF-8 text (byte {exc.start}): save it as UTF-8, or move it away") from None
+        text = raw.decode("utf-8", errors="replace")
+        if not (notices and exc.start >= len(raw) - 3):  # a character cut at the size limit is no fault
+            notices.append(f"{path.name} is not valid UTF-8 (byte {exc.start}): undecodable bytes are shown "
+                           "as \ufffd; save it as UTF-8 to fix it")
+    for notice in notices:
+        log.warning("%s: %s", path, notice)
+    return text + "".join(f"\n\n[picoora: {notice}]" for notice in notices)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def _last_seq(path: Path) -> int:

@@ -13,14 +13,21 @@ Workspaces from before this layout kept the private files at the top (``sessions
 ``transcripts/``, ``state/``, ``traces/``, ``memory/memories.jsonl``, ``.picoora.lock``). :func:`migrate` moves
 each with one ``rename`` (atomic on one file system), under the store lock and the old lock file, so
 a crash at any point leaves every item either still old or already new, and the next open finishes
-the rest. An item that exists in both places (an old version ran after the move) is merged file by
-file; a name present in both is left at its old path with a warning, never overwritten.
+the rest. An item that exists in both places is merged file by file; a name present in both is left at
+its old path with a warning, never overwritten.
+
+It runs once per workspace, never again: those old paths are ordinary workspace paths that a model
+could write (a forged session, a planted memory), so only the old layout's lock file, or old items in a
+workspace this layout never opened, prove an old workspace; the first open of any workspace writes
+``.picoora/layout`` (``LAYOUT_MARKER``), after which nothing is moved. The file tools refuse the old
+paths too (``legacy_paths``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -31,6 +38,7 @@ log = logging.getLogger(__name__)
 
 PRIVATE_DIR = ".picoora"
 LEGACY_LOCK = ".picoora.lock"
+LAYOUT_MARKER = "layout"  # in the private directory: this workspace is on this layout, never migrate again
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,12 @@ class FileLayout:
         return self.private / "traces"
 
     def person(self, name: str) -> Path:
-        """The root of a person's own store (everyone but the owner): private, like the rest."""
+        """The root of a person's own store (everyone but the owner): private, like the rest, and always one
+        folder inside ``people/`` (a name such as ``..`` or ``.picoora`` would be the owner's store)."""
+        from picoora.config import PERSON_NAME_PATTERN
+
+        if not re.fullmatch(PERSON_NAME_PATTERN, name):
+            raise ValueError(f"{name[:40]!r} cannot name a person's store")
         return self.private / "people" / name
 
     @property
@@ -85,6 +98,14 @@ class FileLayout:
 
     def prompt_path(self, name: str) -> Path:
         return self.workspace / name
+
+    @property
+    def marker(self) -> Path:
+        return self.private / LAYOUT_MARKER
+
+    def legacy_paths(self) -> list[Path]:
+        """The old layout's private paths, the lock file included: no tool may write them."""
+        return [old for old, _ in self.legacy_moves()] + [self.workspace / LEGACY_LOCK]
 
     def legacy_moves(self) -> list[tuple[Path, Path]]:
         """(old path, new path) for every private item of the pre-``.picoora/`` layout."""
@@ -99,11 +120,19 @@ class FileLayout:
 
 
 def migrate(layout: FileLayout) -> list[str]:
-    """Move a workspace's private files from the old layout; returns what moved. Call under the store
-    lock. Idempotent: a second call, or one after a crash half-way, finishes what is left."""
+    """Move a workspace's private files from the old layout, once; returns what moved. Call under the store
+    lock. A call after a crash half-way finishes what is left (the old lock file is removed last, the
+    marker written just before); once the marker exists, nothing is ever moved again."""
     moved: list[str] = []
+    if layout.marker.exists():
+        return moved
     legacy_lock = layout.workspace / LEGACY_LOCK
-    if not legacy_lock.exists() and not any(old.exists() for old, _ in layout.legacy_moves()):
+    old_items = any(old.exists() for old, _ in layout.legacy_moves())
+    # Proof of an old workspace: the old lock file, or old items in a workspace this layout never opened
+    # (nothing in the private directory but the lock just taken: the Go version's workspaces look so).
+    proven = (legacy_lock.exists() and not legacy_lock.is_symlink()) or (old_items and _first_open(layout))
+    if not proven:  # a new workspace, or one already on this layout from before the marker
+        _mark(layout)
         return moved
     import fcntl
 
@@ -114,12 +143,24 @@ def migrate(layout: FileLayout) -> list[str]:
         for old, new in layout.legacy_moves():
             if old.exists() and not old.is_symlink():
                 _move(old, new, moved)
+        _mark(layout)
         os.unlink(legacy_lock)
     finally:
         os.close(fd)
     if moved:
         log.warning("moved the store's files into %s: %s", layout.private, ", ".join(moved))
     return moved
+
+
+def _first_open(layout: FileLayout) -> bool:
+    return all(entry.name == layout.lock.name for entry in layout.private.iterdir())
+
+
+def _mark(layout: FileLayout) -> None:
+    from picoora.atomic import atomic_write_text
+
+    layout.private.mkdir(parents=True, exist_ok=True, mode=0o700)
+    atomic_write_text(layout.marker, "picoora file layout 2: the store's files are in this directory\n", 0o600)
 
 
 def _move(old: Path, new: Path, moved: list[str]) -> None:

@@ -1,5 +1,7 @@
 """A person's view of the store: their memories, daily notes, sessions, transcripts, traces and state are
-theirs alone; the assistant's prompts, config and meta are shared (read from the owner's store).
+theirs alone; the assistant's config and meta are shared (read from the owner's store), and of its prompt
+files only the persona (``PERSONA_PROMPTS``): ``USER.md`` is about the owner and ``AGENT(S).md`` about the
+owner's machine, neither is for someone else's turns.
 
 Scoping is by storage, not by filtering results: on Oracle a person's rows carry their own ``agent_id``
 (``<agent_id>.<person>``), so every query's WHERE clause selects only them before any vector ranking; on
@@ -13,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.base import Prompt, Store
 
 AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
-SHARED = frozenset({"list_prompts", "get_prompt", "set_prompt", "get_config", "set_config", "all_config",
+SHARED = frozenset({"set_prompt", "get_config", "set_config", "all_config",
                     "get_meta", "set_meta", "all_meta", "details", "display_name", "backend"})
+PERSONA_PROMPTS = ("IDENTITY.md", "SOUL.md")  # who the assistant is: the only prompt files a person sees
 
 
 class PersonStore:
@@ -26,6 +29,12 @@ class PersonStore:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shared if name in SHARED else self._own, name)
+
+    def list_prompts(self) -> list[Prompt]:
+        return [prompt for prompt in self._shared.list_prompts() if prompt.name in PERSONA_PROMPTS]
+
+    def get_prompt(self, name: str) -> Prompt | None:
+        return self._shared.get_prompt(name) if name in PERSONA_PROMPTS else None
 
     def native_async(self) -> Any:
         """The coroutines of both stores, each name going where the blocking form goes."""
@@ -49,9 +58,12 @@ class _NativeRoute:
 
     def __getattr__(self, name: str) -> Any:
         native = self._shared if name in SHARED else self._own
-        if native is None:
+        if native is None or name in _FILTERED:  # the blocking form filters the prompts
             raise AttributeError(name)
         return getattr(native, name)
+
+
+_FILTERED = frozenset({"list_prompts", "get_prompt"})
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

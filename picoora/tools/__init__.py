@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from picoora.config import Config
+from picoora.tools.base import ToolSettings
 from picoora.tools.registry import DEFAULT_MAX_RESULT_CHARS, ToolRegistry, tool_settings
 
-__all__ = ["ToolRegistry", "default_registry", "guest_registry", "tool_settings"]
+__all__ = ["ToolRegistry", "default_registry", "guest_registry", "guest_tool_settings", "tool_settings"]
 
 # Room above the largest single result a tool produces (web text, exec output) for its framing lines.
 RESULT_FRAMING_CHARS = 2_000
@@ -51,6 +52,13 @@ def guest_registry(config: Config) -> ToolRegistry:
     if usable(config.tools.web_search):  # searching the web reaches nothing of the owner's
         registry.register(WebSearch(config.tools.web_search))
     return registry
+
+
+def guest_tool_settings(config: Config) -> ToolSettings:
+    """A guest's tool settings: the owner's, without the owner's exemptions from the public-address guard
+    (``web_fetch.allow_hosts`` names the owner's LAN, the gateway, the model server)."""
+    web_fetch = config.tools.web_fetch.model_copy(update={"allow_hosts": []})
+    return ToolSettings(config.tools.model_copy(update={"web_fetch": web_fetch}))
 
 
 def _registry(largest_result: int) -> ToolRegistry:

@@ -1,8 +1,8 @@
 """The ``cron`` tool: the model sets up, lists and changes scheduled jobs for the person it talks to.
 
 Jobs go into the store (``picoora.scheduler.jobs.JobBook``); the gateway's scheduler runs them and
-delivers the result to the chat the request came from (from the terminal or a job: the chat the owner
-used last, else the terminal).
+delivers the result to the owner's last private chat (a request from a private chat: that one; from the
+web chat: that web chat), else the terminal; never to a group chat (``picoora cron add --chat`` can name one).
 """
 
 from __future__ import annotations
@@ -75,11 +75,12 @@ class Cron(Tool):
 
     @staticmethod
     def _target(ctx: ToolContext) -> tuple[str, str]:
-        """The chat this turn came from; from a job, the heartbeat or a session that is no chat (the
-        OpenAI endpoint), the chat the owner used last, else the terminal."""
-        from picoora.scheduler.jobs import default_target, target_channels
+        """The owner's last private chat (for a turn from a private chat: that chat, remembered before the
+        turn ran), or the web chat this turn came from, else the terminal. Never a group chat the turn came
+        from: a job's answer may hold anything the owner told the assistant."""
+        from picoora.scheduler.jobs import default_target
 
         channel, chat_id = chat_of(ctx.session_key)
-        if channel in target_channels() and channel != "cli" and chat_id:
+        if channel == "web" and chat_id:  # the owner's own web chat
             return channel, chat_id
         return default_target(ctx.store)

@@ -8,8 +8,10 @@ sibling directory sharing a prefix (``ws-old`` next to ``ws``) are all refused.
 Whatever the workspace setting, the picoora config file and everything else under ``$PICOORA_HOME``
 other than a workspace kept there are refused: they hold API keys and passwords (the Go version let
 the agent ``cat`` its own config). So is the store's private directory in the workspace
-(``picoora.store.layout``: sessions, transcripts, the memory log, the lock). Extra paths to hide come
-from ``ToolContext.settings.protected_paths`` (a config file given with ``--config``, an Oracle wallet).
+(``picoora.store.layout``: sessions, transcripts, the memory log, the lock), and the old layout's paths
+of those (``sessions/``, ``memory/memories.jsonl``, ...): a file written there would look like the
+store's own to an old-layout migration. Extra paths to hide come from
+``ToolContext.settings.protected_paths`` (a config file given with ``--config``, an Oracle wallet).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class Sandbox:
     home: Path  # real $PICOORA_HOME
     home_workspaces: tuple[Path, ...]  # workspaces inside home: the only part of home a tool may touch
     protected: tuple[Path, ...]  # extra real paths to refuse, with everything under them
+    legacy: tuple[Path, ...] = ()  # the old layout's store paths: refused to file tools (exec cannot plant them
+    # either: the one-time migration is long done when a tool runs, see picoora.store.layout)
 
     @classmethod
     def from_context(cls, ctx: ToolContext) -> Sandbox:
@@ -58,8 +62,9 @@ class Sandbox:
         candidates = (workspace, home / HOME_WORKSPACE_DIR)
         home_workspaces = tuple(ws for ws in candidates if ws != home and is_within(ws, home))
         extra = tuple(real(Path(p).expanduser()) for p in ctx.settings.protected_paths if p)
-        private = real(FileLayout(workspace).private)
-        return cls(workspace, ctx.restrict_to_workspace, home, home_workspaces, (private, *extra))
+        layout = FileLayout(workspace)
+        legacy = tuple(real(path) for path in layout.legacy_paths())
+        return cls(workspace, ctx.restrict_to_workspace, home, home_workspaces, (real(layout.private), *extra), legacy)
 
     def hidden_paths(self) -> tuple[Path, ...]:
         """What the exec sandbox covers: $PICOORA_HOME (the workspace is bound back over it) and every
@@ -68,7 +73,7 @@ class Sandbox:
 
     def is_protected(self, path: Path) -> bool:
         """True for a real path holding config or secrets."""
-        if any(is_within(path, p) for p in self.protected):
+        if any(is_within(path, p) for p in (*self.protected, *self.legacy)):
             return True
         in_home = is_within(path, self.home)
         return in_home and not any(is_within(path, ws) for ws in self.home_workspaces)

@@ -51,7 +51,8 @@ class FakeTelegram(FakeServer):
 
     # -- what the test does -----------------------------------------------------------------------
 
-    def push(self, user_id: int, text: str, *, chat_id: int | None = None, username: str = "") -> None:
+    def push(self, user_id: int, text: str, *, chat_id: int | None = None, username: str = "",
+             chat_type: str = "private") -> None:
         with self._arrived:
             update_id = self._next_id
             self._next_id += 1
@@ -60,7 +61,7 @@ class FakeTelegram(FakeServer):
                 sender["username"] = username
             self.updates.append({"update_id": update_id, "message": {
                 "message_id": update_id, "date": int(time.time()), "text": text, "from": sender,
-                "chat": {"id": chat_id or user_id, "type": "private"}}})
+                "chat": {"id": chat_id or user_id, "type": chat_type}}})
             self._arrived.notify_all()
 
     def fail_next(self, status: int, retry_after: int | None = None) -> None:

@@ -84,8 +84,10 @@ class Channel(abc.ABC):
         """Replace the message's text (``final``: the answer, formatted as a reply is). Only where ``edits``."""
         raise NotImplementedError
 
-    async def receive(self, sender: Sender, chat_id: str, text: str, **metadata: object) -> bool:
+    async def receive(self, sender: Sender, chat_id: str, text: str, *, private: bool = False,
+                      **metadata: object) -> bool:
         """One incoming message: submitted as a turn, or answered with a pairing code. True if admitted.
+        ``private``: a one-to-one chat (only those become where jobs and the heartbeat answer; a group never).
         Raises ``ShuttingDown`` when the gateway takes no more turns (the platform should offer it again)."""
         admission = await self.links.admit(sender, self.config.allow_from)
         if admission.person is None:
@@ -95,7 +97,7 @@ class Channel(abc.ABC):
                 await self._deliver_safely(chat_id, PAIRING_REPLY.format(code=admission.pairing.code))
             return False
         self.links.submit(Inbound(self.name, chat_id, text, sender_id=sender.sender_id, person=admission.person,
-                                  from_chat=True, metadata=dict(metadata)))
+                                  from_chat=True, private_chat=private, metadata=dict(metadata)))
         self._start_typing(chat_id)
         return True
 

@@ -140,7 +140,7 @@ class TelegramChannel(Channel):
         user = message.from_user
         sender = Sender("telegram", str(user.id), user.username or "")
         try:
-            await self.receive(sender, str(message.chat_id), message.text,
+            await self.receive(sender, str(message.chat_id), message.text, private=message.chat.type == "private",
                                message_id=message.message_id, username=user.username or "")
         except ShuttingDown:
             return False

@@ -6,16 +6,19 @@
   when the chat is opened (``picoora agent`` lists what arrived for the terminal);
 - anything else (a channel that is not running): not delivered, and the receipt says why. The caller
   records that (a scheduled job's run fails with that reason); its own transcript keeps the text.
+
+Every text is scrubbed of the config's secrets first: this is the way out of the process for all of them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from picoora import inbox
+from picoora.secrets import scrub
 
 if TYPE_CHECKING:
     from picoora.store.aio import AsyncStore
@@ -33,9 +36,10 @@ class Receipt:
 
 
 class Delivery:
-    def __init__(self, astore: AsyncStore):
+    def __init__(self, astore: AsyncStore, secrets: Iterable[str] = ()):
         self.astore = astore  # the owner's: the terminal and the web chat are the owner's front doors
         self._channels: dict[str, Send] = {}
+        self._secrets = tuple(secrets)
 
     def register(self, channel: str, send: Send) -> None:
         """Deliver ``channel``'s messages through ``send`` (a running chat channel)."""
@@ -46,6 +50,7 @@ class Delivery:
 
     async def deliver(self, channel: str, chat_id: str, text: str) -> Receipt:
         where = f"{channel}:{chat_id}"
+        text = scrub(text, self._secrets)
         send = self._channels.get(channel)
         if send is not None:
             try:

@@ -26,7 +26,8 @@ class Inbound:
     person: Person | None = None  # None: the owner
     session_key: str = ""  # empty: "<channel>:<chat_id>"
     fresh_session: bool = False  # clear the session's history first (the heartbeat's beats see nothing older)
-    from_chat: bool = False  # a person's chat message: that chat becomes where they spoke last
+    from_chat: bool = False  # a person's chat message (set by the channel)
+    private_chat: bool = False  # ... in a one-to-one chat: it becomes where their jobs and the heartbeat go
     metadata: dict[str, Any] = field(default_factory=dict)
     conversation: ClientConversation | None = None  # the OpenAI endpoint: the client keeps the history
 

@@ -55,7 +55,7 @@ class GatewayRuntime:
         self.turns = TurnService(self._run)
         self.people = PersonAssistants(assistant)
         self.directory = Directory(assistant.config, assistant.store)
-        self.delivery = Delivery(assistant.astore)
+        self.delivery = Delivery(assistant.astore, assistant.agent.secrets)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
         self.channels: list[Channel] = []
         self._editors: dict[str, Channel] = {}  # channels whose answers stream into one message by edits
@@ -69,7 +69,7 @@ class GatewayRuntime:
 
     async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
         async with self.people.lease(inbound.person) as assistant:
-            if inbound.from_chat:  # where this person spoke last: their jobs' default target
+            if inbound.from_chat and inbound.private_chat:  # never a group: jobs' answers go there
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             command = parse_command(inbound.text) if inbound.from_chat else None
             if command is not None:
