@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from picoora.agent import Agent, TurnResult
     from picoora.agent.conversation import ClientConversation
     from picoora.agent.events import EventSink
+    from picoora.agent.loop import Approve
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
     from picoora.people import PairingRequest, Person
@@ -90,17 +91,17 @@ class Assistant:
     # -- turns ---------------------------------------------------------------------------------------
 
     async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None, *,
-                  conversation: ClientConversation | None = None) -> TurnResult:
+                  conversation: ClientConversation | None = None, approve: Approve | None = None) -> TurnResult:
         """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
         ``answer`` or why not; an error is never disguised as an answer, see ``answer``). ``conversation``:
-        the client keeps the history (``picoora.agent.conversation``)."""
+        the client keeps the history (``picoora.agent.conversation``); ``approve``: asked before each tool call."""
         from picoora.outward import Outward
 
         # Everything the turn says goes out scrubbed of secrets (and, for a guest, without provider errors).
         outward = Outward(self.agent.secrets, guest=bool(self.person))
         await self._restore_model(session_key)
         return outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
-                                                        conversation=conversation))
+                                                        conversation=conversation, approve=approve))
 
     async def answer(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> str:
         """The answer's text, or ``TurnFailed`` when the turn stopped without one."""

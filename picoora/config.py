@@ -230,12 +230,22 @@ class SkillsConfig(_Section):
     builtin: bool = True  # the skills that ship with picoora (a workspace or user skill of the same name wins)
 
 
+class ApprovalsConfig(_Section):
+    """Tool calls that wait for the owner's yes (buttons in the chat) when the turn came from a chat channel.
+    The terminal, the HTTP API, jobs and the heartbeat are not asked (their ``channels`` are not listed)."""
+
+    channels: list[str] = ["telegram", "discord", "slack"]
+    tools: list[str] = ["exec", "write_file", "edit_file", "append_file", "cron", "message", "spawn", "subagent"]
+    timeout_seconds: float = Field(120.0, gt=0, le=3600)  # no answer by then: not run
+
+
 class ToolsConfig(_Section):
     exec: ExecToolConfig = ExecToolConfig()
     web_fetch: WebFetchConfig = WebFetchConfig()
     web_search: WebSearchConfig = WebSearchConfig()
     mcp_servers: dict[str, McpServerConfig] = {}
     files: FilesToolConfig = FilesToolConfig()
+    approvals: ApprovalsConfig = ApprovalsConfig()
     max_parallel_calls_per_turn: int = Field(4, ge=1)  # tool calls of one turn running at once
     max_parallel_calls: int = Field(16, ge=1)  # tool calls of the whole process running at once
 

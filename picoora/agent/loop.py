@@ -36,7 +36,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,6 +89,9 @@ if TYPE_CHECKING:
     from picoora.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+
+# Asked before a tool call with its name and arguments: None to run it, else why it may not run.
+Approve = Callable[[str, dict[str, Any]], Awaitable[str | None]]
 
 REPEAT_LIMIT = 3  # the third identical call in a turn stops it
 RAW_PREVIEW_CHARS = 200
@@ -201,10 +204,10 @@ class Agent:
     # -- turns ---------------------------------------------------------------------------------------
 
     async def run_turn(self, session_key: str, text: str, on_event: EventSink | None = None, *,
-                       conversation: ClientConversation | None = None) -> TurnResult:
+                       conversation: ClientConversation | None = None, approve: Approve | None = None) -> TurnResult:
         """Run one turn; returns once its answer is recorded and its events are delivered. With
         ``conversation`` the client keeps the history (``picoora.agent.conversation``) and ``text`` is
-        only what the turn is logged as.
+        only what the turn is logged as. ``approve`` is asked before each tool call (``ToolContext.approve``).
 
         Compaction of a session that grew too long runs after that, in the background but still
         holding the session's lock, so the answer never waits for a summary and the session's next
@@ -216,7 +219,7 @@ class Agent:
         self._running += 1
         self._no_turns.clear()
         try:
-            result = await self._locked_turn(session_key, text, lock, emit, conversation)
+            result = await self._locked_turn(session_key, text, lock, emit, conversation, approve)
         except BaseException:  # cancelled (Ctrl+C, /stop, a shutdown) or a bug: nobody drains the sink now
             emit.abandon()
             raise
@@ -228,7 +231,7 @@ class Agent:
         return result
 
     async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: _Emitter,
-                           conversation: ClientConversation | None) -> TurnResult:
+                           conversation: ClientConversation | None, approve: Approve | None) -> TurnResult:
         await lock.acquire()
         release_later = False
         try:
@@ -236,6 +239,7 @@ class Agent:
             choice = conversation.model if conversation is not None and conversation.model else runtime.model
             async with self.models.lease(choice) as llm:
                 turn = _Turn(self, session_key, emit, llm, runtime, conversation)
+                turn.ctx.approve = approve
                 result = await turn.run(text)
             if result.stop_reason != "error" and turn.needs_compaction():  # after an error a summary fails too
                 self._in_background(self._compact_then_release(turn, lock))

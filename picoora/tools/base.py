@@ -68,6 +68,8 @@ class ToolContext:
     turn_slots: Any = None
     # Where ``message``/``spawn``/``subagent`` act (picoora.tools.messaging.Messenger); None: nowhere.
     messenger: Any = None
+    # Asked before every call (picoora.gateway.runtime.approvals): None to run it, else why it may not run.
+    approve: Any = None
 
     def __post_init__(self) -> None:
         self.settings = ToolSettings.coerce(self.settings)

@@ -116,6 +116,10 @@ class ToolRegistry:
         return [self._tools[name].schema() for name in self.names()]
 
     async def execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
+        if ctx.approve is not None:  # before taking a slot: the owner may take minutes to answer
+            refusal = await ctx.approve(name, raw_args if isinstance(raw_args, dict) else {"arguments": raw_args})
+            if refusal:
+                return ToolResult.error(refusal)
         turn_slots, process_slots = _slots(ctx)
         async with turn_slots, process_slots:
             result = await self._execute(name, raw_args, ctx)

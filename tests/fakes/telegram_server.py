@@ -42,6 +42,7 @@ class FakeTelegram(FakeServer):
         self.sent: list[dict] = []
         self.edits: list[dict] = []  # editMessageText bodies, in order
         self.commands: list[dict] = []  # what setMyCommands registered
+        self.toasts: list[str] = []  # answerCallbackQuery texts (what a button press was told)
         self.actions: list[dict] = []
         self.calls: list[str] = []
         self.failures: deque[tuple[int, dict]] = deque()
@@ -63,6 +64,27 @@ class FakeTelegram(FakeServer):
                 "message_id": update_id, "date": int(time.time()), "text": text, "from": sender,
                 "chat": {"id": chat_id or user_id, "type": chat_type}}})
             self._arrived.notify_all()
+
+    def press(self, user_id: int, data: str, *, chat_id: int | None = None) -> None:
+        """A button press (a callback query) on the last message sent to the chat."""
+        with self._arrived:
+            update_id = self._next_id
+            self._next_id += 1
+            message = {"message_id": len(self.sent), "date": int(time.time()), "text": "",
+                       "chat": {"id": chat_id or user_id, "type": "private"}}
+            self.updates.append({"update_id": update_id, "callback_query": {
+                "id": f"cb{update_id}", "chat_instance": "1", "data": data, "message": message,
+                "from": {"id": user_id, "is_bot": False, "first_name": "T"}}})
+            self._arrived.notify_all()
+
+    def buttons(self, chat_id: int) -> list[str]:
+        """The callback data of the buttons on the last message to the chat that has any."""
+        for sent in reversed(self.sent):
+            if int(sent["chat_id"]) == chat_id and sent.get("reply_markup"):
+                markup = sent["reply_markup"]
+                markup = json.loads(markup) if isinstance(markup, str) else markup
+                return [button["callback_data"] for row in markup["inline_keyboard"] for button in row]
+        return []
 
     def fail_next(self, status: int, retry_after: int | None = None) -> None:
         self.failures.append((status, {"retry_after": retry_after} if retry_after is not None else {}))
@@ -154,6 +176,10 @@ class FakeTelegram(FakeServer):
         self.edits.append(body)
         self._ok(exchange, {"message_id": int(body["message_id"]), "date": int(time.time()), "text": body["text"],
                             "chat": {"id": int(body["chat_id"]), "type": "private"}})
+
+    def _answerCallbackQuery(self, exchange: Exchange) -> None:
+        self.toasts.append(str(exchange.body.get("text", "")))
+        self._ok(exchange, True)
 
     def _setMyCommands(self, exchange: Exchange) -> None:
         commands = exchange.body.get("commands") or []

@@ -50,11 +50,14 @@ class ChannelLinks:
     submit: Callable[[Inbound], object]  # raises ShuttingDown once the gateway stops taking turns
     get_state: Callable[[str], Awaitable[str | None]]
     set_state: Callable[[str, str], Awaitable[None]]
+    # A button press on an approval question (sender, request id, choice) -> what to tell the presser.
+    answer_approval: Callable[[Sender, str, str], Awaitable[str]] | None = None
 
 
 class Channel(abc.ABC):
     name: str
     edits = False  # answers stream into one message by edits (start_message, edit_message, split)
+    asks = False  # can ask the owner to approve a tool call with buttons (ask_approval, settle_approval)
 
     def __init__(self, config: ChannelConfig, links: ChannelLinks):
         self.config = config
@@ -82,6 +85,15 @@ class Channel(abc.ABC):
 
     async def edit_message(self, chat_id: str, message_id: str, text: str, *, final: bool) -> None:
         """Replace the message's text (``final``: the answer, formatted as a reply is). Only where ``edits``."""
+        raise NotImplementedError
+
+    async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
+        """Post ``question`` with a button per choice (key -> label); presses go to ``links.answer_approval``
+        with ``request_id``. Returns the message's id. Only where ``asks``."""
+        raise NotImplementedError
+
+    async def settle_approval(self, chat_id: str, message_id: str, text: str) -> None:
+        """Replace the question with its outcome, without buttons. Only where ``asks``."""
         raise NotImplementedError
 
     async def receive(self, sender: Sender, chat_id: str, text: str, *, private: bool = False,

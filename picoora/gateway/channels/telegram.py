@@ -67,6 +67,7 @@ class _TokenScrubbingRecords:
 class TelegramChannel(Channel):
     name = "telegram"
     edits = True
+    asks = True
 
     def __init__(self, *args: Any, sleep: Any = asyncio.sleep, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -90,7 +91,7 @@ class TelegramChannel(Channel):
         while True:
             try:
                 updates = await self.bot.get_updates(offset=offset, timeout=POLL_TIMEOUT_SECONDS,
-                                                     allowed_updates=["message"],
+                                                     allowed_updates=["message", "callback_query"],
                                                      read_timeout=POLL_TIMEOUT_SECONDS + 10)
                 failures = 0
             except Exception as exc:  # network trouble, 5xx, 429: wait and poll again
@@ -132,6 +133,9 @@ class TelegramChannel(Channel):
 
     async def _handle(self, update: Any) -> bool:
         """Take one update; False when the gateway is shutting down and it must wait for the next start."""
+        if update.callback_query is not None:
+            await self._button_pressed(update.callback_query)
+            return True
         message = update.message
         if message is None or not message.text or message.from_user is None:
             return True
@@ -147,6 +151,31 @@ class TelegramChannel(Channel):
         except Exception:  # one bad update must not stop the polling
             log.exception("telegram: could not handle an update")
         return True
+
+    async def _button_pressed(self, query: Any) -> None:
+        """An approval button: ``ap:<request id>:<choice>``; the presser is told the outcome in a toast."""
+        kind, _, rest = (query.data or "").partition(":")
+        request_id, _, choice = rest.partition(":")
+        answer = "This button does nothing any more."
+        if kind == "ap" and self.links.answer_approval is not None and query.from_user is not None:
+            sender = Sender("telegram", str(query.from_user.id), query.from_user.username or "")
+            answer = await self.links.answer_approval(sender, request_id, choice)
+        try:
+            await self.bot.answer_callback_query(query.id, text=answer[:200])
+        except Exception as exc:  # the toast is cosmetic
+            log.debug("telegram: answerCallbackQuery: %s", self._clean(exc))
+
+    async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+        buttons = [InlineKeyboardButton(label, callback_data=f"ap:{request_id}:{key}")
+                   for key, label in choices.items()]
+        sent = await self.bot.send_message(chat_id=int(chat_id), text=question,
+                                           reply_markup=InlineKeyboardMarkup([buttons]))
+        return str(sent.message_id)
+
+    async def settle_approval(self, chat_id: str, message_id: str, text: str) -> None:
+        await self.bot.edit_message_text(text, chat_id=int(chat_id), message_id=int(message_id))
 
     def _backoff(self, exc: BaseException, failures: int) -> float:
         from telegram.error import RetryAfter

@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from picoora.gateway.channels.streaming import EditedReply
+from picoora.gateway.runtime.approvals import Approvals
 from picoora.gateway.runtime.commands import parse_command, run_command
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
@@ -55,6 +56,7 @@ class GatewayRuntime:
         self.turns = TurnService(self._run)
         self.people = PersonAssistants(assistant)
         self.directory = Directory(assistant.config, assistant.store)
+        self.approvals = Approvals(assistant.config.tools.approvals, assistant.store, self._is_owner)
         self.delivery = Delivery(assistant.astore, assistant.agent.secrets)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
         self.channels: list[Channel] = []
@@ -79,7 +81,7 @@ class GatewayRuntime:
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
             return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event,
-                                       conversation=inbound.conversation)
+                                       conversation=inbound.conversation, approve=self.approvals.for_turn(inbound))
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[Any]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""
@@ -127,6 +129,12 @@ class GatewayRuntime:
     async def _admit(self, sender: Sender, allow_from: list[str]) -> Admission:
         return await asyncio.to_thread(self.directory.admit, sender, allow_from)
 
+    async def _is_owner(self, sender: Sender) -> bool:
+        """``sender`` speaks as the owner (no pairing code is made for a stranger asking)."""
+        allow_from = getattr(self.assistant.config.channels, sender.channel).allow_from
+        person = await asyncio.to_thread(self.directory.person_of, sender, allow_from)
+        return person is not None and person.owner
+
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -136,7 +144,7 @@ class GatewayRuntime:
         config, astore = self.assistant.config, self.assistant.astore
         self.assistant.enable_messaging(self.messenger)
         links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.get_state,
-                             set_state=astore.set_state)
+                             set_state=astore.set_state, answer_approval=self.approvals.answer)
         for name, (module, class_name) in CHANNELS.items():
             if not getattr(config.channels, name).enabled:
                 continue
@@ -145,6 +153,8 @@ class GatewayRuntime:
             self.delivery.register(name, channel.send)
             if channel.edits:
                 self._editors[name] = channel
+            if channel.asks:
+                self.approvals.channels[name] = channel
             self._spawn(f"channel {name}", channel.run())
         if config.cron.enabled:
             from picoora.gateway.runtime.scheduler import SchedulerService

@@ -1,0 +1,146 @@
+"""Approvals through the gateway's runtime with the fake Bot API and the fake model: a risky tool call of a
+Telegram turn waits for the owner's button (approve once, for the session, deny), a silence is a denial,
+and only the owner's press counts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from picoora.assistant import build_assistant
+from picoora.config import Config, save_config
+from picoora.gateway.runtime.services import GatewayRuntime
+from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.telegram_server import FakeTelegram
+
+TOKEN = "654321:another-FAKE-token-xyz"
+
+
+def respond(body: dict) -> Reply:
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Reply(content=f"tool said: {last['content']}")
+    name = last["content"].split()[-1]
+    return Reply(tool_calls=[("write_file", {"path": f"{name}.txt", "content": "hello"})])
+
+
+def scenario(home, play, *, timeout=30.0, approvals=None):
+    """Run the runtime; ``play(telegram, workspace)`` is a coroutine driving the chat."""
+    with FakeOllama(responder=respond) as ollama, FakeTelegram(TOKEN) as telegram:
+        config = Config.model_validate({
+            "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
+            "memory": {"embedder": "none"},
+            "channels": {"telegram": {"enabled": True, "token": TOKEN, "allow_from": ["7", "*"],
+                                      "api_base": telegram.url}},
+            "tools": {"approvals": {"timeout_seconds": timeout, **(approvals or {})}},
+        })
+        save_config(config)
+
+        async def run():
+            async with build_assistant(config) as assistant:
+                runtime = GatewayRuntime(assistant)
+                await runtime.start()
+                try:
+                    return await play(telegram, assistant.workspace)
+                finally:
+                    await runtime.stop_intake()
+                    await runtime.turns.drain(5)
+                    await runtime.close()
+
+        return asyncio.run(run()), telegram
+
+
+async def until(check, seconds=15.0):
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+def answered(telegram, chat=7, count=1):
+    return lambda: len([t for t in telegram.texts(chat) if t.startswith("tool said")]) >= count
+
+
+def test_the_owner_approves_once_and_the_call_runs(isolated_home):
+    async def play(telegram, workspace):
+        telegram.push(7, "please write first")
+        assert await until(lambda: telegram.buttons(7))
+        assert not (workspace / "first.txt").exists()  # nothing ran before the answer
+        question = next(t for t in telegram.texts(7) if "wants to run write_file" in t)
+        approve = next(b for b in telegram.buttons(7) if b.endswith(":once"))
+        telegram.press(7, approve)
+        assert await until(answered(telegram))
+        return workspace, question
+
+    (workspace, question), telegram = scenario(isolated_home, play)
+    assert (workspace / "first.txt").read_text() == "hello"
+    assert '"path": "first.txt"' in question and "Approve once" in str(telegram.sent)
+    assert any("approved once" in t for t in telegram.texts(7))  # the question now says its outcome
+    assert "Approve once" in telegram.toasts
+
+
+def test_a_denial_is_told_to_the_model_and_nothing_runs(isolated_home):
+    async def play(telegram, workspace):
+        telegram.push(7, "please write second")
+        assert await until(lambda: telegram.buttons(7))
+        telegram.press(7, next(b for b in telegram.buttons(7) if b.endswith(":deny")))
+        assert await until(answered(telegram))
+        return workspace
+
+    workspace, telegram = scenario(isolated_home, play)
+    assert not (workspace / "second.txt").exists()
+    assert any("the owner denied this write_file call" in t for t in telegram.texts(7))
+
+
+def test_no_answer_in_time_is_a_denial(isolated_home):
+    async def play(telegram, workspace):
+        telegram.push(7, "please write third")
+        assert await until(answered(telegram))
+        return workspace
+
+    workspace, telegram = scenario(isolated_home, play, timeout=0.5)
+    assert not (workspace / "third.txt").exists()
+    assert any("did not answer within 0.5 s" in t for t in telegram.texts(7))
+    assert any("not answered within 0.5 s" in t for t in telegram.texts(7))
+
+
+def test_a_session_grant_covers_later_calls_of_that_tool(isolated_home):
+    async def play(telegram, workspace):
+        telegram.push(7, "please write one")
+        assert await until(lambda: telegram.buttons(7))
+        telegram.press(7, next(b for b in telegram.buttons(7) if b.endswith(":session")))
+        assert await until(answered(telegram))
+        asked = len([s for s in telegram.sent if s.get("reply_markup")])
+        telegram.push(7, "please write two")
+        assert await until(answered(telegram, count=2))
+        return workspace, asked, len([s for s in telegram.sent if s.get("reply_markup")])
+
+    (workspace, asked, asked_after), _ = scenario(isolated_home, play)
+    assert (workspace / "one.txt").exists() and (workspace / "two.txt").exists()
+    assert asked == asked_after == 1  # the second call was not asked about
+
+
+def test_only_the_owners_press_counts(isolated_home):
+    async def play(telegram, workspace):
+        telegram.push(7, "please write fourth")
+        assert await until(lambda: telegram.buttons(7))
+        approve = next(b for b in telegram.buttons(7) if b.endswith(":once"))
+        telegram.press(8, approve, chat_id=7)  # a stranger (a guest by "*") presses in the owner's chat
+        assert await until(lambda: telegram.toasts)
+        ran_early = (workspace / "fourth.txt").exists()
+        telegram.press(7, approve)
+        assert await until(answered(telegram))
+        return ran_early
+
+    ran_early, telegram = scenario(isolated_home, play)
+    assert not ran_early and telegram.toasts[0] == "Only the owner can answer this."
+
+
+def test_tools_off_the_list_and_doors_off_the_list_are_not_asked(isolated_home):
+    async def play(telegram, workspace):
+        telegram.push(7, "please write free")
+        assert await until(answered(telegram))
+        return workspace
+
+    workspace, telegram = scenario(isolated_home, play, approvals={"tools": ["exec"]})
+    assert (workspace / "free.txt").exists() and telegram.buttons(7) == []
