@@ -57,6 +57,13 @@ async def until(check, seconds=15.0):
     return False
 
 
+async def ask_and_press(telegram, text: str, choice: str, presser: int = 7) -> None:
+    """The owner (7) asks for a write; ``presser`` presses ``choice`` on the question."""
+    telegram.push(7, text)
+    assert await until(lambda: telegram.buttons(7))
+    telegram.press(presser, next(b for b in telegram.buttons(7) if b.endswith(f":{choice}")), chat_id=7)
+
+
 def answered(telegram, chat=7, count=1):
     return lambda: len([t for t in telegram.texts(chat) if t.startswith("tool said")]) >= count
 
@@ -81,9 +88,7 @@ def test_the_owner_approves_once_and_the_call_runs(isolated_home):
 
 def test_a_denial_is_told_to_the_model_and_nothing_runs(isolated_home):
     async def play(telegram, workspace):
-        telegram.push(7, "please write second")
-        assert await until(lambda: telegram.buttons(7))
-        telegram.press(7, next(b for b in telegram.buttons(7) if b.endswith(":deny")))
+        await ask_and_press(telegram, "please write second", "deny")
         assert await until(answered(telegram))
         return workspace
 
@@ -106,9 +111,7 @@ def test_no_answer_in_time_is_a_denial(isolated_home):
 
 def test_a_session_grant_covers_later_calls_of_that_tool(isolated_home):
     async def play(telegram, workspace):
-        telegram.push(7, "please write one")
-        assert await until(lambda: telegram.buttons(7))
-        telegram.press(7, next(b for b in telegram.buttons(7) if b.endswith(":session")))
+        await ask_and_press(telegram, "please write one", "session")
         assert await until(answered(telegram))
         asked = len([s for s in telegram.sent if s.get("reply_markup")])
         telegram.push(7, "please write two")
@@ -122,13 +125,10 @@ def test_a_session_grant_covers_later_calls_of_that_tool(isolated_home):
 
 def test_only_the_owners_press_counts(isolated_home):
     async def play(telegram, workspace):
-        telegram.push(7, "please write fourth")
-        assert await until(lambda: telegram.buttons(7))
-        approve = next(b for b in telegram.buttons(7) if b.endswith(":once"))
-        telegram.press(8, approve, chat_id=7)  # a stranger (a guest by "*") presses in the owner's chat
+        await ask_and_press(telegram, "please write fourth", "once", presser=8)  # a guest, in the owner's chat
         assert await until(lambda: telegram.toasts)
         ran_early = (workspace / "fourth.txt").exists()
-        telegram.press(7, approve)
+        telegram.press(7, next(b for b in telegram.buttons(7) if b.endswith(":once")))
         assert await until(answered(telegram))
         return ran_early
 
