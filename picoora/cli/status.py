@@ -91,15 +91,24 @@ def _workspace_line(workspace: Path) -> Line:
 def _provider_lines(config: Config, provider: str, model: str) -> list[Line]:
     if provider == "ollama":
         return _ollama_lines(config, model)
+    from picoora.llm.presets import PRESETS, key_env
+
     settings = getattr(config.providers, provider)
-    if settings.api_base:
+    preset = PRESETS.get(provider)
+    if settings.api_base and (preset is None or preset.local or settings.api_key):
         reachable = _port_open(settings.api_base)
         where = f"{settings.api_base} " + (f"{OK} answers" if reachable else f"{BAD} not reachable")
         key = "API key set" if settings.api_key else "no API key (fine for a local server)"
         ok = reachable
+    elif preset is not None:  # a hosted preset without its key: say which variable gives it
+        where = settings.api_base
+        key = f"{BAD} no API key: export {preset.key_env}=... or set providers.{provider}.api_key"
+        ok = False
     else:
         where = "its default endpoint (not probed)"
-        key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{provider}.api_key"
+        variable = key_env(provider)
+        key = "API key set" if settings.api_key else (f"{BAD} no API key: set providers.{provider}.api_key"
+                                                      + (f" or export {variable}=..." if variable else ""))
         ok = bool(settings.api_key)
     return [Line("Provider", f"{provider} at {where}; {key}", ok), Line("Model", model)]
 
