@@ -21,6 +21,7 @@ from picoora.cli import (
     gateway_cmd,
     mcp_cmd,
     memory_cmd,
+    migrate_cmd,
     onboard,
     oracle_cmds,
     pair_cmd,
@@ -78,7 +79,7 @@ def build_app() -> typer.Typer:
     )
     app.callback()(_root)
     commands = (onboard, agent_cmd, gateway_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd,
-                skills_cmd, mcp_cmd, version_cmd)
+                skills_cmd, mcp_cmd, migrate_cmd, version_cmd)
     for module in commands:
         module.register(app)
     return app

@@ -44,6 +44,7 @@ def onboard(
     from picoora.config import Config, default_config_path, workspace_path
 
     path = config_path(ctx) or default_config_path()
+    _mention_go_home(path)
     keep_file = path.exists() and not force
     config = _effective_config(path, force)
     interactive = not non_interactive and sys.stdin.isatty()
@@ -74,6 +75,14 @@ def onboard(
     _print_next_steps(path, chosen or config.agents.defaults.model, problem)
     if problem:
         raise typer.Exit(EXIT_FAILURE)  # set up, but a chat would fail now: scripts must not read "ready"
+
+
+def _mention_go_home(path: Path) -> None:
+    from picoora.migrate import go_home_notice
+
+    notice = go_home_notice(path)
+    if notice:
+        print(f"PicoOraClaw: {notice}")
 
 
 def _effective_config(path: Path, force: bool) -> Config:

@@ -65,6 +65,7 @@ def status(
         *storage,
         Line("Exec", _exec_text(config)),
         *_mcp_lines(config, workspace),
+        *_go_home_lines(path),
     ]
     healthy = all(line.ok for line in lines)
     if as_json:
@@ -192,6 +193,14 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
                  f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
                  r.ok or r.text == "disabled")
             for r in reports]
+
+
+def _go_home_lines(path: Path) -> list[Line]:
+    """A PicoOraClaw home on this machine: a hint, never a failure."""
+    from picoora.migrate import go_home_notice
+
+    notice = go_home_notice(path)
+    return [Line("PicoOraClaw", notice)] if notice else []
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
