@@ -13,7 +13,7 @@ from picoora import __version__
 from tests.cli_support import run_cli
 
 
-@pytest.mark.parametrize("args", [("version",), ("-V",), ("--version",)])
+@pytest.mark.parametrize("args", [("version",), ("-V",), ("-v",), ("--version",)])  # -v: the Go spelling
 def test_every_spelling_shows_versions_and_the_backend(isolated_home, args):
     result = run_cli(*args, home=isolated_home)
     assert result.returncode == 0, result.stderr

@@ -60,7 +60,7 @@ def _root(
         help="Config file to use (default: $PICOORA_HOME/config.json, PICOORA_HOME defaults to ~/.picoora).",
     ),
     version: bool = typer.Option(
-        False, "--version", "-V", callback=_print_version, is_eager=True,
+        False, "--version", "-V", "-v", callback=_print_version, is_eager=True,
         help="Print the versions (picoora, Python, provider libraries) and the backend, and exit.",
     ),
 ) -> None:

@@ -5,8 +5,6 @@ read but nothing is contacted (a broken config is shown as such, the versions st
 
 from __future__ import annotations
 
-import platform
-from importlib import metadata
 from pathlib import Path
 
 import typer
@@ -27,6 +25,8 @@ def version(ctx: typer.Context) -> None:
 
 
 def version_lines(path: Path | None) -> list[str]:
+    import platform
+
     from picoora import __version__
 
     lines = [f"picoora {__version__}",
@@ -36,6 +36,8 @@ def version_lines(path: Path | None) -> list[str]:
 
 
 def _installed(name: str) -> str:
+    from importlib import metadata
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
