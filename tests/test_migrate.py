@@ -231,3 +231,24 @@ def test_no_go_home_and_a_bad_from_are_usage_errors(isolated_home, tmp_path):
     assert none.returncode == 2 and "no PicoOraClaw home found" in none.stderr
     missing = run_cli("migrate", "--from", str(tmp_path / "nope"), home=isolated_home)
     assert missing.returncode == 2 and "is not a folder" in missing.stderr
+
+
+def test_a_value_picoora_refuses_is_listed_and_the_rest_is_carried(isolated_home, tmp_path):
+    user = tmp_path / "someone"
+    root = user / ".picoclaw"  # a picoclaw home (the Go version's parent project) is found too
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps({
+        "agents": {"defaults": {"model": "qwen2.5:14b", "provider": "ollama", "temperature": 3.5,
+                                "summarize_message_threshold": 2}},
+        "heartbeat": {"enabled": True, "interval": 0},
+        "providers": {"ollama": {"api_base": "http://gpu-box:11434/v1"}},
+        "future_section": {"x": 1}}))
+    out = _migrate(isolated_home, user)
+    assert f"Migrating {root} into" in out
+    assert "agents.defaults.temperature: picoora refuses its value: Input should be less than or equal to 2" in out
+    assert "agents.defaults.summarize_message_threshold: picoora refuses its value" in out
+    assert "future_section.x: not a key the Go version reads either" in out
+    config = load_config()
+    assert config.agents.defaults.model == "qwen2.5:14b" and config.agents.defaults.temperature == 0.7
+    assert config.providers.ollama.api_base == "http://gpu-box:11434/v1"
+    assert config.heartbeat.interval == 30  # Go's 0 meant the default, 30 minutes
