@@ -175,6 +175,10 @@ def test_broken_and_hostile_input_is_listed_and_the_rest_still_comes(isolated_ho
     os.symlink(secret, ws / "USER.md")
     (ws / "sessions" / "garbage.json").write_text("[1, 2")
     (ws / "sessions" / "odd.json").write_text(json.dumps({"key": "cli:odd", "messages": [{"content": "no role"}]}))
+    (ws / "sessions" / "long.json").write_text(json.dumps({"key": "cli:" + "k" * 1200, "messages": [
+        {"role": "user", "content": "hello"}]}))
+    (ws / "sessions" / "role.json").write_text(json.dumps({"key": "cli:role", "messages": [
+        {"role": "r" * 100, "content": "hello"}]}))
     (ws / "memory" / "202611" / "20261399.md").write_text("not a day")
     (ws / "cron" / "jobs.json").write_text(json.dumps({"version": 1, "jobs": [
         "nonsense", {"id": "f1", "name": "Too often", "schedule": {"kind": "every", "everyMs": 5000},
@@ -189,6 +193,8 @@ def test_broken_and_hostile_input_is_listed_and_the_rest_still_comes(isolated_ho
     assert "PRIVATE KEY" not in (isolated_home / "workspace" / "USER.md").read_text()
     assert "not migrated: garbage.json (not valid JSON" in out
     assert "not migrated: odd.json (a message without a role)" in out
+    assert "(the store refused it: the session key is 1204 characters long; at most 1000 are stored)" in out
+    assert "not migrated: cli:role (the store refused it: the message role is 100 characters long" in out
     assert "not migrated: Too often (f1) (an interval of '5s' is too short" in out
     assert "not migrated: ? (no id) (it has no message)" in out
     assert "migrated: cli:default (4 messages)" in out and "migrated: MEMORY.md" in out

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from picoora.migrate.records import Ledger, digest
 from picoora.migrate.report import Section
 from picoora.migrate.source import read_json
-from picoora.store.base import Store
+from picoora.store.base import Store, StoreError
 
 if TYPE_CHECKING:
     from picoora.scheduler.jobs import JobBook
@@ -30,7 +30,7 @@ def migrate_cron(workspace: Path, store: Store | None, ledger: Ledger, default_z
     if problem or not isinstance(jobs, list):
         section.skipped("cron/jobs.json", problem or 'no "jobs" list')
         return
-    from picoora.scheduler.jobs import JobBook, JobError
+    from picoora.scheduler.jobs import JobBook
 
     book = JobBook(store, default_zone) if store is not None else None
     for raw in jobs:
@@ -53,7 +53,7 @@ def migrate_cron(workspace: Path, store: Store | None, ledger: Ledger, default_z
             added = book.add(kind, spec, text, channel, chat, action=action, timezone_name=zone)
             if job.get("enabled") is False:
                 book.set_enabled(added.id, False)
-        except JobError as err:
+        except (ValueError, StoreError) as err:  # JobError is a ValueError; so is a value too long to store
             section.skipped(name, str(err))
             continue
         ledger.record(marker, "added")

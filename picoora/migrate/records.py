@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from picoora.messages import Message
-from picoora.migrate.report import Section
+from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_json, read_listed
-from picoora.store.base import MemoryRecord, Store
+from picoora.store.base import MemoryRecord, Store, StoreError
 
 LEDGER_PREFIX = "migrate.go."
 NOTE_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})\.md$")
@@ -68,19 +68,27 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
         if store is None:
             section.would(key, f"{len(messages)} messages")
             continue
-        held = store.load_session(key).messages
-        if held and not force:
-            section.kept(key, f"picoora already has this session ({len(held)} messages); --force replaces its "
-                              "model view (its transcript stays)")
-            continue
-        if held:
-            store.reset_session(key)
-        store.append_session(key, messages)
-        store.append_transcript(key, messages)
-        if summary:
-            store.set_summary(key, summary)
-        ledger.record(path, stamp)
-        section.done(key, f"{len(messages)} messages")
+        with one_item(section, key):
+            if _write_session(store, key, messages, summary, force, section):
+                ledger.record(path, stamp)  # a kept session is not recorded: --force may still replace it
+
+
+def _write_session(store: Store, key: str, messages: list[Message], summary: str, force: bool,
+                   section: Section) -> bool:
+    """Whether the session was written (False: picoora's own was kept)."""
+    held = store.load_session(key).messages
+    if held and not force:
+        section.kept(key, f"picoora already has this session ({len(held)} messages); --force replaces its "
+                          "model view (its transcript stays)")
+        return False
+    if held:
+        store.reset_session(key)
+    store.append_transcript(key, messages)  # first: a refused message (too long a role) leaves no half session
+    store.append_session(key, messages)
+    if summary:
+        store.set_summary(key, summary)
+    section.done(key, f"{len(messages)} messages")
+    return True
 
 
 def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
@@ -128,9 +136,10 @@ def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section:
         elif store is None:
             section.would(day.isoformat(), f"{len(body)} characters")
         else:
-            store.append_daily_note(body, day)
-            ledger.record(path, stamp)
-            section.done(day.isoformat(), f"{len(body)} characters")
+            with one_item(section, day.isoformat()):
+                store.append_daily_note(body, day)
+                ledger.record(path, stamp)
+                section.done(day.isoformat(), f"{len(body)} characters")
 
 
 def _note_files(folder: Path) -> Iterator[tuple[Path, date]]:
@@ -165,7 +174,11 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, section: Sect
     if store is None:
         section.would("MEMORY.md", f"{len(records)} memories")
         return
-    added = store.import_memories(records)
+    try:
+        added = store.import_memories(records)
+    except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
+        section.skipped("MEMORY.md", f"the store refused it: {err}")
+        return
     if added:
         section.done("MEMORY.md", f"{added} memories, embedded as they were stored")
     if added < len(records):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from picoora.store.base import StoreError
 
 # outcome -> how it reads in the report
 LABELS = {"done": "migrated", "would": "would migrate", "unchanged": "unchanged", "kept": "kept",
@@ -77,3 +81,12 @@ class Report:
             out.append("Notes:")
             out += [f"  {note}" for note in self.notes]
         return out
+
+
+@contextmanager
+def one_item(section: Section, name: str) -> Iterator[None]:
+    """A store that refuses one item (a key or a role longer than it holds, ...) lists it; the rest still comes."""
+    try:
+        yield
+    except (StoreError, ValueError) as err:
+        section.skipped(name, f"the store refused it: {err}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from picoora.migrate.report import Section
+from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_listed
 from picoora.store.base import PROMPT_NAMES, Store
 from picoora.templates import backup_path, template_files
@@ -33,16 +33,24 @@ def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, fo
             section.unchanged(name)
         elif store is None:
             section.would(name)
-        elif held is None or held.encode() == templates.get(name):
-            store.set_prompt(name, text)
-            section.done(name)
-        elif not force:
+        elif held is not None and held.encode() != templates.get(name) and not force:
             section.kept(name, "picoora's differs; --force replaces it, keeping a .bak")
         else:
-            backup = backup_path(workspace / name)
-            backup.write_text(held, encoding="utf-8")
-            store.set_prompt(name, text)
-            section.replaced(name, f"yours saved as {backup.name}")
+            with one_item(section, name):
+                _replace_prompt(store, name, text, held, templates.get(name), workspace, section)
+
+
+def _replace_prompt(store: Store, name: str, text: str, held: str | None, template: bytes | None, workspace: Path,
+                    section: Section) -> None:
+    """Write the prompt; one the user wrote (neither absent nor picoora's template) is saved as NAME.bak first."""
+    if held is None or held.encode() == template:
+        store.set_prompt(name, text)
+        section.done(name)
+        return
+    backup = backup_path(workspace / name)
+    backup.write_text(held, encoding="utf-8")
+    store.set_prompt(name, text)
+    section.replaced(name, f"yours saved as {backup.name}")
 
 
 def migrate_files(go_workspace: Path, workspace: Path, dry_run: bool, force: bool, section: Section) -> None:
