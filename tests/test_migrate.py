@@ -258,3 +258,28 @@ def test_a_value_picoora_refuses_is_listed_and_the_rest_is_carried(isolated_home
     assert config.agents.defaults.model == "qwen2.5:14b" and config.agents.defaults.temperature == 0.7
     assert config.providers.ollama.api_base == "http://gpu-box:11434/v1"
     assert config.heartbeat.interval == 30  # Go's 0 meant the default, 30 minutes
+
+
+def test_a_session_picoora_already_has_is_kept_until_forced_and_its_transcript_stays(isolated_home, user_home):
+    from picoora.messages import Message
+
+    run_cli("onboard", "--non-interactive", home=isolated_home)  # picoora was set up and used first
+    store = _store()
+    try:
+        mine = [Message("user", "Hello from picoora"), Message("assistant", "Hi!")]
+        store.append_transcript("cli:default", mine)
+        store.append_session("cli:default", mine)
+    finally:
+        store.close()
+
+    kept = _migrate(isolated_home, user_home)
+    assert "kept: cli:default (picoora already has this session (2 messages)" in kept
+    forced = _migrate(isolated_home, user_home, "--force")
+    assert "migrated: cli:default (4 messages)" in forced
+    store = _store()
+    try:
+        assert store.load_session("cli:default").messages[0].content == "My boat is called Ariadne."
+        transcript = [e.message.content for e in store.read_transcript("cli:default")]
+        assert transcript[:2] == ["Hello from picoora", "Hi!"] and len(transcript) == 6  # nothing lost
+    finally:
+        store.close()
