@@ -22,8 +22,7 @@ NO_EQUIVALENT: dict[Key, str] = {
     ("gateway", "host"): "picoora listens on 127.0.0.1 unless told otherwise: set gateway.host (with gateway.token) "
                          "to serve the network",
     ("channels", "telegram", "proxy"): "picoora's Telegram channel has no proxy setting (HTTPS_PROXY applies)",
-    ("channels", "web", "host"): "the web chat is served by the gateway: gateway.host",
-    ("channels", "web", "port"): "the web chat is served by the gateway: gateway.port",
+    ("channels", "web"): "picoora's gateway always serves the web chat, at gateway.host and gateway.port",
     ("devices",): "picoora has no USB device notifications",
     ("tools", "web", "brave", "max_results"): "web_search takes the number of results per call",
     ("tools", "web", "duckduckgo", "max_results"): "web_search takes the number of results per call",
@@ -146,9 +145,6 @@ def _channels(go: dict[str, Any], out: Conversion, take: Take) -> None:
         if enabled and not ids:
             out.notes.append("channels.telegram.allow_from is empty: the Go version let everyone in, picoora lets "
                              "nobody in until you add ids or approve people with `picoora pair`")
-    web_enabled = take(("channels", "web", "enabled"))
-    if web_enabled is not None:
-        out.carry(("channels", "web", "enabled"), ("channels", "web", "enabled"), bool(web_enabled))
     web_token = take(("channels", "web", "token"))
     if web_token:
         out.carry(("channels", "web", "token"), ("gateway", "token"), web_token)
