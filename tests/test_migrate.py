@@ -134,6 +134,18 @@ def test_running_twice_adds_nothing_twice(isolated_home, user_home):
         store.close()
     assert len(json.loads(run_cli("cron", "list", "--json", home=isolated_home).stdout)) == 3
 
+    # Go, still in use, appended to a note: the next run brings only the new lines
+    note = user_home / ".picooraclaw" / "workspace" / "memory" / "202611" / "20261102.md"
+    note.write_text(note.read_text() + "\nWon the regatta.\n")
+    third = _migrate(isolated_home, user_home)
+    assert "migrated: 2026-11-02 (16 characters, added since)" in third
+    store = _store()
+    try:
+        text = next(n.content for n in store.recent_daily_notes(days=400) if n.day.isoformat() == "2026-11-02")
+        assert text.count("Bought new sheets.") == 1 and text.count("Won the regatta.") == 1
+    finally:
+        store.close()
+
 
 def test_what_picoora_has_is_kept_unless_forced_and_then_backed_up(isolated_home, user_home):
     _migrate(isolated_home, user_home)

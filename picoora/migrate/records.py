@@ -3,8 +3,9 @@ written through picoora's store API, so it lands on whichever backend the config
 
 Idempotent: each item migrated is remembered in the store's state (``migrate.go.<digest of its source path>``
 holding the digest of its content), so a second run skips what it already brought and takes a changed file
-again. A session picoora already holds is kept unless ``force``; a forced one is reset first, which keeps its
-transcript (transcripts are append-only), so nothing is lost.
+again (a daily note only from where the last run stopped, when its start is unchanged). A session picoora
+already holds is kept unless ``force``; a forced one is reset first, which keeps its transcript (transcripts
+are append-only), so nothing is lost.
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ class Ledger:
     def _key(path: Path) -> str:
         return LEDGER_PREFIX + hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:24]
 
+    def value(self, path: Path) -> str | None:
+        return self._store.get_state(self._key(path)) if self._store is not None else None
+
     def done(self, path: Path, digest: str) -> bool:
-        return self._store is not None and self._store.get_state(self._key(path)) == digest
+        return self.value(path) == digest
 
     def record(self, path: Path, digest: str) -> None:
         if self._store is not None:
@@ -127,19 +131,29 @@ def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section:
         text = read_listed(path, section)
         if text is None:
             continue
-        body = _without_heading(text, day)
-        stamp = digest(text)
-        if not body:
-            continue
-        if ledger.done(path, stamp):
+        # The ledger keeps the digest and length brought; a note Go appended to since brings only its new lines.
+        stamp = f"{digest(text)}:{len(text)}"
+        earlier = ledger.value(path)
+        body = _without_heading(text[_migrated_length(earlier, text):], day)
+        if earlier == stamp:
             section.unchanged(day.isoformat(), "already migrated")
+        elif not body:
+            continue
         elif store is None:
             section.would(day.isoformat(), f"{len(body)} characters")
         else:
             with one_item(section, day.isoformat()):
                 store.append_daily_note(body, day)
                 ledger.record(path, stamp)
-                section.done(day.isoformat(), f"{len(body)} characters")
+                section.done(day.isoformat(), f"{len(body)} characters" + (", added since" if earlier else ""))
+
+
+def _migrated_length(earlier: str | None, text: str) -> int:
+    """How much of ``text`` an earlier run brought: its length when the start is unchanged, else 0 (all again)."""
+    sha, _, length = (earlier or "").partition(":")
+    if not length.isdigit() or int(length) > len(text):
+        return 0
+    return int(length) if digest(text[: int(length)]) == sha else 0
 
 
 def _note_files(folder: Path) -> Iterator[tuple[Path, date]]:
