@@ -194,7 +194,7 @@ do_install() {
     [ "$onboarded" -le 1 ] \
       || die "picoora is installed, but \`picoora onboard --non-interactive\` failed (see above)"
   fi
-  say "picoora $("$VENV/bin/picoora" --version | sed 's/^picoora //') is installed."
+  say "picoora $("$VENV/bin/picoora" --version | head -n 1 | sed 's/^picoora //') is installed."
   [ "$onboard" = no ] || print_next_step
 }
 

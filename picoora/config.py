@@ -13,6 +13,9 @@ match no field are ignored, listed by :func:`unknown_env_overrides` and explaine
 valid name, by :func:`env_override_warnings` (the CLI prints those). :func:`env_override` says which
 variable set a value, so a report can tell a value from the environment from one from the file.
 
+A provider's key may also come from its own variable (``OPENROUTER_API_KEY``, ``ANTHROPIC_API_KEY``, ...;
+see :mod:`picoora.llm.presets`) when its section names no key and still points at its own endpoint.
+
 ``${VAR}`` inside a string value (from the file or the environment) is replaced by the variable's
 value, so secrets can stay out of the file; an unset variable is an error. Only the braced form is
 recognised (a ``$`` anywhere else is literal) and ``$${`` stands for a literal ``${``.
@@ -28,6 +31,7 @@ from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from picoora.llm.presets import ALIASES, PRESETS, key_env, own_endpoint, provider_names
 from picoora.secrets import SECRET_FIELDS, SECRET_MAPS, dsn_password, redact_tree, scrub
 
 ENV_PREFIX = "PICO_"
@@ -42,7 +46,7 @@ class _Section(BaseModel):
 class AgentDefaults(_Section):
     workspace: str = ""  # empty: $PICOORA_HOME/workspace; a relative path is taken from $PICOORA_HOME too
     restrict_to_workspace: bool = True
-    provider: Literal["ollama", "openai", "anthropic"] = "ollama"
+    provider: str = "ollama"  # ollama, openai, anthropic, or a preset of openai (picoora.llm.presets)
     model: str = "qwen3:latest"
     max_tokens: int = Field(4096, ge=1)  # per answer; sent to the provider
     temperature: float = Field(0.7, ge=0.0, le=2.0)
@@ -55,6 +59,15 @@ class AgentDefaults(_Section):
     memory_context_tokens: int = Field(800, ge=0)  # budget for recalled memories in the prompt
     daily_note_days: int = Field(3, ge=0)
     timezone: str = ""  # IANA name (Europe/Lisbon) for schedules and dates; empty: the machine's
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, name: str) -> str:
+        name = ALIASES.get(name.lower(), name.lower())
+        if name not in provider_names():
+            raise ValueError(f"unknown provider {name!r}: use ollama, openai or anthropic, or a preset of the "
+                             f"OpenAI-compatible one: {', '.join(PRESETS)}")
+        return name
 
     @field_validator("timezone")
     @classmethod
@@ -83,10 +96,25 @@ class ProviderConfig(_Section):
     max_retries: int = Field(3, ge=0)
 
 
+def _preset(name: str) -> ProviderConfig:
+    return ProviderConfig(api_base=PRESETS[name].api_base)
+
+
 class Providers(_Section):
+    """One section per provider name; a preset's section starts at its endpoint (presets.PRESETS)."""
+
     ollama: ProviderConfig = ProviderConfig(api_base=DEFAULT_OLLAMA_BASE)
     openai: ProviderConfig = ProviderConfig()
     anthropic: ProviderConfig = ProviderConfig()
+    openrouter: ProviderConfig = _preset("openrouter")
+    groq: ProviderConfig = _preset("groq")
+    deepseek: ProviderConfig = _preset("deepseek")
+    gemini: ProviderConfig = _preset("gemini")
+    zhipu: ProviderConfig = _preset("zhipu")
+    oci: ProviderConfig = _preset("oci")
+    vllm: ProviderConfig = _preset("vllm")
+    llamacpp: ProviderConfig = _preset("llamacpp")
+    lmstudio: ProviderConfig = _preset("lmstudio")
 
 
 class MemoryConfig(_Section):
@@ -301,6 +329,7 @@ def load_config(path: Path | None = None) -> Config:
     env_keys = _env_overrides(os.environ)[0]
     for key, name in env_keys.items():
         _set_in(tree, key, _env_value(name, os.environ[name], key))
+    _keys_from_provider_variables(tree)
 
     def source(key: Key) -> str:
         for env_key, name in env_keys.items():
@@ -319,6 +348,20 @@ def load_config(path: Path | None = None) -> Config:
         return Config.model_validate(tree)
     except ValidationError as err:
         raise _report(secrets, [(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()]) from None
+
+
+def _keys_from_provider_variables(tree: dict[str, Any]) -> None:
+    """An empty ``providers.<name>.api_key`` takes the provider's own variable (OPENROUTER_API_KEY, ...),
+    but only while the section still points at that provider's endpoint: a key is never sent to another host."""
+    providers = tree.get("providers")
+    if not isinstance(providers, dict):
+        return
+    for name, section in providers.items():
+        variable = key_env(name)
+        if not (variable and os.environ.get(variable) and isinstance(section, dict)) or section.get("api_key"):
+            continue
+        if own_endpoint(name, str(section.get("api_base") or "")):
+            section["api_key"] = os.environ[variable]
 
 
 def unknown_env_overrides() -> list[str]:
@@ -527,6 +570,8 @@ def _problem(error: Any) -> str:
     loc = error["loc"]
     if error["type"] == "extra_forbidden":
         return "unknown key" + _suggestion(loc)
+    if error["type"] == "value_error":  # our validators' own words, without pydantic's "Value error, "
+        return str(error["ctx"]["error"])
     template = _PROBLEMS.get(error["type"])
     text = template.format(**error.get("ctx", {})) if template else error["msg"][:1].lower() + error["msg"][1:]
     if not any(part in SECRET_FIELDS for part in loc):

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from picoora.llm.presets import key_env, provider_names
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
@@ -15,4 +17,6 @@ def isolated_home(tmp_path, monkeypatch):
     for name in list(os.environ):
         if name.startswith("PICO_") and not name.startswith("PICO_TEST_"):
             monkeypatch.delenv(name, raising=False)
+    for variable in filter(None, map(key_env, provider_names())):  # a developer's own OPENROUTER_API_KEY
+        monkeypatch.delenv(variable, raising=False)  # must not reach a test's config
     return home

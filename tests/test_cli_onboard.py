@@ -136,7 +136,7 @@ def test_interactive_choice_on_a_terminal(isolated_home):
         controller, terminal = os.openpty()
         env = {**os.environ, "PICOORA_HOME": str(isolated_home), "PICO_PROVIDERS_OLLAMA_API_BASE": fake.url}
         with os.fdopen(controller, "wb", buffering=0) as keyboard:
-            keyboard.write(b"3\n")  # typed ahead; the prompt reads it from the terminal
+            keyboard.write(b"1\n3\n")  # typed ahead (Ollama, then the third model); the prompts read the terminal
             result = subprocess.run([sys.executable, "-m", "picoora", "onboard"], stdin=terminal, capture_output=True,
                                     text=True, env=env, cwd=REPO, timeout=60)
         os.close(terminal)

@@ -128,7 +128,7 @@ def test_install_use_upgrade_uninstall_purge(tmp_path, installer, wheelhouse):
         assert "not on your PATH" not in again.stdout
         assert "Next: picoora agent -m" in again.stdout
         assert "Upgrading picoora" in again.stdout
-        assert run(["picoora", "--version"], on_path).stdout.strip() == "picoora 0.1.0+changed"
+        assert run(["picoora", "--version"], on_path).stdout.splitlines()[0] == "picoora 0.1.0+changed"
         assert json.loads(config.read_text())["agents"]["defaults"]["temperature"] == 0.3
         assert user_md.read_text() == "I sail.\n"
         listed = run(["picoora", "memory", "list", "--json"], on_path, timeout=120)

@@ -21,6 +21,7 @@ from picoora.cli import (
     gateway_cmd,
     mcp_cmd,
     memory_cmd,
+    migrate_cmd,
     onboard,
     oracle_cmds,
     pair_cmd,
@@ -28,16 +29,26 @@ from picoora.cli import (
     status,
     token_cmd,
     trace_cmd,
+    version_cmd,
 )
 from picoora.cli.errors import EXIT_FAILURE, CLIError, report
 
 
-def _print_version(value: bool) -> None:
+def _print_version(ctx: typer.Context, value: bool) -> None:
     if value:
-        from picoora import __version__
-
-        typer.echo(f"picoora {__version__}")
+        # eager: runs before --config is parsed when -V comes first, so read it from the raw arguments
+        typer.echo("\n".join(version_cmd.version_lines(_config_argument(ctx))))
         raise typer.Exit()
+
+
+def _config_argument(ctx: typer.Context) -> Path | None:
+    given = ctx.params.get("config")
+    if given is None:
+        args = sys.argv[1:]
+        for flag in ("--config", "-c"):
+            if flag in args[:-1]:
+                given = args[args.index(flag) + 1]
+    return Path(given) if given else None
 
 
 def _root(
@@ -50,7 +61,8 @@ def _root(
         help="Config file to use (default: $PICOORA_HOME/config.json, PICOORA_HOME defaults to ~/.picoora).",
     ),
     version: bool = typer.Option(
-        False, "--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."
+        False, "--version", "-V", "-v", callback=_print_version, is_eager=True,
+        help="Print the versions (picoora, Python, provider libraries) and the backend, and exit.",
     ),
 ) -> None:
     """picoora: a small, local-first assistant that remembers by meaning."""
@@ -68,7 +80,7 @@ def build_app() -> typer.Typer:
     )
     app.callback()(_root)
     commands = (onboard, agent_cmd, gateway_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd,
-                skills_cmd, mcp_cmd, token_cmd)
+                skills_cmd, mcp_cmd, token_cmd, migrate_cmd, version_cmd)
     for module in commands:
         module.register(app)
     return app

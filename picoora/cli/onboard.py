@@ -7,6 +7,7 @@ templates never overwrite a file the user edited, unless ``--force``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -38,15 +39,24 @@ def onboard(
         False, "--force", help="Overwrite the config (keeping a .bak copy) and every template, even edited ones."
     ),
     non_interactive: bool = typer.Option(False, "--non-interactive", help="Ask nothing; pick the model by itself."),
+    provider: str | None = typer.Option(None, "--provider", help="ollama, openai, anthropic or a preset "
+                                        "(openrouter, groq, deepseek, gemini, zhipu, oci, vllm, llamacpp, lmstudio)."),
     model: str | None = typer.Option(None, "--model", help="Use this model (skips the question)."),
 ) -> None:
-    """Set up picoora: config file, workspace templates, and a local model that can use tools."""
+    """Set up picoora: config file, workspace templates, and a model (Ollama's, or a service's with a key)."""
+    from picoora.cli.onboard_provider import choose_provider
     from picoora.config import Config, default_config_path, workspace_path
 
     path = config_path(ctx) or default_config_path()
+    _mention_go_home(path)
     keep_file = path.exists() and not force
     config = _effective_config(path, force)
     interactive = not non_interactive and sys.stdin.isatty()
+    configured_provider = config.agents.defaults.provider
+    # The question comes on a first set-up; later, --provider switches.
+    picked = config.agents.defaults.provider = choose_provider(config, provider, interactive and not path.exists())
+    if picked != configured_provider:  # the old model belongs to the old provider
+        config.agents.defaults.model = Config().agents.defaults.model if picked == "ollama" else ""
     chosen, problem = _choose_model(config, interactive, model)
 
     if not keep_file:
@@ -56,11 +66,15 @@ def onboard(
             print(f"Saved the previous config as {backup}")
         # Defaults only: values that came from PICO_* variables or ${VAR} references stay out of the file.
         fresh = Config()
+        fresh.agents.defaults.provider = config.agents.defaults.provider
         fresh.agents.defaults.model = chosen or fresh.agents.defaults.model
         fresh.gateway.token = _new_token()
         _save_new(fresh, path)
         print(f"Wrote {path}")
     else:
+        if config.agents.defaults.provider != configured_provider:
+            _set_in_file(path, ("agents", "defaults", "provider"), config.agents.defaults.provider)
+            print(f"Set agents.defaults.provider to {config.agents.defaults.provider} in {path}")
         if chosen and chosen != config.agents.defaults.model:
             _set_in_file(path, ("agents", "defaults", "model"), chosen)
             print(f"Set agents.defaults.model to {chosen} in {path}")
@@ -71,9 +85,17 @@ def onboard(
             print(f"Wrote a new gateway.token to {path}")
 
     _install_templates(workspace_path(config), force)
-    _print_next_steps(path, chosen or config.agents.defaults.model, problem)
+    _print_next_steps(path, config.agents.defaults.provider, chosen or config.agents.defaults.model, problem)
     if problem:
         raise typer.Exit(EXIT_FAILURE)  # set up, but a chat would fail now: scripts must not read "ready"
+
+
+def _mention_go_home(path: Path) -> None:
+    from picoora.migrate import go_home_notice
+
+    notice = go_home_notice(path)
+    if notice:
+        print(f"PicoOraClaw: {notice}")
 
 
 def _effective_config(path: Path, force: bool) -> Config:
@@ -93,7 +115,7 @@ def _choose_model(config: Config, interactive: bool, requested: str | None) -> t
     """(the model to use, why it cannot answer yet). The model: ``requested``, else one Ollama has pulled
     that can call tools; None keeps the configured one. The reason is None when a chat can start now."""
     if config.agents.defaults.provider != "ollama":
-        return requested, None
+        return _choose_service_model(config, interactive, requested)
     from picoora.llm.base import LLMError, ProviderUnavailableError
     from picoora.llm.ollama_admin import list_models, native_base
 
@@ -123,24 +145,38 @@ def _choose_model(config: Config, interactive: bool, requested: str | None) -> t
     if not interactive:
         print(f"Using model {default} (Ollama at {base}).")
         return default, None
-    return _ask_model(models, default), None
+    return _ask_model(models, default)
 
 
-def _ask_model(models: list[ModelInfo], default: str) -> str:
+def _choose_service_model(config: Config, interactive: bool, requested: str | None) -> tuple[str, str | None]:
+    """A model on an OpenAI-compatible service or Anthropic, and why it cannot answer yet (checked for real)."""
+    from picoora.cli.onboard_provider import check_answers, choose_model, key_problem
+
+    provider = config.agents.defaults.provider
+    chosen = choose_model(config, provider, requested, interactive)
+    problem = key_problem(config, provider) or check_answers(config, provider, chosen)
+    if problem is None:
+        print(f"Checked: {provider} answered with {chosen}.")
+    return chosen, problem
+
+
+def _ask_model(models: list[ModelInfo], default: str) -> tuple[str, str | None]:
+    """The model picked by number or typed by name; a name not pulled yet is taken, with its pull command."""
     print("Models pulled in Ollama:")
     for number, info in enumerate(models, start=1):
         note = "" if info.supports_tools else "  (cannot call tools)"
         print(f"  {number}. {info.name}{note}")
-    names = [m.name for m in models]
-    while True:
-        answer = typer.prompt("Model to use (number or name)", default=default).strip()
-        if answer.isdigit() and 1 <= int(answer) <= len(names):
-            answer = names[int(answer) - 1]
-        if answer in names:
-            if not next(m for m in models if m.name == answer).supports_tools:
-                print(f"Note: {answer} cannot call tools, so it answers without memory, files or commands.")
-            return answer
-        print(f"Not in the list: {answer}")
+    by_name = {m.name: m for m in models} | {m.name.removesuffix(":latest"): m for m in models}
+    answer = typer.prompt("Model to use (number, or any name Ollama can pull)", default=default).strip()
+    if answer.isdigit() and 1 <= int(answer) <= len(models):
+        answer = models[int(answer) - 1].name
+    picked = by_name.get(answer)
+    if picked is None:
+        print(f"{answer} is not pulled yet: run `ollama pull {answer}`")
+        return answer, f"the model {answer} is not pulled: run `ollama pull {answer}`"
+    if not picked.supports_tools:
+        print(f"Note: {answer} cannot call tools, so it answers without memory, files or commands.")
+    return answer, None
 
 
 def _save_new(config: Config, path: Path) -> None:
@@ -197,15 +233,21 @@ def _install_templates(workspace: Path, force: bool) -> None:
             print(f"  {label}: {', '.join(by_outcome[outcome])}")
 
 
-def _print_next_steps(path: Path, model: str, problem: str | None) -> None:
+def _print_next_steps(path: Path, provider: str, model: str, problem: str | None) -> None:
+    from picoora.llm.presets import key_env
+
     if problem:
         print(f"\npicoora is set up, but cannot chat yet: {problem}.\n"
-              f"Then check with `picoora status`. Model: {model}. Settings: {path}")
+              f"Then check with `picoora status`. Model: {model} ({provider}). Settings: {path}")
         return
+    variable = key_env(provider)
+    if variable and os.environ.get(variable):
+        print(f"The key comes from {variable} at every start: keep it exported (in ~/.profile, or the service's "
+              "environment), or write it in the config.")
     print(
         "\npicoora is ready. Next steps:\n"
         f"  1. Tell it about yourself: edit USER.md in the workspace.\n"
         f"  2. Chat: picoora agent -m \"Hello!\"   (or just `picoora agent` for a conversation)\n"
         f"  3. Check the set-up any time: picoora status\n"
-        f"Model: {model}. Settings: {path}"
+        f"Model: {model} ({provider}). Settings: {path}"
     )

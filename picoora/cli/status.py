@@ -65,6 +65,7 @@ def status(
         *storage,
         Line("Exec", _exec_text(config)),
         *_mcp_lines(config, workspace),
+        *_go_home_lines(path),
     ]
     healthy = all(line.ok for line in lines)
     if as_json:
@@ -91,15 +92,24 @@ def _workspace_line(workspace: Path) -> Line:
 def _provider_lines(config: Config, provider: str, model: str) -> list[Line]:
     if provider == "ollama":
         return _ollama_lines(config, model)
+    from picoora.llm.presets import PRESETS, key_env
+
     settings = getattr(config.providers, provider)
-    if settings.api_base:
+    preset = PRESETS.get(provider)
+    if settings.api_base and (preset is None or preset.local or settings.api_key):
         reachable = _port_open(settings.api_base)
         where = f"{settings.api_base} " + (f"{OK} answers" if reachable else f"{BAD} not reachable")
         key = "API key set" if settings.api_key else "no API key (fine for a local server)"
         ok = reachable
+    elif preset is not None:  # a hosted preset without its key: say which variable gives it
+        where = settings.api_base
+        key = f"{BAD} no API key: export {preset.key_env}=... or set providers.{provider}.api_key"
+        ok = False
     else:
         where = "its default endpoint (not probed)"
-        key = "API key set" if settings.api_key else f"{BAD} no API key: set providers.{provider}.api_key"
+        variable = key_env(provider)
+        key = "API key set" if settings.api_key else (f"{BAD} no API key: set providers.{provider}.api_key"
+                                                      + (f" or export {variable}=..." if variable else ""))
         ok = bool(settings.api_key)
     return [Line("Provider", f"{provider} at {where}; {key}", ok), Line("Model", model)]
 
@@ -183,6 +193,14 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
                  f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
                  r.ok or r.text == "disabled")
             for r in reports]
+
+
+def _go_home_lines(path: Path) -> list[Line]:
+    """A PicoOraClaw home on this machine: a hint, never a failure."""
+    from picoora.migrate import go_home_notice
+
+    notice = go_home_notice(path)
+    return [Line("PicoOraClaw", notice)] if notice else []
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

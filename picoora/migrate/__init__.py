@@ -1,0 +1,169 @@
+"""``picoora migrate``: bring a PicoOraClaw (Go) home into picoora, once or as often as asked.
+
+    report = migrate_home(Path("~/.picooraclaw").expanduser(), config_path=default_config_path(),
+                          open_store=my_store_opener, dry_run=True)
+    print("\\n".join(report.lines()))
+
+The config is converted key by key (``config_map``; every key with no equivalent is listed with why), the
+workspace's prompts, HEARTBEAT.md, TOOLS.md and skills are copied (``workspace``), and sessions, daily notes,
+MEMORY.md, the cron store and the last chat go through the store API (``records``, ``cron``), so they reach
+whichever backend the config names. Nothing is overwritten without ``force``, and what ``force`` replaces is
+kept as ``.bak`` first. A dry run writes nothing and opens no store.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from picoora.config import Config, load_config, picoora_home, save_config, workspace_path
+from picoora.migrate.config_map import Conversion, convert, dotted
+from picoora.migrate.cron import migrate_cron
+from picoora.migrate.records import Ledger, migrate_last_chat, migrate_long_term_memory, migrate_notes, migrate_sessions
+from picoora.migrate.report import Report, Section
+from picoora.migrate.source import find_go_home, read_go_home
+from picoora.migrate.workspace import migrate_files, migrate_prompts, migrate_skills
+from picoora.store.base import Store
+from picoora.templates import backup_path
+
+__all__ = ["find_go_home", "go_home_notice", "migrate_home", "Report"]
+
+MARKER = ".migrated-from-go.json"  # beside picoora's config: which Go home was brought over, and when
+
+StoreOpener = Callable[[Config], AbstractContextManager[Store]]
+
+
+def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dry_run: bool = False,
+                 force: bool = False) -> Report:
+    """Migrate the Go home at ``source`` into the picoora config at ``config_path`` and its store.
+    Raises ``ConfigError`` when picoora's own config (kept, not replaced) cannot be loaded."""
+    go = read_go_home(source)
+    report = Report(source=str(source), target=str(config_path.parent), dry_run=dry_run)
+    report.notes += go.problems
+    config = _migrate_config(go.config, config_path, dry_run, force, report)
+    workspace = workspace_path(config)
+
+    files = report.section("Workspace files")
+    if not dry_run:  # picoora's templates first, where the Go home has no file of that name
+        _install_templates(workspace, files)
+    migrate_files(go.workspace, workspace, dry_run, force, files)
+    skills = report.section("Skills")
+    builtin = {p.name for p in _builtin_skills().iterdir() if p.is_dir()}
+    migrate_skills(go.workspace / "skills", workspace / "skills", builtin, dry_run, force, skills)
+    migrate_skills(source / "skills", picoora_home() / "skills", builtin, dry_run, force, skills)
+
+    opened: AbstractContextManager[Store | None] = nullcontext() if dry_run else open_store(config)
+    with opened as store:
+        ledger = Ledger(store)
+        migrate_prompts(go.workspace, store, workspace, force, report.section("Prompts"))
+        migrate_sessions(go.workspace, store, ledger, force, report.section("Sessions"))
+        migrate_notes(go.workspace, store, ledger, report.section("Daily notes"))
+        migrate_long_term_memory(go.workspace, store, report.section("Memories (MEMORY.md)"))
+        migrate_last_chat(go.workspace, store, report.section("State"))  # before the jobs: it is their default
+        migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"))
+    if not dry_run:
+        _write_marker(config_path.parent / MARKER, source)
+    oracle = go.config.get("oracle")
+    if isinstance(oracle, dict) and oracle.get("enabled"):
+        report.notes.append("The Go version kept sessions, memories and notes in Oracle: picoora reads the same "
+                            "PICO_ tables (`picoora setup-oracle` upgrades the schema in place)")
+    return report
+
+
+def go_home_notice(config_path: Path, user_home: Path | None = None) -> str | None:
+    """One line for ``status`` and ``onboard`` when a Go home is there: migrate it, or when it was."""
+    import json
+
+    home = find_go_home(user_home)
+    if home is None:
+        return None
+    try:
+        done = json.loads((config_path.parent / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        done = None
+    if isinstance(done, dict) and done.get("source") == str(home):
+        return f"{home} migrated {str(done.get('at', ''))[:16]}; `picoora migrate` again brings what changed since"
+    return f"{home} found: bring its config, memories, sessions and jobs over with `picoora migrate` (--dry-run first)"
+
+
+def _write_marker(path: Path, source: Path) -> None:
+    import json
+    from datetime import datetime
+
+    from picoora.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps({"source": str(source), "at": datetime.now().isoformat(timespec="minutes")}))
+
+
+def _migrate_config(go_config: dict[str, Any], path: Path, dry_run: bool, force: bool, report: Report) -> Config:
+    """picoora's config after the migration: the one there (kept unless ``force``), else the converted one."""
+    section = report.section("Config")
+    conversion = convert(go_config) if go_config else Conversion()
+    report.dropped, report.notes = conversion.dropped, report.notes + conversion.notes
+    if path.exists() and not force:
+        section.kept(str(path), "picoora's own; --force replaces it with the converted Go config, keeping a .bak")
+        return load_config(path)
+    config = _validated(conversion)
+    if not config.gateway.token:
+        import secrets
+
+        config.gateway.token = secrets.token_urlsafe(32)
+    detail = f"{len(conversion.carried)} settings carried"
+    if dry_run:
+        section.would(str(path), detail)
+        return config
+    if path.exists():
+        backup = backup_path(path)
+        shutil.copy2(path, backup)  # keeps its 0600
+        save_config(config, path)
+        section.replaced(str(path), f"{detail}; the previous one saved as {backup.name}")
+    else:
+        save_config(config, path)
+        section.done(str(path), detail)
+    return load_config(path)  # with the PICO_* environment over it, as every command sees it
+
+
+def _validated(conversion: Conversion) -> Config:
+    """The converted config; a value picoora refuses is taken out and listed as not carried, with why."""
+    from pydantic import ValidationError
+
+    for _ in range(len(conversion.carried) + 1):
+        try:
+            return Config.model_validate(conversion.tree)
+        except ValidationError as err:
+            for error in err.errors():
+                key = tuple(str(part) for part in error["loc"])
+                _remove(conversion.tree, key)
+                go_keys = [go for go, ours in conversion.carried if key[: len(ours.split("."))] ==
+                           tuple(ours.split("."))] or [dotted(key)]
+                conversion.carried = [(go, ours) for go, ours in conversion.carried if go not in go_keys]
+                for go_key in go_keys:
+                    conversion.dropped.append((go_key, f"picoora refuses its value: {error['msg']}"))
+    return Config()
+
+
+def _remove(tree: dict[str, Any], key: tuple[str, ...]) -> None:
+    node: Any = tree
+    for part in key[:-1]:
+        if not isinstance(node, dict) or part not in node:
+            return
+        node = node[part]
+    if isinstance(node, dict):
+        node.pop(key[-1], None)
+
+
+def _install_templates(workspace: Path, section: Section) -> None:
+    from picoora.templates import install_workspace
+
+    created = [r.path for r in install_workspace(workspace) if r.outcome == "created"]
+    if created:
+        section.done("picoora's templates", ", ".join(created))
+
+
+def _builtin_skills() -> Path:
+    from picoora.skills.catalog import BUILTIN_DIR
+
+    return BUILTIN_DIR

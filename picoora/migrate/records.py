@@ -1,0 +1,256 @@
+"""What the Go workspace kept as records (sessions, daily notes, MEMORY.md, the cron store, the last chat),
+written through picoora's store API, so it lands on whichever backend the config uses.
+
+Idempotent: each item migrated is remembered in the store's state (``migrate.go.<digest of its source path>``
+holding the digest of its content), so a second run skips what it already brought and takes a changed file
+again (a daily note only from where the last run stopped, when its start is unchanged). A session picoora
+already holds is kept unless ``force``; a forced one is reset first, which keeps its transcript (transcripts
+are append-only), so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from picoora.messages import Message
+from picoora.migrate.report import Section, one_item
+from picoora.migrate.source import read_json, read_listed
+from picoora.store.base import MemoryRecord, Store, StoreError
+
+LEDGER_PREFIX = "migrate.go."
+NOTE_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})\.md$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+class Ledger:
+    """Which source items this store already received, by content digest."""
+
+    def __init__(self, store: Store | None):
+        self._store = store
+
+    @staticmethod
+    def _key(path: Path) -> str:
+        return LEDGER_PREFIX + hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:24]
+
+    def value(self, path: Path) -> str | None:
+        return self._store.get_state(self._key(path)) if self._store is not None else None
+
+    def done(self, path: Path, digest: str) -> bool:
+        return self.value(path) == digest
+
+    def record(self, path: Path, digest: str) -> None:
+        if self._store is not None:
+            self._store.set_state(self._key(path), digest)
+
+
+def digest(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+# ---- sessions -------------------------------------------------------------------------------------
+
+def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force: bool, section: Section) -> None:
+    for path in sorted((workspace / "sessions").glob("*.json")):
+        data, problem = read_json(path)
+        if problem:
+            section.skipped(path.name, problem.split(": ", 1)[-1])
+            continue
+        parsed = _session(data, path)
+        if isinstance(parsed, str):
+            section.skipped(path.name, parsed)
+            continue
+        key, messages, summary = parsed
+        stamp = digest(path.read_bytes())
+        if ledger.done(path, stamp):
+            section.unchanged(key, "already migrated")
+            continue
+        if store is None:
+            section.would(key, f"{len(messages)} messages")
+            continue
+        with one_item(section, key):
+            if _write_session(store, key, messages, summary, force, section):
+                ledger.record(path, stamp)  # a kept session is not recorded: --force may still replace it
+
+
+def _write_session(store: Store, key: str, messages: list[Message], summary: str, force: bool,
+                   section: Section) -> bool:
+    """Whether the session was written (False: picoora's own was kept)."""
+    held = store.load_session(key).messages
+    if held and not force:
+        section.kept(key, f"picoora already has this session ({len(held)} messages); --force replaces its "
+                          "model view (its transcript stays)")
+        return False
+    if held:
+        store.reset_session(key)
+    store.append_transcript(key, messages)  # first: a refused message (too long a role) leaves no half session
+    store.append_session(key, messages)
+    if summary:
+        store.set_summary(key, summary)
+    section.done(key, f"{len(messages)} messages")
+    return True
+
+
+def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
+    """(key, messages, summary) from a Go session file, or why it cannot be used."""
+    if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
+        return "not a session file (no messages list)"
+    # The file name is the key with ':' written as '_' (cli_default.json); the key inside wins.
+    given = data.get("key")
+    key = given if isinstance(given, str) and given else path.stem.replace("_", ":", 1)
+    messages = []
+    for raw in data.get("messages") or []:
+        if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
+            return "a message without a role"
+        if raw["role"] == "system":
+            continue  # the Go system prompt; picoora builds its own each turn
+        messages.append(Message.from_dict({**raw, "tool_calls": [_tool_call(c) for c in raw.get("tool_calls") or []]}))
+    if not messages:
+        return "no messages"
+    summary = data.get("summary")
+    return key, messages, summary if isinstance(summary, str) else ""
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    """Go kept a call as OpenAI's {"id", "function": {"name", "arguments"}} (and sometimes name/arguments
+    beside it); picoora's shape is {"id", "name", "arguments"}."""
+    call = call if isinstance(call, dict) else {}
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    return {"id": str(call.get("id") or ""), "name": str(function.get("name") or call.get("name") or ""),
+            "arguments": function.get("arguments", call.get("arguments") or {})}
+
+
+# ---- daily notes and MEMORY.md --------------------------------------------------------------------
+
+def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section: Section) -> None:
+    for path, day in _note_files(workspace / "memory"):
+        text = read_listed(path, section)
+        if text is None:
+            continue
+        # The ledger keeps the digest and length brought; a note Go appended to since brings only its new lines.
+        stamp = f"{digest(text)}:{len(text)}"
+        earlier = ledger.value(path)
+        body = _without_heading(text[_migrated_length(earlier, text):], day)
+        if earlier == stamp:
+            section.unchanged(day.isoformat(), "already migrated")
+        elif not body:
+            continue
+        elif store is None:
+            section.would(day.isoformat(), f"{len(body)} characters")
+        else:
+            with one_item(section, day.isoformat()):
+                store.append_daily_note(body, day)
+                ledger.record(path, stamp)
+                section.done(day.isoformat(), f"{len(body)} characters" + (", added since" if earlier else ""))
+
+
+def _migrated_length(earlier: str | None, text: str) -> int:
+    """How much of ``text`` an earlier run brought: its length when the start is unchanged, else 0 (all again)."""
+    sha, _, length = (earlier or "").partition(":")
+    if not length.isdigit() or int(length) > len(text):
+        return 0
+    return int(length) if digest(text[: int(length)]) == sha else 0
+
+
+def _note_files(folder: Path) -> Iterator[tuple[Path, date]]:
+    for path in sorted(folder.glob("[0-9][0-9][0-9][0-9][0-9][0-9]/*.md")):
+        match = NOTE_NAME.match(path.name)
+        if match and not path.is_symlink():
+            try:
+                yield path, date(int(match[1]), int(match[2]), int(match[3]))
+            except ValueError:
+                continue  # 20261399.md is not a day
+
+
+def _without_heading(text: str, day: date) -> str:
+    """The note without the "# YYYY-MM-DD" line Go wrote first (picoora dates notes itself)."""
+    lines = text.strip().splitlines()
+    if lines and lines[0].strip() == f"# {day.isoformat()}":
+        lines = lines[1:]
+    return "\n".join(lines).strip()
+
+
+def migrate_long_term_memory(workspace: Path, store: Store | None, section: Section) -> None:
+    """MEMORY.md (Go's whole-file memory) as one picoora memory per bullet or paragraph, embedded by the
+    store as it imports; the ids come from the text, so a rerun finds what it already imported."""
+    path = workspace / "memory" / "MEMORY.md"
+    text = read_listed(path, section)
+    if text is None:
+        return
+    records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category)
+               for category, item in memory_items(text)]
+    if not records:
+        return
+    if store is None:
+        section.would("MEMORY.md", f"{len(records)} memories")
+        return
+    try:
+        added = store.import_memories(records)
+    except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
+        section.skipped("MEMORY.md", f"the store refused it: {err}")
+        return
+    if added:
+        section.done("MEMORY.md", f"{added} memories, embedded as they were stored")
+    if added < len(records):
+        section.unchanged("MEMORY.md", f"{len(records) - added} memories already there")
+
+
+def memory_items(text: str) -> list[tuple[str, str]]:
+    """(category, text) per bullet or paragraph; a heading names the category of what follows it."""
+    items: list[tuple[str, str]] = []
+    category, paragraph = "general", list[str]()
+
+    def flush() -> None:
+        if paragraph:
+            items.append((category, " ".join(paragraph)))
+            paragraph.clear()
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("##"):  # the file's own title ("# Long-term Memory") names no category
+            flush()
+            name = re.sub(r"[^a-z0-9]+", "-", stripped.lstrip("#").strip().lower()).strip("-")
+            category = name[:40] or "general"
+        elif stripped.startswith("#"):
+            flush()
+        elif not stripped:
+            flush()
+        elif _BULLET.match(line):
+            flush()
+            paragraph.append(_BULLET.sub("", line).strip())
+        else:
+            paragraph.append(stripped)
+    flush()
+    return items
+
+
+
+
+# ---- the last chat ----------------------------------------------------------------------------------
+
+def migrate_last_chat(workspace: Path, store: Store | None, section: Section) -> None:
+    """Go's state/state.json last_channel ("telegram:123"): where the heartbeat and jobs deliver by default."""
+    data, problem = read_json(workspace / "state" / "state.json")
+    last = data.get("last_channel") if isinstance(data, dict) else None
+    if problem or not isinstance(last, str) or ":" not in last:
+        return
+    if last.partition(":")[2].startswith("-"):  # a Telegram group: jobs and the heartbeat never answer there
+        section.skipped("last chat", f"{last} is a group chat; picoora delivers only to a private one")
+        return
+    from picoora.scheduler.jobs import LAST_CHAT
+
+    held = store.get_state(LAST_CHAT) if store is not None else None
+    if held == last:
+        section.unchanged("last chat", last)
+    elif store is None:
+        section.would("last chat", last)
+    elif held:
+        section.kept("last chat", f"picoora's own ({held}) stays")
+    else:
+        store.set_state(LAST_CHAT, last)
+        section.done("last chat", last)
+
