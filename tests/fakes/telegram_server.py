@@ -41,6 +41,7 @@ class FakeTelegram(FakeServer):
         self.sent: list[dict] = []
         self.actions: list[dict] = []
         self.calls: list[str] = []
+        self.refused = 0  # requests that carried another token (answered 401)
         self.failures: deque[tuple[int, dict]] = deque()
         self.reject_html = False  # answer every HTML message with "can't parse entities"
         self._next_id = 1
@@ -77,6 +78,7 @@ class FakeTelegram(FakeServer):
     def _route(self, exchange: Exchange) -> None:
         prefix = f"/bot{self.token}/"
         if not exchange.path.startswith(prefix):
+            self.refused += 1
             exchange.send_json(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
             return
         method = exchange.path[len(prefix):]
