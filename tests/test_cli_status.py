@@ -66,7 +66,14 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     report = json.loads(healthy.stdout)
     assert healthy.returncode == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "source",
-                                                      "storage", "stored", "embedder", "exec"]
+                                                      "storage", "stored", "embedder", "exec",
+                                                      "gateway", "channel", "cron", "heartbeat"]
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["provider"] == {"check": "provider", "ok": True, "provider": "ollama", "api_base": fake.url,
+                                  "api_key_set": False, "reachable": True, "models_pulled": 1}
+    assert checks["model"] == {"check": "model", "ok": True, "model": "qwen3:latest", "pulled": True, "tools": True}
+    assert checks["stored"]["memories"] == 1 and checks["storage"]["backend"] == "files"
+    assert report["problems"] == []
     assert report["model"] == {"session": "cli:default", "provider": "ollama", "model": "qwen3:latest",
                                "source": "config",
                                "default": {"provider": "ollama", "model": "qwen3:latest", "source": "config",
@@ -74,6 +81,11 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     broken = json.loads(down.stdout)
     assert down.returncode == 1 and broken["ok"] is False
     assert {c["check"] for c in broken["checks"] if not c["ok"]} == {"provider", "model"}
+    down_checks = {c["check"]: c for c in broken["checks"]}
+    assert down_checks["provider"]["reachable"] is False and down_checks["model"]["pulled"] is None
+    assert [p.split(":")[0] for p in broken["problems"]] == ["Provider", "Model"]
+    assert not any(isinstance(value, str) and " " in value and key not in ("path", "location", "spec")
+                   for check in broken["checks"] for key, value in check.items())  # facts, not sentences
 
 
 def test_status_checks_the_model_the_default_session_answers_with_and_says_why(isolated_home):
@@ -106,9 +118,9 @@ def test_status_checks_the_model_the_default_session_answers_with_and_says_why(i
     report = json.loads(from_env.stdout)
     assert report["model"]["model"] == "gemma3:1b" and report["model"]["source"] == "env"
     assert report["model"]["default"]["env"] == ["PICO_AGENTS_DEFAULTS_MODEL"]
-    checks = {c["check"]: c["text"] for c in report["checks"]}
-    assert checks["model"].startswith("gemma3:1b ✓ pulled")
-    assert checks["source"] == "set by PICO_AGENTS_DEFAULTS_MODEL over the config file"
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["model"]["model"] == "gemma3:1b" and checks["model"]["pulled"] is True
+    assert checks["source"] == {"check": "source", "ok": True, "source": "env", "env": ["PICO_AGENTS_DEFAULTS_MODEL"]}
 
     assert "gemma3:1b ✓ pulled" in _line(chosen.stdout, "Model")
     source = _line(chosen.stdout, "Source")
