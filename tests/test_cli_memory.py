@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 
@@ -24,6 +26,7 @@ def _json(result):
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_add_search_list_forget_export_import_round_trip(isolated_home, tmp_path):
     # Keyword-only recall keeps this test fast; the semantic path is covered in test_cli_agent.
     write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")

@@ -8,6 +8,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from picoora.templates import template_files
 from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes._http import closed_port_url
@@ -145,6 +147,7 @@ def test_interactive_choice_on_a_terminal(isolated_home):
     assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "llama3.1:8b"
 
 
+@pytest.mark.slow
 def test_force_keeps_every_edited_template_as_a_backup_and_never_replaces_one(isolated_home):
     with FakeOllama(models=("qwen3:latest",)) as fake:
         assert _onboard(isolated_home, url=fake.url).returncode == 0

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import signal
 
+import pytest
+
 from picoora import __version__
 from picoora.gateway.runtime.heartbeat import LAST_BEAT
 from picoora.session_models import encode_choice, state_key
@@ -72,6 +74,7 @@ def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(is
     assert any(problem.startswith("Channel: discord") for problem in report["problems"])
 
 
+@pytest.mark.slow
 def test_a_running_gateway_is_seen_on_its_port(isolated_home):
     port = free_port()
     with FakeOllama() as fake:

@@ -31,6 +31,7 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(20)
 
 
+@pytest.mark.slow
 def test_a_second_gateway_refuses_naming_the_first_and_a_killed_one_never_blocks_a_restart(isolated_home):
     with FakeOllama(responder=lambda body: Reply(content="hello")) as fake:
         gateway_home(isolated_home, fake.url)

@@ -12,11 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.telegram_server import FakeTelegram
 from tests.test_gateway_lifecycle import TOKEN, gateway_home, start_gateway
+
+pytestmark = pytest.mark.slow  # real gateway processes: `pytest -m slow` (.ci/run) runs it
 
 BOT_TOKEN = "123456:TEST-token-value-abcdef"
 

@@ -20,6 +20,8 @@ import pytest
 
 from tests.fakes.ollama_server import FakeOllama
 
+pytestmark = pytest.mark.slow  # installs the package into fresh venvs: `pytest -m slow` (.ci/run) runs it
+
 REPO = Path(__file__).resolve().parent.parent
 INSTALL_SH = REPO / "install.sh"
 WHEELHOUSE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "picoora-test-wheelhouse"

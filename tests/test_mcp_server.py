@@ -14,6 +14,8 @@ import pytest
 from tests.cli_support import REPO, run_cli
 from tests.fakes._http import closed_port_url, free_port, wait_for_port
 
+pytestmark = pytest.mark.slow  # real MCP server processes: `pytest -m slow` (.ci/run) runs it
+
 TOKEN = "mcp-test-token-0123"
 
 
