@@ -1,8 +1,9 @@
 """The optional parts of picoora and the extras that install them (``pip install 'picoora[telegram]'``).
 
-A core install chats in the terminal with memory; the gateway, Telegram, Oracle, MCP and bulk embedding each
-come with an extra (``all`` brings every one). Code that needs one asks ``missing`` first, so a missing
-package is one sentence naming the extra, never an ImportError from deep inside a command."""
+A core install chats in the terminal with memory through Ollama; the hosted providers' SDKs, the gateway,
+Telegram, Oracle, MCP and bulk embedding each come with an extra (``all`` brings every one). Code that
+needs one asks ``missing`` first, so a missing package is one sentence naming the extra, never an
+ImportError from deep inside a command."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import importlib
 
 # extra -> (what needs it, the modules it provides); pyproject.toml's optional-dependencies match this.
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai": ("the OpenAI-compatible provider", ("openai",)),
+    "anthropic": ("the Anthropic provider", ("anthropic",)),
     "gateway": ("the gateway (HTTP API, web chat)", ("fastapi", "uvicorn")),
     "telegram": ("the Telegram channel", ("telegram",)),
     "oracle": ("Oracle AI Database storage", ("oracledb",)),

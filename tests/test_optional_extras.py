@@ -76,6 +76,14 @@ def test_the_gateway_and_an_enabled_channel_name_their_extras(without, isolated_
 
 
 @pytest.mark.slow  # real CLI processes
+def test_a_hosted_provider_without_its_sdk_names_its_extra(without, isolated_home):
+    write_config(isolated_home, ollama_url="http://127.0.0.1:9", provider="openai", model="gpt-4o-mini")
+    result = without("agent", "-m", "hello", home=isolated_home, blocked=["openai"])
+    assert result.returncode == 1 and "the OpenAI-compatible provider needs openai" in result.stderr
+    assert "pip install 'picoora[openai]'" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow  # real CLI processes
 def test_mcp_serving_and_mcp_servers_name_the_mcp_extra(without, isolated_home):
     path = write_config(isolated_home, ollama_url="http://127.0.0.1:9")
     serving = without("mcp", home=isolated_home)
@@ -108,5 +116,5 @@ def test_pyproject_extras_match_the_code_and_all_is_every_extra():
     assert extras["all"] == [f"picoora[{','.join(EXTRAS)}]"]
     assert "picoora[all]" in extras["test"]
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert not [dep for dep in core for name in ("fastapi", "uvicorn", "telegram", "oracledb", "mcp", "onnxruntime")
-                if dep.startswith(name) or dep.startswith(f"python-{name}")]
+    optional = ("openai", "anthropic", "fastapi", "uvicorn", "telegram", "oracledb", "mcp", "onnxruntime")
+    assert not [dep for dep in core for name in optional if dep.startswith((name, f"python-{name}"))]
