@@ -32,6 +32,7 @@ def test_the_repl_banner_says_when_the_model_is_not_pulled_and_shows_a_spinner_w
     assert "waiting for qwen3:latest…" in text and "Slow but here." in text
 
 
+@pytest.mark.slow
 def test_a_wrong_address_serving_web_pages_gets_address_advice_in_one_line(isolated_home):
     with WebPageServer(status=404) as web:
         write_config(isolated_home, ollama_url=web.url)
@@ -42,6 +43,7 @@ def test_a_wrong_address_serving_web_pages_gets_address_advice_in_one_line(isola
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+@pytest.mark.slow
 def test_status_gives_address_advice_for_a_web_server(isolated_home):
     with WebPageServer(status=404) as web:
         write_config(isolated_home, ollama_url=web.url)

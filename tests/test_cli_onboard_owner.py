@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_support import run_cli
 from tests.fakes.ollama_server import FakeOllama
 
@@ -22,6 +24,7 @@ def test_a_new_config_names_the_owner(isolated_home):
     assert users == [{"name": "ana", "owner": True, "identities": []}]
 
 
+@pytest.mark.slow
 def test_an_existing_config_keeps_its_other_users_and_renames_its_owner(isolated_home):
     path = isolated_home / "config.json"
     with FakeOllama() as fake:
@@ -36,6 +39,7 @@ def test_an_existing_config_keeps_its_other_users_and_renames_its_owner(isolated
                                                      {"name": "ana", "owner": True, "identities": ["telegram:1"]}]
 
 
+@pytest.mark.slow
 def test_a_name_that_is_no_person_name_is_refused_and_nothing_is_written(isolated_home):
     with FakeOllama() as fake:
         for bad in ("", "a b", "../etc", "x" * 33):

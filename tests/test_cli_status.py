@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama
@@ -11,6 +13,7 @@ def _line(output: str, label: str) -> str:
     return next(line for line in output.splitlines() if line.startswith(f"{label}:"))
 
 
+@pytest.mark.slow
 def test_status_with_ollama_up_and_the_model_pulled(isolated_home):
     with FakeOllama(models=("qwen3:latest", "gemma3:1b"), tool_models=("qwen3:latest",)) as fake:
         write_config(isolated_home, ollama_url=fake.url, embedder="none")
@@ -26,6 +29,7 @@ def test_status_with_ollama_up_and_the_model_pulled(isolated_home):
     assert "keywords only" in _line(out, "Embedder")
 
 
+@pytest.mark.slow
 def test_status_reports_a_model_that_is_not_pulled_or_cannot_use_tools(isolated_home):
     with FakeOllama(models=("gemma3:1b",), tool_models=()) as fake:
         write_config(isolated_home, ollama_url=fake.url, model="qwen3:latest")
@@ -55,6 +59,7 @@ def test_status_without_a_config_file_points_to_onboard(isolated_home):
     assert "✗ not found: run `picoora onboard`" in _line(result.stdout, "Config")
 
 
+@pytest.mark.slow
 def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home):
     import json
 
@@ -88,6 +93,7 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
                    for check in broken["checks"] for key, value in check.items())  # facts, not sentences
 
 
+@pytest.mark.slow
 def test_status_checks_the_model_the_default_session_answers_with_and_says_why(isolated_home):
     """A model chosen with /model is the session's: status checks that one, not the config's, and says so."""
     import asyncio

@@ -25,6 +25,7 @@ def _line(output: str, label: str) -> str:
     return next(line for line in output.splitlines() if line.startswith(f"{label}:"))
 
 
+@pytest.mark.slow
 def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(isolated_home):
     path = write_config(isolated_home, ollama_url=closed_port_url())
     data = json.loads(path.read_text())

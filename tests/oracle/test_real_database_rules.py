@@ -33,7 +33,7 @@ from tests.oracle.test_oracle_store import _go_schema, _run
 
 
 def test_pyproject_requires_the_driver_version_the_code_needs():
-    requirements = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    requirements = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["oracle"]
     floor = next(r for r in requirements if r.startswith("oracledb"))
     assert floor.split(">=")[1].split(",")[0].strip() == ".".join(map(str, MIN_DRIVER_VERSION))
 

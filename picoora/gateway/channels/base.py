@@ -80,6 +80,8 @@ class Channel(abc.ABC):
                 log.warning("%s: %s asked to talk to the assistant: `picoora pair list` shows the request",
                             self.name, _who(sender))
                 await self._deliver_safely(chat_id, PAIRING_REPLY.format(code=admission.pairing.code))
+            else:
+                log.info("%s: refused another message from %s (pairing requested)", self.name, _who(sender))
             return False
         self.links.submit(Inbound(self.name, chat_id, text, sender_id=sender.sender_id, person=admission.person,
                                   from_chat=True, metadata=dict(metadata)))
