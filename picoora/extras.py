@@ -16,7 +16,7 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "gateway": ("the gateway (HTTP API, web chat)", ("fastapi", "uvicorn")),
     "telegram": ("the Telegram channel", ("telegram",)),
     "oracle": ("Oracle AI Database storage", ("oracledb",)),
-    "mcp": ("MCP servers and `picoora mcp`", ("mcp", "jsonschema")),
+    "mcp": ("MCP support (tools.mcp_servers, `picoora mcp`)", ("mcp", "jsonschema")),
     "bulk": ("parallel bulk embedding (memory import and reindex)", ("onnxruntime",)),
 }
 
@@ -28,7 +28,8 @@ def missing(extra: str) -> str | None:
     absent = [module for module in modules if not _imports(module)]
     if not absent:
         return None
-    return (f"{purpose} needs {', '.join(absent)}, which is not installed: "
+    which = "which is" if len(absent) == 1 else "which are"
+    return (f"{purpose} needs {', '.join(absent)}, {which} not installed: "
             f"pip install 'picoora[{extra}]' (or 'picoora[all]' for everything)")
 
 
