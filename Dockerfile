@@ -6,8 +6,9 @@ FROM python:3.12-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY picoora ./picoora
-# Wheels for picoora and every dependency, so the final stage installs with no compiler and no cache.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# Wheels for picoora and every dependency of the full product (the `all` extra: gateway, Telegram, Oracle,
+# MCP, bulk embedding), so the final stage installs with no compiler and no cache.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[all]'
 
 FROM python:3.12-slim
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -21,7 +22,7 @@ RUN useradd --system --uid 10001 --user-group --home-dir /data --no-create-home 
     && chown picoora:picoora /data \
     && python -m venv /opt/picoora
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    /opt/picoora/bin/pip install --no-cache-dir --no-index --find-links /wheels /wheels/picoora-*.whl
+    /opt/picoora/bin/pip install --no-cache-dir --no-index --find-links /wheels 'picoora[all]'
 USER 10001:10001
 WORKDIR /data
 VOLUME ["/data"]

@@ -101,15 +101,26 @@ resolve_source() {
   fi
 }
 
+# The full product: picoora with every optional part (the `all` extra), named the way pip and uv take it
+# for a folder or wheel (PATH[all]) and for a URL (picoora[all] @ URL).
+with_all_extras() {
+  case "$1" in
+    *://*) printf 'picoora[all] @ %s\n' "$1" ;;
+    *) printf '%s[all]\n' "$1" ;;
+  esac
+}
+
 # Dependencies are upgraded as needed; picoora itself is always reinstalled from the source, since a
-# re-run of the same version (a branch, a checkout) must still bring the new code.
+# re-run of the same version (a branch, a checkout) must still bring the new code. pip and uv print
+# what they fetch as they go (a first install downloads a few hundred MB).
 install_package() {
-  local installer="$1" source="$2" upgrading="$3"
+  local installer="$1" source="$2" upgrading="$3" full
+  full="$(with_all_extras "$source")"
   if [ "$upgrading" = yes ]; then say "Upgrading picoora from $source..."; else say "Installing picoora from $source..."; fi
   if [ "$installer" = uv ]; then
-    uv pip install --quiet --python "$VENV/bin/python" --upgrade --reinstall-package picoora "$source" </dev/null
+    uv pip install --python "$VENV/bin/python" --upgrade --reinstall-package picoora "$full" </dev/null
   else
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade "$source" </dev/null \
+    "$VENV/bin/python" -m pip install --progress-bar on --disable-pip-version-check --upgrade "$full" </dev/null \
       && { [ "$upgrading" = no ] \
         || "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$source" </dev/null; }
   fi || die "installing picoora from $source failed (see the lines above); your config and data are untouched"

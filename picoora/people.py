@@ -150,3 +150,16 @@ class Pairing:
 
     def refuse(self, code: str) -> PairingRequest:
         return self._take(code)
+
+    def approved(self) -> dict[str, str]:
+        """Every identity let in with ``approve``, and the person it speaks as."""
+        return {key[len(APPROVED_PREFIX):]: value for key, value in sorted(self.store.all_state().items())
+                if key.startswith(APPROVED_PREFIX) and value}
+
+    def revoke(self, who: str) -> dict[str, str]:
+        """Take back ``who``'s access: an identity (``telegram:123``) or every identity of a person's name.
+        Their memories stay (a new approval as the same name finds them). Returns what was revoked."""
+        gone = {identity: person for identity, person in self.approved().items() if who in (identity, person)}
+        for identity in gone:
+            self.store.delete_state(APPROVED_PREFIX + identity)
+        return gone

@@ -76,6 +76,7 @@ def test_an_interrupted_reindex_resumes_where_it_stopped(tmp_path, monkeypatch):
     assert {op["model"] for op in map(json.loads, log.read_text().splitlines())} == {"test-hash-384-new"}
 
 
+@pytest.mark.slow
 def test_parallel_bulk_vectors_match_the_numpy_encoder():
     pytest.importorskip("onnxruntime")
     texts = [f"Memory {i}: {word} is stored in box {i * 3}" for i, word in enumerate(["tea", "keys", "maps"] * 200)]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_support import messages_text, run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -19,6 +21,7 @@ def _answer_from_memory(body: dict) -> Reply:
     return Reply(content="I don't know yet.")
 
 
+@pytest.mark.slow
 def test_remember_then_recall_across_two_processes(isolated_home):
     replies = [
         Reply(tool_calls=[("remember", {"text": FACT, "importance": 0.8, "category": "preference"})]),
@@ -64,6 +67,7 @@ def test_an_empty_message_is_a_usage_error(isolated_home):
         assert "no message" in result.stderr
 
 
+@pytest.mark.slow
 def test_streaming_shows_reasoning_on_stderr_and_the_answer_on_stdout(isolated_home):
     reply = Reply(content="Paris is the capital of France.", thinking="The user asks about France.")
     with FakeOllama(replies=[reply, reply]) as fake:
@@ -87,6 +91,7 @@ def test_failed_tool_call_is_marked(isolated_home):
     assert result.stdout.strip() == "I could not find it."
 
 
+@pytest.mark.slow
 def test_sessions_are_separate(isolated_home):
     with FakeOllama() as fake:
         write_config(isolated_home, ollama_url=fake.url)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from picoora.agent.repair import repair_history
 from picoora.store.files import FileStore
 from tests.cli_support import run_cli, write_config
@@ -20,6 +22,7 @@ def _transcript(home):
         store.close()
 
 
+@pytest.mark.slow
 def test_a_stream_cut_midway_keeps_what_the_user_saw(isolated_home):
     answer = "The capital of France is Paris, a city on the Seine with many bridges."
     with FakeOllama(replies=[Reply(content=answer, cut_after=5)]) as fake:
@@ -43,6 +46,7 @@ def _openai_config(home, url: str) -> None:
     }))
 
 
+@pytest.mark.slow
 def test_two_tool_calls_sharing_an_id_both_run_and_both_answer_the_model(isolated_home):
     twin_calls = Reply(tool_calls=[("remember", {"text": "The boat is called Ondine"}),
                                    ("remember", {"text": "The cat is called Miso"})], call_ids=["call_x", "call_x"])

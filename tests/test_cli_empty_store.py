@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+
+pytestmark = pytest.mark.slow  # real CLI processes: `pytest -m slow` (.ci/run) runs it
 
 IMPORT_TIMES = {"PYTHONPROFILEIMPORTTIME": "1"}  # python -X importtime: one stderr line per module imported
 

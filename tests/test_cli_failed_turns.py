@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+
+pytestmark = pytest.mark.slow  # several real CLI processes: `pytest -m slow` (.ci/run) runs it
 
 
 def test_after_failed_turns_the_next_request_has_no_user_message_runs(isolated_home):

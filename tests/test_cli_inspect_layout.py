@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from picoora.messages import Message
 from picoora.store.files import FileStore
 from tests.cli_support import closed_port_url_config, run_cli
 
 
+@pytest.mark.slow
 def test_transcript_rows_line_up_and_use_one_time_format(isolated_home):
     closed_port_url_config(isolated_home)
     store = FileStore(isolated_home / "workspace")

@@ -14,12 +14,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from picoora.agent.loop import CANCELLED_MARK
 from picoora.agent.repair import repair_history
 from picoora.store.files import FileStore
 from tests.cli_support import REPO, messages_text, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.pty_support import leave_repl, read_until, spawn_repl
+
+pytestmark = pytest.mark.slow  # signals to real CLI processes: `pytest -m slow` (.ci/run) runs it
 
 SLEEP = "sleep 47.25"  # a duration no other process on the machine uses
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 
@@ -24,6 +26,7 @@ def _json(result):
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_add_search_list_forget_export_import_round_trip(isolated_home, tmp_path):
     # Keyword-only recall keeps this test fast; the semantic path is covered in test_cli_agent.
     write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
@@ -78,6 +81,7 @@ def test_add_search_list_forget_export_import_round_trip(isolated_home, tmp_path
         assert copy["category"] == original["category"]
 
 
+@pytest.mark.slow
 def test_export_to_stdout_is_json_lines(isolated_home):
     write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
     _memory(isolated_home, "add", FACTS[0][0])
@@ -87,6 +91,7 @@ def test_export_to_stdout_is_json_lines(isolated_home):
     assert len(lines) == 1 and json.loads(lines[0])["content"] == FACTS[0][0]
 
 
+@pytest.mark.slow
 def test_bad_import_line_imports_nothing_and_names_the_line(isolated_home, tmp_path):
     write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
     bad = tmp_path / "bad.jsonl"

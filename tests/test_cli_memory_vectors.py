@@ -3,9 +3,13 @@ no vector, and ``memory search`` says which memories can only be found by keywor
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama
+
+pytestmark = pytest.mark.slow  # the real embedder in CLI processes: `pytest -m slow` (.ci/run) runs it
 
 
 def test_add_with_the_embedder_down_then_search_with_it_up(isolated_home):

@@ -3,6 +3,8 @@ address gets advice about the address (one line, no HTML page), and the REPL sho
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli_support import closed_port_url_config, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.web_page_server import WebPageServer
@@ -16,6 +18,7 @@ def test_the_repl_banner_says_when_ollama_is_down(isolated_home):
     assert "Note: the first message will fail: Cannot connect to Ollama" in text and "ollama serve" in text
 
 
+@pytest.mark.slow
 def test_the_repl_banner_says_when_the_model_is_not_pulled_and_shows_a_spinner_while_waiting(isolated_home):
     with FakeOllama(models=("gemma3:1b",)) as fake:
         write_config(isolated_home, ollama_url=fake.url)
@@ -29,6 +32,7 @@ def test_the_repl_banner_says_when_the_model_is_not_pulled_and_shows_a_spinner_w
     assert "waiting for qwen3:latest…" in text and "Slow but here." in text
 
 
+@pytest.mark.slow
 def test_a_wrong_address_serving_web_pages_gets_address_advice_in_one_line(isolated_home):
     with WebPageServer(status=404) as web:
         write_config(isolated_home, ollama_url=web.url)
@@ -39,6 +43,7 @@ def test_a_wrong_address_serving_web_pages_gets_address_advice_in_one_line(isola
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+@pytest.mark.slow
 def test_status_gives_address_advice_for_a_web_server(isolated_home):
     with WebPageServer(status=404) as web:
         write_config(isolated_home, ollama_url=web.url)

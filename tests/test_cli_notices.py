@@ -3,8 +3,12 @@ on stderr apart from the answer."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+
+pytestmark = pytest.mark.slow  # several real CLI processes: `pytest -m slow` (.ci/run) runs it
 
 NOTICE = "gemma3:latest cannot call tools; answering without them"
 

@@ -8,6 +8,8 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
 from picoora.templates import template_files
 from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes._http import closed_port_url
@@ -36,6 +38,7 @@ def test_writes_private_config_and_every_template(isolated_home):
 NOT_READY = 1  # set up, but Ollama is not there to answer
 
 
+@pytest.mark.slow
 def test_keeps_an_edited_template_unless_forced(isolated_home):
     url = closed_port_url()
     assert _onboard(isolated_home, url=url).returncode == NOT_READY
@@ -59,6 +62,7 @@ def test_keeps_an_edited_template_unless_forced(isolated_home):
     assert backup.read_text() == edited_config and stat.S_IMODE(backup.stat().st_mode) == 0o600
 
 
+@pytest.mark.slow
 def test_updates_an_untouched_older_template(isolated_home):
     url = closed_port_url()
     assert _onboard(isolated_home, url=url).returncode == NOT_READY
@@ -89,6 +93,7 @@ def test_ollama_down_prints_how_to_install_and_start_it(isolated_home):
     assert (isolated_home / "config.json").is_file()
 
 
+@pytest.mark.slow
 def test_picks_a_pulled_model_that_can_call_tools(isolated_home):
     with FakeOllama(models=("gemma3:1b", "llama3.1:8b"), tool_models=("llama3.1:8b",)) as fake:
         result = _onboard(isolated_home, url=fake.url)
@@ -145,6 +150,7 @@ def test_interactive_choice_on_a_terminal(isolated_home):
     assert json.loads((isolated_home / "config.json").read_text())["agents"]["defaults"]["model"] == "llama3.1:8b"
 
 
+@pytest.mark.slow
 def test_force_keeps_every_edited_template_as_a_backup_and_never_replaces_one(isolated_home):
     with FakeOllama(models=("qwen3:latest",)) as fake:
         assert _onboard(isolated_home, url=fake.url).returncode == 0

@@ -4,9 +4,13 @@ and a history that outgrew the window is summarised first."""
 
 from __future__ import annotations
 
+import pytest
+
 from picoora.store.files import FileStore
 from tests.cli_support import messages_text, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+
+pytestmark = pytest.mark.slow  # large inputs through real CLI processes: `pytest -m slow` (.ci/run) runs it
 
 
 def test_a_one_megabyte_message_is_refused_before_sending_and_not_carried_on(isolated_home):

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 
+import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
@@ -94,6 +95,7 @@ def _line(output: str, label: str) -> str:
     return next(line for line in output.splitlines() if line.startswith(f"{label}:"))
 
 
+@pytest.mark.slow
 def test_a_model_chosen_with_slash_model_is_the_sessions_says_so_and_goes_back_with_model_default(isolated_home):
     """Found by a new user: /model beat the config and PICO_ variables silently, so status showed one model and
     `agent -m` used another. Now every door names the same model, and why."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama
@@ -11,6 +13,7 @@ def _line(output: str, label: str) -> str:
     return next(line for line in output.splitlines() if line.startswith(f"{label}:"))
 
 
+@pytest.mark.slow
 def test_status_with_ollama_up_and_the_model_pulled(isolated_home):
     with FakeOllama(models=("qwen3:latest", "gemma3:1b"), tool_models=("qwen3:latest",)) as fake:
         write_config(isolated_home, ollama_url=fake.url, embedder="none")
@@ -26,6 +29,7 @@ def test_status_with_ollama_up_and_the_model_pulled(isolated_home):
     assert "keywords only" in _line(out, "Embedder")
 
 
+@pytest.mark.slow
 def test_status_reports_a_model_that_is_not_pulled_or_cannot_use_tools(isolated_home):
     with FakeOllama(models=("gemma3:1b",), tool_models=()) as fake:
         write_config(isolated_home, ollama_url=fake.url, model="qwen3:latest")
@@ -55,6 +59,7 @@ def test_status_without_a_config_file_points_to_onboard(isolated_home):
     assert "✗ not found: run `picoora onboard`" in _line(result.stdout, "Config")
 
 
+@pytest.mark.slow
 def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home):
     import json
 
@@ -66,7 +71,14 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     report = json.loads(healthy.stdout)
     assert healthy.returncode == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "source",
-                                                      "storage", "stored", "embedder", "exec"]
+                                                      "storage", "stored", "embedder", "exec",
+                                                      "gateway", "channel", "cron", "heartbeat"]
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["provider"] == {"check": "provider", "ok": True, "provider": "ollama", "api_base": fake.url,
+                                  "api_key_set": False, "reachable": True, "models_pulled": 1}
+    assert checks["model"] == {"check": "model", "ok": True, "model": "qwen3:latest", "pulled": True, "tools": True}
+    assert checks["stored"]["memories"] == 1 and checks["storage"]["backend"] == "files"
+    assert report["problems"] == []
     assert report["model"] == {"session": "cli:default", "provider": "ollama", "model": "qwen3:latest",
                                "source": "config",
                                "default": {"provider": "ollama", "model": "qwen3:latest", "source": "config",
@@ -74,8 +86,14 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     broken = json.loads(down.stdout)
     assert down.returncode == 1 and broken["ok"] is False
     assert {c["check"] for c in broken["checks"] if not c["ok"]} == {"provider", "model"}
+    down_checks = {c["check"]: c for c in broken["checks"]}
+    assert down_checks["provider"]["reachable"] is False and down_checks["model"]["pulled"] is None
+    assert [p.split(":")[0] for p in broken["problems"]] == ["Provider", "Model"]
+    assert not any(isinstance(value, str) and " " in value and key not in ("path", "location", "spec")
+                   for check in broken["checks"] for key, value in check.items())  # facts, not sentences
 
 
+@pytest.mark.slow
 def test_status_checks_the_model_the_default_session_answers_with_and_says_why(isolated_home):
     """A model chosen with /model is the session's: status checks that one, not the config's, and says so."""
     import asyncio
@@ -106,9 +124,9 @@ def test_status_checks_the_model_the_default_session_answers_with_and_says_why(i
     report = json.loads(from_env.stdout)
     assert report["model"]["model"] == "gemma3:1b" and report["model"]["source"] == "env"
     assert report["model"]["default"]["env"] == ["PICO_AGENTS_DEFAULTS_MODEL"]
-    checks = {c["check"]: c["text"] for c in report["checks"]}
-    assert checks["model"].startswith("gemma3:1b ✓ pulled")
-    assert checks["source"] == "set by PICO_AGENTS_DEFAULTS_MODEL over the config file"
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["model"]["model"] == "gemma3:1b" and checks["model"]["pulled"] is True
+    assert checks["source"] == {"check": "source", "ok": True, "source": "env", "env": ["PICO_AGENTS_DEFAULTS_MODEL"]}
 
     assert "gemma3:1b ✓ pulled" in _line(chosen.stdout, "Model")
     source = _line(chosen.stdout, "Source")

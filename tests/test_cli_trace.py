@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from picoora.store.files import FileStore
 from tests.cli_support import closed_port_url_config, run_cli
 from tests.trace_checks import check_trace, run_traced_turn
 
 
+@pytest.mark.slow
 def test_trace_last_json_shows_what_the_turn_did(isolated_home):
     closed_port_url_config(isolated_home)
     store = FileStore(isolated_home / "workspace")

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from tests.cli_support import closed_port_url_config, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fs_support import full_dir, read_only_dir
+
+pytestmark = pytest.mark.slow  # many real CLI processes: `pytest -m slow` (.ci/run) runs it
 
 
 def _one_clear_line(result, *, code: int, words: str) -> None:

@@ -10,10 +10,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.silent_server import SilentServer
 from tests.pty_support import read_until
+
+pytestmark = pytest.mark.slow  # terminals and waits: `pytest -m slow` (.ci/run) runs it
 
 
 def _with_first_response(home, seconds: float) -> None:

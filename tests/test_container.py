@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # container build files: `pytest -m slow` (.ci/run) runs it
+
 REPO = Path(__file__).resolve().parent.parent
 SECRET_NAME = re.compile(r"TOKEN|PASSWORD|API_KEY|SECRET", re.I)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from picoora.scheduler.jobs import LAST_CHAT, JobBook, remember_chat
 from picoora.store.files import FileStore
 from picoora.tools.base import ToolContext
@@ -75,6 +77,7 @@ def test_with_no_chat_used_yet_the_target_is_the_terminal(tmp_path):
     assert {(job.channel, job.chat_id) for job in JobBook(store).jobs()} == {("cli", "default")}
 
 
+@pytest.mark.slow
 def test_picoora_cron_commands(isolated_home):
     closed_port_url_config(isolated_home)
     to_terminal = run_cli("cron", "add", "every", "1d", "digest", home=isolated_home)  # no chat used yet

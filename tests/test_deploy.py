@@ -16,6 +16,8 @@ import hcl2
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # deploy files: `pytest -m slow` (.ci/run) runs it
+
 REPO = Path(__file__).resolve().parent.parent
 TF = REPO / "deploy" / "terraform"
 SETUP_SH = TF / "scripts" / "setup.sh"

@@ -24,6 +24,8 @@ import yaml
 from picoora.gateway.systemd import unit_text
 from tests.test_deploy import SAMPLE_SETTINGS, render_cloud_init
 
+pytestmark = pytest.mark.slow  # deploy scripts run for real: `pytest -m slow` (.ci/run) runs it
+
 TOKEN = "tok3nFromTheVaultNeverPrinted0123456789abcd"
 ADB_ADMIN = "Adb_Adm1n_Passw0rd#x"
 ADB_SETTINGS = {**SAMPLE_SETTINGS, "database_mode": "adb", "adb_admin_secret": "ocid1.vaultsecret.oc1..adbadmin"}

@@ -18,6 +18,8 @@ from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.tools_support import require_sandbox
 
+pytestmark = pytest.mark.slow  # real sandboxed processes: `pytest -m slow` (.ci/run) runs it
+
 SECRET = "fake-provider-secret-0123456789"
 
 

@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
 from tests.fakes.ollama_server import FakeOllama
+
+pytestmark = pytest.mark.slow  # a schemathesis fuzz run: `pytest -m slow` (.ci/run) runs it
 
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 EXAMPLES = 15  # per operation and phase: about 600 requests, 15 s here

@@ -97,6 +97,7 @@ def test_sigterm_lets_the_turn_in_flight_finish_records_it_and_exits_0(isolated_
     assert "stopped" in process.stdout.read()
 
 
+@pytest.mark.slow
 def test_a_turn_past_the_deadline_is_cancelled_its_message_kept_and_the_exit_is_still_0(isolated_home):
     release = threading.Event()
     with FakeOllama(responder=lambda body: (release.wait(20), Reply(content="too slow"))[1]) as fake:
@@ -123,6 +124,7 @@ def test_a_turn_past_the_deadline_is_cancelled_its_message_kept_and_the_exit_is_
     assert "Traceback" not in process.stderr.read()
 
 
+@pytest.mark.slow
 def test_without_a_configured_token_a_one_off_token_protects_the_run(isolated_home):
     with FakeOllama() as fake:
         write_config(isolated_home, ollama_url=fake.url)
@@ -247,6 +249,7 @@ def test_a_runtime_that_cannot_start_is_stopped_and_the_gateway_does_not_serve(i
     assert log == ["start (store open: True)", "stop intake", "close"]
 
 
+@pytest.mark.slow
 def test_the_real_runtime_runs_beside_the_http_app(isolated_home):
     with FakeOllama() as fake:
         gateway_home(isolated_home, fake.url)

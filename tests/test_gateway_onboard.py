@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 
@@ -17,6 +19,7 @@ def _token(home) -> str | None:
     return json.loads((home / "config.json").read_text()).get("gateway", {}).get("token")
 
 
+@pytest.mark.slow
 def test_a_fresh_config_gets_a_token_that_later_runs_keep(isolated_home):
     assert _onboard(isolated_home).returncode == 1  # set up; Ollama is not running here, so not ready
     token = _token(isolated_home)

@@ -31,6 +31,7 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(20)
 
 
+@pytest.mark.slow
 def test_a_second_gateway_refuses_naming_the_first_and_a_killed_one_never_blocks_a_restart(isolated_home):
     with FakeOllama(responder=lambda body: Reply(content="hello")) as fake:
         gateway_home(isolated_home, fake.url)
@@ -61,6 +62,7 @@ def test_a_second_gateway_refuses_naming_the_first_and_a_killed_one_never_blocks
                 first.wait(10)
 
 
+@pytest.mark.slow
 def test_an_agent_runs_beside_a_gateway_on_the_same_workspace(isolated_home):
     with FakeOllama(responder=lambda body: Reply(content="an answer beside the gateway")) as fake:
         gateway_home(isolated_home, fake.url)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.runtime.services import GatewayRuntime
@@ -50,6 +52,7 @@ def test_a_telegram_message_is_answered_by_the_model_and_a_stranger_is_paired(is
     assert not any("let me in" in str(r) for r in ollama.requests)  # the stranger's text never reached it
 
 
+@pytest.mark.slow
 def test_picoora_pair_lists_approves_and_refuses(isolated_home):
     from tests.cli_support import closed_port_url_config
 

@@ -12,8 +12,11 @@ from tests.fakes.web_chat_kit import chromium_path, launch_chromium, scripted_mo
 
 CHROMIUM = chromium_path()
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (.ci/run installs Debian's "
-                                                         "`chromium` with apt-get as root; it could not here)")
+pytestmark = [
+    pytest.mark.slow,  # drives Chromium: `pytest -m slow` (.ci/run) runs it
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (.ci/run installs Debian's "
+                                                "`chromium` with apt-get as root; it could not here)"),
+]
 WAIT_MS = 15_000  # generous: the machine may be busy
 sync_api.expect.set_options(timeout=WAIT_MS)
 

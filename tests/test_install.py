@@ -20,6 +20,8 @@ import pytest
 
 from tests.fakes.ollama_server import FakeOllama
 
+pytestmark = pytest.mark.slow  # installs the package into fresh venvs: `pytest -m slow` (.ci/run) runs it
+
 REPO = Path(__file__).resolve().parent.parent
 INSTALL_SH = REPO / "install.sh"
 WHEELHOUSE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "picoora-test-wheelhouse"
@@ -44,7 +46,7 @@ def wheelhouse(tmp_path_factory) -> Path:
     """Every wheel the checkout needs (and setuptools to build it), for installs with no index."""
     checkout = copy_checkout(tmp_path_factory.mktemp("wheelhouse-probe"))
     download = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE),
-                "--find-links", str(WHEELHOUSE), str(checkout), "setuptools>=64", "wheel"]
+                "--find-links", str(WHEELHOUSE), f"{checkout}[all]", "setuptools>=64", "wheel"]  # install.sh: all
     if subprocess.run([*download, "--no-index"], capture_output=True, timeout=300).returncode != 0:
         filled = subprocess.run(download, capture_output=True, text=True, timeout=900)
         assert filled.returncode == 0, f"could not fill {WHEELHOUSE}: {filled.stderr}"

@@ -21,6 +21,8 @@ from tests.fakes._http import free_port, wait_for_port
 from tests.fakes.agent_kit import Collector, file_store, make_agent
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 
+pytestmark = pytest.mark.slow  # real MCP server processes: `pytest -m slow` (.ci/run) runs it
+
 SERVER = str(Path(__file__).parent / "fakes" / "mcp_test_server.py")
 
 

@@ -15,6 +15,8 @@ from tests.cli_support import REPO, run_cli
 from tests.fakes._http import closed_port_url, free_port, wait_for_port
 from tests.mcp_support import check_protocol_facts, protocol_facts, session
 
+pytestmark = pytest.mark.slow  # real MCP server processes: `pytest -m slow` (.ci/run) runs it
+
 TOKEN = "mcp-test-token-0123"
 
 

@@ -23,6 +23,8 @@ from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.hash_embedder import HashEmbedder
 
+pytestmark = pytest.mark.slow  # quality measurements with the real embedder: `pytest -m slow` (.ci/run) runs it
+
 DATA = Path(__file__).parent / "data"
 PAIRS = [json.loads(line) for line in (DATA / "recall_pairs.jsonl").read_text().splitlines()]
 OFFTOPIC = (DATA / "recall_offtopic.txt").read_text().splitlines()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from picoora.assistant import build_assistant
 from picoora.config import load_config
 from picoora.gateway.runtime.envelopes import Inbound
@@ -69,6 +71,7 @@ def test_a_subagent_is_waited_for_and_cannot_start_tasks_of_its_own(isolated_hom
     assert len(sent) == 1 and "cannot start another one" in sent[0]
 
 
+@pytest.mark.slow
 def test_in_the_terminal_one_shot_waits_for_the_background_task(isolated_home):
     with FakeOllama(responder=_model) as fake:
         write_config(isolated_home, ollama_url=fake.url)

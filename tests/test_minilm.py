@@ -82,6 +82,7 @@ def _onnxruntime_vectors(texts: list[str]) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+@pytest.mark.slow
 def test_vectors_match_onnxruntime_on_varied_sentences():
     expected = _onnxruntime_vectors(SENTENCES)
     actual = MiniLMEmbedder().embed(SENTENCES)

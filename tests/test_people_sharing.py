@@ -7,6 +7,7 @@ import gc
 import threading
 
 import numpy as np
+import pytest
 
 from picoora.config import Config, MemoryConfig
 from picoora.store import open_store
@@ -59,6 +60,7 @@ def test_shared_embedders_follow_the_settings_and_go_with_their_last_store(tmp_p
     assert gone() is None  # nothing in the caches keeps an embedder nobody uses
 
 
+@pytest.mark.slow
 def test_one_embedder_embeds_from_several_threads_at_once():
     embedder = MiniLMEmbedder()
     texts = [f"sentence {i} about {'green tea ' * (i % 5)}and the door code {i * 7}" for i in range(16)]

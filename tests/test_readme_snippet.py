@@ -8,8 +8,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.cli_support import REPO, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
+
+pytestmark = pytest.mark.slow  # the README's snippet in real processes: `pytest -m slow` (.ci/run) runs it
 
 
 def _snippet() -> str:

@@ -18,6 +18,8 @@ from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MiniLMEmbedder
 from picoora.store.memory_index import MemoryIndex
 
+pytestmark = pytest.mark.slow  # quality measurements with the real embedder: `pytest -m slow` (.ci/run) runs it
+
 DATA = Path(__file__).parent / "data"
 PAIRS = [json.loads(line) for line in (DATA / "recall_pairs.jsonl").read_text().splitlines()]
 CODES = [json.loads(line) for line in (DATA / "recall_codes.jsonl").read_text().splitlines()]

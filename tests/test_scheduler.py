@@ -106,6 +106,7 @@ def test_a_job_missed_while_down_runs_once_within_the_grace_period(tmp_path):
     assert book.run_record(hourly.id).runs == 2 and book.run_record(stale.id).last_status == "missed"
 
 
+@pytest.mark.slow
 def test_a_reminder_fires_for_real_reaches_its_chat_and_is_not_repeated_after_a_restart(tmp_path):
     book = _book(tmp_path)
     soon = (datetime.now(timezone.utc) + timedelta(seconds=1)).isoformat()

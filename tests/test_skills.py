@@ -181,6 +181,7 @@ def test_install_from_a_git_repository_of_skills(ws, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_the_skills_command(isolated_home, tmp_path):
     source = write_skill(tmp_path / "src", "cli-skill", description="From the command line.", body="Do it.")
     installed = run_cli("skills", "install", str(source), home=isolated_home)

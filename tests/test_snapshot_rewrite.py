@@ -23,6 +23,8 @@ from picoora.store.memory_index import MemoryIndex
 from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
+pytestmark = pytest.mark.slow  # many rewrites compared with full rebuilds: `pytest -m slow` (.ci/run) runs it
+
 MODEL = HashEmbedder().model_id
 OTHER = HashEmbedder("other")
 WORDS = ["boat", "pier", "key", "flowerpot", "invoice", "INV-0381", "laptop", "Rosa", "spring", "garden", "shed",

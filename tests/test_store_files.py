@@ -490,6 +490,7 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
         store.close()
 
 
+@pytest.mark.slow
 def test_kill_9_during_writes_loses_nothing_acknowledged(workspace):
     rng = random.Random(os.getpid())
     acked: list[list[str]] = []

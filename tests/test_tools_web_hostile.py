@@ -70,6 +70,7 @@ def ctx_for(tmp_path, allow=("127.0.0.1",), **web):
     return make_ctx(tmp_path, settings={"web_fetch": {"allow_hosts": list(allow), "timeout_seconds": 10, **web}})
 
 
+@pytest.mark.slow
 def test_a_two_layer_gzip_bomb_stops_at_the_decoded_byte_cap(tmp_path, server):
     two_layer_bomb(), quadratic_page()  # built before measuring: the server's side is not the tool's
     tracemalloc.start()

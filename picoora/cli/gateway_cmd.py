@@ -7,10 +7,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, config_path, load_config
+
+if TYPE_CHECKING:
+    from picoora.config import Config
 
 
 def register(app: typer.Typer) -> None:
@@ -40,6 +44,7 @@ def gateway(
         config.gateway.host = host
     if port is not None:
         config.gateway.port = port
+    _require_extras(config)
     import asyncio
     import contextlib
 
@@ -79,6 +84,17 @@ def gateway(
         except SystemExit:  # uvicorn ends a failed start-up (a service that cannot start) this way, after logging why
             raise CLIError("the gateway could not start (see the error above)") from None
     print("picoora gateway stopped.", flush=True)
+
+
+def _require_extras(config: Config) -> None:
+    """The gateway's web stack and each enabled channel's package, or one line naming the extra to install."""
+    from picoora.extras import missing
+    from picoora.gateway.channels import CHANNELS
+
+    needed = ["gateway"] + [name for name in CHANNELS if getattr(config.channels, name).enabled]
+    problems = [problem for problem in map(missing, needed) if problem is not None]
+    if problems:
+        raise CLIError("; ".join(problems))
 
 
 def _print_unit(ctx: typer.Context, user_unit: bool) -> None:

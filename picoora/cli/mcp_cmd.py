@@ -36,10 +36,14 @@ def mcp(
     import asyncio
 
     from picoora.config import secret_values, workspace_path
+    from picoora.extras import missing
     from picoora.store import open_store
     from picoora.store.base import StoreError
 
     config = load_config(ctx)
+    problem = missing("mcp")
+    if problem is not None:
+        raise CLIError(problem)
     if http and not config.gateway.token:
         raise CLIError("--http needs a token: set gateway.token (clients send it as 'Authorization: Bearer ...')",
                        EXIT_USAGE)

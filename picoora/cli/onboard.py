@@ -18,7 +18,7 @@ import typer
 from picoora.cli.errors import EXIT_FAILURE, EXIT_USAGE, CLIError, config_path
 
 if TYPE_CHECKING:
-    from picoora.config import Config
+    from picoora.config import Config, UserConfig
     from picoora.llm.ollama_admin import ModelInfo
 
 INSTALL_HINT = """\
@@ -42,12 +42,15 @@ def onboard(
     provider: str | None = typer.Option(None, "--provider", help="ollama, openai, anthropic or a preset "
                                         "(openrouter, groq, deepseek, gemini, zhipu, oci, vllm, llamacpp, lmstudio)."),
     model: str | None = typer.Option(None, "--model", help="Use this model (skips the question)."),
+    owner: str | None = typer.Option(None, "--owner", help="Your name as the owner (config users): "
+                                     "`picoora pair approve CODE --as NAME` then lets in another account of yours."),
 ) -> None:
     """Set up picoora: config file, workspace templates, and a model (Ollama's, or a service's with a key)."""
     from picoora.cli.onboard_provider import choose_provider
     from picoora.config import Config, default_config_path, workspace_path
 
     path = config_path(ctx) or default_config_path()
+    owner_entry = _owner_entry(owner) if owner is not None else None  # a bad name stops before anything is written
     _mention_go_home(path)
     keep_file = path.exists() and not force
     config = _effective_config(path, force)
@@ -69,6 +72,8 @@ def onboard(
         fresh.agents.defaults.provider = config.agents.defaults.provider
         fresh.agents.defaults.model = chosen or fresh.agents.defaults.model
         fresh.gateway.token = _new_token()
+        if owner_entry is not None:
+            fresh.users = [owner_entry]
         _save_new(fresh, path)
         print(f"Wrote {path}")
     else:
@@ -83,6 +88,11 @@ def onboard(
         if not config.gateway.token:  # neither the file nor PICO_GATEWAY_TOKEN gives the gateway one
             _set_in_file(path, ("gateway", "token"), _new_token())
             print(f"Wrote a new gateway.token to {path}")
+        if owner_entry is not None:
+            _name_owner_in_file(path, owner_entry.name)
+    if owner_entry is not None:
+        print(f"The owner is {owner_entry.name}: `picoora pair approve CODE --as {owner_entry.name}` "
+              "lets in another account of yours.")
 
     _install_templates(workspace_path(config), force)
     _print_next_steps(path, config.agents.defaults.provider, chosen or config.agents.defaults.model, problem)
@@ -179,6 +189,29 @@ def _ask_model(models: list[ModelInfo], default: str) -> tuple[str, str | None]:
     return answer, None
 
 
+def _owner_entry(name: str) -> UserConfig:
+    from pydantic import ValidationError
+
+    from picoora.config import UserConfig
+
+    try:
+        return UserConfig(name=name.strip(), owner=True)
+    except ValidationError:
+        raise CLIError(f"--owner {name!r}: a name is 1-32 letters, digits, '.', '_' or '-' (starting with a letter "
+                       "or digit)", EXIT_USAGE) from None
+
+
+def _name_owner_in_file(path: Path, name: str) -> None:
+    """The configured owner renamed, or a new owner entry; the file's other users are kept."""
+    users = json.loads(path.read_text(encoding="utf-8-sig")).get("users") or []
+    owner = next((user for user in users if isinstance(user, dict) and user.get("owner")), None)
+    if owner is None:
+        users.append({"name": name, "owner": True, "identities": []})
+    else:
+        owner["name"] = name
+    _set_in_file(path, ("users",), users)
+
+
 def _save_new(config: Config, path: Path) -> None:
     from picoora.config import ConfigError, save_config
 
@@ -195,7 +228,7 @@ def _new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def _set_in_file(path: Path, keys: tuple[str, ...], value: str) -> None:
+def _set_in_file(path: Path, keys: tuple[str, ...], value: object) -> None:
     """Change only this one value in the file, so ${VAR} references and env-only values stay out of it."""
     from picoora.atomic import atomic_write_bytes
 

@@ -1,4 +1,5 @@
-"""``picoora pair list|approve|refuse``: let in (or not) someone who wrote to the assistant on a channel.
+"""``picoora pair list|approve|refuse|revoke``: let in (or not) someone who wrote to the assistant on a channel,
+and see or take back who has access.
 
 An unknown sender gets a pairing code and nothing of their text reaches the model; the owner decides here,
 from any shell, while the gateway runs.
@@ -12,25 +13,34 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
 
 
 def register(app: typer.Typer) -> None:
-    pair = typer.Typer(name="pair", help="Let people who wrote on a channel in, or refuse them.", no_args_is_help=True)
+    pair = typer.Typer(name="pair", help="Let people who wrote on a channel in, refuse them, list or revoke access.",
+                       no_args_is_help=True)
     pair.command("list")(list_)
     pair.command("approve")(approve)
     pair.command("refuse")(refuse)
+    pair.command("revoke")(revoke)
     app.add_typer(pair)
 
 
 def list_(ctx: typer.Context) -> None:
-    """Open pairing requests (codes expire after an hour)."""
+    """Who is waiting (codes expire after an hour) and who has access: approved here, or named in the config."""
     from picoora.cli.opening import command_store
     from picoora.people import Pairing
 
-    with command_store(load_config(ctx)) as store:
-        pending = Pairing(store).pending()
-    if not pending:
-        print("No one is waiting.")
+    config = load_config(ctx)
+    with command_store(config) as store:
+        pairing = Pairing(store)
+        pending, approved = pairing.pending(), pairing.approved()
+    print("Waiting:" if pending else "No one is waiting.")
     for request in pending:
         who = f"@{request.username}" if request.username else request.sender_id
-        print(f"{request.code}  {request.channel}  {who} (id {request.sender_id})  until {request.expires[:16]}Z")
+        print(f"  {request.code}  {request.channel}  {who} (id {request.sender_id})  until {request.expires[:16]}Z")
+    configured = [(identity, user.name) for user in config.users for identity in user.identities]
+    print("With access:" if approved or configured else "No one has access through pairing or the config's users.")
+    for identity, person in approved.items():
+        print(f"  {identity}  as {person}  (approved; `picoora pair revoke {identity}` takes it back)")
+    for identity, person in configured:
+        print(f"  {identity}  as {person}  (config users; edit the config to change)")
 
 
 def approve(
@@ -64,3 +74,20 @@ def refuse(ctx: typer.Context, code: str = typer.Argument(...)) -> None:
         except KeyError as err:
             raise CLIError(str(err.args[0])) from None
     print(f"Refused {request.channel} user {request.sender_id}.")
+
+
+def revoke(
+    ctx: typer.Context,
+    who: str = typer.Argument(..., help="An identity from `picoora pair list` (telegram:123) or a person's name "
+                                        "(all their identities)."),
+) -> None:
+    """Take back access given with `pair approve` (their memories are kept; a new message gets a new code)."""
+    from picoora.cli.opening import command_store
+    from picoora.people import Pairing
+
+    with command_store(load_config(ctx)) as store:
+        gone = Pairing(store).revoke(who.strip())
+    if not gone:
+        raise CLIError(f"no approved access for {who!r}: `picoora pair list` shows who has it")
+    for identity, person in gone.items():
+        print(f"Revoked {identity} (was {person}).")

@@ -1,22 +1,34 @@
-"""``/ready``: can the gateway answer right now? The store answers a ping, the model provider answers HTTP.
+"""``/ready`` and the gateway's start-up warnings: can it answer right now, and what will not work?
 
-Both checks are cheap (no counts, no model call) and bounded by a deadline, so a load balancer may poll."""
+The store answers a ping; the model provider answers HTTP and, on Ollama, has the default model pulled;
+every enabled channel is connected (a refused token is named). Each check is cheap (no counts, no model
+call) and bounded by a deadline, so a load balancer may poll."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from picoora.gateway.schemas import ReadyCheck
 
 if TYPE_CHECKING:
+    import httpx
+
     from picoora.assistant import Assistant
+    from picoora.gateway.channels.base import Channel
 
 CHECK_SECONDS = 3.0
 
 
-async def run_checks(assistant: Assistant) -> list[ReadyCheck]:
-    return list(await asyncio.gather(_store(assistant), _provider(assistant)))
+async def run_checks(assistant: Assistant, channels: Iterable[Channel] = ()) -> list[ReadyCheck]:
+    checks = list(await asyncio.gather(_store(assistant), _provider(assistant)))
+    return checks + [_channel(channel) for channel in channels]
+
+
+def warnings(checks: Iterable[ReadyCheck]) -> list[str]:
+    """What will not work, one line per failed check (the start-up banner prints them)."""
+    return [f"{check.name}: {check.detail}" for check in checks if not check.ok]
 
 
 async def _store(assistant: Assistant) -> ReadyCheck:
@@ -30,16 +42,17 @@ async def _store(assistant: Assistant) -> ReadyCheck:
 
 
 async def _provider(assistant: Assistant) -> ReadyCheck:
-    """An HTTP answer from the default provider's server: Ollama's /api/version, else the API base.
-    A hosted provider with no api_base (its public endpoint) is not probed."""
+    """An HTTP answer from the default provider's server: Ollama's /api/tags (which must list the default
+    model), else the API base. A hosted provider with no api_base (its public endpoint) is not probed."""
     import httpx
 
     from picoora.llm.ollama_admin import native_base
 
-    provider = assistant.config.agents.defaults.provider
+    choice = assistant.models.default
+    provider = choice.provider
     settings = getattr(assistant.config.providers, provider)
     if provider == "ollama":
-        url = native_base(settings.api_base) + "/api/version"
+        url = native_base(settings.api_base) + "/api/tags"
     elif settings.api_base:
         url = settings.api_base
     else:
@@ -49,6 +62,25 @@ async def _provider(assistant: Assistant) -> ReadyCheck:
             response = await client.get(url)
     except httpx.HTTPError as err:
         return ReadyCheck(name="model", ok=False, detail=f"{provider} at {url} does not answer ({type(err).__name__})")
-    if provider == "ollama" and response.status_code != 200:
+    if provider != "ollama":
+        return ReadyCheck(name="model", ok=True, detail=f"{provider} answers")
+    if response.status_code != 200:
         return ReadyCheck(name="model", ok=False, detail=f"ollama at {url} answered HTTP {response.status_code}")
-    return ReadyCheck(name="model", ok=True, detail=f"{provider} answers")
+    if not _pulled(response, choice.model):
+        return ReadyCheck(name="model", ok=False,
+                          detail=f"{choice.model} is not pulled in Ollama: run `ollama pull {choice.model}`")
+    return ReadyCheck(name="model", ok=True, detail=f"ollama answers and has {choice.model}")
+
+
+def _pulled(tags: httpx.Response, model: str) -> bool:
+    """Whether Ollama's /api/tags answer lists ``model`` (a name without a tag means ``:latest``)."""
+    try:
+        listed = {entry.get("model") or entry.get("name") for entry in tags.json()["models"]}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    return model in listed or f"{model}:latest" in listed
+
+
+def _channel(channel: Channel) -> ReadyCheck:
+    problem = channel.problem
+    return ReadyCheck(name=f"channel {channel.name}", ok=problem is None, detail=problem or "connected")

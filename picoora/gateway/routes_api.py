@@ -62,14 +62,14 @@ async def health(request: Request) -> Health:
 @public.get("/ready", response_model=Ready, tags=["service"], dependencies=[Depends(require_token)],
             responses={503: {"model": Ready, "description": "a check failed (named in checks)"}})
 async def ready(request: Request) -> Any:
-    """200 when the store and the model provider answer; 503 naming the failing check."""
+    """200 when the store, the model (pulled, on Ollama) and every channel work; 503 naming the failing check."""
     from picoora.gateway.readiness import run_checks
 
     gateway = gateway_of(request)
     if gateway.assistant is None or gateway.runtime is None or not gateway.runtime.turns.accepting:
         body = Ready(ready=False, checks=[{"name": "gateway", "ok": False, "detail": "shutting down"}])
         return JSONResponse(body.model_dump(), status_code=503)
-    checks = await run_checks(gateway.assistant)
+    checks = await run_checks(gateway.assistant, gateway.runtime.channels)
     body = Ready(ready=all(c.ok for c in checks), checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
 

@@ -100,6 +100,10 @@ async def serve(gateway: Gateway, sock: socket.socket, on_started: Callable[[Gat
     while not server.started and not serving.done():
         await asyncio.sleep(0.02)
     if server.started:
+        if gateway.assistant is not None:  # what will not work, said before the first request finds out
+            from picoora.gateway.readiness import run_checks, warnings
+
+            gateway.start_warnings = warnings(await run_checks(gateway.assistant))
         on_started(server)
     await serving
 
@@ -126,6 +130,7 @@ def banner(gateway: Gateway, port: int, *, show_token: bool) -> list[str]:
         lines.append(f"  model:     {assistant.models.default.label}")
         lines.append(f"  storage:   {getattr(assistant.store, 'backend', 'store')} (workspace {assistant.workspace})")
     lines.extend(f"  note:      {line}" for line in gateway.on_fallback)
+    lines.extend(f"  warning:   {line} (/ready says so too)" for line in gateway.start_warnings)
     lines.append(f"  services:  {', '.join(gateway.service_lines) or 'none'}")
     if gateway.one_off_token:
         lines.append("  token:     made up for this run; set gateway.token (`picoora onboard` writes one) to keep it")

@@ -33,11 +33,18 @@ def create_llm(config: Config, *, provider: str | None = None, model: str | None
     ``retry`` replaces the policy built from ``providers.<name>.max_retries`` (tests inject a sleep).
     Creating never touches the network; errors surface on the first ``chat``.
     """
+    from picoora.extras import EXTRAS, missing
     from picoora.llm.common import ProviderSettings
 
     provider = provider or config.agents.defaults.provider
     check_provider(provider)
-    module_name, class_name = CLIENT_CLASSES[client_of(provider)]
+    client = client_of(provider)
+    problem = missing(client) if client in EXTRAS else None  # a hosted provider's SDK is an extra
+    if problem is not None:
+        from picoora.llm.base import LLMError
+
+        raise LLMError(problem)
+    module_name, class_name = CLIENT_CLASSES[client]
     provider_class = getattr(importlib.import_module(module_name), class_name)
     llm: LLM = provider_class(ProviderSettings.from_config(config, provider=provider, model=model, retry=retry))
     if provider in PRESETS:

@@ -245,10 +245,13 @@ class _OnnxRuntimeModel:
     """The ONNX file in onnxruntime, one thread (bulk embedding runs one process per core instead)."""
 
     def __init__(self, path: Path):
-        try:
-            import onnxruntime
-        except ImportError:
-            raise EmbedderUnavailable("bulk embedding needs onnxruntime: run `pip install onnxruntime`") from None
+        from picoora.extras import missing
+
+        problem = missing("bulk")
+        if problem is not None:
+            raise EmbedderUnavailable(problem)
+        import onnxruntime
+
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1

@@ -136,6 +136,12 @@ class McpConnection:
         self.stop.set()
 
     async def _run(self) -> None:
+        from picoora.extras import missing
+
+        problem = missing("mcp")
+        if problem is not None:
+            self.fail(problem)
+            return
         from mcp import Client
 
         try:

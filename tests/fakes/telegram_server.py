@@ -45,6 +45,7 @@ class FakeTelegram(FakeServer):
         self.toasts: list[str] = []  # answerCallbackQuery texts (what a button press was told)
         self.actions: list[dict] = []
         self.calls: list[str] = []
+        self.refused = 0  # requests that carried another token (answered 401)
         self.failures: deque[tuple[int, dict]] = deque()
         self.reject_html = False  # answer every HTML message with "can't parse entities"
         self._next_id = 1
@@ -103,6 +104,7 @@ class FakeTelegram(FakeServer):
     def _route(self, exchange: Exchange) -> None:
         prefix = f"/bot{self.token}/"
         if not exchange.path.startswith(prefix):
+            self.refused += 1
             exchange.send_json(401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
             return
         method = exchange.path[len(prefix):]

@@ -200,6 +200,7 @@ def _file_workspace(config: Config) -> FileStore:
     return files
 
 
+@pytest.mark.slow
 def test_import_files_moves_everything_once(fake, config, onnx_file):
     files = _file_workspace(config)
     code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--import-files")

@@ -33,7 +33,7 @@ from tests.oracle.test_oracle_store import _go_schema, _run
 
 
 def test_pyproject_requires_the_driver_version_the_code_needs():
-    requirements = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    requirements = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["oracle"]
     floor = next(r for r in requirements if r.startswith("oracledb"))
     assert floor.split(">=")[1].split(",")[0].strip() == ".".join(map(str, MIN_DRIVER_VERSION))
 
@@ -93,6 +93,7 @@ def test_the_fake_measures_varchar_columns_in_bytes_like_oracle(fake, config):
         _run(fake, config, lambda tx: tx.run(q.META_SET, meta_key="é" * 200, meta_value="v", now=datetime(2026, 1, 1)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["files", "oracle"])
 def test_both_backends_refuse_what_does_not_fit_with_a_clear_error(backend, tmp_path, open_store):
     store = FileStore(tmp_path / "ws") if backend == "files" else open_store()

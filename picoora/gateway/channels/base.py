@@ -63,6 +63,8 @@ class Channel(abc.ABC):
         self.config = config
         self.links = links
         self._typing: dict[str, asyncio.Task[None]] = {}
+        # What keeps the channel from working, for /ready and the start-up warnings; None once it is connected.
+        self.problem: str | None = "not connected yet"
 
     @abc.abstractmethod
     async def run(self) -> None:
@@ -103,10 +105,13 @@ class Channel(abc.ABC):
         Raises ``ShuttingDown`` when the gateway takes no more turns (the platform should offer it again)."""
         admission = await self.links.admit(sender, self.config.allow_from)
         if admission.person is None:
-            log.info("%s: refused a message from unknown sender %s (pairing code issued)", self.name,
-                     sender.sender_id)
             if admission.new_code and admission.pairing is not None:  # said once per code: no talking in a loop
+                # The owner learns of it here; the code itself stays out of the log (it is the key to get in).
+                log.warning("%s: %s asked to talk to the assistant: `picoora pair list` shows the request",
+                            self.name, _who(sender))
                 await self._deliver_safely(chat_id, PAIRING_REPLY.format(code=admission.pairing.code))
+            else:
+                log.info("%s: refused another message from %s (pairing requested)", self.name, _who(sender))
             return False
         self.links.submit(Inbound(self.name, chat_id, text, sender_id=sender.sender_id, person=admission.person,
                                   from_chat=True, private_chat=private, metadata=dict(metadata)))
@@ -149,3 +154,7 @@ class Channel(abc.ABC):
         for task in self._typing.values():
             task.cancel()
         self._typing.clear()
+
+
+def _who(sender: Sender) -> str:
+    return f"@{sender.username} (id {sender.sender_id})" if sender.username else f"user {sender.sender_id}"

@@ -87,6 +87,8 @@ class TelegramChannel(Channel):
 
     async def run(self) -> None:
         offset = await self._start()
+        if self.problem is not None:
+            return  # a refused token: polling again would only be refused again (/ready says why)
         failures = 0
         while True:
             try:
@@ -109,7 +111,10 @@ class TelegramChannel(Channel):
                 await asyncio.Event().wait()  # until cancelled: the gateway is stopping
 
     async def _start(self) -> int | None:
-        """Initialise the bot (getMe) and return the stored update offset; retried until the Bot API answers."""
+        """Initialise the bot (getMe) and return the stored update offset; retried until the Bot API answers.
+        A refused token is not retried: ``problem`` says so and None is returned."""
+        from telegram.error import InvalidToken
+
         failures = 0
         while True:
             try:
@@ -117,9 +122,15 @@ class TelegramChannel(Channel):
                 await self._register_commands()
                 self._oldest = time.time() - STALE_SECONDS
                 stored = await self.links.get_state(OFFSET_KEY)
+                self.problem = None
                 return int(stored) if stored and stored.isdigit() else None
+            except InvalidToken:
+                self.problem = ("the Bot API refused the token: check channels.telegram.token "
+                                "(@BotFather's /mybots shows it)")
+                log.error("telegram: %s; the channel is off until the gateway restarts", self.problem)
+                return None
             except Exception as exc:
-                log.warning("telegram: cannot reach the Bot API yet (%s); retrying", self._clean(exc))
+                self.problem = f"cannot reach the Bot API yet ({self._clean(exc)}); retrying"
                 await self._sleep(self._backoff(exc, failures))
                 failures += 1
 

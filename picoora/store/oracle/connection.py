@@ -100,7 +100,12 @@ def driver_version(version: str) -> tuple[int, ...]:
 
 
 def require_driver() -> None:
-    """``OracleUnavailable`` when the installed python-oracledb is older than the code needs."""
+    """``OracleUnavailable`` when python-oracledb is missing (the ``oracle`` extra) or older than the code needs."""
+    from picoora.extras import missing
+
+    problem = missing("oracle")
+    if problem is not None:
+        raise OracleUnavailable("config", problem)
     import oracledb
 
     if driver_version(oracledb.__version__)[:2] < MIN_DRIVER_VERSION:

@@ -1,0 +1,126 @@
+"""The gateway's part of ``picoora status``: whether a gateway answers on its port (and has a token), each
+enabled channel, the scheduled jobs with their next run, the heartbeat, and every session's model choice.
+
+Read from the config and the store's state only: the gateway itself is asked nothing but ``/health``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from picoora.cli.status_report import BAD, OK, Line, count
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.store.base import KeyValueStore
+
+HEALTH_TIMEOUT = 1.5  # seconds; the gateway is local, or on the LAN
+
+
+def service_lines(config: Config, store: KeyValueStore | None) -> list[Line]:
+    """``store`` None: nothing is stored yet (no jobs, no beats, no choices)."""
+    state = store.all_state() if store is not None else {}
+    return [_gateway_line(config), *_channel_lines(config), _cron_line(config, store), _heartbeat_line(config, state),
+            *_session_model_lines(state)]
+
+
+def _gateway_line(config: Config) -> Line:
+    import httpx
+
+    from picoora.gateway.binding import base_url
+
+    settings = config.gateway
+    url = base_url(settings.host, settings.port)
+    version = None
+    try:
+        answer = httpx.get(url + "/health", timeout=HEALTH_TIMEOUT)
+        if answer.status_code == 200 and answer.json().get("status") == "ok":
+            version = str(answer.json().get("version", ""))
+    except (httpx.HTTPError, ValueError, AttributeError):
+        pass  # nothing there, or something that is not a picoora gateway: not running
+    token = "token set" if settings.token else "no token (each run makes one up; `picoora onboard` writes one)"
+    running = f"{OK} running ({version})" if version is not None else "not running (start it: picoora gateway)"
+    return Line("Gateway", f"{settings.host}:{settings.port}, {token}; {running}",
+                facts={"host": settings.host, "port": settings.port, "token_set": bool(settings.token),
+                       "running": version is not None, "version": version})
+
+
+def _channel_lines(config: Config) -> list[Line]:
+    from picoora.gateway.channels import CHANNELS
+
+    lines = []
+    for name in type(config.channels).model_fields:
+        channel = getattr(config.channels, name)
+        if not channel.enabled:
+            continue
+        facts = {"channel": name, "enabled": True, "available": name in CHANNELS, "token_set": bool(channel.token),
+                 "allow_from": len(channel.allow_from)}
+        if name not in CHANNELS:
+            lines.append(Line("Channel", f"{name} {BAD} enabled, but picoora has no {name} channel "
+                                         f"(there is {', '.join(CHANNELS)}): set channels.{name}.enabled to false",
+                              False, facts))
+        elif not channel.token:
+            lines.append(Line("Channel", f"{name} {BAD} no token: set channels.{name}.token", False, facts))
+        else:
+            who = (count(len(channel.allow_from), "allowed sender") if channel.allow_from
+                   else "no allow_from: only people let in with `picoora pair approve`")
+            lines.append(Line("Channel", f"{name} on, token set; {who}", facts=facts))
+    return lines or [Line("Channel", "none enabled (channels.telegram in the config)", facts={"channel": None})]
+
+
+def _cron_line(config: Config, store: KeyValueStore | None) -> Line:
+    from picoora.scheduler.jobs import JobBook, next_fire
+
+    zone = config.agents.defaults.timezone
+    jobs = JobBook(store, default_zone=zone).jobs() if store is not None else []
+    now = datetime.now(timezone.utc)
+    upcoming = {job.id: next_fire(job, now, zone) if job.enabled else None for job in jobs}
+    rows = [{"id": job.id, "kind": job.kind, "spec": job.spec, "enabled": job.enabled,
+             "next_run": _utc(upcoming[job.id])} for job in jobs]
+    facts = {"enabled": config.cron.enabled, "jobs": rows}
+    if not config.cron.enabled:
+        return Line("Cron", f"off (cron.enabled); {count(len(jobs), 'job')} kept", facts=facts)
+    if not jobs:
+        return Line("Cron", "on, no jobs (add one: picoora cron add every 1d \"Summarise my notes\")", facts=facts)
+    text = f"on, {count(len(jobs), 'job')} ({sum(job.enabled for job in jobs)} enabled)"
+    due = sorted((moment, job_id) for job_id, moment in upcoming.items() if moment is not None)
+    if due:
+        moment, job_id = due[0]
+        text += f"; next: {job_id} at {moment.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC (`picoora cron list`)"
+    return Line("Cron", text, facts=facts)
+
+
+def _utc(moment: datetime | None) -> str | None:
+    return moment.astimezone(timezone.utc).isoformat() if moment is not None else None
+
+
+def _heartbeat_line(config: Config, state: dict[str, str]) -> Line:
+    from picoora.gateway.runtime.heartbeat import LAST_BEAT
+
+    settings = config.heartbeat
+    on = settings.enabled and bool(settings.interval)
+    try:
+        last = json.loads(state.get(LAST_BEAT) or "null")
+    except ValueError:
+        last = None
+    last = last if isinstance(last, dict) else None
+    facts = {"enabled": on, "interval_minutes": settings.interval,
+             "last_beat": last.get("at") if last else None, "last_outcome": last.get("outcome") if last else None}
+    text = f"on, every {settings.interval} min" if on else "off (heartbeat.enabled)"
+    if last:
+        text += f"; last beat {str(last.get('at'))[:16]}: {last.get('outcome')}"
+    return Line("Heartbeat", text, facts=facts)
+
+
+def _session_model_lines(state: dict[str, str]) -> list[Line]:
+    from picoora.session_models import MODEL_STATE, parse_choice
+
+    lines = []
+    for key, value in sorted(state.items()):
+        choice = parse_choice(value) if key.startswith(MODEL_STATE) else None
+        if choice is not None:
+            session = key[len(MODEL_STATE):]
+            lines.append(Line("Session", f"{session} answers with {choice[0]}/{choice[1]} (chosen with /model)",
+                              facts={"session": session, "provider": choice[0], "model": choice[1]}))
+    return lines
