@@ -37,7 +37,8 @@ def _ms(samples: list[float]) -> str:
 def bench_exec(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp).resolve()
-        sandboxed = bwrap_argv("true", workspace, Mounts(workspace, (), writable_system=False), network=False)
+        sandboxed = bwrap_argv(["true"], workspace, Mounts(workspace, (), writable_system=False), network=False,
+                               tmp_bytes=64 * 1024 * 1024)
 
         async def once(argv: list[str]) -> float:
             started = time.perf_counter()

@@ -1,0 +1,84 @@
+"""Limits of one exec call (issue 21): before them one call ran 1,000 processes, allocated 1 GiB and
+wrote 400 MB in a second. Each attack runs through the real CLI and a scripted model, as root and as
+uid 65534, with small limits so the tests stay quick; the model must be told which limit ended it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from tests.exec_support import run_attacks, user_home
+from tests.tools_support import require_sandbox
+
+SMALL = {"max_processes": 40, "max_memory_mb": 256, "max_file_mb": 5, "max_disk_mb": 40, "timeout_seconds": 30}
+# Python, not shell: the text guard refuses the classic `:(){ :|:& };:` before the sandbox sees it.
+FORK_BOMB = "python3 -c 'import os\nwhile True:\n    try: os.fork()\n    except OSError: pass' # bomb-{tag}"
+
+
+def _home(tmp_path: Path, who: str):  # noqa: ANN202 (a context manager like user_home)
+    if who == "user":
+        return user_home()
+    home = tmp_path / "picoora-home"
+    home.mkdir(exist_ok=True)
+    return nullcontext((home, None))
+
+
+@pytest.fixture(params=["root", "user"] if os.geteuid() == 0 else ["self"])
+def who(request):
+    return request.param
+
+
+def _run(tmp_path, monkeypatch, who, commands, **exec_settings):
+    require_sandbox()
+    with _home(tmp_path, who) as (home, as_user):
+        monkeypatch.setenv("PICOORA_HOME", str(home))
+        results, _ = run_attacks(home, commands, as_user=as_user, exec={**SMALL, **exec_settings})
+        workspace = home / "workspace"
+        sizes = {p.name: p.stat().st_size for p in workspace.iterdir() if p.is_file()}
+        return results, sizes
+
+
+def test_a_fork_bomb_is_stopped_and_the_model_told_why(tmp_path, monkeypatch, who):
+    tag = f"{os.getpid()}-{who}"
+    command = FORK_BOMB.format(tag=tag)
+    results, _ = _run(tmp_path, monkeypatch, who, [command])
+    assert "Command stopped: it reached the process limit (40 processes at once" in results[command]
+    assert "tools.exec.max_processes" in results[command]
+    left = subprocess.run(["pgrep", "-f", f"bomb-{tag}"], capture_output=True, text=True).stdout.split()
+    assert left == []
+
+
+def test_a_2_gib_allocation_fails_and_the_model_is_told_the_memory_limit(tmp_path, monkeypatch, who):
+    command = "python3 -c 'x = bytearray(2 * 1024 ** 3); print(len(x))'"
+    results, _ = _run(tmp_path, monkeypatch, who, [command])
+    assert "MemoryError" in results[command] and "2147483648" not in results[command]
+    assert "memory limit (256 MiB per process; tools.exec.max_memory_mb raises it)" in results[command]
+
+
+def test_one_file_stops_at_the_file_size_limit_and_a_setting_raises_it(tmp_path, monkeypatch, who):
+    command = "head -c 8000000 /dev/zero > big.bin; echo done"
+    results, sizes = _run(tmp_path, monkeypatch, who, [command])
+    assert sizes["big.bin"] == 5 * 1024 * 1024
+    assert "a file reached the size limit (5 MiB; tools.exec.max_file_mb raises it)" in results[command]
+    results, sizes = _run(tmp_path, monkeypatch, who, [command], max_file_mb=10)
+    assert sizes["big.bin"] == 8_000_000 and "Limit:" not in results[command]
+
+
+def test_a_disk_fill_of_small_files_is_stopped(tmp_path, monkeypatch, who):
+    command = "i=0; while [ $i -lt 200 ]; do head -c 2000000 /dev/zero > fill$i; i=$((i+1)); done; echo finished"
+    results, sizes = _run(tmp_path, monkeypatch, who, [command])
+    assert "Command stopped: it wrote more than 40 MiB to the disk (tools.exec.max_disk_mb" in results[command]
+    assert "finished" not in results[command]
+    assert sum(sizes.values()) < 200 * 2_000_000 / 2  # stopped well before the end
+
+
+def test_tmp_is_bounded_too(tmp_path, monkeypatch, who):
+    """/tmp is a tmpfs, memory: without a size it could take half the machine's."""
+    command = "head -c 60000000 /dev/zero > /tmp/fill; ls -l /tmp/fill | awk '{print $5}'"
+    results, _ = _run(tmp_path, monkeypatch, who, [command], max_file_mb=100)
+    assert int(results[command].split()[0]) <= 40 * 1024 * 1024
