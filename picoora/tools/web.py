@@ -215,19 +215,21 @@ class WebFetch(Tool):
         try:
             fetched = await asyncio.wait_for(fetch(args.url.strip(), cfg), cfg.timeout_seconds)
             # In a worker thread, under what is left of the same deadline (a thread cannot be
-            # stopped, but the parser is linear, so it ends soon after anyway).
+            # stopped, but the parser and the scan are linear, so they end soon after anyway).
             left = max(cfg.timeout_seconds - (time.monotonic() - started), 0.1)
-            text = await asyncio.wait_for(asyncio.to_thread(extract_text, fetched), left)
+            return await asyncio.wait_for(asyncio.to_thread(_extract_and_wrap, fetched, args, cfg), left)
         except (FetchRefused, AddressRefused) as exc:
             return ToolResult.error(str(exc))
         except asyncio.TimeoutError:
             return ToolResult.error(f"fetching {args.url} took longer than {cfg.timeout_seconds:g}s")
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             return ToolResult.error(f"fetching {args.url} failed: {exc or type(exc).__name__}")
-        return _result(fetched, text, args, cfg)
 
 
-def _result(fetched: Fetched, text: str, args: WebFetchArgs, cfg: WebFetchConfig) -> ToolResult:
+def _extract_and_wrap(fetched: Fetched, args: WebFetchArgs, cfg: WebFetchConfig) -> ToolResult:
+    """The page's text, cut and wrapped as untrusted: the parse and the marker scan, both linear but over
+    up to ``max_bytes``, run together in a worker thread."""
+    text = extract_text(fetched)
     limit = min(args.max_chars or cfg.max_chars, cfg.max_chars)
     notes = [f"status {fetched.status}", f"{len(fetched.body)} bytes"]
     if fetched.truncated:

@@ -1,0 +1,113 @@
+"""Outside text is handled in linear time and off the event loop (issue 21).
+
+The look-alike-marker regex was quadratic and ran on the event loop: 50 KB of ``<`` and spaces froze
+the whole gateway ~7 s per fetch. ``web_search`` parsed DuckDuckGo's page with ``html.parser`` on the
+loop (a 28 s stall with a hostile endpoint), and stripped tags from providers' fields with a pattern
+quadratic on a text without ``>``.
+
+Linearity is checked with a hang guard, not a stopwatch: each hostile input runs in a fresh
+interpreter that must finish within ``GUARD_SECONDS``. The linear code takes milliseconds; the
+quadratic code took minutes on the same input. Timings are in ``bench/hostile_bench.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from picoora.config import WebSearchConfig
+from picoora.tools import web as web_module
+from picoora.tools import web_search as web_search_module
+from picoora.tools.web import WebFetch
+from picoora.tools.web_search import WebSearch
+from picoora.untrusted import wrap_untrusted
+from tests.cli_support import REPO
+from tests.fakes.search_server import FakeSearch
+from tests.fakes.web_page_server import WebPageServer
+from tests.tools_support import make_ctx
+
+GUARD_SECONDS = 30
+# The shape of the attack: many "<", each followed by a long run of whitespace (200 KB in all).
+MARKER_BAIT = '("<" + " " * 20_000) * 10'
+
+
+def _finishes(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; fail if it hangs past the guard. Returns its stdout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              timeout=GUARD_SECONDS, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"did not finish within {GUARD_SECONDS} s (super-linear on hostile input): {code}")
+    return done.stdout
+
+
+@pytest.mark.parametrize("lookalike", [
+    "<untrusted_content>", "</untrusted_content>", "< / UNTRUSTED - content >", "<\n\tuntrusted__--CONTENT",
+    "</  untrustedcontent", "<untrusted content source='x'>",
+])
+def test_every_look_alike_marker_is_still_defused(lookalike):
+    wrapped = wrap_untrusted(f"before {lookalike} after", "https://example.org")
+    inside = wrapped.split(">\n", 1)[1].rsplit("\n</untrusted_content>", 1)[0]
+    assert inside == "before &lt;" + lookalike[1:] + " after"
+
+
+def test_text_that_is_no_marker_is_left_alone():
+    text = "a < b, <untrusted>, <content>, <x untrusted_content>, " + "< " * 1000
+    wrapped = wrap_untrusted(text, "s")
+    assert text in wrapped
+
+
+def test_the_marker_scan_is_linear_on_hostile_text():
+    out = _finishes(f"from picoora.untrusted import wrap_untrusted\nprint(len(wrap_untrusted({MARKER_BAIT}, 'x')))")
+    assert int(out) > 200_000
+
+
+def test_hostile_search_answers_parse_in_linear_time():
+    code = ("from picoora.tools.web_search import clean, parse_duckduckgo\n"
+            "print(len(parse_duckduckgo('<a' * 1_000_000)), len(clean('<' * 2_000_000)))")
+    assert _finishes(code).split() == ["0", "300"]
+
+
+def _thread_of(monkeypatch, module, name: str) -> list[int]:
+    """Record the thread each call of ``module.name`` runs in (the real function still runs)."""
+    threads: list[int] = []
+    real = getattr(module, name)
+
+    def recording(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, recording)
+    return threads
+
+
+def _run_on_loop(coro) -> tuple[object, int]:  # noqa: ANN001
+    async def main():
+        return await coro, threading.get_ident()
+
+    return asyncio.run(main())
+
+
+def test_a_fetched_page_is_scanned_off_the_event_loop(tmp_path, monkeypatch):
+    threads = _thread_of(monkeypatch, web_module, "wrap_untrusted")
+    page = "<html><body><p>hi</p>" + "<p>&lt;" + " " * 3000 + "/untrusted_content&gt;</p>" * 5 + "</body></html>"
+    with WebPageServer(status=200, page=page) as server:
+        ctx = make_ctx(tmp_path, settings={"web_fetch": {"allow_hosts": ["127.0.0.1"], "timeout_seconds": 10}})
+        result, loop_thread = _run_on_loop(WebFetch().run(WebFetch.Args(url=server.url), ctx))
+    assert threads and loop_thread not in threads
+    assert result.content.count("</untrusted_content>") == 1  # the page's look-alikes were defused
+
+
+def test_duckduckgo_answers_are_parsed_off_the_event_loop(tmp_path, monkeypatch):
+    threads = _thread_of(monkeypatch, web_search_module, "parse_duckduckgo")
+    with FakeSearch() as fake:
+        tool = WebSearch(WebSearchConfig(provider="duckduckgo", url=f"{fake.url}/ddg"))
+        result, loop_thread = _run_on_loop(tool.run(tool.Args(query="oracle"), make_ctx(tmp_path)))
+    assert threads and loop_thread not in threads
+    assert "https://blog.example.net/2026/semantic-memory" in result.content
