@@ -212,6 +212,7 @@ class McpServerConfig(_Section):
     command: str = ""
     args: list[str] = []
     env: dict[str, str] = {}  # added to a minimal environment (PATH, HOME, ...): the parent's is not passed
+    network: bool = False  # a stdio server runs in exec's sandbox: the host's network only when this is on
     url: str = ""
     headers: dict[str, str] = {}
     allow_tools: list[str] = []  # empty: every tool the server lists

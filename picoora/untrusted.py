@@ -42,9 +42,27 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 
+# The regex engine holds the GIL for a whole call: the scan goes a piece at a time so that, in a worker
+# thread, it never keeps the event loop's thread waiting for more than a few milliseconds.
+SCAN_PIECE_CHARS = 32_000
+
+
+def defuse_markers(text: str) -> str:
+    """``text`` with every look-alike marker's ``<`` written as ``&lt;``."""
+    pieces = []
+    start = 0
+    while start < len(text):
+        # Cut just before a "<": a look-alike starts with one and holds no other, so none spans a cut.
+        end = text.find("<", start + SCAN_PIECE_CHARS)
+        end = len(text) if end < 0 else end
+        pieces.append(_MARKER_LOOKALIKE.sub(r"&lt;\1", text[start:end]))
+        start = end
+    return "".join(pieces)
+
+
 def wrap_untrusted(text: str, source: str, content_type: str = "") -> str:
     """``text`` inside the untrusted-content marker, with any look-alike marker in it defused."""
-    safe = _MARKER_LOOKALIKE.sub(r"&lt;\1", text)
+    safe = defuse_markers(text)
     kind = f' content_type="{html.escape(content_type, quote=True)}"' if content_type else ""
     return (f'{UNTRUSTED_NOTICE}\n<untrusted_content source="{html.escape(source, quote=True)}"{kind}>\n{safe}\n'
             '</untrusted_content>')

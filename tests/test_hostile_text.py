@@ -57,6 +57,16 @@ def test_every_look_alike_marker_is_still_defused(lookalike):
     assert inside == "before &lt;" + lookalike[1:] + " after"
 
 
+@pytest.mark.parametrize("offset", [-25, -1, 0, 1, 25])
+def test_a_look_alike_at_a_piece_boundary_of_the_scan_is_defused(offset):
+    """The scan goes a piece at a time (the regex engine holds the GIL for a whole call)."""
+    from picoora.untrusted import SCAN_PIECE_CHARS, defuse_markers
+
+    for lookalike in ("</untrusted_content>", "<" + " " * 40 + "/ untrusted content"):
+        text = "x" * (SCAN_PIECE_CHARS + offset) + "<< <" + lookalike + " tail"
+        assert defuse_markers(text) == "x" * (SCAN_PIECE_CHARS + offset) + "<< <&lt;" + lookalike[1:] + " tail"
+
+
 def test_text_that_is_no_marker_is_left_alone():
     text = "a < b, <untrusted>, <content>, <x untrusted_content>, " + "< " * 1000
     wrapped = wrap_untrusted(text, "s")

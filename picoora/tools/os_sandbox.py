@@ -51,6 +51,7 @@ _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
 COVER_TMPFS_BYTES = 1024 * 1024  # an empty stand-in needs no room; writes to it are thrown away
 RUN_TMPFS_BYTES = 1024 * 1024
+SERVER_TMP_BYTES = 64 * 1024 * 1024  # a server's /tmp (memory: a tmpfs)
 # Where a host keeps files only root may read. Running as root, the entries of these directories that
 # others may not read are covered, so a root gateway's command reads no more of them than a user's.
 HOST_SECRET_DIRS = ("/etc", "/etc/ssh", "/etc/ssl", "/etc/ssl/private", "/var/lib", "/var/log", "/var/backups",
@@ -142,6 +143,7 @@ class Mounts:
     workspace: Path
     hidden: tuple[Path, ...]
     writable_system: bool
+    readable: tuple[Path, ...] = ()  # bound back read-only over the covers (a server's own installation)
 
 
 def host_secrets() -> list[Path]:
@@ -182,7 +184,9 @@ def bwrap_argv(command: list[str], cwd: Path, mounts: Mounts, *, network: bool, 
     # workspace is bound over it, what lies inside the workspace (the store's files) after.
     inside = [p for p in hidden if p != mounts.workspace and p.is_relative_to(mounts.workspace)]
     argv += _cover([p for p in hidden if p not in inside])
-    argv += ["--bind", str(mounts.workspace), str(mounts.workspace)]
+    for path in mounts.readable:
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind-try", str(mounts.workspace), str(mounts.workspace)]  # missing only before onboarding
     argv += _cover(inside)
     argv += ["--chdir", str(cwd), "--", *command]
     return argv
@@ -197,3 +201,28 @@ def _cover(paths: list[Path]) -> list[str]:
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
     return args
+
+
+def install_prefix(command: str, hidden: tuple[Path, ...]) -> Path | None:
+    """The installation a server's command runs from (``<prefix>/bin/<command>``), when the sandbox may
+    show it read-only: never a home folder itself or a folder holding a hidden path (config, store)."""
+    found = shutil.which(command)
+    if found is None:
+        return None
+    binary = Path(os.path.realpath(found))
+    prefix = binary.parent.parent if binary.parent.name == "bin" else binary.parent
+    homes = {Path("/"), Path("/root"), Path("/home"), Path.home().resolve()}
+    if prefix in homes or prefix.parent == Path("/home") or any(h == prefix or h.is_relative_to(prefix)
+                                                                 for h in hidden):
+        return None
+    return prefix
+
+
+def server_argv(command: list[str], workspace: Path, hidden: tuple[Path, ...], *, network: bool) -> list[str]:
+    """The argv that runs a long-lived server (a stdio MCP server) in the sandbox exec uses: the workspace
+    read-write and its directory, the system read-only, the same covers; its own installation readable
+    when it lies under a cover (a Python in root's home, say)."""
+    prefix = install_prefix(command[0], hidden)
+    mounts = Mounts(workspace, hidden, writable_system=False, readable=(prefix,) if prefix else ())
+    cwd = workspace if workspace.is_dir() else Path("/")
+    return bwrap_argv(command, cwd, mounts, network=network, tmp_bytes=SERVER_TMP_BYTES)

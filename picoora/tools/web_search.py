@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.web import decode_body
+from picoora.tools.web import decode_body, tls_context
 from picoora.untrusted import one_line, wrap_untrusted
 
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ class WebSearch(Tool):
         query, count = " ".join(args.query.split()), args.count
         failures: list[str] = []
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout_seconds), trust_env=False,
+                                     verify=await tls_context(),
                                      headers={"User-Agent": "picoora/0.1 (web_search)"}) as client:
             for provider in usable(self.cfg):
                 label = LABELS[provider]
