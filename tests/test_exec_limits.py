@@ -82,3 +82,21 @@ def test_tmp_is_bounded_too(tmp_path, monkeypatch, who):
     command = "head -c 60000000 /dev/zero > /tmp/fill; ls -l /tmp/fill | awk '{print $5}'"
     results, _ = _run(tmp_path, monkeypatch, who, [command], max_file_mb=100)
     assert int(results[command].split()[0]) <= 40 * 1024 * 1024
+
+
+def test_roots_pids_cgroups_are_removed_also_those_a_killed_process_left(tmp_path):
+    from picoora.tools.exec_limits import CGROUP_PREFIX, _pids_hierarchy
+    from picoora.tools.shell import Exec
+    from tests.tools_support import call, make_ctx
+
+    require_sandbox()
+    found = _pids_hierarchy() if os.geteuid() == 0 else None
+    if found is None:
+        pytest.skip("needs root and a writable pids cgroup hierarchy")
+    point = found[0]
+    orphan = point / f"{CGROUP_PREFIX}4999999-dead"  # above any pid_max: its process is surely gone
+    orphan.mkdir()
+    result = call(Exec(), make_ctx(tmp_path), command="echo ran")
+    assert result.content.startswith("ran")
+    assert not orphan.exists()
+    assert not list(point.glob(f"{CGROUP_PREFIX}{os.getpid()}-*"))

@@ -119,6 +119,7 @@ class PidsCgroup:
         if found is None:
             return None
         point, v2 = found
+        _remove_orphans(point)
         path = point / f"{CGROUP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
         try:
             path.mkdir()
@@ -163,6 +164,15 @@ class PidsCgroup:
         for pid in members:
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
+
+
+def _remove_orphans(point: Path) -> None:
+    """Remove the empty cgroups of picoora processes that died mid-command (a ``kill -9``)."""
+    for path in point.glob(f"{CGROUP_PREFIX}*"):
+        pid = path.name.removeprefix(CGROUP_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 def _machine_tasks() -> int:
