@@ -100,3 +100,33 @@ def test_roots_pids_cgroups_are_removed_also_those_a_killed_process_left(tmp_pat
     assert result.content.startswith("ran")
     assert not orphan.exists()
     assert not list(point.glob(f"{CGROUP_PREFIX}{os.getpid()}-*"))
+
+
+def test_another_program_writing_meanwhile_does_not_stop_a_command(tmp_path):
+    """The watchdog sees the filesystem's free space fall; the command's own writes decide whose it was."""
+    import threading
+
+    from picoora.tools.shell import Exec
+    from tests.tools_support import call, make_ctx
+
+    require_sandbox()
+    ctx = make_ctx(tmp_path, settings={"exec": {"max_disk_mb": 20, "timeout_seconds": 30}})
+    started = threading.Event()
+
+    def other_program() -> None:
+        with open(tmp_path / "other.bin", "wb") as handle:
+            started.set()
+            for _ in range(60):
+                handle.write(b"\0" * 1_000_000)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    writer = threading.Thread(target=other_program)
+    writer.start()
+    started.wait()
+    try:
+        result = call(Exec(), ctx, command="sleep 1; echo survived")
+    finally:
+        writer.join()
+    assert (tmp_path / "other.bin").stat().st_size == 60_000_000
+    assert result.content.startswith("survived") and not result.is_error

@@ -10,10 +10,11 @@ No single mechanism holds for a user and for root, so there are three layers:
 - for root, a pids cgroup where one is writable (cgroup v1 ``pids``, or v2 with the pids controller
   enabled at the top): the kernel's wall on processes that root is not exempt from;
 - a watchdog polling while the command runs: the workspace filesystem's free space (no rlimit bounds
-  many small files) and the process count. The count is cheap to watch (the cgroup's ``pids.current``,
-  or the machine's task count in ``/proc/loadavg``); only when that says the limit may be reached are
-  the command's descendants counted. A command that reaches a limit is killed with everything it
-  started, and the model is told which limit and which setting raises it.
+  many small files; when it has dropped by the limit, the command's own ``write_bytes`` in /proc decide,
+  so another program writing meanwhile does not stop it) and the process count. The count is cheap to
+  watch (the cgroup's ``pids.current``, or the machine's task count in ``/proc/loadavg``); only when that
+  says the limit may be reached are the command's descendants counted. A command that reaches a limit
+  is killed with everything it started, and the model is told which limit and which setting raises it.
 
 The hard walls sit a few processes above ``max_processes``, so a fork bomb is seen reaching the
 limit and stopped at once instead of spinning on failed forks until the timeout. Commands run at
@@ -183,8 +184,8 @@ def _machine_tasks() -> int:
         return 0
 
 
-def count_descendants(root: int, stop_at: int) -> int:
-    """``root`` and its descendants (processes, counted up to ``stop_at``), from every /proc/<pid>/stat."""
+def descendants(root: int, stop_at: int) -> list[int]:
+    """``root`` and its descendants (at most ``stop_at`` of them), from every /proc/<pid>/stat."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -196,11 +197,28 @@ def count_descendants(root: int, stop_at: int) -> int:
         fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(entry))
-    count, stack = 0, [root]
-    while stack and count < stop_at:
-        count += 1
-        stack += children.get(stack.pop(), [])
-    return count
+    found: list[int] = []
+    stack = [root]
+    while stack and len(found) < stop_at:
+        pid = stack.pop()
+        found.append(pid)
+        stack += children.get(pid, [])
+    return found
+
+
+def written_bytes(root: int) -> int | None:
+    """Bytes ``root`` and its descendants sent to storage, or None when the kernel does not say. A process's
+    ``write_bytes`` includes the children it reaped, so the live ones cover everything the command wrote."""
+    total = 0
+    for pid in descendants(root, 1 << 30):
+        try:
+            lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+        except FileNotFoundError:
+            continue  # ended meanwhile: its parent's count has it
+        except OSError:
+            return None
+        total += next((int(line.split()[1]) for line in lines if line.startswith("write_bytes:")), 0)
+    return total
 
 
 def _free_bytes(path: Path) -> int:
@@ -223,15 +241,27 @@ class Watchdog:
         if self._processes(pid) >= self.limits.processes:
             return (f"it reached the process limit ({self.limits.processes} processes at once; "
                     "tools.exec.max_processes raises it)")
-        if self.free_at_start - _free_bytes(self.workspace) >= self.limits.disk_bytes:
+        if self._wrote_too_much(pid):
             return (f"it wrote more than {self.limits.disk_bytes // MIB} MiB to the disk "
                     "(tools.exec.max_disk_mb raises it)")
         return None
+
+    def _wrote_too_much(self, pid: int) -> bool:
+        """The filesystem lost ``disk_bytes`` of room since the start, and the command's own writes say it
+        was the command (another program writing meanwhile is not counted against it)."""
+        dropped = self.free_at_start - _free_bytes(self.workspace)
+        if dropped < self.limits.disk_bytes:
+            return False
+        written = written_bytes(pid)
+        if written is None or written >= self.limits.disk_bytes:
+            return True
+        self.free_at_start -= dropped - written  # someone else's writes: not counted again
+        return False
 
     def _processes(self, pid: int) -> int:
         if self.cgroup is not None:
             return self.cgroup.current()
         if _machine_tasks() - self.tasks_at_start < self.limits.processes:
             return 0  # far from the limit: no need to count
-        return count_descendants(pid, self.limits.processes)
+        return len(descendants(pid, self.limits.processes))
 
