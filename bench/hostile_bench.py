@@ -4,9 +4,16 @@
 - the bubblewrap probe ``picoora`` runs once per process;
 - HTML to text on 2 MB of ``<a<a<a...`` (quadratic in ``html.parser``) and on an ordinary page;
 - a two-layer gzip bomb (1 KiB on the wire, 200 MiB inside) through ``BoundedDecoder``: time and
-  peak traced memory.
+  peak traced memory;
+- the event loop on hostile text (target: never blocked more than 50 ms): ``web_fetch`` of 2 MB of
+  look-alike-marker bait (many ``<`` each before a long run of spaces) and ``web_search`` of a 2 MB
+  DuckDuckGo answer of ``<a<a...``, both through the real tools against local servers, while a ticker
+  on the same loop records its longest stall; the marker pattern before this work on 50 KB of the bait,
+  for comparison;
+- exec's limits with the defaults: time until a fork bomb, a 2 GiB allocation and a disk fill are
+  stopped (sandboxed).
 
-    .venv/bin/python bench/hostile_bench.py [--runs 30]
+    .venv/bin/python bench/hostile_bench.py [--runs 30] [--only loop|limits]
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
+import re
 import statistics
 import sys
 import tempfile
@@ -23,10 +31,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from picoora.config import WebSearchConfig  # noqa: E402
+from picoora.tools.base import ToolContext  # noqa: E402
 from picoora.tools.html_text import html_to_text  # noqa: E402
 from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, probe  # noqa: E402
-from picoora.tools.shell import run_shell  # noqa: E402
-from picoora.tools.web import BoundedDecoder  # noqa: E402
+from picoora.tools.registry import ToolRegistry  # noqa: E402
+from picoora.tools.shell import Exec, run_shell  # noqa: E402
+from picoora.tools.web import BoundedDecoder, WebFetch  # noqa: E402
+from picoora.tools.web_search import WebSearch  # noqa: E402
+from tests.fakes import search_server  # noqa: E402
+from tests.fakes._http import Exchange  # noqa: E402
+from tests.fakes.web_page_server import WebPageServer  # noqa: E402
+
+STALL_TARGET_MS = 50
+# Many "<", each before a long run of whitespace: quadratic for the marker pattern before this work.
+MARKER_BAIT = ("<" + " " * 5000) * 400  # 2 MB
+OLD_MARKER_PATTERN = re.compile(r"<(\s*/?\s*untrusted[\s_-]*content)", re.IGNORECASE)  # before, for comparison
 
 
 def _ms(samples: list[float]) -> str:
@@ -37,7 +57,8 @@ def _ms(samples: list[float]) -> str:
 def bench_exec(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp).resolve()
-        sandboxed = bwrap_argv("true", workspace, Mounts(workspace, (), writable_system=False), network=False)
+        sandboxed = bwrap_argv(["true"], workspace, Mounts(workspace, (), writable_system=False), network=False,
+                               tmp_bytes=64 * 1024 * 1024)
 
         async def once(argv: list[str]) -> float:
             started = time.perf_counter()
@@ -89,14 +110,103 @@ def bench_bomb() -> None:
           f"kept {len(body)} B, peak {peak / 1e6:.1f} MB")
 
 
+class _PlainTextServer(WebPageServer):
+    """A page served as text/plain, so the bait reaches the marker scan as it is (HTML would fold it)."""
+
+    def route(self, exchange: Exchange) -> None:
+        data = self.page.encode()
+        exchange._start(200, "text/plain; charset=utf-8", None)
+        exchange._handler.send_header("Content-Length", str(len(data)))
+        exchange._handler.end_headers()
+        exchange._handler.wfile.write(data)
+
+
+async def _with_ticker(work) -> tuple[float, float]:  # noqa: ANN001 (a coroutine)
+    """(seconds ``work`` took, the longest stall of a 1 ms ticker on the same loop meanwhile)."""
+    longest = 0.0
+    running = True
+
+    async def ticker() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while running:
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            longest = max(longest, now - last - 0.001)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    started = time.perf_counter()
+    await work
+    elapsed = time.perf_counter() - started
+    running = False
+    await task
+    return elapsed, longest
+
+
+def _stall_line(label: str, elapsed: float, stall: float) -> str:
+    verdict = "ok" if stall * 1000 <= STALL_TARGET_MS else f"OVER the {STALL_TARGET_MS} ms target"
+    return f"{label:<44} {elapsed * 1000:8.1f} ms, loop stalled at most {stall * 1000:6.1f} ms ({verdict})"
+
+
+def bench_event_loop() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = ToolContext(workspace=Path(tmp), store=None,
+                          settings={"web_fetch": {"allow_hosts": ["127.0.0.1"], "max_chars": 2_000_000}})
+        with _PlainTextServer(status=200, page="warm-up: the first call of a process pays its imports") as server:
+            asyncio.run(WebFetch().run(WebFetch.Args(url=server.url), ctx))
+        with _PlainTextServer(status=200, page=MARKER_BAIT) as server:
+            elapsed, stall = asyncio.run(_with_ticker(WebFetch().run(WebFetch.Args(url=server.url), ctx)))
+        print(_stall_line("web_fetch of 2 MB of marker bait", elapsed, stall))
+        with search_server.FakeSearch() as fake:
+            tool = WebSearch(WebSearchConfig(provider="duckduckgo", url=f"{fake.url}/ddg"))
+            asyncio.run(tool.run(tool.Args(query="warm-up"), ctx))
+            search_server.PAGE = b"<a" * 1_000_000
+            elapsed, stall = asyncio.run(_with_ticker(tool.run(tool.Args(query="x"), ctx)))
+        print(_stall_line("web_search of a 2 MB '<a<a...' answer", elapsed, stall))
+    started = time.perf_counter()
+    OLD_MARKER_PATTERN.sub(r"&lt;\1", MARKER_BAIT[:50_000])
+    print(f"{'marker pattern before, 50 KB of the bait':<44} {(time.perf_counter() - started) * 1000:8.1f} ms "
+          "(on the event loop)")
+
+
+def bench_limits() -> None:
+    if not probe().available:
+        print(f"{'exec limits':<44} skipped: {probe().reason}")
+        return
+    attacks = {
+        "fork bomb (python os.fork loop)":
+            "python3 -c 'import os\nwhile True:\n    try: os.fork()\n    except OSError: pass'",
+        "2 GiB allocation": "python3 -c 'x = bytearray(2 * 1024 ** 3)'",
+        "disk fill (2 MB files)": "i=0; while true; do head -c 2000000 /dev/zero > f$i; i=$((i+1)); done",
+    }
+    registry = ToolRegistry()
+    registry.register(Exec())
+    for label, command in attacks.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            ctx = ToolContext(workspace=Path(tmp), store=None)
+            started = time.perf_counter()
+            result = asyncio.run(registry.execute("exec", {"command": command}, ctx))
+            elapsed = time.perf_counter() - started
+        why = next((line for line in result.content.splitlines() if "limit" in line), result.content[:80])
+        print(f"{'stopped: ' + label:<44} {elapsed * 1000:8.1f} ms  {why[:110]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--only", choices=("loop", "limits"), help="run one part only")
     args = parser.parse_args()
-    bench_probe()
-    bench_exec(args.runs)
-    bench_html()
-    bench_bomb()
+    if args.only is None:
+        bench_probe()
+        bench_exec(args.runs)
+        bench_html()
+        bench_bomb()
+    if args.only in (None, "loop"):
+        bench_event_loop()
+    if args.only in (None, "limits"):
+        bench_limits()
 
 
 if __name__ == "__main__":

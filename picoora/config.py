@@ -205,6 +205,11 @@ class ExecToolConfig(_Section):
     # Where no OS sandbox (bubblewrap) can run, exec is off unless this is on: commands then run
     # directly as the user, behind the text guard only.
     allow_unsandboxed: bool = False
+    # Per call: processes at once, address space per process, size of one file, disk written in all.
+    max_processes: int = Field(256, ge=8)
+    max_memory_mb: int = Field(1024, ge=64)
+    max_file_mb: int = Field(100, ge=1)
+    max_disk_mb: int = Field(512, ge=1)
 
 
 class WebFetchConfig(_Section):
@@ -239,6 +244,7 @@ class McpServerConfig(_Section):
     command: str = ""
     args: list[str] = []
     env: dict[str, str] = {}  # added to a minimal environment (PATH, HOME, ...): the parent's is not passed
+    network: bool = False  # a stdio server runs in exec's sandbox: the host's network only when this is on
     url: str = ""
     headers: dict[str, str] = {}
     allow_tools: list[str] = []  # empty: every tool the server lists

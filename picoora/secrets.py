@@ -35,7 +35,11 @@ SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
 SECRET_MAPS = frozenset({"env", "headers"})  # maps whose every value is a secret (an MCP server's env and headers)
 
 # scheme://user:password@host  and  Oracle's user/password@host (an EZConnect string with credentials)
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<tail>@)")
+# The scheme starts where a run of scheme characters starts (the lookbehind): tried from every letter
+# of a long word, the pattern was quadratic (40 KB of "a" took 5 s). Any such run before "://" counts,
+# so it redacts at least what it did.
+_URL_PASSWORD = re.compile(
+    r"(?P<head>(?<![A-Za-z0-9+.-])[A-Za-z0-9+.-]+://[^/\s:@]*:)(?P<secret>[^@\s/]+)(?P<tail>@)")
 _SLASH_PASSWORD = re.compile(r"(?P<head>(?:^|(?<=[\s\"'=(]))[A-Za-z0-9_.$#-]+/)(?P<secret>[^@\s/]+)(?P<tail>@)")
 
 

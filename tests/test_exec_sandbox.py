@@ -15,36 +15,11 @@ from picoora.config import Config
 from picoora.tools import default_registry
 from picoora.tools.os_sandbox import ExecMode, Support, exec_mode
 from tests.cli_support import run_cli, write_config
+from tests.exec_support import SECRET, run_attacks
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.tools_support import require_sandbox
 
 pytestmark = pytest.mark.slow  # real sandboxed processes: `pytest -m slow` (.ci/run) runs it
-
-SECRET = "fake-provider-secret-0123456789"
-
-
-def _exec_results(fake: FakeOllama) -> dict[str, str]:
-    """Tool results the model was shown in the last request, by the command that made each."""
-    messages = fake.requests[-1]["messages"]
-    commands = {}
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            commands[len(commands)] = call["function"]["arguments"]["command"]
-    results = [m["content"] for m in messages if m.get("role") == "tool"]
-    return {commands[i]: result for i, result in enumerate(results)}
-
-
-def _run_attacks(home, commands: list[str], **config_extra) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
-    replies = [Reply(tool_calls=[("exec", {"command": c}) for c in commands]), Reply(content="Done.")]
-    with FakeOllama(replies=replies) as fake:
-        path = write_config(home, ollama_url=fake.url)
-        data = json.loads(path.read_text())
-        data["providers"]["openai"] = {"api_key": SECRET}
-        data["tools"] = {"max_parallel_calls_per_turn": 8, **config_extra}
-        path.write_text(json.dumps(data))
-        done = run_cli("agent", "-m", "go", home=home, extra_env={"PICO_PROVIDERS_ANTHROPIC_API_KEY": SECRET + "-env"})
-        assert done.returncode == 0, done.stderr
-        return _exec_results(fake), done
 
 
 def test_exec_cannot_see_the_config_the_environment_or_the_store(isolated_home):
@@ -62,7 +37,7 @@ def test_exec_cannot_see_the_config_the_environment_or_the_store(isolated_home):
         "ls /proc | grep -c '^[0-9]'",
         f"sed -i 's/true/false/' {config_file}; echo broken > {config_file}; echo rc=$?",
     ]
-    results, done = _run_attacks(isolated_home, commands)
+    results, done = run_attacks(isolated_home, commands)
     everything = "\n".join(results.values()) + done.stdout + done.stderr
     assert SECRET not in everything and "restrict_to_workspace" not in everything
     assert results[commands[0]].startswith("end")  # nothing came out of either cat
@@ -86,15 +61,15 @@ def test_exec_has_no_network_unless_the_config_says_so(isolated_home):
     )
     with FakeOllama() as target:
         port = target.url.rsplit(":", 1)[1].strip("/")
-        off, _ = _run_attacks(isolated_home, [probe.format(port=port)])
-        on, _ = _run_attacks(isolated_home, [probe.format(port=port)], exec={"network": True})
+        off, _ = run_attacks(isolated_home, [probe.format(port=port)])
+        on, _ = run_attacks(isolated_home, [probe.format(port=port)], exec={"network": True})
     assert "refused" in off[probe.format(port=port)]
     assert "connected" in on[probe.format(port=port)]
 
 
 def test_a_setsid_daemon_does_not_outlive_the_cli(isolated_home):
     require_sandbox()
-    results, _ = _run_attacks(isolated_home, ["setsid sleep 41.375 > /dev/null 2>&1 & echo started"])
+    results, _ = run_attacks(isolated_home, ["setsid sleep 41.375 > /dev/null 2>&1 & echo started"])
     assert "started" in next(iter(results.values()))
     left = subprocess.run(["pgrep", "-f", "sleep 41.375"], capture_output=True, text=True).stdout.split()
     assert left == []

@@ -205,7 +205,8 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
     from picoora.config import picoora_home
     from picoora.tools.mcp_client import probe
 
-    reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs"))
+    reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs",
+                                config.tools.exec.allow_unsandboxed))
     return [Line("MCP server",
                  f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
                  r.ok or r.text == "disabled", {"server": r.name, "enabled": r.text != "disabled", "started": r.ok})

@@ -13,12 +13,14 @@ size or modification time changed, so scanning on every turn costs a few ``stat`
 from __future__ import annotations
 
 import logging
+import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from picoora.tools.safe_fs import UnsafeFile, open_for_reading
 from picoora.untrusted import one_line
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,7 @@ class Skill:
 
     def body(self) -> str:
         """The instructions after the frontmatter."""
-        return split_frontmatter(read_skill_text(self.path))[1].strip()
+        return split_frontmatter(read_skill_text(self.folder))[1].strip()
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,27 @@ class SkillSet:
         )
 
 
-def read_skill_text(path: Path) -> str:
+def read_skill_text(folder: Path, relative: str = SKILL_FILE) -> str:
+    """A file of the skill in ``folder`` (its SKILL.md unless ``relative`` names another), as text.
+
+    Opened through ``safe_fs`` from the real skills directory down without following any symlink: a
+    skill folder, a folder on the way or a file that is a symlink is refused, also one swapped in
+    between a check and the open (a racing exec once got ``~/.ssh/id_ed25519`` read this way).
+    """
+    parts = PurePosixPath(relative).parts
+    if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
+        raise SkillError(f"{relative!r} is not a file of this skill")
+    base = Path(os.path.realpath(folder.parent)) / folder.name
+    path = base.joinpath(*parts)
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SKILL_FILE_BYTES + 1)
+        # No size cap in the open (its message names the file tools' setting): read one byte too many instead.
+        with open_for_reading(path, lambda opened: opened == base or opened.is_relative_to(base), 1 << 62) as fd:
+            data = _read_up_to(fd, MAX_SKILL_FILE_BYTES + 1)
+    except UnsafeFile:
+        raise SkillError(f"{path}: is or goes through a symlink (or is no regular file); skills are read without "
+                         "following symlinks") from None
+    except IsADirectoryError:
+        raise SkillError(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise SkillError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if len(data) > MAX_SKILL_FILE_BYTES:
@@ -98,6 +117,15 @@ def read_skill_text(path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SkillError(f"{path}: not UTF-8 text") from None
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := os.read(fd, min(limit - size, 1 << 16))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def split_frontmatter(text: str) -> tuple[str, str]:
@@ -137,7 +165,7 @@ def read_frontmatter(path: Path) -> object:
     """The parsed frontmatter of the ``SKILL.md`` at ``path`` (a mapping when well formed); raises SkillError
     naming the file."""
     try:
-        header, _ = split_frontmatter(read_skill_text(path))
+        header, _ = split_frontmatter(read_skill_text(path.parent, path.name))
     except SkillError as exc:
         raise SkillError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}") from None
     data: object = _plain_mapping(header)
@@ -203,6 +231,9 @@ class SkillCatalog:
 
     def _parsed(self, folder: Path, source: str) -> Skill | SkillProblem:
         path = folder / SKILL_FILE
+        if folder.is_symlink() or path.is_symlink():
+            return SkillProblem(path, "is a symlink (or in a symlinked folder); skills are read without following "
+                                      "symlinks")
         try:
             st = path.stat()
         except OSError as exc:

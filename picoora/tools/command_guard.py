@@ -31,9 +31,16 @@ _DISK_TOOLS = {"mke2fs", "wipefs", "mkswap"}
 _SAFE_DEVICES = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout", "/dev/stderr",
                  "/dev/tty"}
 _BLOCK_DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|loop|mem|kmem|port)")
-_FORK_BOMB = re.compile(r"([\w:]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*\1\s*&[^}]*\}")
+# The patterns below run on the model's command, which outside text can shape, so each is linear: a
+# fork bomb's or a script's parts are found one at a time instead of by one pattern with backreferences
+# or a lazy gap (those took 13 s on 30 KB of "sh sh sh ...", on the event loop).
+# A function definition, its name starting where a word starts: `:() {`, `bomb(){`.
+_FUNCTION_DEFINITION = re.compile(r"(?<![\w:])([\w:]+)\s*\(\)\s*\{")
+MAX_CHECKED_DEFINITIONS = 20  # each body is scanned up to its "}"; nested ones would rescan it
 # A shell (or `source`/`.`) fed by a download: bash -c "$(curl ...)", sh <(wget ...), . <(curl ...).
-_REMOTE_SCRIPT = re.compile(r"(\b(?:ba|z|da|k)?sh|\bsource|(?:^|[\s;&|])\.)\s+[^;&|]*?(<\(|\$\(|`)\s*(curl|wget)\b")
+_SHELL_WORD = re.compile(r"(?:\b(?:ba|z|da|k)?sh|\bsource|(?:^|\s)\.)\s")
+_DOWNLOAD_SUBSTITUTION = re.compile(r"(?:<\(|\$\(|`)\s*(?:curl|wget)\b")
+_SEPARATORS = re.compile(r"[;&|]")
 # Absolute paths hidden inside a word ('/etc/passwd' in a python -c string); ':' excluded so URLs pass.
 _EMBEDDED_ABSOLUTE = re.compile(r"(?:^|[\s\"'=(,\[])(/[^\s\"'`;|&<>(),\]]*)")
 _HOME_REFERENCE = re.compile(r"\$\{?HOME\b")
@@ -121,11 +128,34 @@ def _nested_commands(segments: list[_Segment]) -> list[str]:
     return nested
 
 
+def _defines_fork_bomb(command: str) -> bool:
+    """A function whose body (up to its first "}") pipes it into itself in the background: `f|f&`."""
+    for count, match in enumerate(_FUNCTION_DEFINITION.finditer(command)):
+        if count >= MAX_CHECKED_DEFINITIONS:
+            return False
+        close = command.find("}", match.end())
+        if close < 0:
+            return False  # no body closes after this one, nor after any later one
+        name = re.escape(match.group(1))
+        if re.search(rf"{name}\s*\|\s*{name}\s*&", command[match.end() : close]):
+            return True
+    return False
+
+
+def _runs_downloaded_script(command: str) -> bool:
+    """A shell word, then in the same simple command a download's output as its input or argument."""
+    for part in _SEPARATORS.split(command):
+        shell = _SHELL_WORD.search(part)
+        if shell is not None and _DOWNLOAD_SUBSTITUTION.search(part, shell.end()):
+            return True
+    return False
+
+
 def destructive_reason(command: str, cwd: Path, workspace: Path) -> str | None:
     """Why ``command`` looks destructive, or None. Best effort: see the module docstring."""
-    if _FORK_BOMB.search(command):
+    if _defines_fork_bomb(command):
         return "fork bomb"
-    if _REMOTE_SCRIPT.search(command):
+    if _runs_downloaded_script(command):
         return "running a downloaded script"
     segments = _split(command) or []
     for seg in segments:

@@ -3,9 +3,12 @@
 Each enabled server gets one long-lived connection task (the SDK's contexts must be entered and left
 in one task): a stdio subprocess (``command``, ``args``, ``env`` over a minimal environment, run in
 the workspace, its stderr going to ``$PICOORA_HOME/logs/mcp-<name>.log``) or a streamable HTTP
-``url`` with ``headers``. The servers start before the first turn lists its tools, all at once, each
-bounded by its ``startup_timeout_seconds``: a server that fails, hangs or dies is reported once (a
-notice) and its tools are left out; the turn goes on without them.
+``url`` with ``headers``. A stdio server runs in exec's OS sandbox (``os_sandbox.server_argv``: no
+capabilities, the system read-only, the config, the store and home covered, the host's network only
+with its ``network`` setting); where none can run, it starts only if ``tools.exec.allow_unsandboxed``.
+The servers start before the first turn lists its tools, all at once, each bounded by its
+``startup_timeout_seconds``: a server that fails, hangs or dies is reported once (a notice) and its tools
+are left out; the turn goes on without them.
 
 The model sees ``<server>__<tool>`` (only the tools in ``allow_tools`` when that is set), with the
 description cut short and the server's JSON schema. Calls go through the registry like every other
@@ -19,6 +22,7 @@ import asyncio
 import json
 import logging
 import re
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -29,7 +33,10 @@ from pydantic import BaseModel, ConfigDict
 
 from picoora.config import McpServerConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.os_sandbox import probe as probe_sandbox
+from picoora.tools.os_sandbox import server_argv
 from picoora.tools.registry import cap
+from picoora.tools.sandbox import Sandbox
 from picoora.untrusted import one_line
 
 if TYPE_CHECKING:
@@ -107,6 +114,7 @@ class McpConnection:
     cfg: McpServerConfig
     workspace: Path
     log_dir: Path
+    allow_unsandboxed: bool = False  # tools.exec.allow_unsandboxed: a stdio server may run without a sandbox
     state: str = "starting"
     error: str = ""
     tools: list[Any] = field(default_factory=list)
@@ -135,6 +143,26 @@ class McpConnection:
         self.ready.set()
         self.stop.set()
 
+    def _launch_problem(self) -> str:
+        """Why this stdio server cannot start, or ''."""
+        if not self.cfg.command:
+            return ""
+        if shutil.which(self.cfg.command) is None:
+            return f"command not found ({self.cfg.command})"
+        support = probe_sandbox()
+        if support.available or self.allow_unsandboxed:
+            return ""
+        return f"no OS sandbox for stdio servers: {support.reason}; tools.exec.allow_unsandboxed runs them without one"
+
+    def _command(self) -> tuple[str, list[str]]:
+        """The stdio server's command and arguments, inside the sandbox wherever one runs."""
+        if not probe_sandbox().available:
+            return self.cfg.command, list(self.cfg.args)
+        hidden = Sandbox.for_workspace(self.workspace).hidden_paths()
+        argv = server_argv([self.cfg.command, *self.cfg.args], self.workspace.resolve(), hidden,
+                           network=self.cfg.network)
+        return argv[0], argv[1:]
+
     async def _run(self) -> None:
         from picoora.extras import missing
 
@@ -144,6 +172,9 @@ class McpConnection:
             return
         from mcp import Client
 
+        if problem := self._launch_problem():
+            self.fail(problem)
+            return
         try:
             async with Client(self._transport()) as client:
                 self.tools = await _list_tools(client)
@@ -166,7 +197,8 @@ class McpConnection:
 
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self.log_offset = self._log_path().stat().st_size if self._log_path().exists() else 0
-            params = StdioServerParameters(command=self.cfg.command, args=self.cfg.args, env=self.cfg.env or None,
+            command, args = self._command()
+            params = StdioServerParameters(command=command, args=args, env=self.cfg.env or None,
                                            cwd=str(self.workspace) if self.workspace.is_dir() else None)
             with self._log_path().open("a", encoding="utf-8") as errlog:
                 async with stdio_client(params, errlog=errlog) as streams:
@@ -279,8 +311,9 @@ class McpTool(Tool):
 class McpServers:
     """The configured servers as a tool source (see ``ToolRegistry.add_source``)."""
 
-    def __init__(self, servers: dict[str, McpServerConfig], workspace: Path, log_dir: Path):
-        self.connections = [McpConnection(name, cfg, workspace, log_dir)
+    def __init__(self, servers: dict[str, McpServerConfig], workspace: Path, log_dir: Path,
+                 allow_unsandboxed: bool = False):
+        self.connections = [McpConnection(name, cfg, workspace, log_dir, allow_unsandboxed)
                             for name, cfg in servers.items() if cfg.enabled]
         self._started = False
         self._lock: asyncio.Lock | None = None
@@ -338,10 +371,11 @@ class ServerReport:
     text: str
 
 
-async def probe(servers: dict[str, McpServerConfig], workspace: Path, log_dir: Path) -> list[ServerReport]:
+async def probe(servers: dict[str, McpServerConfig], workspace: Path, log_dir: Path,
+                allow_unsandboxed: bool = False) -> list[ServerReport]:
     """Start every configured server once, count its tools, stop it: for ``picoora status``."""
     reports = []
-    source = McpServers(servers, workspace, log_dir)
+    source = McpServers(servers, workspace, log_dir, allow_unsandboxed)
     await source.start_all()
     for name, cfg in servers.items():
         connection = next((c for c in source.connections if c.name == name), None)

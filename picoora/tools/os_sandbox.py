@@ -1,14 +1,21 @@
-"""The OS sandbox ``exec`` runs in: bubblewrap (``bwrap``) namespaces, and which exec mode is in force.
+"""The OS sandbox ``exec`` (and stdio MCP servers) run in: bubblewrap (``bwrap``) namespaces, and which
+exec mode is in force.
 
-A command runs as ``bwrap ... sh -c COMMAND`` with new user (where the kernel allows), PID, mount,
-IPC, UTS and cgroup namespaces, and a new network namespace unless ``tools.exec.network`` is on.
-Inside it:
+A command runs as ``bwrap ... prlimit ... sh -c COMMAND`` with new user, PID, mount, IPC, UTS and cgroup
+namespaces, and a new network namespace unless ``tools.exec.network`` is on. Inside it:
 
-- the system is mounted read-only (read-write when ``restrict_to_workspace`` is off), the
-  workspace read-write;
+- every capability is dropped (``--cap-drop ALL``), also when the gateway runs as root: a root
+  bwrap otherwise keeps them all, and one call could unmount the covers below, remount ``/``
+  read-write and rewrite the host. As root the user namespace is forced (its mounts are locked
+  against the inner side) and the system is always read-only;
+- the system is mounted read-only (read-write for a user when ``restrict_to_workspace`` is off), the
+  workspace read-write, ``/proc/sys`` read-only (bwrap leaves it writable for root: a capability-less
+  uid 0 can still write sysctls);
 - ``$PICOORA_HOME``, the store's private directory, the config file and every protected path are
   covered by an empty tmpfs (or ``/dev/null`` for a file); so are the user's home (restricted), /tmp
-  and /run (sockets of other services);
+  and /run (sockets of other services). Running as root, uid 0 keeps reading what root owns, so the
+  host's secrets that a user could not read (``/etc/shadow``, SSH host keys, ``/root``, ...: see
+  :func:`host_secrets`) are covered too. Every tmpfs has a size, so none can fill memory;
 - ``/proc`` is the new PID namespace's own, so no other process (the assistant included) can be seen,
   and the environment is a fresh minimal one. bwrap itself is started with that environment, since
   inside the namespace ``/proc/1/environ`` is bwrap's;
@@ -16,9 +23,11 @@ Inside it:
   the command ends (or is killed on timeout) bwrap, the namespace's init, exits, and the kernel kills
   whatever is left, ``setsid`` daemons included. ``--new-session`` keeps the command off our terminal.
 
+Limits on processes, memory, file size and disk written are ``picoora.tools.exec_limits``.
+
 Where bwrap is missing or the kernel refuses namespaces, ``exec`` is off unless the user set
-``tools.exec.allow_unsandboxed``; :func:`exec_mode` says which mode is in force (``picoora status``
-shows it).
+``tools.exec.allow_unsandboxed``; :func:`exec_mode` says which mode is in force and what a command can
+reach (``picoora status`` shows it).
 """
 
 from __future__ import annotations
@@ -26,18 +35,38 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from picoora.config import ExecToolConfig
+from picoora.tools.exec_limits import ExecLimits
 
 BWRAP = "bwrap"
 PROBE_TIMEOUT_SECONDS = 5.0
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Variables a command may inherit: locale only. Everything else (keys, tokens, PICOORA_HOME) stays out.
 _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
-_NAMESPACES = ("--unshare-user-try", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+COVER_TMPFS_BYTES = 1024 * 1024  # an empty stand-in needs no room; writes to it are thrown away
+RUN_TMPFS_BYTES = 1024 * 1024
+SERVER_TMP_BYTES = 64 * 1024 * 1024  # a server's /tmp (memory: a tmpfs)
+# Where a host keeps files only root may read. Running as root, the entries of these directories that
+# others may not read are covered, so a root gateway's command reads no more of them than a user's.
+HOST_SECRET_DIRS = ("/etc", "/etc/ssh", "/etc/ssl", "/etc/ssl/private", "/var/lib", "/var/log", "/var/backups",
+                    "/var/spool", "/var/mail", "/boot")
+HOST_SECRET_PATHS = ("/root",)
+
+
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _isolation() -> list[str]:
+    """Namespaces and capabilities: as root the user namespace is forced, not just tried."""
+    user = "--unshare-user" if running_as_root() else "--unshare-user-try"
+    return [user, *_NAMESPACES, "--cap-drop", "ALL"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +81,9 @@ def probe() -> Support:
     binary = shutil.which(BWRAP)
     if binary is None:
         return Support(False, "bubblewrap is not installed (apt-get install bubblewrap)")
-    argv = [binary, *_NAMESPACES, "--unshare-net", "--die-with-parent", "--new-session",
+    if shutil.which("prlimit") is None:
+        return Support(False, "prlimit (util-linux), which sets exec's limits, is not installed")
+    argv = [binary, *_isolation(), "--unshare-net", "--die-with-parent", "--new-session",
             "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
         done = subprocess.run(argv, env=clean_env(Path("/")), stdin=subprocess.DEVNULL, capture_output=True,
@@ -77,15 +108,23 @@ class ExecMode:
 
 
 def exec_mode(cfg: ExecToolConfig) -> ExecMode:
-    """Which way ``exec`` runs commands with this config on this machine."""
+    """Which way ``exec`` runs commands with this config on this machine, and what a command can reach."""
     if not cfg.enabled:
         return ExecMode("disabled", "off (tools.exec.enabled is false)")
     support = probe()
+    limits = ExecLimits.from_config(cfg).describe()
     if support.available:
         network = "network on" if cfg.network else "no network"
-        return ExecMode("sandboxed", f"sandboxed by bubblewrap (own PID, mount, IPC namespaces; {network})")
+        if running_as_root():
+            reach = ("running as root: every capability dropped, the system read-only, root-only host files "
+                     "(/etc/shadow, /root, ...) covered")
+        else:
+            reach = f"running as uid {os.geteuid()}: no capabilities, reads what that user may read"
+        return ExecMode("sandboxed", f"sandboxed by bubblewrap (writes only the workspace, {network}, cannot see the "
+                                     f"config, the store or other processes; {reach}; at most {limits})")
     if cfg.allow_unsandboxed:
-        return ExecMode("unsandboxed", f"UNSANDBOXED (tools.exec.allow_unsandboxed): {support.reason}")
+        return ExecMode("unsandboxed", f"UNSANDBOXED (tools.exec.allow_unsandboxed): {support.reason}; commands run "
+                                       f"as uid {os.geteuid()} and reach all it can, at most {limits}")
     return ExecMode("off", f"off: {support.reason}; or set tools.exec.allow_unsandboxed to run commands without it")
 
 
@@ -104,34 +143,86 @@ class Mounts:
     workspace: Path
     hidden: tuple[Path, ...]
     writable_system: bool
+    readable: tuple[Path, ...] = ()  # bound back read-only over the covers (a server's own installation)
 
 
-def bwrap_argv(command: str, cwd: Path, mounts: Mounts, *, network: bool) -> list[str]:
-    """The full argv that runs ``sh -c command`` in the sandbox with ``cwd`` as its directory."""
-    argv = [BWRAP, *_NAMESPACES, "--die-with-parent", "--new-session"]
+def host_secrets() -> list[Path]:
+    """Root-only files and folders of the host (not readable by others), for a root gateway to cover."""
+    found = [Path(p) for p in HOST_SECRET_PATHS if os.path.lexists(p)]
+    for folder in HOST_SECRET_DIRS:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not entry.is_symlink() and not info.st_mode & stat.S_IROTH:
+                found.append(Path(entry.path))
+    return found
+
+
+def bwrap_argv(command: list[str], cwd: Path, mounts: Mounts, *, network: bool, tmp_bytes: int) -> list[str]:
+    """The full argv that runs ``command`` in the sandbox with ``cwd`` as its directory and a /tmp of
+    at most ``tmp_bytes``."""
+    root = running_as_root()
+    argv = [BWRAP, *_isolation(), "--die-with-parent", "--new-session"]
     if not network:
         argv.append("--unshare-net")
-    argv += ["--bind" if mounts.writable_system else "--ro-bind", "/", "/",
-             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run", "--tmpfs", "/tmp"]
+    writable_system = mounts.writable_system and not root
+    argv += ["--bind" if writable_system else "--ro-bind", "/", "/",
+             "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
+             "--size", str(RUN_TMPFS_BYTES), "--tmpfs", "/run", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     hidden = list(mounts.hidden)
-    if not mounts.writable_system:
+    if not writable_system:
         hidden += [Path("/home"), Path("/root"), Path.home().resolve()]
+    if root:
+        hidden += host_secrets()
     # Mounts apply in order: what may hold the workspace (home, $PICOORA_HOME) is covered before the
     # workspace is bound over it, what lies inside the workspace (the store's files) after.
     inside = [p for p in hidden if p != mounts.workspace and p.is_relative_to(mounts.workspace)]
     argv += _cover([p for p in hidden if p not in inside])
-    argv += ["--bind", str(mounts.workspace), str(mounts.workspace)]
+    for path in mounts.readable:
+        argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--bind-try", str(mounts.workspace), str(mounts.workspace)]  # missing only before onboarding
     argv += _cover(inside)
-    argv += ["--chdir", str(cwd), "--", "/bin/sh", "-c", command]
+    argv += ["--chdir", str(cwd), "--", *command]
     return argv
 
 
 def _cover(paths: list[Path]) -> list[str]:
-    """Arguments covering each existing path: an empty tmpfs over a directory, /dev/null over a file."""
+    """Arguments covering each existing path: a small empty tmpfs over a directory, /dev/null over a file."""
     args: list[str] = []
     for path in dict.fromkeys(paths):
         if path.is_dir():
-            args += ["--tmpfs", str(path)]
+            args += ["--size", str(COVER_TMPFS_BYTES), "--tmpfs", str(path)]
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
     return args
+
+
+def install_prefix(command: str, hidden: tuple[Path, ...]) -> Path | None:
+    """The installation a server's command runs from (``<prefix>/bin/<command>``), when the sandbox may
+    show it read-only: never a home folder itself or a folder holding a hidden path (config, store)."""
+    found = shutil.which(command)
+    if found is None:
+        return None
+    binary = Path(os.path.realpath(found))
+    prefix = binary.parent.parent if binary.parent.name == "bin" else binary.parent
+    homes = {Path("/"), Path("/root"), Path("/home"), Path.home().resolve()}
+    if prefix in homes or prefix.parent == Path("/home") or any(h == prefix or h.is_relative_to(prefix)
+                                                                 for h in hidden):
+        return None
+    return prefix
+
+
+def server_argv(command: list[str], workspace: Path, hidden: tuple[Path, ...], *, network: bool) -> list[str]:
+    """The argv that runs a long-lived server (a stdio MCP server) in the sandbox exec uses: the workspace
+    read-write and its directory, the system read-only, the same covers; its own installation readable
+    when it lies under a cover (a Python in root's home, say)."""
+    prefix = install_prefix(command[0], hidden)
+    mounts = Mounts(workspace, hidden, writable_system=False, readable=(prefix,) if prefix else ())
+    cwd = workspace if workspace.is_dir() else Path("/")
+    return bwrap_argv(command, cwd, mounts, network=network, tmp_bytes=SERVER_TMP_BYTES)

@@ -17,6 +17,7 @@ store's own to an old-layout migration. Extra paths to hide come from
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,14 +58,19 @@ class Sandbox:
 
     @classmethod
     def from_context(cls, ctx: ToolContext) -> Sandbox:
-        workspace = real(ctx.workspace)
+        return cls.for_workspace(Path(ctx.workspace), ctx.restrict_to_workspace, ctx.settings.protected_paths)
+
+    @classmethod
+    def for_workspace(cls, workspace_path: Path, restricted: bool = True,
+                      protected_paths: Sequence[str] = ()) -> Sandbox:
+        workspace = real(workspace_path)
         home = real(picoora_home())
         candidates = (workspace, home / HOME_WORKSPACE_DIR)
         home_workspaces = tuple(ws for ws in candidates if ws != home and is_within(ws, home))
-        extra = tuple(real(Path(p).expanduser()) for p in ctx.settings.protected_paths if p)
+        extra = tuple(real(Path(p).expanduser()) for p in protected_paths if p)
         layout = FileLayout(workspace)
         legacy = tuple(real(path) for path in layout.legacy_paths())
-        return cls(workspace, ctx.restrict_to_workspace, home, home_workspaces, (real(layout.private), *extra), legacy)
+        return cls(workspace, restricted, home, home_workspaces, (real(layout.private), *extra), legacy)
 
     def hidden_paths(self) -> tuple[Path, ...]:
         """What the exec sandbox covers: $PICOORA_HOME (the workspace is bound back over it) and every

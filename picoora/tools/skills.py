@@ -51,23 +51,13 @@ class SkillTool(Tool):
             return ToolResult.error(f"no skill named {args.name!r}; available: {known}")
         try:
             if args.file.strip() not in ("", SKILL_FILE):
-                return ToolResult(self._file(skill.folder, args.file.strip()))
+                return ToolResult(read_skill_text(skill.folder, args.file.strip()))
             body = skill.body()
         except SkillError as exc:
             return ToolResult.error(str(exc))
         others = _other_files(skill.folder)
         listing = f"\n\nFiles of this skill (read one with the file argument): {', '.join(others)}" if others else ""
         return ToolResult(f"Skill {skill.name} ({skill.source}):\n\n{body}{listing}")
-
-    @staticmethod
-    def _file(folder: Path, relative: str) -> str:
-        root = folder.resolve()
-        target = (root / relative).resolve()
-        if not target.is_relative_to(root) or target == root:
-            raise SkillError(f"{relative!r} is not a file of this skill")
-        if not target.is_file():
-            raise SkillError(f"the skill has no file {relative!r}")
-        return read_skill_text(target)
 
 
 def _other_files(folder: Path) -> list[str]:

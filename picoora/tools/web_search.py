@@ -3,7 +3,9 @@
 Providers (``tools.web_search.provider``): ``brave`` and ``tavily`` (with ``api_key``), ``searxng``
 (the instance at ``url``) and ``duckduckgo``, which needs no key: its HTML results page is read and
 parsed. DuckDuckGo is the default, and the fallback when the configured provider fails
-(``duckduckgo_fallback``); when nothing works the model gets one error naming each failure.
+(``duckduckgo_fallback``); when nothing works the model gets one error naming each failure. Answers
+are parsed (JSON, or DuckDuckGo's page with lxml) in a worker thread under the search's deadline, never
+on the event loop.
 ``url`` replaces the provider's public endpoint (a SearXNG instance, a proxy, a test server); the
 endpoints are the user's choice, so unlike ``web_fetch`` they are not held to public addresses.
 
@@ -18,7 +20,6 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.web import decode_body
+from picoora.tools.web import decode_body, tls_context
 from picoora.untrusted import one_line, wrap_untrusted
 
 if TYPE_CHECKING:
@@ -40,7 +41,10 @@ SNIPPET_CHARS = 300
 # DuckDuckGo's HTML endpoint turns away clients that do not look like a browser.
 BROWSER_AGENT = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 LABELS = {"brave": "Brave", "tavily": "Tavily", "searxng": "SearXNG", "duckduckgo": "DuckDuckGo"}
-_TAG = re.compile(r"<[^>]+>")
+# "<[^<>]*>", not "<[^>]+>": the latter rescans to the end from every "<" of a text without ">" (quadratic).
+_TAG = re.compile(r"<[^<>]*>")
+# A field is cut to this many times the snippet before anything else runs over it: providers send up to 2 MB.
+FIELD_SCAN_FACTOR = 20
 
 
 class SearchFailed(Exception):
@@ -56,7 +60,7 @@ class Hit:
 
 def clean(text: Any, limit: int = SNIPPET_CHARS) -> str:
     """Plain one-line text from a provider's field (Brave marks matches with <strong>)."""
-    return one_line(html.unescape(_TAG.sub("", str(text or ""))), limit)
+    return one_line(html.unescape(_TAG.sub("", str(text or "")[: limit * FIELD_SCAN_FACTOR])), limit)
 
 
 def usable(cfg: WebSearchConfig) -> list[str]:
@@ -83,7 +87,7 @@ class _Answer:
 async def _get_json(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> Any:
     answer = await _send(client, method, url, **kwargs)
     try:
-        return json.loads(answer.body)
+        return await asyncio.to_thread(json.loads, answer.body)  # up to MAX_RESPONSE_BYTES: not on the loop
     except ValueError:
         raise SearchFailed("the answer was not JSON") from None
 
@@ -139,52 +143,7 @@ async def duckduckgo(client: httpx.AsyncClient, cfg: WebSearchConfig, query: str
     if answer.status == 202 or "anomaly-modal" in page:
         raise SearchFailed("DuckDuckGo asked for a captcha (too many searches from this address); "
                            "configure Brave, Tavily or SearXNG in tools.web_search")
-    return parse_duckduckgo(page)
-
-
-class _DuckDuckGoPage(HTMLParser):
-    """Reads result links (``a.result__a``) and snippets (``.result__snippet``) off the HTML page."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.hits: list[Hit] = []
-        self._field: str | None = None  # "title" or "snippet" while inside one
-        self._depth = 0
-        self._text: list[str] = []
-        self._href = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self._field is not None:
-            self._depth += 1
-            return
-        values = dict(attrs)
-        classes = (values.get("class") or "").split()
-        if tag == "a" and "result__a" in classes:
-            self._field, self._href = "title", values.get("href") or ""
-        elif "result__snippet" in classes:
-            self._field = "snippet"
-        else:
-            return
-        self._depth, self._text = 0, []
-
-    def handle_endtag(self, tag: str) -> None:
-        if self._field is None:
-            return
-        if self._depth:
-            self._depth -= 1
-            return
-        text = clean("".join(self._text))
-        if self._field == "title":
-            target = _result_url(self._href)
-            if target:
-                self.hits.append(Hit(text, target, ""))
-        elif self.hits and not self.hits[-1].snippet:
-            self.hits[-1].snippet = text
-        self._field = None
-
-    def handle_data(self, data: str) -> None:
-        if self._field is not None:
-            self._text.append(data)
+    return await asyncio.to_thread(parse_duckduckgo, page)
 
 
 def _result_url(href: str) -> str:
@@ -200,10 +159,29 @@ def _result_url(href: str) -> str:
 
 
 def parse_duckduckgo(page: str) -> list[Hit]:
-    parser = _DuckDuckGoPage()
-    parser.feed(page)
-    parser.close()
-    return parser.hits
+    """Result links (``a.result__a``) and their snippets (``.result__snippet``), in page order.
+
+    lxml, like ``html_text``: ``html.parser`` stalled the gateway 28 s on a hostile endpoint's page.
+    Blocking: the caller runs it in a worker thread under the search's deadline."""
+    import lxml.html
+    from lxml import etree
+
+    if not page.strip():
+        return []
+    try:
+        root = lxml.html.document_fromstring(page, parser=lxml.html.HTMLParser(recover=True, no_network=True))
+    except (etree.ParserError, ValueError):
+        return []
+    hits: list[Hit] = []
+    for element in root.iter(etree.Element):  # iterative, in document order; comments and PIs skipped
+        classes = (element.get("class") or "").split()
+        if element.tag == "a" and "result__a" in classes:
+            target = _result_url(element.get("href") or "")
+            if target:
+                hits.append(Hit(clean("".join(map(str, element.itertext()))), target, ""))
+        elif "result__snippet" in classes and hits and not hits[-1].snippet:
+            hits[-1].snippet = clean("".join(map(str, element.itertext())))
+    return hits
 
 
 Provider = Callable[["httpx.AsyncClient", WebSearchConfig, str, int], Awaitable[list[Hit]]]
@@ -230,6 +208,7 @@ class WebSearch(Tool):
         query, count = " ".join(args.query.split()), args.count
         failures: list[str] = []
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.cfg.timeout_seconds), trust_env=False,
+                                     verify=await tls_context(),
                                      headers={"User-Agent": "picoora/0.1 (web_search)"}) as client:
             for provider in usable(self.cfg):
                 label = LABELS[provider]

@@ -1,0 +1,88 @@
+"""The ``skill`` tool opens what it checked (issue 21): it checked a path, then opened it again with
+a plain ``open()``, so an exec swapping a symlink in between got ``~/.ssh/id_ed25519`` and the whole
+config read to the model. A ``SKILL.md`` or skill folder that is a symlink is refused outright.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from picoora.skills.catalog import SkillCatalog
+from picoora.tools.skills import SkillTool
+from tests.test_skills import write_skill
+from tests.tools_support import call, make_ctx
+
+SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key"
+SWAPS = 3000
+
+
+def _secret_skill(tmp_path: Path, name: str) -> Path:
+    """Outside the skills folder: a folder whose SKILL.md is valid and holds the secret."""
+    return write_skill(tmp_path / "outside", name, body=SECRET)
+
+
+def test_a_symlinked_skill_md_or_skill_folder_is_refused(tmp_path):
+    skills = tmp_path / "ws" / "skills"
+    (skills / "keys").mkdir(parents=True)
+    (skills / "keys" / "SKILL.md").symlink_to(_secret_skill(tmp_path, "keys") / "SKILL.md")
+    (skills / "vault").symlink_to(_secret_skill(tmp_path, "vault"))
+    catalog = SkillCatalog([("workspace", skills)])
+    found = catalog.scan()
+    assert found.skills == {}
+    assert sorted(p.path.parent.name for p in found.problems) == ["keys", "vault"]
+    assert all("symlink" in p.reason for p in found.problems)
+    ctx = make_ctx(tmp_path)
+    for name in ("keys", "vault"):
+        result = call(SkillTool(catalog), ctx, name=name)
+        assert result.is_error and SECRET not in result.content
+
+
+def test_a_folder_on_the_way_that_is_a_symlink_is_refused(tmp_path):
+    folder = write_skill(tmp_path / "ws" / "skills", "travel")
+    (tmp_path / "ssh").mkdir()
+    (tmp_path / "ssh" / "id_ed25519").write_text(SECRET)
+    (folder / "docs").symlink_to(tmp_path / "ssh")
+    result = call(SkillTool(SkillCatalog([("workspace", tmp_path / "ws" / "skills")])), make_ctx(tmp_path),
+                  name="travel", file="docs/id_ed25519")
+    assert result.is_error and SECRET not in result.content and "symlink" in result.content
+
+
+def _swap_forever(path: Path, target: Path, stop: threading.Event) -> None:
+    """Flip ``path`` between a regular file and a symlink to ``target``, each step one atomic rename."""
+    plain, link = path.with_name(".plain"), path.with_name(".link")
+    while not stop.is_set():
+        plain.write_text("---\nname: travel\ndescription: Trips.\n---\nPack light.\n")
+        os.replace(plain, path)
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+        os.replace(link, path)
+
+
+def _race(tmp_path: Path, swapped: Path, target: Path, **args: str) -> list[str]:
+    tool = SkillTool(SkillCatalog([("workspace", tmp_path / "ws" / "skills")]))
+    stop = threading.Event()
+    swapper = threading.Thread(target=_swap_forever, args=(swapped, target, stop), daemon=True)
+    swapper.start()
+    try:
+        return [tool._read(tool.Args(name="travel", **args)).content for _ in range(SWAPS)]
+    finally:
+        stop.set()
+        swapper.join()
+
+
+def test_a_file_swapped_for_a_symlink_while_it_is_read_never_leaks(tmp_path):
+    folder = write_skill(tmp_path / "ws" / "skills", "travel")
+    (tmp_path / "id_ed25519").write_text(SECRET)
+    answers = _race(tmp_path, folder / "notes.md", tmp_path / "id_ed25519", file="notes.md")
+    assert not any(SECRET in answer for answer in answers)
+    assert any("Pack light." in answer for answer in answers)  # the race really ran both ways
+
+
+def test_a_skill_md_swapped_for_a_symlink_while_it_is_read_never_leaks(tmp_path):
+    folder = write_skill(tmp_path / "ws" / "skills", "travel")
+    secret = _secret_skill(tmp_path, "travel") / "SKILL.md"
+    answers = _race(tmp_path, folder / "SKILL.md", secret)
+    assert not any(SECRET in answer for answer in answers)
+    assert any("Pack light." in answer for answer in answers)
