@@ -18,6 +18,7 @@ from picoora.store.embedder import (
     EmbedderUnavailable,
     MiniLMEmbedder,
     OllamaEmbedder,
+    RecentQueries,
     create_embedder,
 )
 
@@ -234,3 +235,39 @@ def test_an_unwritable_cache_only_costs_the_hash(tmp_path):
     embedder = MiniLMEmbedder(model_path=_bundled_model_path(), model_sha256=MINILM_SHA256,
                               check_record=blocker / "verified.json")
     assert embedder.embed([GO]).shape == (1, 384)
+
+
+# ---------------------------------------------------------------------------- recent queries
+
+
+class _CountingEmbedder(MiniLMEmbedder):
+    def __init__(self):
+        super().__init__()
+        self.passes: list[list[str]] = []
+
+    def _embed(self, texts):
+        self.passes.append(list(texts))
+        return super()._embed(texts)
+
+
+def test_a_repeated_query_is_answered_from_the_recent_ones_and_cannot_be_corrupted():
+    embedder = _CountingEmbedder()
+    first = embedder.embed([PREFER])
+    first[0, :] = 0.0  # a caller scribbling on its result
+    again = embedder.embed([PREFER])
+    assert embedder.passes == [[PREFER]]
+    np.testing.assert_array_equal(again, _CountingEmbedder().embed([PREFER]))
+    assert abs(float(np.linalg.norm(again)) - 1.0) < 1e-5
+
+
+def test_only_single_texts_are_remembered_and_the_oldest_go_first():
+    embedder = _CountingEmbedder()
+    embedder._recent = RecentQueries(size=2)
+    embedder.embed([GO, RAIN])  # a batch (an import) neither reads nor fills the recent queries
+    embedder.embed([GO])
+    embedder.embed([RAIN])
+    embedder.embed([GO])  # GO is now the most recent, so PREFER pushes RAIN out
+    embedder.embed([PREFER])
+    embedder.embed([GO])
+    embedder.embed([RAIN])
+    assert embedder.passes == [[GO, RAIN], [GO], [RAIN], [PREFER], [RAIN]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -42,6 +43,11 @@ VERIFIED_RECORD = "minilm-verified.json"  # in the cache directory: see ModelChe
 # amortising the per-batch dequantisation of the weights.
 _BATCH_TOKENS = 256
 _BULK_BATCH_TOKENS = 4096  # onnxruntime holds float32 weights anyway; larger batches amortise its per-run cost
+
+# Single-text embeddings (queries) remembered per embedder: a vector depends only on the text and the model,
+# so a repeated question, or a recall followed by a dedup of the same text, costs no second forward pass.
+# 256 vectors of 384 float32: 384 KiB.
+RECENT_QUERIES = 256
 
 OLLAMA_TIMEOUT_SECONDS = 10.0  # the first call may load the model into Ollama
 OLLAMA_CONNECT_TIMEOUT_SECONDS = 2.0
@@ -96,6 +102,46 @@ def shared_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | No
         return embedder
 
 
+class RecentQueries:
+    """The vectors of the last ``size`` single texts embedded, least recently used dropped first. Only
+    single-text calls go in, so a bulk embedding never flushes the queries. Thread-safe."""
+
+    def __init__(self, size: int = RECENT_QUERIES):
+        from collections import OrderedDict
+
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def through(self, texts: list[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """``embed(texts)``, answered from here when it is one text seen recently."""
+        if len(texts) != 1:
+            return embed(texts)
+        vectors = self.get(texts[0])
+        if vectors is None:
+            vectors = embed(texts)
+            self.put(texts[0], vectors)
+        return vectors
+
+    def get(self, text: str) -> np.ndarray | None:
+        """A (1, dim) copy the caller may change, or None."""
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is None:
+                return None
+            self._vectors.move_to_end(text)
+        return vector[None, :].copy()
+
+    def put(self, text: str, vectors: np.ndarray) -> None:
+        vector = vectors[0].copy()
+        vector.flags.writeable = False
+        with self._lock:
+            self._vectors[text] = vector
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+
+
 def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
     import numpy as np
 
@@ -145,8 +191,12 @@ class MiniLMEmbedder:
         self._model: MiniLM | _OnnxRuntimeModel | None = None
         self._tokenizer: Tokenizer | None = None
         self._load_error: EmbedderUnavailable | None = None
+        self._recent = RecentQueries()
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        return self._recent.through(texts, self._embed)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -356,6 +406,7 @@ class OllamaEmbedder:
         )
         self._timeout = timeout
         self._dim: int | None = None
+        self._recent = RecentQueries()
 
     @property
     def dim(self) -> int:
@@ -364,6 +415,9 @@ class OllamaEmbedder:
         return self._dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        return self._recent.through(texts, self._embed)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
         if not texts:
