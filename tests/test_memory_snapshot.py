@@ -12,7 +12,7 @@ from picoora.store import file_memories
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from picoora.store.memory_index import MemoryIndex
-from picoora.store.memory_snapshot import snapshot_dir
+from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
 FACTS = ["The boat is moored at pier seven", "The spare key is under the blue flowerpot",
@@ -154,3 +154,27 @@ def test_a_store_takes_the_snapshot_another_store_rewrote_instead_of_folding_aga
         writer.list_memories()  # the writer folds its long tail into a new snapshot
         _no_replay(monkeypatch)
         assert len(reader.list_memories()) == len(FACTS) + 7
+
+
+def test_vector_status_counts_missing_vectors_without_decoding_a_record(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    with closing(_store(ws, salt="old")) as old:  # vectors of another model: missing for the store below
+        old_ids = [old.add_memory(f"old fact {n} about the {word}").memory.id
+                   for n, word in enumerate(("harbour", "garden", "attic"))]
+    ids = _fill(ws)
+    with closing(_store(ws)) as store, closing(_store(ws, salt="old")) as writer:
+        store.list_memories()  # the snapshot: 3 rows without this model's vector, 4 with
+        assert store.forget(old_ids[0]) and store.forget(ids[3])
+        store.recall("boat moored pier", limit=1)  # a touched row changes its record, not its vector
+        store.add_memory("The canoe is stored in the shed")
+        writer.add_memory("old fact about the cellar")  # another process's line, read from the tail
+        decoded = sum(1 for m in store.list_memories() if m.embedding_model != store.vector_status().embedder)
+
+        def refuse(self, row):
+            raise AssertionError("a record was decoded to count vectors")
+
+        monkeypatch.setattr(Snapshot, "record", refuse)
+        assert store.vector_status().missing == decoded == 3
+    monkeypatch.undo()
+    with closing(_store(ws, salt="new")) as other:  # a snapshot of another model's: its records say
+        assert other.vector_status().missing == len(other.list_memories()) == 7

@@ -229,6 +229,23 @@ class _Memories:
     def __len__(self) -> int:
         return (self.base.rows - len(self.overlay.dead) if self.base else 0) + len(self.tail)
 
+    def without_vector(self, model: str) -> int:
+        """How many live memories have no vector of ``model``. A snapshot of that model says so in
+        ``has_vector`` (its matrix holds exactly that model's vectors, and a re-embedded row moves to the tail),
+        so no record is decoded; only a snapshot of another model's (a store opened with a different
+        embedder) has its records read."""
+        tail = sum(1 for entry in self.tail.values() if entry.record.embedding_model != model)
+        base = self.base
+        if base is None:
+            return tail
+        dead = sorted(self.overlay.dead)
+        if base.model != model:
+            return tail + sum(1 for row in range(base.rows) if row not in self.overlay.dead
+                              and (self.overlay.changed.get(row) or base.record(row)).embedding_model != model)
+        has_vector = base.has_vector
+        with_vector = int(has_vector.sum()) - (int(has_vector[dead].sum()) if dead else 0)
+        return tail + base.rows - len(dead) - with_vector
+
     def values(self) -> Iterator[_Entry]:
         if self.base is not None:
             for row in range(self.base.rows):
@@ -597,7 +614,12 @@ class MemoryLog:
         self.refresh()
         self.compact()  # also rebuilds the snapshot with the new vectors
         self._reindex_progress_path.unlink(missing_ok=True)
-        return sum(1 for entry in self._entries.values() if entry.record.embedding_model == model)
+        return len(self._entries) - self._entries.without_vector(model)
+
+    def without_vector(self, model: str) -> int:
+        """How many memories have no vector of ``model`` (found by keywords only until a reindex)."""
+        self.refresh()
+        return self._entries.without_vector(model)
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether a memory with this id and this content is already here (an import being rerun)."""
