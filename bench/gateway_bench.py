@@ -12,11 +12,24 @@ concurrent ``POST /v1/chat`` requests on distinct sessions, ``--rounds`` times. 
   benchmark's own client and fake model, which share one Python process;
 - the rest of each turn beyond the model: the turn's time minus the time the fake model spent on
   that turn's request (matched by its unique message): the agent and the store, under this concurrency;
-- the gateway's RSS (``VmRSS`` of the child) when idle after start-up and after the rounds.
+- the gateway's RSS (``VmRSS`` of the child) when idle after start-up and after the rounds;
+- the first burst: the warm-up round, the first chats after start (issue 26: 1.63 s for 20 chats of a 0.5 s
+  model, against 0.62-0.69 s for every later burst);
+- turns per second over the measured rounds (with ``--model-ms 0``, the gateway's own limit);
+- with ``--profile FILE``: py-spy samples the gateway during the measured rounds (``pip install py-spy``)
+  and the CPU split per turn (embedding, provider, store, agent, HTTP) is printed from its samples.
 
     .venv/bin/python bench/gateway_bench.py [--chats 50] [--rounds 3] [--model-ms 200] [--embedder none|minilm]
+    .venv/bin/python bench/gateway_bench.py --model-ms 0 --memories 10000 --chats 20 --rounds 50   # turns/s
+    .venv/bin/python bench/gateway_bench.py --model-ms 500 --chats 20 --rounds 3                   # first burst
+
+``--memories N`` seeds N memories (random unit vectors tagged as MiniLM's, bench/scale_bench.py) and implies
+``--embedder minilm``. ``--distinct-queries`` (the default) makes every chat's text unique, so each recall
+embeds its query; ``--repeat-queries`` sends the same few texts, as a recall of recent questions would.
 
 Targets (issue 8): all 50 chats answered in under 1 s; overhead p50 under 10 ms; RSS under 120 MB.
+Targets (issue 26): >= 150 turns/s with memories and an instant model; RSS < 90 MB after 1,000 turns; the first
+burst as fast as a later one.
 """
 
 from __future__ import annotations
@@ -34,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,6 +56,9 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from tests.fakes.ollama_server import FakeOllama, Reply  # noqa: E402
+
+sys.path.insert(0, str(REPO / "bench"))
+from scale_bench import QUERIES, seed  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 PREFIX = ["-m", "picoora"]
@@ -98,9 +115,11 @@ def timings(header: str) -> dict[str, float]:
     return {name.strip(): float(dur) / 1000 for name, dur in re.findall(r"(\w+);dur=([\d.]+)", header)}
 
 
-async def one_round(client: httpx.AsyncClient, chats: int, round_no: int) -> tuple[float, list[Timed]]:
+async def one_round(client: httpx.AsyncClient, chats: int, round_no: int,
+                    repeat: bool = False) -> tuple[float, list[Timed]]:
     async def chat(n: int) -> Timed:
-        text = f"round {round_no} chat {n}: hello"
+        # A repeated text still has a unique tag the fake model can match, after the part recall embeds.
+        text = f"{QUERIES[n % len(QUERIES)]} [{round_no}.{n}]" if repeat else f"round {round_no} chat {n}: hello"
         started = time.perf_counter()
         response = await client.post("/v1/chat", json={"session_id": f"bench-{round_no}-{n}", "text": text})
         took = time.perf_counter() - started
@@ -114,13 +133,58 @@ async def one_round(client: httpx.AsyncClient, chats: int, round_no: int) -> tup
     return time.perf_counter() - started, results
 
 
-async def run_rounds(url: str, chats: int, rounds: int) -> list[tuple[float, list[Timed]]]:
-    """A warm-up round (connections opened, first turns paid), then the measured rounds, on one client."""
+async def run_rounds(url: str, chats: int, rounds: int, repeat: bool,
+                     started_profile: Callable[[], None]) -> tuple[float, list[tuple[float, list[Timed]]]]:
+    """The first burst (connections opened, first turns paid), then the measured rounds, on one client."""
     limits = httpx.Limits(max_connections=chats, max_keepalive_connections=chats)
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60,
                                  limits=limits) as client:
-        await one_round(client, chats, 0)
-        return [await one_round(client, chats, round_no) for round_no in range(1, rounds + 1)]
+        first, _ = await one_round(client, chats, 0, repeat)
+        started_profile()
+        return first, [await one_round(client, chats, round_no, repeat) for round_no in range(1, rounds + 1)]
+
+
+def start_profile(pid: int, path: str | None) -> subprocess.Popen | None:
+    """py-spy sampling ``pid`` (raw collapsed stacks, idle threads left out) until it is stopped."""
+    if path is None:
+        return None
+    return subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--output", path,
+                             "--rate", "200", "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_profile(spy: subprocess.Popen | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled on SIGINT
+        spy.wait(30)
+
+
+# Where a sample's time goes: the innermost matching frame of its stack decides (checked in this order).
+CPU_PARTS = [
+    ("embedding", ("embedder.py", "minilm.py", "tokenizers")),
+    ("provider", ("picoora/llm/", "/ollama/", "/httpx/", "/httpcore/", "/anyio/", "/h11/")),
+    ("store", ("picoora/store/",)),
+    ("agent", ("picoora/agent/", "picoora/tools/")),
+    ("HTTP and turn service", ("picoora/gateway/", "/uvicorn/", "/starlette/", "/fastapi/", "/pydantic")),
+]
+
+
+def cpu_split(path: str, turns: int) -> str:
+    """ms of CPU per turn in each part, from py-spy's collapsed stacks (frame;frame;... count)."""
+    parts: dict[str, int] = {}
+    for line in Path(path).read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = stack.split(";")
+        part = "other (event loop, asyncio, interpreter)"
+        for frame in reversed(frames):
+            found = next((name for name, marks in CPU_PARTS if any(m in frame for m in marks)), None)
+            if found is not None:
+                part = found
+                break
+        parts[part] = parts.get(part, 0) + int(count)
+    total = sum(parts.values())
+    per_turn = {name: samples / 200 * 1000 / turns for name, samples in parts.items()}
+    shown = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(per_turn.items(), key=lambda kv: -kv[1]))
+    return f"{total / 200 * 1000 / turns:.2f} ms of sampled CPU per turn: {shown}"
 
 
 def main() -> int:
@@ -129,9 +193,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model-ms", type=float, default=200)
     parser.add_argument("--embedder", choices=("none", "minilm"), default="none")
+    parser.add_argument("--memories", type=int, default=0, help="seed this many memories (implies minilm)")
+    parser.add_argument("--repeat-queries", action="store_true", help="the same few texts, not unique ones")
+    parser.add_argument("--profile", metavar="FILE", help="py-spy's raw samples of the measured rounds")
     args = parser.parse_args()
+    if args.memories:
+        args.embedder = "minilm"
 
     home = Path(tempfile.mkdtemp(prefix="picoora-gw-bench-"))
+    if args.memories:
+        seed(home, args.memories)
     urls, spent_times, stop = multiprocessing.Queue(), multiprocessing.Queue(), multiprocessing.Event()
     model = multiprocessing.Process(target=serve_fake, args=(args.model_ms / 1000, urls, stop, spent_times),
                                     daemon=True)
@@ -145,7 +216,13 @@ def main() -> int:
     try:
         time.sleep(0.5)
         idle = rss_mb(process.pid)
-        measured = asyncio.run(run_rounds(url, args.chats, args.rounds))
+        spy: list[subprocess.Popen | None] = [None]
+
+        def profile() -> None:
+            spy[0] = start_profile(process.pid, args.profile)
+
+        first_burst, measured = asyncio.run(run_rounds(url, args.chats, args.rounds, args.repeat_queries, profile))
+        stop_profile(spy[0])
         after = rss_mb(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
@@ -166,7 +243,10 @@ def main() -> int:
         return f"p50 {statistics.median(values):.1f} ms, p95 {values[int(0.95 * (len(values) - 1))]:.1f} ms"
 
     print(f"{args.chats} concurrent chats x {args.rounds} rounds, fake model {args.model_ms:g} ms per call, "
-          f"embedder {args.embedder}")
+          f"embedder {args.embedder}, {args.memories:,} memories, "
+          f"{'repeated' if args.repeat_queries else 'distinct'} texts")
+    print(f"  first burst after start: {first_burst:.3f} s")
+    print(f"  turns per second over the measured rounds: {args.chats * args.rounds / sum(walls):.1f}")
     print(f"  wall time per round: {', '.join(f'{w:.3f}' for w in walls)} s "
           f"(median {statistics.median(walls):.3f} s; target < {WALL_TARGET_S:g} s)")
     print(f"  gateway overhead per turn (gateway's time - the turn's): {p50_p95(overheads)} "
@@ -176,6 +256,8 @@ def main() -> int:
     print(f"  gateway RSS: idle {idle:.0f} MB, after {(args.rounds + 1) * args.chats} turns {after:.0f} MB "
           f"(target < {RSS_TARGET_MB} MB)")
     print(f"  gateway exit code after SIGTERM: {code}")
+    if args.profile:
+        print(f"  CPU split: {cpu_split(args.profile, args.chats * args.rounds)}")
     return 0
 
 

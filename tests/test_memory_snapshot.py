@@ -6,9 +6,11 @@ import json
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from picoora.store import file_memories
+from picoora.store.base import MemoryRecord
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from picoora.store.memory_index import MemoryIndex
@@ -178,3 +180,46 @@ def test_vector_status_counts_missing_vectors_without_decoding_a_record(tmp_path
     monkeypatch.undo()
     with closing(_store(ws, salt="new")) as other:  # a snapshot of another model's: its records say
         assert other.vector_status().missing == len(other.list_memories()) == 7
+
+
+def _seeded_log(path: Path, count: int, model: str) -> np.ndarray:
+    """A memory log of ``count`` memories with random unit vectors of ``model``; returns the vectors."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((count, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        for i, vector in enumerate(vectors):
+            record = MemoryRecord(id=f"s{i:05d}", content=f"seeded memory number {i}", embedding_model=model)
+            out.write(json.dumps(file_memories.add_op(record, file_memories.encode_vector(vector))) + "\n")
+    return vectors
+
+
+def _mapped_kb(name_end: str) -> int:
+    """Rss of this process's mapping of the file whose name ends with ``name_end`` (/proc/self/smaps)."""
+    rss, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line[:1].isdigit() or line[:1] in "abcdef" and "-" in line.split()[0]:
+            inside = line.rstrip().endswith(name_end)
+        elif inside and line.startswith("Rss:"):
+            rss += int(line.split()[1])
+    return rss
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
+def test_a_scan_of_the_vectors_matches_the_product_and_leaves_few_pages_mapped(tmp_path, monkeypatch):
+    from picoora.store import memory_snapshot
+
+    monkeypatch.setattr(memory_snapshot, "SCAN_ROWS", 100)  # 150 KB chunks, so the 1.5 MB matrix takes 10
+    log = tmp_path / "memories.jsonl"
+    vectors = _seeded_log(log, 1000, "test-hash-384")
+    memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors),
+                                       "test-hash-384")
+    memories.refresh()
+    snapshot = memories._base
+    query = vectors[123]
+    np.testing.assert_allclose(snapshot.similarities(query), vectors @ query, atol=1e-6)
+    assert _mapped_kb("vectors.npy") <= 2 * 150 + 8  # at most the last chunk (and a page of the next)
+    index = memories.searchable()
+    assert index.find_duplicate("the seeded memory number 123", query).id == "s00123"  # dedup scans too
+    assert int(np.argmax(snapshot.similarities(query))) == 123

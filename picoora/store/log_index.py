@@ -122,8 +122,8 @@ class LogIndex:
         """Cosine of ``vector`` to every snapshot row; -inf for dead rows and rows without a vector."""
         import numpy as np
 
-        sims = base.vectors @ vector
-        sims[~np.asarray(base.has_vector)] = -np.inf
+        sims = base.similarities(vector)
+        sims[~base.has_vector] = -np.inf
         if dead:
             sims[dead] = -np.inf
         return sims
