@@ -223,3 +223,34 @@ def test_a_scan_of_the_vectors_matches_the_product_and_leaves_few_pages_mapped(t
     index = memories.searchable()
     assert index.find_duplicate("the seeded memory number 123", query).id == "s00123"  # dedup scans too
     assert int(np.argmax(snapshot.similarities(query))) == 123
+
+
+def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_path, monkeypatch):
+    from picoora.store import memory_index
+
+    monkeypatch.setattr(memory_index, "DEDUP_PRODUCT", 3)  # a product of 3 similarities: many small batches
+    ws = tmp_path / "ws"
+    ids = _fill(ws)  # FACTS, in the snapshot once the next store opens
+    with closing(_store(ws)) as store:
+        store.list_memories()
+        store.forget(ids[3])
+        tail = store.add_memory("The canoe is stored in the shed").memory.id
+        index = store._memories.searchable()
+        contents = [
+            "at pier seven the boat is moored",  # the snapshot's FACTS[0], words reordered: same vector
+            "The spare key is under the blue flowerpot",  # exact text of a snapshot row
+            "Invoice INV-2024-0999 covers the new laptops",  # another code: a new fact
+            "Grandma Rosa turns ninety next spring",  # forgotten: new again
+            "in the shed the canoe is stored",  # the tail's memory, reordered
+            "Something nobody said before",
+        ]
+        vectors = HashEmbedder().embed(contents)
+        batched = index.find_duplicates(contents, vectors)
+        one_by_one = [index.find_duplicate(c, v) for c, v in zip(contents, vectors, strict=True)]
+        assert [r and r.id for r in batched] == [r and r.id for r in one_by_one] == [ids[0], ids[1], None, None,
+                                                                                     tail, None]
+        assert [r and r.id for r in index.find_duplicates(contents, None)] == [None, ids[1], None, None, None, None]
+        tail_only = MemoryIndex(HashEmbedder())
+        for record in store.list_memories():
+            tail_only.add(record, HashEmbedder().embed([record.content])[0])
+        assert [r and r.id for r in tail_only.find_duplicates(contents, vectors)] == [r and r.id for r in batched]

@@ -512,15 +512,20 @@ class MemoryLog:
     def import_records(self, records: list[MemoryRecord], vectors: list, model: str | None) -> int:
         """Add records that are not already here (by text, or by vector when there is one), keeping their
         ids unless taken; returns how many were added."""
+        import numpy as np
+
         index = self.searchable()
+        contents = [source.content.strip() for source in records]
+        # Callers embed every record or none (keyword-only), so the vectors are one matrix or no matrix.
+        matrix = np.stack(vectors) if vectors and all(v is not None for v in vectors) else None
+        duplicates = index.find_duplicates(contents, matrix)
         ops: list[dict[str, Any]] = []
         batch_texts: set[str] = set()  # the index cannot see duplicates inside this batch
         batch_ids: set[str] = set()
         now = now_utc()
-        for source, vector in zip(records, vectors, strict=True):
-            content = source.content.strip()
+        for source, content, vector, duplicate in zip(records, contents, vectors, duplicates, strict=True):
             text = normalise_text(content)
-            if not content or text in batch_texts or index.find_duplicate(content, vector) is not None:
+            if not content or text in batch_texts or duplicate is not None:
                 continue
             batch_texts.add(text)
             taken = source.id in batch_ids or source.id in self._entries

@@ -130,15 +130,16 @@ class Snapshot:
     def has_vector(self) -> np.ndarray:
         return self._arrays["has_vector"]
 
-    def similarities(self, vector: np.ndarray) -> np.ndarray:
-        """``vectors @ vector`` (float32, one per row), holding at most ``SCAN_ROWS`` rows' pages mapped."""
+    def similarities(self, queries: np.ndarray) -> np.ndarray:
+        """``vectors @ queries.T``: float32, by row, for one query (dim,) or several (k, dim), holding at most
+        ``SCAN_ROWS`` rows' pages mapped."""
         import numpy as np
 
         vectors = self.vectors
-        out = np.empty(self.rows, dtype=np.float32)
+        out = np.empty((self.rows, *queries.shape[:-1]), dtype=np.float32)
         for start in range(0, self.rows, SCAN_ROWS):
             stop = min(start + SCAN_ROWS, self.rows)
-            np.matmul(vectors[start:stop], vector, out=out[start:stop])
+            np.matmul(vectors[start:stop], queries.T, out=out[start:stop])
             self._unmap_rows(start, stop)
         return out
 
