@@ -90,9 +90,9 @@ def serve_fake(delay: float, urls: multiprocessing.Queue, stop: multiprocessing.
         spent.put(dict(fake.spent))
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
     status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+    return int(re.search(rf"{field}:\s+(\d+) kB", status).group(1)) / 1024
 
 
 def start_gateway(home: Path) -> tuple[subprocess.Popen, str]:
@@ -224,6 +224,7 @@ def main() -> int:
         first_burst, measured = asyncio.run(run_rounds(url, args.chats, args.rounds, args.repeat_queries, profile))
         stop_profile(spy[0])
         after = rss_mb(process.pid)
+        anon, mapped = rss_mb(process.pid, "RssAnon"), rss_mb(process.pid, "RssFile")
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(30)
@@ -254,7 +255,7 @@ def main() -> int:
     print(f"  client's wait beyond the gateway's time (network, HTTP parsing, this client): {p50_p95(outside)}")
     print(f"  rest of the turn beyond the model (agent + store): {p50_p95(beyond_model)}")
     print(f"  gateway RSS: idle {idle:.0f} MB, after {(args.rounds + 1) * args.chats} turns {after:.0f} MB "
-          f"(target < {RSS_TARGET_MB} MB)")
+          f"(target < {RSS_TARGET_MB} MB; at the end {anon:.0f} MB anonymous, {mapped:.0f} MB of mapped files)")
     print(f"  gateway exit code after SIGTERM: {code}")
     if args.profile:
         print(f"  CPU split: {cpu_split(args.profile, args.chats * args.rounds)}")

@@ -14,6 +14,8 @@ after it are what every later process pays.
 * one-shot turn: ``picoora agent --no-stream -m`` against the fake Ollama, wall time, CPU time (steadier
   when other work shares the machine) and peak RSS of the child. With 0 memories recall embeds nothing, so
   the model is not even loaded; the cost of the store's size is the difference between 1,000 and 10,000.
+* ``memory search`` command: the whole ``picoora memory search`` child (start-up, the store, the embedder, the
+  query, ``vector_status`` and printing): wall, CPU and peak RSS
 * ``memory search`` step: wall time of ``store.recall(..., touch=False)`` in a fresh process that opened
   the store (query embedding included: the model is loaded first and not counted)
 * recall excluding the query's embedding: ``MemoryIndex.search`` with a precomputed query vector
@@ -191,6 +193,11 @@ def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs
               f"CPU {statistics.median(cpu):.3f} s  "
               f"peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
     if search:
+        command = [*picoora_command(), "memory", "search", QUERIES[0]]
+        results = [run_child(command, env) for _ in range(runs)]
+        walls, rss, cpu = [r[0] for r in results], [r[1] for r in results], [r[4] for r in results]
+        print(f"  `memory search` command, {count:>7,} memories: median {statistics.median(walls):.3f} s  "
+              f"CPU {statistics.median(cpu):.3f} s  peak RSS median {statistics.median(rss):.1f} MB")
         out = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, json.dumps(QUERIES)], env=env, cwd=ROOT,
                              capture_output=True, text=True, check=True)
         data = json.loads(out.stdout)
