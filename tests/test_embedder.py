@@ -271,3 +271,24 @@ def test_only_single_texts_are_remembered_and_the_oldest_go_first():
     embedder.embed([GO])
     embedder.embed([RAIN])
     assert embedder.passes == [[GO, RAIN], [GO], [RAIN], [PREFER], [RAIN]]
+
+
+def test_a_cached_query_is_never_answered_from_a_stale_memory_vector(tmp_path):
+    from contextlib import closing
+
+    from picoora.store.files import FileStore
+
+    embedder = _CountingEmbedder()  # one embedder, as shared_embedder gives every store of a process
+    question = "What is the door code?"
+    with closing(FileStore(tmp_path, embedder=embedder)) as writer, \
+            closing(FileStore(tmp_path, embedder=embedder)) as reader:  # another process's store, in effect
+        old = writer.add_memory("The door code is 4512").memory
+        assert reader.recall(question, limit=1).matches[0].memory.id == old.id
+        assert writer.forget(old.id)
+        new = writer.add_memory("The door code is 9981").memory  # the memory edited: forgotten, said again
+        passes = len(embedder.passes)
+        best = reader.recall(question, limit=5)
+        assert len(embedder.passes) == passes  # the question came from the recent queries...
+        assert [m.memory.id for m in best.matches] == [new.id]  # ...and was compared with the new vector only
+        fresh = MiniLMEmbedder().embed([question, "The door code is 9981"])
+        assert best.matches[0].similarity == pytest.approx(float(fresh[0] @ fresh[1]), abs=1e-5)
