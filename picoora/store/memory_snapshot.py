@@ -149,7 +149,7 @@ class Snapshot:
         return out
 
     def _read_rows(self, start: int, into: np.ndarray) -> None:
-        view = memoryview(into).cast("B")
+        view = into.data.cast("B")
         position, done = self._vector_offset + start * into.shape[1] * into.itemsize, 0
         while done < len(view):
             got = os.preadv(self._vector_fd, [view[done:]], position + done)
