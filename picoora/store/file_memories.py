@@ -242,9 +242,7 @@ class _Memories:
         if base.model != model:
             return tail + sum(1 for row in range(base.rows) if row not in self.overlay.dead
                               and (self.overlay.changed.get(row) or base.record(row)).embedding_model != model)
-        has_vector = base.has_vector
-        with_vector = int(has_vector.sum()) - (int(has_vector[dead].sum()) if dead else 0)
-        return tail + base.rows - len(dead) - with_vector
+        return tail + base.rows - len(dead) - (base.vector_rows - base.vector_rows_among(dead))
 
     def values(self) -> Iterator[_Entry]:
         if self.base is not None:

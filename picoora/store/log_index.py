@@ -55,7 +55,7 @@ class LogIndex:
         self._tail = tail
         self.model_id = tail.model_id
         self._base_vectors = (self._base is not None and self._base.model == tail.model_id
-                              and bool(self._base.has_vector.any()))
+                              and self._base.vector_rows > 0)
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -89,7 +89,7 @@ class LogIndex:
             ranker.add(record, vector)
         matches = ranker.rank(query, query_vector, limit, now=now, confident_only=confident_only)
         live_base = base.rows - len(dead)
-        base_with_vector = int(base.has_vector.sum() - base.has_vector[dead].sum()) if self._base_vectors else 0
+        base_with_vector = base.vector_rows - base.vector_rows_among(dead) if self._base_vectors else 0
         total = live_base + len(self._tail)
         return self._tail.result(matches, query_vector, total - base_with_vector - self._tail.vector_count(), total)
 

@@ -134,6 +134,14 @@ class Snapshot:
     def has_vector(self) -> np.ndarray:
         return self._arrays["has_vector"]
 
+    @functools.cached_property
+    def vector_rows(self) -> int:
+        """How many rows have a vector (the arrays never change: counted once, not at every search)."""
+        return int(self.has_vector.sum())
+
+    def vector_rows_among(self, rows: list[int]) -> int:
+        return int(self.has_vector[rows].sum()) if rows else 0
+
     def similarities(self, queries: np.ndarray) -> np.ndarray:
         """``vectors @ queries.T``: float32, by row, for one query (dim,) or several (k, dim), read ``SCAN_ROWS``
         rows at a time into one buffer rather than through the map."""
