@@ -153,7 +153,9 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from its int8 ONNX file, run in numpy; mean pooling + L2 norm as sentence-transformers does.
 
     ``picoora.store.minilm`` runs the encoder over the memory-mapped int8 weights, dequantising one matrix
-    at a time, where onnxruntime would fold them into a ~90 MB float32 copy. A process that has loaded the
+    at a time on the first pass and keeping the encoder's float32 matrices (+40.5 MiB) from the second on,
+    where onnxruntime would fold them into a ~90 MB float32 copy. The last ``RECENT_QUERIES`` single texts'
+    vectors are remembered (``RecentQueries``). A process that has loaded the
     model and embedded one sentence is at about 60 MB RSS (onnxruntime: 226 MB, peak 282) after a 50 ms
     load; a query takes about 9 ms, 100 short texts 0.8 s (bench/embedder_bench.py, 2 cores).
 
