@@ -14,6 +14,8 @@ after it are what every later process pays.
 * one-shot turn: ``picoora agent --no-stream -m`` against the fake Ollama, wall time, CPU time (steadier
   when other work shares the machine) and peak RSS of the child. With 0 memories recall embeds nothing, so
   the model is not even loaded; the cost of the store's size is the difference between 1,000 and 10,000.
+* ``memory search`` command: the whole ``picoora memory search`` child (start-up, the store, the embedder, the
+  query, ``vector_status`` and printing): wall, CPU and peak RSS
 * ``memory search`` step: wall time of ``store.recall(..., touch=False)`` in a fresh process that opened
   the store (query embedding included: the model is loaded first and not counted)
 * recall excluding the query's embedding: ``MemoryIndex.search`` with a precomputed query vector
@@ -53,14 +55,15 @@ from picoora.store.embedder import MiniLMEmbedder
 MiniLMEmbedder().embed(["load the model first"])  # the model load is not the search step
 queries = json.loads(sys.argv[1])
 first = None
-times = []
+times, cpu = [], []
 for query in queries:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     result = store.recall(query, limit=5, touch=False)
     times.append(time.perf_counter() - t)
+    cpu.append(time.process_time() - c)
     if first is None:
         first = time.perf_counter() - started
-print(json.dumps({"first": first, "times": times}))
+print(json.dumps({"first": first, "times": times, "cpu": cpu}))
 """
 
 # In-process: recall excluding the query's embedding.
@@ -75,12 +78,13 @@ queries = json.loads(sys.argv[1])
 vectors = dict(zip(queries, MiniLMEmbedder().embed(queries)))
 index = store._memories.searchable()
 index.embed = lambda texts: np.stack([vectors[t] for t in texts])
-times = []
+times, cpu = [], []
 for query in queries * 3:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     index.search(query, 5)
     times.append(time.perf_counter() - t)
-print(json.dumps({"times": times}))
+    cpu.append(time.process_time() - c)
+print(json.dumps({"times": times, "cpu": cpu}))
 """
 
 # In a fresh interpreter: time the first open (full fold) and the rewrite after a tail of ops.
@@ -191,16 +195,21 @@ def bench_size(env: dict, home: Path, count: int, turn: bool, search: bool, runs
               f"CPU {statistics.median(cpu):.3f} s  "
               f"peak RSS median {statistics.median(rss):.1f} MB (max {max(rss):.1f})")
     if search:
+        command = [*picoora_command(), "memory", "search", QUERIES[0]]
+        results = [run_child(command, env) for _ in range(runs)]
+        walls, rss, cpu = [r[0] for r in results], [r[1] for r in results], [r[4] for r in results]
+        print(f"  `memory search` command, {count:>7,} memories: median {statistics.median(walls):.3f} s  "
+              f"CPU {statistics.median(cpu):.3f} s  peak RSS median {statistics.median(rss):.1f} MB")
         out = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, json.dumps(QUERIES)], env=env, cwd=ROOT,
                              capture_output=True, text=True, check=True)
         data = json.loads(out.stdout)
         print(f"  memory search step, {count:>7,} memories: first {data['first'] * 1000:.0f} ms after start; "
-              f"p50 {p50(data['times']):.1f} ms (query embedding included)")
+              f"p50 {p50(data['times']):.1f} ms, CPU p50 {p50(data['cpu']):.1f} ms (query embedding included)")
         out = subprocess.run([sys.executable, "-c", INDEX_SCRIPT, json.dumps(QUERIES)], env=env, cwd=ROOT,
                              capture_output=True, text=True, check=True)
-        times = json.loads(out.stdout)["times"]
-        print(f"  recall excluding the query's embedding, {count:>7,} memories: p50 {p50(times):.1f} ms  "
-              f"max {max(times) * 1000:.1f} ms")
+        data = json.loads(out.stdout)
+        print(f"  recall excluding the query's embedding, {count:>7,} memories: p50 {p50(data['times']):.1f} ms  "
+              f"max {max(data['times']) * 1000:.1f} ms, CPU p50 {p50(data['cpu']):.1f} ms")
 
 
 def bench_rewrite(env: dict, home: Path, count: int) -> None:

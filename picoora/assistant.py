@@ -268,6 +268,22 @@ class Assistant:
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
+    async def warm_up(self) -> None:
+        """Do now what a process's first turn would otherwise pay for (a long-lived front door calls this
+        before it serves): the tool schemas, the store's first recall (its index, the embedder when there
+        are vectors to compare with, the store's worker thread) and the modules they import. A gateway's
+        first burst of chats was about a second slower than every later one (issue 26). Nothing is
+        recorded (the recall touches nothing); a failure is left for the first turn to report."""
+        import logging
+
+        import picoora.session_models  # noqa: F401  (every session's first turn reads its model choice)
+
+        self.tools.schemas()
+        try:
+            await self.astore.recall("warm-up", limit=1, touch=False)
+        except Exception as exc:  # noqa: BLE001 - the first turn meets the same failure and reports it
+            logging.getLogger(__name__).debug("warm-up recall failed: %s", exc)
+
     async def aclose(self) -> None:
         """Wait for the running turns, background tasks and compactions, then close what this assistant owns
         (a person's assistant leaves the owner's model clients open)."""

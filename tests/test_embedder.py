@@ -18,6 +18,7 @@ from picoora.store.embedder import (
     EmbedderUnavailable,
     MiniLMEmbedder,
     OllamaEmbedder,
+    RecentQueries,
     create_embedder,
 )
 
@@ -234,3 +235,60 @@ def test_an_unwritable_cache_only_costs_the_hash(tmp_path):
     embedder = MiniLMEmbedder(model_path=_bundled_model_path(), model_sha256=MINILM_SHA256,
                               check_record=blocker / "verified.json")
     assert embedder.embed([GO]).shape == (1, 384)
+
+
+# ---------------------------------------------------------------------------- recent queries
+
+
+class _CountingEmbedder(MiniLMEmbedder):
+    def __init__(self):
+        super().__init__()
+        self.passes: list[list[str]] = []
+
+    def _embed(self, texts):
+        self.passes.append(list(texts))
+        return super()._embed(texts)
+
+
+def test_a_repeated_query_is_answered_from_the_recent_ones_and_cannot_be_corrupted():
+    embedder = _CountingEmbedder()
+    first = embedder.embed([PREFER])
+    first[0, :] = 0.0  # a caller scribbling on its result
+    again = embedder.embed([PREFER])
+    assert embedder.passes == [[PREFER]]
+    np.testing.assert_array_equal(again, _CountingEmbedder().embed([PREFER]))
+    assert abs(float(np.linalg.norm(again)) - 1.0) < 1e-5
+
+
+def test_only_single_texts_are_remembered_and_the_oldest_go_first():
+    embedder = _CountingEmbedder()
+    embedder._recent = RecentQueries(size=2)
+    embedder.embed([GO, RAIN])  # a batch (an import) neither reads nor fills the recent queries
+    embedder.embed([GO])
+    embedder.embed([RAIN])
+    embedder.embed([GO])  # GO is now the most recent, so PREFER pushes RAIN out
+    embedder.embed([PREFER])
+    embedder.embed([GO])
+    embedder.embed([RAIN])
+    assert embedder.passes == [[GO, RAIN], [GO], [RAIN], [PREFER], [RAIN]]
+
+
+def test_a_cached_query_is_never_answered_from_a_stale_memory_vector(tmp_path):
+    from contextlib import closing
+
+    from picoora.store.files import FileStore
+
+    embedder = _CountingEmbedder()  # one embedder, as shared_embedder gives every store of a process
+    question = "What is the door code?"
+    with closing(FileStore(tmp_path, embedder=embedder)) as writer, \
+            closing(FileStore(tmp_path, embedder=embedder)) as reader:  # another process's store, in effect
+        old = writer.add_memory("The door code is 4512").memory
+        assert reader.recall(question, limit=1).matches[0].memory.id == old.id
+        assert writer.forget(old.id)
+        new = writer.add_memory("The door code is 9981").memory  # the memory edited: forgotten, said again
+        passes = len(embedder.passes)
+        best = reader.recall(question, limit=5)
+        assert len(embedder.passes) == passes  # the question came from the recent queries...
+        assert [m.memory.id for m in best.matches] == [new.id]  # ...and was compared with the new vector only
+        fresh = MiniLMEmbedder().embed([question, "The door code is 9981"])
+        assert best.matches[0].similarity == pytest.approx(float(fresh[0] @ fresh[1]), abs=1e-5)

@@ -191,3 +191,35 @@ def test_one_provider_serves_concurrent_chats_and_successive_event_loops():
         llm, _ = make_llm("ollama", fake.url + "/v1")  # an OpenAI-style base is accepted too
         assert asyncio.run(many(llm)) == [f"echo: q{i}" for i in range(5)]
         assert asyncio.run(llm.chat([Message("user", "again")])).content == "echo: again"
+
+
+def test_chats_that_start_together_share_one_capability_probe_and_a_failed_one_is_asked_again():
+    class Counting(FakeOllama):
+        def route(self, exchange):
+            if exchange.path == "/api/show":
+                self.shows += 1
+                if self.shows == 1:  # the first probe fails (not retried: max_retries=0)
+                    exchange.send_json(500, {"error": "busy"})
+                    return
+            super().route(exchange)
+
+    async def burst(llm: OllamaLLM, n: int) -> list[str]:
+        answers = await asyncio.gather(*(llm.chat([Message("user", f"q{i}")]) for i in range(n)),
+                                       return_exceptions=True)
+        return [a.content if not isinstance(a, BaseException) else "failed" for a in answers]
+
+    async def scenario(llm: OllamaLLM) -> tuple[list[str], list[str], list[str]]:
+        first = await burst(llm, 5)
+        second = await burst(llm, 5)
+        third = await burst(llm, 5)
+        await llm.close()
+        return first, second, third
+
+    with Counting(responder=lambda body: Reply("ok"), delay=0.01) as fake:
+        fake.shows = 0
+        llm, _ = make_llm("ollama", fake.url, max_retries=0)
+        first, second, third = asyncio.run(scenario(llm))
+        assert first == ["failed"] * 5  # all five waited for the one probe, which failed
+        assert second == third == ["ok"] * 5
+        assert fake.shows == 2  # the failed probe, then one for the ten chats after it
+        assert len(fake.requests) == 10

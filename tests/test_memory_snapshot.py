@@ -6,13 +6,15 @@ import json
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from picoora.store import file_memories
+from picoora.store.base import MemoryRecord
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from picoora.store.memory_index import MemoryIndex
-from picoora.store.memory_snapshot import snapshot_dir
+from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
 FACTS = ["The boat is moored at pier seven", "The spare key is under the blue flowerpot",
@@ -154,3 +156,101 @@ def test_a_store_takes_the_snapshot_another_store_rewrote_instead_of_folding_aga
         writer.list_memories()  # the writer folds its long tail into a new snapshot
         _no_replay(monkeypatch)
         assert len(reader.list_memories()) == len(FACTS) + 7
+
+
+def test_vector_status_counts_missing_vectors_without_decoding_a_record(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    with closing(_store(ws, salt="old")) as old:  # vectors of another model: missing for the store below
+        old_ids = [old.add_memory(f"old fact {n} about the {word}").memory.id
+                   for n, word in enumerate(("harbour", "garden", "attic"))]
+    ids = _fill(ws)
+    with closing(_store(ws)) as store, closing(_store(ws, salt="old")) as writer:
+        store.list_memories()  # the snapshot: 3 rows without this model's vector, 4 with
+        assert store.forget(old_ids[0]) and store.forget(ids[3])
+        store.recall("boat moored pier", limit=1)  # a touched row changes its record, not its vector
+        store.add_memory("The canoe is stored in the shed")
+        writer.add_memory("old fact about the cellar")  # another process's line, read from the tail
+        decoded = sum(1 for m in store.list_memories() if m.embedding_model != store.vector_status().embedder)
+
+        def refuse(self, row):
+            raise AssertionError("a record was decoded to count vectors")
+
+        monkeypatch.setattr(Snapshot, "record", refuse)
+        assert store.vector_status().missing == decoded == 3
+    monkeypatch.undo()
+    with closing(_store(ws, salt="new")) as other:  # a snapshot of another model's: its records say
+        assert other.vector_status().missing == len(other.list_memories()) == 7
+
+
+def _seeded_log(path: Path, count: int, model: str) -> np.ndarray:
+    """A memory log of ``count`` memories with random unit vectors of ``model``; returns the vectors."""
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((count, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as out:
+        for i, vector in enumerate(vectors):
+            record = MemoryRecord(id=f"s{i:05d}", content=f"seeded memory number {i}", embedding_model=model)
+            out.write(json.dumps(file_memories.add_op(record, file_memories.encode_vector(vector))) + "\n")
+    return vectors
+
+
+def _mapped_kb(name_end: str) -> int:
+    """Rss of this process's mapping of the file whose name ends with ``name_end`` (/proc/self/smaps)."""
+    rss, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line[:1].isdigit() or line[:1] in "abcdef" and "-" in line.split()[0]:
+            inside = line.rstrip().endswith(name_end)
+        elif inside and line.startswith("Rss:"):
+            rss += int(line.split()[1])
+    return rss
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
+def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tmp_path, monkeypatch):
+    from picoora.store import memory_snapshot
+
+    monkeypatch.setattr(memory_snapshot, "SCAN_ROWS", 96)  # 144 KB chunks, the last one short: 11 reads
+    log = tmp_path / "memories.jsonl"
+    vectors = _seeded_log(log, 1000, "test-hash-384")
+    memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors),
+                                       "test-hash-384")
+    memories.refresh()
+    snapshot = memories._base
+    query = vectors[123]
+    np.testing.assert_allclose(snapshot.similarities(query), vectors @ query, atol=1e-6)
+    assert _mapped_kb("vectors.npy") <= 8  # read into a buffer: the map's 1.5 MB were not touched
+    index = memories.searchable()
+    assert index.find_duplicate("the seeded memory number 123", query).id == "s00123"  # dedup scans too
+    assert int(np.argmax(snapshot.similarities(query))) == 123
+
+
+def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_path, monkeypatch):
+    from picoora.store import memory_index
+
+    monkeypatch.setattr(memory_index, "DEDUP_PRODUCT", 3)  # a product of 3 similarities: many small batches
+    ws = tmp_path / "ws"
+    ids = _fill(ws)  # FACTS, in the snapshot once the next store opens
+    with closing(_store(ws)) as store:
+        store.list_memories()
+        store.forget(ids[3])
+        tail = store.add_memory("The canoe is stored in the shed").memory.id
+        index = store._memories.searchable()
+        contents = [
+            "at pier seven the boat is moored",  # the snapshot's FACTS[0], words reordered: same vector
+            "The spare key is under the blue flowerpot",  # exact text of a snapshot row
+            "Invoice INV-2024-0999 covers the new laptops",  # another code: a new fact
+            "Grandma Rosa turns ninety next spring",  # forgotten: new again
+            "in the shed the canoe is stored",  # the tail's memory, reordered
+            "Something nobody said before",
+        ]
+        vectors = HashEmbedder().embed(contents)
+        batched = index.find_duplicates(contents, vectors)
+        one_by_one = [index.find_duplicate(c, v) for c, v in zip(contents, vectors, strict=True)]
+        assert [r and r.id for r in batched] == [r and r.id for r in one_by_one] == [ids[0], ids[1], None, None,
+                                                                                     tail, None]
+        assert [r and r.id for r in index.find_duplicates(contents, None)] == [None, ids[1], None, None, None, None]
+        tail_only = MemoryIndex(HashEmbedder())
+        for record in store.list_memories():
+            tail_only.add(record, HashEmbedder().embed([record.content])[0])
+        assert [r and r.id for r in tail_only.find_duplicates(contents, vectors)] == [r and r.id for r in batched]

@@ -118,3 +118,22 @@ def test_reader_sees_the_graph_interface():
     assert graph.outputs == ["last_hidden_state"]
     norms = [n for n in graph.nodes if n.op_type == "LayerNormalization"]
     assert len(norms) == 13 and all(n.attributes["axis"] == -1 for n in norms)
+
+
+def test_a_second_pass_keeps_the_encoder_weights_and_gives_the_same_vectors():
+    embedder = MiniLMEmbedder()
+    model, _ = embedder._load()
+    assert isinstance(model, MiniLM)
+    encoder = [m.weight for layer in model.layers for m in (layer.query, layer.key, layer.value, layer.output,
+                                                            layer.intermediate, layer.ffn_output)]
+    texts = SENTENCES[:2]  # one batch, so one forward pass per call (and a batch bypasses the recent queries)
+    first = embedder.embed(texts)  # a one-shot turn's only pass: one float32 matrix at a time
+    assert not any(m.resident for m in encoder)
+    second = embedder.embed(texts)
+    assert all(m.resident for m in encoder) and not model.word.resident  # rows are gathered, never made dense
+    third = embedder.embed(texts)  # from the kept matrices
+    np.testing.assert_allclose(second, first, atol=1e-6)
+    np.testing.assert_allclose(third, first, atol=1e-6)
+    kept = encoder[0].dense()
+    assert kept is encoder[0].dense() and not kept.flags.writeable
+    np.testing.assert_array_equal(kept, encoder[0].values.astype(np.float32) * encoder[0].scale)

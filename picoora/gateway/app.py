@@ -97,6 +97,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await runtime.close()
         raise
     gateway.service_lines = list(runtime.started)
+    await assistant.warm_up()  # before the first request is accepted, so the first burst is not the slow one
     try:
         yield
     finally:

@@ -71,6 +71,7 @@ class OllamaLLM:
         self.base = native_base(settings.api_base)
         self._clients: PerLoopClient[ollama.AsyncClient] = PerLoopClient(self._new_client, lambda c: c.close())
         self._capabilities: dict[str, frozenset[str] | None] = {}
+        self._probes: dict[str, asyncio.Future[frozenset[str] | None]] = {}  # /api/show under way, by model
         self._told_no_tools: set[str] = set()
 
     def _new_client(self) -> ollama.AsyncClient:
@@ -156,7 +157,12 @@ class OllamaLLM:
         return min(LOAD_RECHECK_SECONDS, self._settings.timeout - waited)
 
     async def _model_capabilities(self, model: str) -> frozenset[str] | None:
-        if model not in self._capabilities:
+        """Asked once per model: chats that start together before the answer wait for the same /api/show
+        (a gateway's first burst sent one per chat). A failed probe is not kept, so the next chat asks again."""
+        if model in self._capabilities:
+            return self._capabilities[model]
+        probe = self._probes.get(model)
+        if probe is None or probe.get_loop() is not asyncio.get_running_loop():
 
             async def show() -> ollama.ShowResponse:
                 _retry_after.set([None])
@@ -164,8 +170,16 @@ class OllamaLLM:
                                                    seconds=self._settings.first_response,
                                                    where=f"Ollama at {self.base}", setting=FIRST_RESPONSE_SETTING)
 
-            self._capabilities[model] = capabilities_of(await self._with_retries(show, model))
-        return self._capabilities[model]
+            async def ask() -> frozenset[str] | None:
+                try:
+                    self._capabilities[model] = capabilities_of(await self._with_retries(show, model))
+                    return self._capabilities[model]
+                finally:
+                    if self._probes.get(model) is probe:
+                        del self._probes[model]
+
+            probe = self._probes[model] = asyncio.ensure_future(ask())
+        return await asyncio.shield(probe)  # one chat cancelled does not cancel the others' probe
 
     async def _with_retries(self, attempt: Callable[[], Awaitable[T]], model: str, sink: DeltaSink | None = None) -> T:
         try:

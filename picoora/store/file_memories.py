@@ -229,6 +229,21 @@ class _Memories:
     def __len__(self) -> int:
         return (self.base.rows - len(self.overlay.dead) if self.base else 0) + len(self.tail)
 
+    def without_vector(self, model: str) -> int:
+        """How many live memories have no vector of ``model``. A snapshot of that model says so in
+        ``has_vector`` (its matrix holds exactly that model's vectors, and a re-embedded row moves to the tail),
+        so no record is decoded; only a snapshot of another model's (a store opened with a different
+        embedder) has its records read."""
+        tail = sum(1 for entry in self.tail.values() if entry.record.embedding_model != model)
+        base = self.base
+        if base is None:
+            return tail
+        dead = sorted(self.overlay.dead)
+        if base.model != model:
+            return tail + sum(1 for row in range(base.rows) if row not in self.overlay.dead
+                              and (self.overlay.changed.get(row) or base.record(row)).embedding_model != model)
+        return tail + base.rows - len(dead) - (base.vector_rows - base.vector_rows_among(dead))
+
     def values(self) -> Iterator[_Entry]:
         if self.base is not None:
             for row in range(self.base.rows):
@@ -495,15 +510,20 @@ class MemoryLog:
     def import_records(self, records: list[MemoryRecord], vectors: list, model: str | None) -> int:
         """Add records that are not already here (by text, or by vector when there is one), keeping their
         ids unless taken; returns how many were added."""
+        import numpy as np
+
         index = self.searchable()
+        contents = [source.content.strip() for source in records]
+        # Callers embed every record or none (keyword-only), so the vectors are one matrix or no matrix.
+        matrix = np.stack(vectors) if vectors and all(v is not None for v in vectors) else None
+        duplicates = index.find_duplicates(contents, matrix)
         ops: list[dict[str, Any]] = []
         batch_texts: set[str] = set()  # the index cannot see duplicates inside this batch
         batch_ids: set[str] = set()
         now = now_utc()
-        for source, vector in zip(records, vectors, strict=True):
-            content = source.content.strip()
+        for source, content, vector, duplicate in zip(records, contents, vectors, duplicates, strict=True):
             text = normalise_text(content)
-            if not content or text in batch_texts or index.find_duplicate(content, vector) is not None:
+            if not content or text in batch_texts or duplicate is not None:
                 continue
             batch_texts.add(text)
             taken = source.id in batch_ids or source.id in self._entries
@@ -597,7 +617,12 @@ class MemoryLog:
         self.refresh()
         self.compact()  # also rebuilds the snapshot with the new vectors
         self._reindex_progress_path.unlink(missing_ok=True)
-        return sum(1 for entry in self._entries.values() if entry.record.embedding_model == model)
+        return len(self._entries) - self._entries.without_vector(model)
+
+    def without_vector(self, model: str) -> int:
+        """How many memories have no vector of ``model`` (found by keywords only until a reindex)."""
+        self.refresh()
+        return self._entries.without_vector(model)
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether a memory with this id and this content is already here (an import being rerun)."""

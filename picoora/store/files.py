@@ -498,7 +498,7 @@ class FileStore:
             return VectorStatus(embedder="", where="", missing=0)
         model_id = self._embedder.model_id
         with self._lock:
-            missing = sum(1 for r in self._memories.records() if r.embedding_model != model_id)
+            missing = self._memories.without_vector(model_id)
         where = "via Ollama" if model_id.startswith("ollama:") else "local, CPU"
         return VectorStatus(embedder=model_id, where=where, missing=missing)
 

@@ -19,7 +19,7 @@ from picoora.store import ranking
 from picoora.store.base import MemoryRecord, RecallResult
 from picoora.store.blas import one_blas_thread
 from picoora.store.keywords import idf, tokenize
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.memory_index import MemoryIndex, product_batches
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,7 +55,7 @@ class LogIndex:
         self._tail = tail
         self.model_id = tail.model_id
         self._base_vectors = (self._base is not None and self._base.model == tail.model_id
-                              and bool(self._base.has_vector.any()))
+                              and self._base.vector_rows > 0)
 
     @property
     def unavailable_reason(self) -> str | None:
@@ -89,7 +89,7 @@ class LogIndex:
             ranker.add(record, vector)
         matches = ranker.rank(query, query_vector, limit, now=now, confident_only=confident_only)
         live_base = base.rows - len(dead)
-        base_with_vector = int(base.has_vector.sum() - base.has_vector[dead].sum()) if self._base_vectors else 0
+        base_with_vector = base.vector_rows - base.vector_rows_among(dead) if self._base_vectors else 0
         total = live_base + len(self._tail)
         return self._tail.result(matches, query_vector, total - base_with_vector - self._tail.vector_count(), total)
 
@@ -118,32 +118,48 @@ class LogIndex:
         return list(rows)
 
     @staticmethod
-    def _base_similarities(base: Snapshot, vector: np.ndarray, dead: list[int]) -> np.ndarray:
-        """Cosine of ``vector`` to every snapshot row; -inf for dead rows and rows without a vector."""
+    def _base_similarities(base: Snapshot, vectors: np.ndarray, dead: list[int]) -> np.ndarray:
+        """Cosine of ``vectors`` ((dim,) or (k, dim)) to every snapshot row, by row; -inf for dead rows and
+        rows without a vector."""
         import numpy as np
 
-        sims = base.vectors @ vector
-        sims[~np.asarray(base.has_vector)] = -np.inf
+        sims = base.similarities(vectors)
+        sims[~base.has_vector] = -np.inf
         if dead:
             sims[dead] = -np.inf
         return sims
 
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
         """A live memory ``content`` repeats (``ranking.is_same_fact``): exact text first, then the closest."""
-        with one_blas_thread():
-            return self._find_duplicate(content, vector)
+        return self.find_duplicates([content], None if vector is None else vector[None, :])[0]
 
-    def _find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
+    def find_duplicates(self, contents: list[str], vectors: np.ndarray | None) -> list[MemoryRecord | None]:
+        """``find_duplicate`` for each of ``contents`` against the live memories (``MemoryIndex.find_duplicates``:
+        the snapshot's matrix is scanned once per batch of texts, not once per text)."""
+        with one_blas_thread():
+            return self._find_duplicates(contents, vectors)
+
+    def _find_duplicates(self, contents: list[str], vectors: np.ndarray | None) -> list[MemoryRecord | None]:
         base = self._base
+        found: list[MemoryRecord | None] = [None] * len(contents)
+        dead, changed = self._overlay.copy_state() if base is not None else ([], {})
         if base is not None:
-            dead, changed = self._overlay.copy_state()
-            for row in base.rows_with_text(content):
-                if row not in dead:
-                    return replace(changed.get(row) or base.record(row))
-        same = self._tail.find_duplicate(content, vector)
-        if same is not None or vector is None or base is None or not self._base_vectors:
-            return same
-        sims = self._base_similarities(base, vector, dead)
-        record = ranking.closest_same_fact(content, sims, lambda row: changed.get(row) or base.record(row),
-                                           self._tail.dedup_similarity)
-        return None if record is None else replace(record)
+            gone = set(dead)
+            for j, content in enumerate(contents):
+                row = next((r for r in base.rows_with_text(content) if r not in gone), None)
+                if row is not None:
+                    found[j] = replace(changed.get(row) or base.record(row))
+        rest = [j for j, record in enumerate(found) if record is None]
+        in_tail = self._tail.find_duplicates([contents[j] for j in rest], None if vectors is None else vectors[rest])
+        for j, record in zip(rest, in_tail, strict=True):
+            found[j] = record
+        if vectors is None or base is None or not self._base_vectors:
+            return found
+        for batch in product_batches(base.rows, [j for j, record in enumerate(found) if record is None]):
+            sims = self._base_similarities(base, vectors[batch], dead)
+            for column, j in enumerate(batch):
+                record = ranking.closest_same_fact(contents[j], sims[:, column],
+                                                   lambda row: changed.get(row) or base.record(row),
+                                                   self._tail.dedup_similarity)
+                found[j] = None if record is None else replace(record)
+        return found

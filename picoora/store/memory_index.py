@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -29,7 +30,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 RETRY_EMBEDDER_SECONDS = 30.0  # after a failure, do not pay a timeout per call: try again after this long
+DEDUP_PRODUCT = 1 << 22  # similarities held at once by a batched duplicate check: 16 MB
 _INITIAL_ROWS = 8  # a person may have a handful of memories: 64 rows of vectors were 98 KB each
+
+
+def product_batches(rows: int, columns: list[int]) -> Iterator[list[int]]:
+    """``columns`` cut into batches whose (rows x batch) float32 similarity matrix stays within
+    ``DEDUP_PRODUCT`` elements."""
+    size = max(1, DEDUP_PRODUCT // max(rows, 1))
+    for start in range(0, len(columns), size):
+        yield columns[start : start + size]
 
 
 class MemoryIndex:
@@ -144,19 +154,32 @@ class MemoryIndex:
 
     def find_duplicate(self, content: str, vector: np.ndarray | None) -> MemoryRecord | None:
         """A stored memory ``content`` repeats (``ranking.is_same_fact``), closest first; None when it is new."""
+        return self.find_duplicates([content], None if vector is None else vector[None, :])[0]
+
+    def find_duplicates(self, contents: list[str], vectors: np.ndarray | None) -> list[MemoryRecord | None]:
+        """``find_duplicate`` for each of ``contents`` (``vectors``: their (k, dim) matrix, or None), against
+        the memories stored now (not each other). The vectors are compared in a few matrix products, each
+        reading the stored matrix once, where one product per text read it once per text: an import's check
+        against a growing store was what made its rate fall."""
         with self._lock:
-            same = self._by_text.get(normalise_text(content))
-            if same:
-                return self._records[min(same)]
+            found = [self._same_text(content) for content in contents]
             n = len(self._ids)
-            if vector is None or self._vectors is None or n == 0:
-                return None
+            if vectors is None or self._vectors is None or n == 0:
+                return found
             import numpy as np
 
-            sims = self._vectors[:n] @ vector
-            sims[~self._has_vector[:n]] = -np.inf
-            return ranking.closest_same_fact(content, sims, lambda row: self._records[self._ids[row]],
-                                             self.dedup_similarity)
+            for batch in product_batches(n, [j for j, record in enumerate(found) if record is None]):
+                sims = self._vectors[:n] @ vectors[batch].T
+                sims[~self._has_vector[:n]] = -np.inf
+                for column, j in enumerate(batch):
+                    found[j] = ranking.closest_same_fact(contents[j], sims[:, column],
+                                                         lambda row: self._records[self._ids[row]],
+                                                         self.dedup_similarity)
+            return found
+
+    def _same_text(self, content: str) -> MemoryRecord | None:
+        same = self._by_text.get(normalise_text(content))
+        return self._records[min(same)] if same else None
 
     def search(self, query: str, limit: int, *, now: datetime | None = None,
                confident_only: bool = False) -> RecallResult:

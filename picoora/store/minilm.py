@@ -2,8 +2,10 @@
 
 The ONNX model keeps every large weight as an int8 initializer that the graph turns into float32 with
 Cast -> Mul(scale) right before use. onnxruntime folds those into a float32 copy of the model (~90 MB);
-here the int8 arrays stay memory-mapped and each matrix is dequantised only while its product is being
-computed, so the working set is the int8 file pages actually touched plus one float32 matrix (<= 2.4 MB).
+here the int8 arrays stay memory-mapped. The first forward pass dequantises each matrix only while its
+product is computed (one float32 matrix, <= 2.4 MB, at a time), so a process that embeds once (a one-shot
+turn) never holds more; from the second pass on, the 36 encoder matrices are kept as float32 (+40 MiB),
+because converting them again cost ~9 ms of every later embedding in a long-lived process (the gateway).
 
 ``MiniLM.load`` finds the weights by tracing the graph from its inputs (which Gather reads ``input_ids``,
 which MatMul's output reaches the attention scores as the query, ...) rather than by initializer names,
@@ -14,7 +16,7 @@ constants) from the graph too. A model laid out differently raises ``ModelLayout
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
 # below float32's resolution for GELU's purposes (numpy has no erf of its own).
 _ERF_P = 0.3275911
 _ERF_A = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)  # a5 .. a1, for Horner's rule
+
+# Uses of a matrix after which its float32 form is kept (see the module's docstring).
+KEEP_AFTER_USES = 2
 
 # Ops that only move data between a projection and the product that consumes it (head split / merge).
 _RESHAPES = {"Reshape", "Transpose"}
@@ -42,13 +47,26 @@ class Quantized:
 
     values: np.ndarray
     scale: np.ndarray
+    _resident: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+    _uses: int = field(default=0, init=False, repr=False, compare=False)
 
     def dense(self) -> np.ndarray:
+        """The float32 matrix: made for this product on first use, kept from the second use on."""
+        resident = self._resident
+        if resident is not None:
+            return resident
         import numpy as np
 
-        matrix = self.values.astype(np.float32)
-        matrix *= self.scale
+        matrix = np.multiply(self.values, self.scale, dtype=np.float32)
+        self._uses += 1  # two threads racing here at worst both keep an identical matrix
+        if self._uses >= KEEP_AFTER_USES:
+            matrix.flags.writeable = False  # shared by every later product: nothing may write into it
+            self._resident = matrix
         return matrix
+
+    @property
+    def resident(self) -> bool:
+        return self._resident is not None
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         import numpy as np
@@ -71,7 +89,7 @@ class Linear:
     bias: np.ndarray
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        out = x @ _dense(self.weight)  # the float32 matrix is dropped as soon as the product exists
+        out = x @ _dense(self.weight)  # on a first use, the float32 matrix is dropped once the product exists
         out += self.bias
         return out
 
