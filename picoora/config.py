@@ -128,7 +128,8 @@ class GatewayConfig(_Section):
 
 class ChannelConfig(_Section):
     enabled: bool = False
-    token: str = ""
+    token: str = ""  # the bot token (Slack: the xoxb- one)
+    app_token: str = ""  # Slack only: the app-level xapp- token that opens the Socket Mode connection
     allow_from: list[str] = []  # user ids or @usernames; empty admits nobody; ["*"] admits everyone
     api_base: str = ""  # the platform's API root (empty: the public one); tests point it at a fake
 

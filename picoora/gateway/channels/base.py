@@ -10,6 +10,9 @@ callables it needs, and reaches nothing else of the gateway:
   outbound delivery (this channel's ``send``) when the turn ends;
 - ``get_state`` / ``set_state``: the channel's own bookkeeping in the owner's store (Telegram's offset).
 
+A channel says how it stands with its platform through ``report`` (``CONNECTED``, ``REFUSED_TOKEN``,
+``UNREACHABLE``); the gateway's start-up lines wait briefly for the first report (``first_state``).
+
 The base also shows a typing indicator while the assistant works on a chat, stopped when the reply is sent.
 
 Adding Discord or Slack is one module: subclass ``Channel``, implement ``run`` (receive until cancelled),
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 
 TYPING_REFRESH_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per request
 TYPING_LIMIT_SECONDS = 600.0  # never type for ever if a reply is lost
+CONNECTING, CONNECTED, REFUSED_TOKEN, UNREACHABLE = "connecting", "connected", "refused token", "unreachable"
 PAIRING_REPLY = ("I don't know you yet, so I can't help here. Ask my owner to let you in with:\n"
                  "picoora pair approve {code}\n(this code works for one hour)")
 
@@ -56,6 +60,23 @@ class Channel(abc.ABC):
         self.config = config
         self.links = links
         self._typing: dict[str, asyncio.Task[None]] = {}
+        self.state = CONNECTING
+        self._reported = asyncio.Event()
+
+    def report(self, state: str) -> None:
+        """How the channel stands with its platform now (logged when it changes)."""
+        if state != self.state:
+            log.info("%s: %s", self.name, state)
+        self.state = state
+        self._reported.set()
+
+    async def first_state(self, seconds: float) -> str:
+        """The first state reported within ``seconds`` (else still ``connecting``)."""
+        try:
+            await asyncio.wait_for(self._reported.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        return self.state
 
     @abc.abstractmethod
     async def run(self) -> None:

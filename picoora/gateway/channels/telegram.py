@@ -19,6 +19,7 @@ import warnings
 from typing import Any
 
 from picoora.gateway.channels.base import Channel
+from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
 from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.people import Sender
@@ -34,33 +35,6 @@ SEND_ATTEMPTS = 5
 PUBLIC_API = "https://api.telegram.org"
 
 
-class _TokenScrubbingRecords:
-    """A log record factory that takes the token out of every record as it is made: request URLs carry the
-    token, and httpx (INFO) and python-telegram-bot (DEBUG) log them from loggers of their own, which a
-    logger filter would not cover."""
-
-    def __init__(self, token: str):
-        self.token = token
-        self.previous = logging.getLogRecordFactory()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.previous(*args, **kwargs)
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record is the logger's problem, not ours
-            return record
-        if self.token in message:
-            record.msg, record.args = scrub(message, [self.token]), None
-        return record
-
-    def install(self) -> None:
-        logging.setLogRecordFactory(self)
-
-    def uninstall(self) -> None:
-        if logging.getLogRecordFactory() is self:
-            logging.setLogRecordFactory(self.previous)
-
-
 class TelegramChannel(Channel):
     name = "telegram"
 
@@ -70,7 +44,7 @@ class TelegramChannel(Channel):
 
         if not self.config.token:
             raise ValueError("channels.telegram.token is empty: set it (or PICO_CHANNELS_TELEGRAM_TOKEN)")
-        self._records = _TokenScrubbingRecords(self.config.token)
+        self._records = TokenScrubbingRecords(self.config.token)
         self._records.install()  # before the Bot exists: it logs its URL when made
         root = (self.config.api_base or PUBLIC_API).rstrip("/")
         self.bot = Bot(self.config.token, base_url=f"{root}/bot", base_file_url=f"{root}/file/bot")

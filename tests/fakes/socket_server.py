@@ -1,0 +1,55 @@
+"""A websocket server on 127.0.0.1 in a thread of its own, for the fakes of platforms that push events
+over a socket (Discord's gateway, Slack's Socket Mode); spoken to by the channels' real client code.
+
+The fake's ``on_connect(ws)`` coroutine runs once per connection on the server's loop; ``run(coro)``
+runs a coroutine there from the test's thread and returns its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection, serve
+
+
+class SocketServer:
+    def __init__(self, on_connect: Callable[[ServerConnection], Awaitable[None]]):
+        self._on_connect = on_connect
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self.port = 0
+        self._thread = threading.Thread(target=self._serve, name="fake-socket", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> SocketServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stop = asyncio.Event()
+        async with serve(self._on_connect, "127.0.0.1", 0, max_size=None) as server:
+            self.port = next(iter(server.sockets)).getsockname()[1]
+            self._ready.set()
+            await self._stop.wait()
+
+    def run(self, coro: Awaitable[Any], timeout: float = 10.0) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        return future.result(timeout)
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
