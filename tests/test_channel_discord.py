@@ -12,7 +12,14 @@ import pytest
 from picoora.config import ChannelConfig
 from picoora.gateway.channels.discord import DiscordChannel
 from picoora.people import Pairing
-from tests.fakes.channel_kit import ChannelHarness, wait_for
+from tests.fakes.channel_kit import (
+    ChannelHarness,
+    pair_then_talk,
+    pairing_code,
+    refuses_chat_id,
+    wait_for,
+    when_connected,
+)
 from tests.fakes.discord_server import FakeDiscord
 
 TOKEN = "ODk5.fake-discord-token.value"
@@ -23,13 +30,6 @@ def harness(tmp_path, fake, allow_from, token=TOKEN, **kwargs):
     return ChannelHarness(tmp_path, DiscordChannel, config, **kwargs)
 
 
-def when_connected(fake, script):
-    def run():
-        wait_for(lambda: fake.connected)
-        script()
-    return run
-
-
 def test_a_stranger_gets_one_pairing_code_and_nothing_reaches_the_agent(tmp_path):
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=[])
@@ -37,7 +37,7 @@ def test_a_stranger_gets_one_pairing_code_and_nothing_reaches_the_agent(tmp_path
             fake.dm("5", "hello?"), fake.dm("5", "hello??")))))
     assert h.admitted == []
     [reply] = fake.texts("75")
-    code = reply.split("approve ")[1].split()[0]
+    code = pairing_code(reply)
     assert [r.code for r in Pairing(h.store).pending()] == [code]
     assert h.channel.state == "connected"
 
@@ -60,16 +60,9 @@ def test_the_allow_list_by_id_username_or_star(tmp_path, allow_from, username, e
 
 def test_pairing_admits_a_stranger_as_their_own_person(tmp_path):
     with FakeDiscord(TOKEN) as fake:
-        h = harness(tmp_path, fake, allow_from=[])
-        asyncio.run(h.run(lambda: fake.texts("75"), seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("5", "hi"))))
-        code = fake.texts("75")[0].split("approve ")[1].split()[0]
-        assert Pairing(h.store).approve(code, "sam").name == "sam"
-        h2 = harness(tmp_path, fake, allow_from=[])
-        asyncio.run(h2.run(lambda: len(fake.texts("75")) > 1, seconds=5,
-                           meanwhile=when_connected(fake, lambda: fake.dm("5", "me again"))))
-    assert [(m.text, m.person.name, m.person.owner) for m in h2.admitted] == [("me again", "sam", False)]
-
+        admitted = pair_then_talk(lambda: harness(tmp_path, fake, allow_from=[]), fake,
+                                  lambda t: fake.dm("5", t), lambda: fake.texts("75"))
+    assert [(m.text, m.person.name, m.person.owner) for m in admitted] == [("me again", "sam", False)]
 
 def test_in_a_server_only_mentions_count_and_two_guests_stay_two_people(tmp_path):
     def script():
@@ -111,8 +104,8 @@ def test_a_dropped_socket_is_resumed_and_what_was_missed_is_answered(tmp_path):
         fake.dm("42", "before")
         wait_for(lambda: fake.texts("742"))
         fake.drop()
-        wait_for(lambda: not fake.connected)
         fake.dm("42", "while away")  # Discord keeps it for the resumed session
+        fake.reopen()
         wait_for(lambda: fake.resumes)
 
     with FakeDiscord(TOKEN) as fake:
@@ -189,12 +182,5 @@ def test_a_chat_id_that_is_not_a_channel_id_is_refused_before_any_request(tmp_pa
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"])
 
-        async def send():
-            try:
-                with pytest.raises(ValueError):
-                    await h.channel.deliver(chat_id, "hi")
-            finally:
-                await h.channel.close()
-
-        asyncio.run(send())
+        refuses_chat_id(h, chat_id)
     assert fake.sent == []

@@ -81,3 +81,44 @@ def wait_for(condition: Callable[[], Any], seconds: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("the condition did not hold in time")
         time.sleep(0.02)
+
+
+def when_connected(fake: Any, script: Callable[[], Any]) -> Callable[[], None]:
+    """A ``meanwhile`` that waits for the channel's socket to the fake, then runs ``script``."""
+    def run() -> None:
+        wait_for(lambda: fake.connected)
+        script()
+    return run
+
+
+def pairing_code(reply: str) -> str:
+    return reply.split("approve ")[1].split()[0]
+
+
+def pair_then_talk(make: Callable[[], ChannelHarness], fake: Any, say: Callable[[str], Any],
+                   replies: Callable[[], list[str]]) -> list[Any]:
+    """A stranger writes and gets a code, the owner approves it as "sam", the stranger writes again:
+    what the channel admitted the second time (on a fresh start, as after a restart)."""
+    first = make()
+    asyncio.run(first.run(replies, seconds=5, meanwhile=when_connected(fake, lambda: say("hi"))))
+    from picoora.people import Pairing
+
+    assert Pairing(first.store).approve(pairing_code(replies()[0]), "sam").name == "sam"
+    second = make()
+    asyncio.run(second.run(lambda: len(replies()) > 1, seconds=5,
+                           meanwhile=when_connected(fake, lambda: say("me again"))))
+    return second.admitted
+
+
+def refuses_chat_id(h: ChannelHarness, chat_id: str) -> None:
+    """``deliver`` to ``chat_id`` raises ValueError (before any request: the test checks its fake)."""
+    import pytest
+
+    async def send() -> None:
+        try:
+            with pytest.raises(ValueError):
+                await h.channel.deliver(chat_id, "hi")
+        finally:
+            await h.channel.close()
+
+    asyncio.run(send())

@@ -19,14 +19,14 @@ import threading
 from collections import deque
 from typing import Any
 
-from tests.fakes._http import Exchange, FakeServer
-from tests.fakes.socket_server import SocketServer
+from tests.fakes._http import Exchange
+from tests.fakes.socket_server import SocketPlatformFake
 
 BOT_ID = "900000000000000001"
 MESSAGE_CONTENT = 1 << 15
 
 
-class FakeDiscord(FakeServer):
+class FakeDiscord(SocketPlatformFake):
     def __init__(self, token: str = "ODk5.fake-discord-token.value", port: int = 0, heartbeat_ms: int = 200):
         super().__init__(port=port)
         self.token = token
@@ -38,24 +38,12 @@ class FakeDiscord(FakeServer):
         self.resumes: list[dict[str, Any]] = []
         self.heartbeats = 0
         self.ack_heartbeats = True
-        self.connections = 0
         self._events: list[dict[str, Any]] = []  # every dispatch, for replay on RESUME
         self._session = "fake-session-1"
-        self._current: Any = None
         self._lock = threading.Lock()
         self._next_id = 1000
-        self.sockets = SocketServer(self._on_connect)
 
     # -- what the test does ---------------------------------------------------------------------
-
-    def start(self) -> FakeDiscord:
-        self.sockets.start()
-        super().start()
-        return self
-
-    def stop(self) -> None:
-        super().stop()
-        self.sockets.stop()
 
     def dm(self, user_id: str, text: str, username: str = "") -> None:
         self._message(user_id, text, username, channel_id=f"7{user_id}", guild=False, mentions=[])
@@ -67,22 +55,11 @@ class FakeDiscord(FakeServer):
     def guild_message(self, user_id: str, text: str, channel_id: str = "5550001") -> None:
         self._message(user_id, text, "", channel_id=channel_id, guild=True, mentions=[])
 
-    def drop(self) -> None:
-        """Break the current socket without a close frame, as a network failure would."""
-        async def abort() -> None:
-            if self._current is not None:
-                self._current.transport.abort()
-        self.sockets.run(abort())
-
     def fail_next(self, status: int, retry_after: float | None = None) -> None:
         self.failures.append((status, retry_after))
 
     def texts(self, channel_id: str) -> list[str]:
         return [m["content"] for m in self.sent if m["channel_id"] == channel_id]
-
-    @property
-    def connected(self) -> bool:
-        return self._current is not None
 
     # -- the gateway ----------------------------------------------------------------------------
 
@@ -100,20 +77,13 @@ class FakeDiscord(FakeServer):
     async def _dispatch(self, event: str, data: dict[str, Any]) -> None:
         payload = {"op": 0, "t": event, "s": len(self._events) + 1, "d": data}
         self._events.append(payload)
-        if self._current is not None:
-            await self._current.send(json.dumps(payload))
+        if self.current is not None:
+            await self.current.send(json.dumps(payload))
 
-    async def _on_connect(self, ws: Any) -> None:
-        self.connections += 1
+    async def on_connect(self, ws: Any) -> None:
         await ws.send(json.dumps({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}}))
-        try:
-            async for raw in ws:
-                await self._on_frame(ws, json.loads(raw))
-        except Exception:  # the client went away
-            pass
-        finally:
-            if self._current is ws:
-                self._current = None
+        async for raw in ws:
+            await self._on_frame(ws, json.loads(raw))
 
     async def _on_frame(self, ws: Any, frame: dict[str, Any]) -> None:
         op, data = frame.get("op"), frame.get("d")
@@ -128,7 +98,7 @@ class FakeDiscord(FakeServer):
             elif not data.get("intents", 0) & MESSAGE_CONTENT:
                 await ws.close(4014, "Disallowed intent(s).")
             else:
-                self._current = ws
+                self.current = ws
                 self._events.append({})  # READY takes a sequence number too
                 await ws.send(json.dumps({"op": 0, "t": "READY", "s": len(self._events), "d": {
                     "session_id": self._session, "resume_gateway_url": self.sockets.url,
@@ -138,7 +108,7 @@ class FakeDiscord(FakeServer):
             if data.get("session_id") != self._session or data.get("token") != self.token:
                 await ws.send(json.dumps({"op": 9, "d": False}))
                 return
-            self._current = ws
+            self.current = ws
             for payload in self._events:
                 if payload and payload["s"] > (data.get("seq") or 0):
                     await ws.send(json.dumps(payload))

@@ -2,18 +2,23 @@
 over a socket (Discord's gateway, Slack's Socket Mode); spoken to by the channels' real client code.
 
 The fake's ``on_connect(ws)`` coroutine runs once per connection on the server's loop; ``run(coro)``
-runs a coroutine there from the test's thread and returns its result.
+runs a coroutine there from the test's thread and returns its result. ``SocketPlatformFake`` is a
+platform's whole fake: its HTTP API and its socket.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
+import json
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection, serve
+
+from tests.fakes._http import FakeServer
 
 
 class SocketServer:
@@ -53,3 +58,64 @@ class SocketServer:
         if self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
+
+
+class SocketPlatformFake(FakeServer):
+    """A platform fake with both halves: its HTTP API (``route``) and its socket (``on_connect``), started
+    and stopped together. ``current`` is the connection the platform pushes events to."""
+
+    def __init__(self, port: int = 0):
+        super().__init__(port=port)
+        self.current: ServerConnection | None = None
+        self.connections = 0
+        self.paused = False  # after ``drop``: new connections wait until ``reopen``
+        self.sockets = SocketServer(self._connected)
+
+    @abc.abstractmethod
+    async def on_connect(self, ws: ServerConnection) -> None:
+        """Speak the platform's protocol on one connection until it ends."""
+
+    async def _connected(self, ws: ServerConnection) -> None:
+        while self.paused:
+            await asyncio.sleep(0.01)
+        self.connections += 1
+        try:
+            await self.on_connect(ws)
+        except Exception:  # the client went away
+            pass
+        finally:
+            if self.current is ws:
+                self.current = None
+
+    def start(self) -> SocketPlatformFake:
+        self.sockets.start()
+        super().start()
+        return self
+
+    def stop(self) -> None:
+        super().stop()
+        self.sockets.stop()
+
+    @property
+    def connected(self) -> bool:
+        return self.current is not None
+
+    def push(self, payload: dict[str, Any]) -> None:
+        """Send ``payload`` on the current connection, if there is one."""
+        async def send() -> None:
+            if self.current is not None:
+                await self.current.send(json.dumps(payload))
+        self.sockets.run(send())
+
+    def drop(self) -> None:
+        """Break the current socket without a close frame, as a network failure would; the platform is
+        away (new connections wait) until ``reopen``."""
+        async def abort() -> None:
+            self.paused = True
+            if self.current is not None:
+                self.current.transport.abort()
+                self.current = None
+        self.sockets.run(abort())
+
+    def reopen(self) -> None:
+        self.paused = False
