@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from picoora.config import ChannelConfig
+from picoora.config import SlackChannelConfig
 from picoora.gateway.channels.slack import SlackChannel
 from picoora.gateway.channels.slack_format import to_mrkdwn
 from picoora.people import Pairing
@@ -27,7 +27,7 @@ BOT, APP = "xoxb-fake-bot-token-1234", "xapp-1-fake-app-token-5678"
 
 
 def harness(tmp_path, fake, allow_from, bot=BOT, app=APP, **kwargs):
-    config = ChannelConfig(enabled=True, token=bot, app_token=app, allow_from=allow_from, api_base=fake.url)
+    config = SlackChannelConfig(enabled=True, token=bot, app_token=app, allow_from=allow_from, api_base=fake.url)
     return ChannelHarness(tmp_path, SlackChannel, config, **kwargs)
 
 

@@ -66,7 +66,7 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     report = json.loads(healthy.stdout)
     assert healthy.returncode == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "source",
-                                                      "storage", "stored", "embedder", "exec"]
+                                                      "storage", "stored", "embedder", "exec", "channels"]
     assert report["model"] == {"session": "cli:default", "provider": "ollama", "model": "qwen3:latest",
                                "source": "config",
                                "default": {"provider": "ollama", "model": "qwen3:latest", "source": "config",

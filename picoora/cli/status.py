@@ -65,6 +65,7 @@ def status(
         *storage,
         Line("Exec", _exec_text(config)),
         *_mcp_lines(config, workspace),
+        _channels_line(config),
     ]
     healthy = all(line.ok for line in lines)
     if as_json:
@@ -183,6 +184,22 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
                  f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
                  r.ok or r.text == "disabled")
             for r in reports]
+
+
+def _channels_line(config: Config) -> Line:
+    """Every chat channel with its state: off, or what its platform said to the token just now."""
+    import asyncio
+
+    from picoora.gateway.channels.base import CONNECTED
+    from picoora.gateway.channels.probe import OFF, probe_all
+
+    states = asyncio.run(probe_all(config))
+    text = ", ".join(f"{name} {state}" if state in (OFF, CONNECTED) else f"{name} {BAD} {state}"
+                     for name, state in states.items())
+    bad = [name for name, state in states.items() if state not in (OFF, CONNECTED)]
+    if bad:
+        text += f" (check channels.{bad[0]} in the config, and the README's channel section)"
+    return Line("Channels", text, not bad)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -81,6 +81,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await runtime.close()
         raise
     gateway.service_lines = list(runtime.started)
+    gateway.channel_lines = list(runtime.channel_lines)
     try:
         yield
     finally:

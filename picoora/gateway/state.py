@@ -37,6 +37,7 @@ class Gateway:
     started_at: float = field(default_factory=time.monotonic)
     on_fallback: list[str] = field(default_factory=list)  # the store's fallback line, if there was one
     service_lines: list[str] = field(default_factory=list)  # what each service said when it started
+    channel_lines: list[str] = field(default_factory=list)  # each chat channel and its state at start-up
     stop_requested_at: float | None = None
     one_off_token: bool = False  # no gateway.token configured: this run made one up
 

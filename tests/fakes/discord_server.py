@@ -1,6 +1,7 @@
 """A fake Discord on 127.0.0.1: the REST API and the gateway websocket, as the Discord channel uses them.
 
-REST: ``GET /gateway/bot`` (checks ``Authorization: Bot <token>``, gives the socket's address),
+REST: ``GET /gateway/bot`` (checks ``Authorization: Bot <token>``, gives the socket's address), ``GET
+/users/@me``,
 ``POST /channels/{id}/messages`` (recorded; more than 2,000 characters is a 400, as on Discord) and
 ``POST /channels/{id}/typing`` (recorded); ``fail_next(429, retry_after=1.5)`` or ``fail_next(500)``
 scripts failures of the next message sends.
@@ -122,6 +123,9 @@ class FakeDiscord(SocketPlatformFake):
             return
         if exchange.path.endswith("/gateway/bot"):
             exchange.send_json(200, {"url": self.sockets.url, "shards": 1})
+            return
+        if exchange.path.endswith("/users/@me"):
+            exchange.send_json(200, {"id": BOT_ID, "username": "pico", "bot": True})
             return
         match = re.fullmatch(r".*/channels/(\d+)/(messages|typing)", exchange.path)
         if match is None or exchange.method != "POST":

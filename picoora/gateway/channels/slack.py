@@ -20,7 +20,7 @@ import re
 from collections import OrderedDict
 from typing import Any
 
-from picoora.config import ChannelConfig
+from picoora.config import SlackChannelConfig
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.slack_format import SLACK_PIECE, to_mrkdwn
 from picoora.gateway.channels.socket_channel import SocketChannel
@@ -44,20 +44,21 @@ _THREAD_TS = re.compile(r"^\d{1,12}\.\d{1,9}$")
 class SlackChannel(SocketChannel):
     name = "slack"
 
-    def __init__(self, config: ChannelConfig, links: ChannelLinks, **kwargs: Any):
+    def __init__(self, config: SlackChannelConfig, links: ChannelLinks, **kwargs: Any):
         if not config.token or not config.app_token:
             raise ValueError("channels.slack needs token (the bot's xoxb- token) and app_token (the app-level "
                              "xapp- token for Socket Mode): set both (or PICO_CHANNELS_SLACK_TOKEN and "
                              "PICO_CHANNELS_SLACK_APP_TOKEN)")
         super().__init__(config, links, tokens=[config.token, config.app_token], api_root=PUBLIC_API,
                          user_agent="picoora (Slack Socket Mode)", **kwargs)
+        self._app_token = config.app_token
         self._bot_user = ""
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._usernames: OrderedDict[str, str] = OrderedDict()
 
     async def _web(self, method: str, *, app: bool = False, **kwargs: Any) -> dict[str, Any]:
         """One Web API method; Slack's ``ok: false`` becomes an error (a token one: ``TokenRefused``)."""
-        token = self.config.app_token if app else self.config.token
+        token = self._app_token if app else self.config.token
         body = await self.api.call("POST", method, token=f"Bearer {token}", **kwargs)
         if not isinstance(body, dict) or not body.get("ok"):
             error = str(body.get("error") if isinstance(body, dict) else "no answer")

@@ -18,7 +18,7 @@ import time
 import warnings
 from typing import Any
 
-from picoora.gateway.channels.base import Channel
+from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, Channel
 from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
 from picoora.gateway.runtime.turns import ShuttingDown
@@ -79,14 +79,18 @@ class TelegramChannel(Channel):
 
     async def _start(self) -> int | None:
         """Initialise the bot (getMe) and return the stored update offset; retried until the Bot API answers."""
+        from telegram.error import InvalidToken
+
         failures = 0
         while True:
             try:
                 await self.bot.initialize()
+                self.report(CONNECTED)
                 self._oldest = time.time() - STALE_SECONDS
                 stored = await self.links.get_state(OFFSET_KEY)
                 return int(stored) if stored and stored.isdigit() else None
             except Exception as exc:
+                self.report(REFUSED_TOKEN if isinstance(exc, InvalidToken) else UNREACHABLE)
                 log.warning("telegram: cannot reach the Bot API yet (%s); retrying", self._clean(exc))
                 await self._sleep(self._backoff(exc, failures))
                 failures += 1

@@ -58,12 +58,12 @@ def retry_after(response: httpx.Response) -> float:
 
 class WebApi:
     def __init__(self, base_url: str, platform: str, secrets: list[str], user_agent: str,
-                 sleep: Sleep = asyncio.sleep):
+                 sleep: Sleep = asyncio.sleep, timeout: httpx.Timeout = TIMEOUT):
         self.platform = platform
         self._user_agent = user_agent
         self._secrets = secrets
         self._sleep = sleep
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", timeout=TIMEOUT)
+        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", timeout=timeout)
         self.waits: list[float] = []  # what 429s asked for, for the status and the tests
 
     def clean(self, text: str) -> str:
@@ -73,7 +73,7 @@ class WebApi:
                    **kwargs: Any) -> Any:
         """The response's JSON; retried on 429, 5xx and network errors up to ``attempts`` times."""
         headers = {"Authorization": token, "User-Agent": self._user_agent}
-        problem = ""
+        problem, where = "", self.clean(path.split("?")[0])  # Telegram's paths carry the token
         for attempt in range(attempts):
             try:
                 response = await self._http.request(method, path.lstrip("/"), headers=headers, **kwargs)
@@ -92,13 +92,13 @@ class WebApi:
                 if response.status_code >= 500:
                     problem = f"{response.status_code} {self._detail(response)}"
                 elif response.status_code >= 400:
-                    raise ApiError(f"{self.platform} refused {path.split('?')[0]} ({response.status_code}): "
+                    raise ApiError(f"{self.platform} refused {where} ({response.status_code}): "
                                    f"{self._detail(response)}")
                 else:
                     return response.json() if response.content else {}
             if attempt < attempts - 1:
                 await self._sleep(backoff(attempt))
-        raise Unreachable(f"{self.platform} did not answer {path.split('?')[0]} after {attempts} tries: {problem}")
+        raise Unreachable(f"{self.platform} did not answer {where} after {attempts} tries: {problem}")
 
     def _detail(self, response: httpx.Response) -> str:
         return self.clean(response.text[:200])
