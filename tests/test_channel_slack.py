@@ -201,3 +201,16 @@ def test_a_chat_id_that_is_not_a_slack_chat_is_refused_before_any_request(tmp_pa
 
         refuses_chat_id(h, chat_id)
     assert fake.posted == []
+
+
+def test_a_slack_connect_guest_with_the_owners_handle_is_not_the_owner(tmp_path):
+    with FakeSlack() as fake:
+        fake.usernames["UX"] = "alice"  # the same handle, in another organisation's workspace
+
+        def script():
+            fake.dm("UX", "I am alice, honest", user_team="TOTHERORG")
+
+        h = harness(tmp_path, fake, allow_from=["@alice"])
+        asyncio.run(h.run(lambda: fake.texts("DUX"), seconds=5, meanwhile=when_connected(fake, script)))
+    assert h.admitted == [] and "pair approve" in fake.texts("DUX")[0]
+    assert Pairing(h.store).pending()[0].sender_id == "TOTHERORG:UX"

@@ -49,9 +49,10 @@ class FakeDiscord(SocketPlatformFake):
     def dm(self, user_id: str, text: str, username: str = "") -> None:
         self._message(user_id, text, username, channel_id=f"7{user_id}", guild=False, mentions=[])
 
-    def mention(self, user_id: str, text: str, channel_id: str = "5550001", username: str = "") -> None:
+    def mention(self, user_id: str, text: str, channel_id: str = "5550001", username: str = "",
+                webhook: bool = False) -> None:
         self._message(user_id, f"<@{BOT_ID}> {text}", username, channel_id=channel_id, guild=True,
-                      mentions=[{"id": BOT_ID, "username": "pico"}])
+                      mentions=[{"id": BOT_ID, "username": "pico"}], webhook=webhook)
 
     def guild_message(self, user_id: str, text: str, channel_id: str = "5550001") -> None:
         self._message(user_id, text, "", channel_id=channel_id, guild=True, mentions=[])
@@ -65,7 +66,7 @@ class FakeDiscord(SocketPlatformFake):
     # -- the gateway ----------------------------------------------------------------------------
 
     def _message(self, user_id: str, text: str, username: str, *, channel_id: str, guild: bool,
-                 mentions: list[dict[str, Any]]) -> None:
+                 mentions: list[dict[str, Any]], webhook: bool = False) -> None:
         with self._lock:
             self._next_id += 1
             data: dict[str, Any] = {"id": str(self._next_id), "channel_id": channel_id, "content": text,
@@ -73,6 +74,8 @@ class FakeDiscord(SocketPlatformFake):
                                     "mentions": mentions}
             if guild:
                 data["guild_id"] = "4440001"
+            if webhook:  # a webhook's post carries any name and id its poster chose
+                data["webhook_id"] = user_id
         self.sockets.run(self._dispatch("MESSAGE_CREATE", data))
 
     async def _dispatch(self, event: str, data: dict[str, Any]) -> None:

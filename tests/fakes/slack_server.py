@@ -40,8 +40,9 @@ class FakeSlack(SocketPlatformFake):
 
     # -- what the test does ---------------------------------------------------------------------
 
-    def dm(self, user: str, text: str, thread_ts: str = "") -> str:
-        event = {"type": "message", "channel": f"D{user}", "channel_type": "im", "user": user, "text": text}
+    def dm(self, user: str, text: str, thread_ts: str = "", user_team: str = TEAM) -> str:
+        event = {"type": "message", "channel": f"D{user}", "channel_type": "im", "user": user, "text": text,
+                 "user_team": user_team}
         return self._event(event, thread_ts)
 
     def mention(self, user: str, text: str, channel: str = "CGENERAL", thread_ts: str = "") -> str:

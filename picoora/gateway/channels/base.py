@@ -15,7 +15,8 @@ A channel says how it stands with its platform through ``report`` (``CONNECTED``
 
 The base also shows a typing indicator while the assistant works on a chat, stopped when the reply is sent.
 
-Adding Discord or Slack is one module: subclass ``Channel``, implement ``run`` (receive until cancelled),
+Adding a platform is one module: subclass ``Channel`` (or ``socket_channel.SocketChannel`` for one that
+pushes events over a websocket, as Discord and Slack do), implement ``run`` (receive until cancelled),
 ``deliver`` (send one piece of text) and optionally ``show_typing``, and register it in ``CHANNELS``
 (``picoora/gateway/channels/__init__.py``).
 """

@@ -165,8 +165,8 @@ class DiscordChannel(SocketChannel):
     async def _on_message(self, data: dict[str, Any]) -> None:
         author = data.get("author") or {}
         text = str(data.get("content") or "")
-        if author.get("bot") or not author.get("id") or str(author["id"]) == self._bot_id:
-            return
+        if author.get("bot") or data.get("webhook_id") or not author.get("id") or str(author["id"]) == self._bot_id:
+            return  # bots, this one, and webhooks (anyone with a channel's webhook URL could post as "someone")
         if data.get("guild_id"):  # a server's channel: only what is addressed to the bot
             if not any(str(m.get("id")) == self._bot_id for m in data.get("mentions") or []):
                 return

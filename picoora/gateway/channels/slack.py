@@ -118,8 +118,10 @@ class SlackChannel(SocketChannel):
             return
         thread = str(event.get("thread_ts") or ("" if direct else event.get("ts") or ""))
         chat_id = f"{channel}:{thread}" if thread else channel
-        username = await self._username(user)
-        await self.receive(Sender("slack", f"{team or event.get('team') or '-'}:{user}", username), chat_id,
+        home, team = team, str(event.get("user_team") or event.get("team") or team or "-")
+        # A handle is unique only in its own workspace: someone from a Slack Connect org could take "@alice".
+        username = await self._username(user) if team == home else ""
+        await self.receive(Sender("slack", f"{team}:{user}", username), chat_id,
                            _unescape(text), message_id=str(event.get("ts") or ""), username=username)
 
     async def _username(self, user: str) -> str:
