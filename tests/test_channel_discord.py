@@ -116,6 +116,23 @@ def test_a_dropped_socket_is_resumed_and_what_was_missed_is_answered(tmp_path):
     assert len(fake.identifies) == 1 and fake.resumes[0]["session_id"] == "fake-session-1"
 
 
+def test_a_session_discord_forgot_is_identified_anew(tmp_path):
+    def script():
+        fake.dm("42", "before")
+        wait_for(lambda: fake.texts("742"))
+        fake.forget_sessions()
+        fake.drop()
+        fake.reopen()
+        wait_for(lambda: len(fake.identifies) == 2)
+        fake.dm("42", "after")
+
+    with FakeDiscord(TOKEN) as fake:
+        h = harness(tmp_path, fake, allow_from=["42"])
+        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=10, meanwhile=when_connected(fake, script)))
+    assert len(fake.resumes) == 1 and len(fake.identifies) == 2  # tried to resume, was refused, started over
+    assert fake.texts("742") == ["echo: before", "echo: after"]
+
+
 def test_a_socket_whose_heartbeats_go_unanswered_is_replaced_and_resumed(tmp_path):
     with FakeDiscord(TOKEN) as fake:
         fake.ack_heartbeats = False  # a zombie connection: open, but Discord no longer hears us

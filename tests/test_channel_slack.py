@@ -214,3 +214,16 @@ def test_a_slack_connect_guest_with_the_owners_handle_is_not_the_owner(tmp_path)
         asyncio.run(h.run(lambda: fake.texts("DUX"), seconds=5, meanwhile=when_connected(fake, script)))
     assert h.admitted == [] and "pair approve" in fake.texts("DUX")[0]
     assert Pairing(h.store).pending()[0].sender_id == "TOTHERORG:UX"
+
+
+def test_a_message_that_arrives_while_the_gateway_stops_is_answered_after_the_restart(tmp_path):
+    with FakeSlack() as fake:
+        stopping = harness(tmp_path, fake, allow_from=["*"])
+        stopping.stopping = True
+        asyncio.run(stopping.run(lambda: False, seconds=1,
+                                 meanwhile=when_connected(fake, lambda: fake.dm("U7", "are you there?"))))
+        assert fake.acks == [] and fake.posted == []  # not taken, so not acknowledged: Slack keeps it
+        restarted = harness(tmp_path, fake, allow_from=["*"])
+        asyncio.run(restarted.run(lambda: fake.texts("DU7"), seconds=5))
+    assert [m.text for m in restarted.admitted] == ["are you there?"]
+    assert fake.texts("DU7") == ["echo: are you there?"] and len(fake.acks) == 1

@@ -21,6 +21,7 @@ class ChannelHarness:
         self.sleeps: list[float] = []
         self.admitted: list[Any] = []  # the Inbound envelopes the channel submitted as turns
         self.reply = reply
+        self.stopping = False  # the turn service refuses new turns, as at shutdown
         self._turns: set[asyncio.Task[None]] = set()
 
         async def quick_sleep(seconds: float) -> None:  # the waits asked for are recorded, not waited
@@ -42,6 +43,10 @@ class ChannelHarness:
     def submit(self, inbound: Any) -> asyncio.Task[None]:
         """The turn service's part: an 'agent' that answers each admitted message in its chat (with no
         ``reply``, one that is still thinking)."""
+        if self.stopping:
+            from picoora.gateway.runtime.turns import ShuttingDown
+
+            raise ShuttingDown()
         self.admitted.append(inbound)
 
         async def turn() -> None:

@@ -57,6 +57,10 @@ class FakeDiscord(SocketPlatformFake):
     def guild_message(self, user_id: str, text: str, channel_id: str = "5550001") -> None:
         self._message(user_id, text, "", channel_id=channel_id, guild=True, mentions=[])
 
+    def forget_sessions(self) -> None:
+        """Discord no longer knows the session (it timed out): a RESUME gets INVALID_SESSION."""
+        self._session = f"fake-session-{len(self.identifies) + 1}"
+
     def fail_next(self, status: int, retry_after: float | None = None) -> None:
         self.failures.append((status, retry_after))
 
