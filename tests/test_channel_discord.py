@@ -152,6 +152,16 @@ def test_429_waits_what_discord_asked_and_5xx_is_retried(tmp_path):
     assert h.sleeps[0] == 1.5  # Discord's retry_after, to the fraction
 
 
+def test_a_spent_rate_limit_budget_is_waited_out_before_the_next_piece(tmp_path):
+    with FakeDiscord(TOKEN) as fake:
+        fake.spent_budget_seconds = 5.0
+        h = harness(tmp_path, fake, allow_from=["42"], reply=lambda m: "word " * 500)  # two pieces
+        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=8,
+                          meanwhile=when_connected(fake, lambda: fake.dm("42", "long please"))))
+    assert len(fake.texts("742")) == 2
+    assert [s for s in h.sleeps if 4.0 < s <= 5.0]  # the second piece waited for the budget, no 429 needed
+
+
 def test_a_wrong_token_is_reported_as_refused_and_never_logged(tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     with FakeDiscord(TOKEN) as fake:

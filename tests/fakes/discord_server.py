@@ -4,7 +4,8 @@ REST: ``GET /gateway/bot`` (checks ``Authorization: Bot <token>``, gives the soc
 /users/@me``,
 ``POST /channels/{id}/messages`` (recorded; more than 2,000 characters is a 400, as on Discord) and
 ``POST /channels/{id}/typing`` (recorded); ``fail_next(429, retry_after=1.5)`` or ``fail_next(500)``
-scripts failures of the next message sends.
+scripts failures of the next message sends; ``spent_budget_seconds`` makes every send answer with
+Discord's "budget spent" headers (``X-RateLimit-Remaining: 0``).
 
 Gateway: HELLO, then IDENTIFY (a wrong token closes with 4004, missing MESSAGE_CONTENT with 4014) gets
 READY; RESUME with a known session replays the events the client missed, then RESUMED; heartbeats are
@@ -35,6 +36,7 @@ class FakeDiscord(SocketPlatformFake):
         self.sent: list[dict[str, Any]] = []
         self.typing: list[str] = []
         self.failures: deque[tuple[int, float | None]] = deque()
+        self.spent_budget_seconds = 0.0  # set: every message send says the route's budget is spent for that long
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.heartbeats = 0
@@ -156,4 +158,7 @@ class FakeDiscord(SocketPlatformFake):
             exchange.send_json(400, {"message": "Invalid Form Body", "code": 50035})
             return
         self.sent.append({"channel_id": channel_id, **exchange.body})
-        exchange.send_json(200, {"id": str(len(self.sent)), "channel_id": channel_id, "content": content})
+        budget = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset-After": str(self.spent_budget_seconds)} \
+            if self.spent_budget_seconds else {}
+        exchange.send_json(200, {"id": str(len(self.sent)), "channel_id": channel_id, "content": content},
+                           headers=budget)

@@ -1,5 +1,7 @@
 """A platform's HTTP API as the Discord and Slack channels use it: JSON in and out, rate limits honoured.
 
+- a response saying a route's budget is spent (``X-RateLimit-Remaining: 0``, Discord's buckets) makes the
+  next call to that route wait ``X-RateLimit-Reset-After`` first, so the 429 is not even needed;
 - 429 waits what the platform asked for (``retry_after`` in the body, else the ``Retry-After`` header), at
   most ``MAX_RETRY_AFTER`` seconds, then tries again; 5xx and network errors back off and try again;
 - 401 and 403 raise ``TokenRefused`` (waiting would not help); other 4xx raise ``ApiError`` at once;
@@ -65,6 +67,7 @@ class WebApi:
         self._sleep = sleep
         self._http = httpx.AsyncClient(base_url=base_url.rstrip("/") + "/", timeout=timeout)
         self.waits: list[float] = []  # what 429s asked for, for the status and the tests
+        self._quiet_until: dict[str, float] = {}  # "METHOD path" -> loop time its budget is back
 
     def clean(self, text: str) -> str:
         return scrub(text, self._secrets)
@@ -74,12 +77,15 @@ class WebApi:
         """The response's JSON; retried on 429, 5xx and network errors up to ``attempts`` times."""
         headers = {"Authorization": token, "User-Agent": self._user_agent}
         problem, where = "", self.clean(path.split("?")[0])  # Telegram's paths carry the token
+        route = f"{method} {path.split('?')[0]}"
         for attempt in range(attempts):
+            await self._wait_for_budget(route)
             try:
                 response = await self._http.request(method, path.lstrip("/"), headers=headers, **kwargs)
             except httpx.HTTPError as exc:
                 problem = self.clean(str(exc) or type(exc).__name__)
             else:
+                self._note_budget(route, response)
                 if response.status_code == 429:
                     wait = retry_after(response)
                     self.waits.append(wait)
@@ -99,6 +105,22 @@ class WebApi:
             if attempt < attempts - 1:
                 await self._sleep(backoff(attempt))
         raise Unreachable(f"{self.platform} did not answer {where} after {attempts} tries: {problem}")
+
+    async def _wait_for_budget(self, route: str) -> None:
+        until = self._quiet_until.pop(route, None)
+        if until is not None:
+            wait = until - asyncio.get_running_loop().time()
+            if wait > 0:
+                await self._sleep(min(wait, MAX_RETRY_AFTER))
+
+    def _note_budget(self, route: str, response: httpx.Response) -> None:
+        if response.headers.get("x-ratelimit-remaining") != "0":
+            return
+        try:
+            reset_after = min(float(response.headers.get("x-ratelimit-reset-after", "")), MAX_RETRY_AFTER)
+        except ValueError:
+            return
+        self._quiet_until[route] = asyncio.get_running_loop().time() + reset_after
 
     def _detail(self, response: httpx.Response) -> str:
         return self.clean(response.text[:200])
