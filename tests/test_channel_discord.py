@@ -212,3 +212,15 @@ def test_a_chat_id_that_is_not_a_channel_id_is_refused_before_any_request(tmp_pa
 
         refuses_chat_id(h, chat_id)
     assert fake.sent == []
+
+
+def test_a_frame_that_is_not_json_is_skipped_and_the_socket_kept(tmp_path):
+    def script():
+        fake.push_raw("{not json")
+        fake.push_raw('"a string"')
+        fake.dm("42", "still there?")
+
+    with FakeDiscord(TOKEN) as fake:
+        h = harness(tmp_path, fake, allow_from=["42"])
+        asyncio.run(h.run(lambda: fake.texts("742"), seconds=5, meanwhile=when_connected(fake, script)))
+    assert fake.texts("742") == ["echo: still there?"] and fake.connections == 1

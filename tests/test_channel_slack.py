@@ -227,3 +227,29 @@ def test_a_message_that_arrives_while_the_gateway_stops_is_answered_after_the_re
         asyncio.run(restarted.run(lambda: fake.texts("DU7"), seconds=5))
     assert [m.text for m in restarted.admitted] == ["are you there?"]
     assert fake.texts("DU7") == ["echo: are you there?"] and len(fake.acks) == 1
+
+
+def test_configured_people_are_found_by_their_slack_identity(tmp_path):
+    from picoora.config import Config
+
+    people = Config.model_validate({"users": [{"name": "me", "owner": True, "identities": [f"slack:{TEAM}:U7"]},
+                                              {"name": "sam", "identities": ["slack:@Sam"]}]})
+    with FakeSlack() as fake:
+        fake.usernames["U8"] = "sam"
+        h = harness(tmp_path, fake, allow_from=[], config=people)
+        asyncio.run(h.run(lambda: len(fake.posted) == 2, seconds=5, meanwhile=when_connected(fake, lambda: (
+            fake.dm("U7", "one"), fake.dm("U8", "two")))))
+    assert sorted((m.text, m.person.name, m.person.owner) for m in h.admitted) == [
+        ("one", "me", True), ("two", "sam", False)]
+
+
+def test_a_frame_that_is_not_json_is_skipped_and_the_socket_kept(tmp_path):
+    def script():
+        fake.push_raw("{not json")
+        fake.push_raw("[1, 2]")
+        fake.dm("U7", "still there?")
+
+    with FakeSlack() as fake:
+        h = harness(tmp_path, fake, allow_from=["*"])
+        asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5, meanwhile=when_connected(fake, script)))
+    assert fake.texts("DU7") == ["echo: still there?"] and fake.connections == 1

@@ -102,9 +102,13 @@ class SocketPlatformFake(FakeServer):
 
     def push(self, payload: dict[str, Any]) -> None:
         """Send ``payload`` on the current connection, if there is one."""
+        self.push_raw(json.dumps(payload))
+
+    def push_raw(self, frame: str) -> None:
+        """Send ``frame`` as it is (a platform's bug, or a hostile proxy)."""
         async def send() -> None:
             if self.current is not None:
-                await self.current.send(json.dumps(payload))
+                await self.current.send(frame)
         self.sockets.run(send())
 
     def drop(self) -> None:

@@ -100,7 +100,9 @@ class DiscordChannel(SocketChannel):
             beating = asyncio.get_running_loop().create_task(self._heartbeat(ws, interval))
             try:
                 async for raw in ws:
-                    await self._on_payload(ws, json.loads(raw))
+                    payload = self.decode(raw)
+                    if payload is not None:
+                        await self._on_payload(ws, payload)
             except ConnectionClosed:
                 pass
             finally:

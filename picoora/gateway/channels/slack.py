@@ -76,7 +76,9 @@ class SlackChannel(SocketChannel):
         url = str((await self._web("apps.connections.open", app=True)).get("url") or "")
         async with connect(url, max_size=MAX_FRAME_BYTES, open_timeout=10) as ws:
             async for raw in ws:
-                envelope = json.loads(raw)
+                envelope = self.decode(raw)
+                if envelope is None:
+                    continue
                 kind = envelope.get("type")
                 if kind == "hello":
                     self.report(CONNECTED)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -50,6 +51,17 @@ class SocketChannel(Channel):
                 log.warning("%s: %s; reconnecting", self.name, self.api.clean(str(exc) or type(exc).__name__))
                 await self._sleep(backoff(failures))
                 failures += 1
+
+    def decode(self, frame: str | bytes) -> dict[str, Any] | None:
+        """One frame as a JSON object, or None (logged) for anything else: one bad frame is not worth the socket."""
+        try:
+            payload = json.loads(frame)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            log.warning("%s: skipped a frame that is not a JSON object (%d bytes)", self.name, len(frame))
+            return None
+        return payload
 
     async def close(self) -> None:
         await super().close()
