@@ -112,3 +112,13 @@ def test_status_lists_every_channel_with_what_its_platform_said_of_the_token(iso
     assert broken.returncode == 1
     assert "discord ✗ unreachable, slack ✗ refused token" in broken.stdout
     assert "revoked" not in broken.stdout + broken.stderr and DISCORD not in broken.stdout + broken.stderr
+
+
+def test_the_start_up_lines_carry_every_channel_and_its_state():
+    from picoora.gateway.server import banner
+    from picoora.gateway.state import Gateway
+
+    state = Gateway(config=Config(), token="t0ken-for-the-banner")
+    state.channel_lines = ["telegram connected", "discord refused token", "slack off"]
+    lines = banner(state, 18790, show_token=False)
+    assert "  channels:  telegram connected, discord refused token, slack off" in lines
