@@ -224,3 +224,11 @@ def test_a_frame_that_is_not_json_is_skipped_and_the_socket_kept(tmp_path):
         h = harness(tmp_path, fake, allow_from=["42"])
         asyncio.run(h.run(lambda: fake.texts("742"), seconds=5, meanwhile=when_connected(fake, script)))
     assert fake.texts("742") == ["echo: still there?"] and fake.connections == 1
+
+
+def test_a_socket_closed_at_once_again_and_again_is_reopened_with_backoff_not_in_a_loop(tmp_path):
+    with FakeDiscord(TOKEN) as fake:
+        fake.close_after_hello = 4000
+        h = harness(tmp_path, fake, allow_from=["42"])
+        asyncio.run(h.run(lambda: len(h.sleeps) >= 3, seconds=5))
+    assert 3 <= len(h.sleeps) and fake.connections <= len(h.sleeps) + 1  # one wait before every new attempt

@@ -253,3 +253,11 @@ def test_a_frame_that_is_not_json_is_skipped_and_the_socket_kept(tmp_path):
         h = harness(tmp_path, fake, allow_from=["*"])
         asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5, meanwhile=when_connected(fake, script)))
     assert fake.texts("DU7") == ["echo: still there?"] and fake.connections == 1
+
+
+def test_a_disconnect_before_hello_again_and_again_is_reopened_with_backoff_not_in_a_loop(tmp_path):
+    with FakeSlack() as fake:
+        fake.disconnect_at_once = True
+        h = harness(tmp_path, fake, allow_from=["*"])
+        asyncio.run(h.run(lambda: len(h.sleeps) >= 3, seconds=5))
+    assert 3 <= len(h.sleeps) and fake.connections <= len(h.sleeps) + 1

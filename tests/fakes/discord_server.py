@@ -36,6 +36,7 @@ class FakeDiscord(SocketPlatformFake):
         self.sent: list[dict[str, Any]] = []
         self.typing: list[str] = []
         self.failures: deque[tuple[int, float | None]] = deque()
+        self.close_after_hello: int | None = None  # set: every connection is closed with this code after HELLO
         self.spent_budget_seconds = 0.0  # set: every message send says the route's budget is spent for that long
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
@@ -92,6 +93,9 @@ class FakeDiscord(SocketPlatformFake):
 
     async def on_connect(self, ws: Any) -> None:
         await ws.send(json.dumps({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}}))
+        if self.close_after_hello is not None:
+            await ws.close(self.close_after_hello, "go away")
+            return
         async for raw in ws:
             await self._on_frame(ws, json.loads(raw))
 

@@ -33,6 +33,7 @@ class FakeSlack(SocketPlatformFake):
         self.posted: list[dict[str, Any]] = []
         self.acks: list[str] = []
         self.failures: deque[tuple[int, int | None]] = deque()
+        self.disconnect_at_once = False  # set: every connection gets "disconnect" before any hello
         self._pending: dict[str, dict[str, Any]] = {}  # envelope id -> envelope, until acknowledged
         self._sent: dict[str, dict[str, Any]] = {}  # message ts -> its envelope
         self._lock = threading.Lock()
@@ -84,6 +85,9 @@ class FakeSlack(SocketPlatformFake):
         return str(envelope["envelope_id"])
 
     async def on_connect(self, ws: Any) -> None:
+        if self.disconnect_at_once:
+            await ws.send(json.dumps({"type": "disconnect", "reason": "refresh_requested"}))
+            return
         self.current = ws
         await ws.send(json.dumps({"type": "hello", "num_connections": 1}))
         for envelope in list(self._pending.values()):  # Slack retries what was never acknowledged

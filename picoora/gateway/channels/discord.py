@@ -69,6 +69,7 @@ class DiscordChannel(SocketChannel):
         self._resume_url = ""
         self._seq: int | None = None
         self._acked = True
+        self._live = False  # this connection's session started (READY or RESUMED)
 
     # -- receiving --------------------------------------------------------------------------------
 
@@ -79,17 +80,19 @@ class DiscordChannel(SocketChannel):
             log.info("discord: reconnecting (%s)", why)
             if not why.resume:
                 self._session_id, self._seq = "", None
+            if not self._live:  # closed before the session started: back off, never reconnect in a tight loop
+                raise ConnectionError(f"Discord closed the socket before the session started ({why})") from None
 
     async def _session(self) -> None:
         from websockets.asyncio.client import connect
         from websockets.exceptions import ConnectionClosed
 
-        resume = bool(self._session_id)
+        resume, self._live = bool(self._session_id), False
         url = self._resume_url if resume and self._resume_url else await self._gateway_url()
         async with connect(f"{url.rstrip('/')}/?v=10&encoding=json", max_size=MAX_FRAME_BYTES,
                            open_timeout=10) as ws:
             hello = json.loads(await asyncio.wait_for(ws.recv(), HELLO_SECONDS))
-            interval = float(hello["d"]["heartbeat_interval"]) / 1000
+            interval = max(float(hello["d"]["heartbeat_interval"]) / 1000, 0.1)  # never a busy loop
             if resume:
                 await ws.send(json.dumps({"op": 6, "d": {"token": self.config.token,
                                                          "session_id": self._session_id, "seq": self._seq}}))
@@ -151,10 +154,10 @@ class DiscordChannel(SocketChannel):
             self._session_id = str(data.get("session_id") or "")
             self._resume_url = str(data.get("resume_gateway_url") or "")
             self._bot_id = str((data.get("user") or {}).get("id") or "")
-            self._acked = True
+            self._acked = self._live = True
             self.report(CONNECTED)
         elif event == "RESUMED":
-            self._acked = True
+            self._acked = self._live = True
             self.report(CONNECTED)
         elif event == "MESSAGE_CREATE":
             try:

@@ -74,6 +74,7 @@ class SlackChannel(SocketChannel):
         if not self._bot_user:
             self._bot_user = str((await self._web("auth.test")).get("user_id") or "")
         url = str((await self._web("apps.connections.open", app=True)).get("url") or "")
+        greeted = False
         async with connect(url, max_size=MAX_FRAME_BYTES, open_timeout=10) as ws:
             async for raw in ws:
                 envelope = self.decode(raw)
@@ -81,9 +82,12 @@ class SlackChannel(SocketChannel):
                     continue
                 kind = envelope.get("type")
                 if kind == "hello":
+                    greeted = True
                     self.report(CONNECTED)
                 elif kind == "disconnect":
-                    return
+                    if greeted:
+                        return  # a refresh: the next connection opens at once
+                    raise ConnectionError("Slack asked to reconnect before it said hello")  # backed off
                 elif envelope.get("envelope_id"):
                     if await self._take(envelope):
                         await ws.send(json.dumps({"envelope_id": envelope["envelope_id"]}))
