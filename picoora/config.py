@@ -161,6 +161,13 @@ class Channels(_Section):
             raise ValueError(f"{', '.join(f'channels.{name}' for name in missing)} is enabled, but picoora has no "
                              f"such chat channel (the web chat is always on at the gateway's address); the "
                              f"channels that exist: {', '.join(CHANNELS)}")
+        for name in CHANNELS:
+            section = getattr(self, name)
+            empty = [key for key in ("token", "app_token") if hasattr(section, key) and not getattr(section, key)]
+            if section.enabled and empty:
+                raise ValueError(f"channels.{name} is enabled but its {' and '.join(empty)} is empty: set it, or "
+                                 f"PICO_CHANNELS_{name.upper()}_{empty[0].upper()} (the README's channel section "
+                                 f"says where to get it)")
         return self
 
 

@@ -37,5 +37,18 @@ def test_the_same_from_the_environment(isolated_home, monkeypatch):
 
 @pytest.mark.parametrize("name", ["telegram", "discord", "slack"])
 def test_built_channels_may_be_enabled(isolated_home, name):
-    (isolated_home / "config.json").write_text(json.dumps({"channels": {name: {"enabled": True, "token": "t0ken"}}}))
+    section = {"enabled": True, "token": "t0ken", **({"app_token": "xapp-t0ken"} if name == "slack" else {})}
+    (isolated_home / "config.json").write_text(json.dumps({"channels": {name: section}}))
     assert getattr(load_config().channels, name).enabled
+
+
+@pytest.mark.parametrize("section, missing", [
+    ({"telegram": {"enabled": True}}, "channels.telegram is enabled but its token is empty"),
+    ({"discord": {"enabled": True, "token": ""}}, "channels.discord is enabled but its token is empty"),
+    ({"slack": {"enabled": True, "token": "xoxb-1"}}, "channels.slack is enabled but its app_token is empty"),
+])
+def test_an_enabled_channel_without_its_token_is_a_config_error_not_a_traceback_at_start(isolated_home, section,
+                                                                                          missing):
+    (isolated_home / "config.json").write_text(json.dumps({"channels": section}))
+    with pytest.raises(ConfigError, match=missing):
+        load_config()

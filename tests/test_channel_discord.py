@@ -18,7 +18,6 @@ from tests.fakes.channel_kit import (
     pairing_code,
     refuses_chat_id,
     wait_for,
-    when_connected,
 )
 from tests.fakes.discord_server import FakeDiscord
 
@@ -33,8 +32,8 @@ def harness(tmp_path, fake, allow_from, token=TOKEN, **kwargs):
 def test_a_stranger_gets_one_pairing_code_and_nothing_reaches_the_agent(tmp_path):
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=[])
-        asyncio.run(h.run(lambda: fake.texts("75"), seconds=5, meanwhile=when_connected(fake, lambda: (
-            fake.dm("5", "hello?"), fake.dm("5", "hello??")))))
+        asyncio.run(h.run(lambda: fake.texts("75"), seconds=5, meanwhile=lambda: (
+            fake.dm("5", "hello?"), fake.dm("5", "hello??"))))
     assert h.admitted == []
     [reply] = fake.texts("75")
     code = pairing_code(reply)
@@ -51,7 +50,7 @@ def test_the_allow_list_by_id_username_or_star(tmp_path, allow_from, username, e
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=allow_from)
         asyncio.run(h.run(lambda: fake.texts("742"), seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("42", "ping", username=username))))
+                          meanwhile=lambda: fake.dm("42", "ping", username=username)))
     [inbound] = h.admitted
     assert (inbound.person.name, inbound.person.owner) == expected
     assert inbound.channel == "discord" and inbound.sender_id == "42" and inbound.from_chat
@@ -60,9 +59,10 @@ def test_the_allow_list_by_id_username_or_star(tmp_path, allow_from, username, e
 
 def test_pairing_admits_a_stranger_as_their_own_person(tmp_path):
     with FakeDiscord(TOKEN) as fake:
-        admitted = pair_then_talk(lambda: harness(tmp_path, fake, allow_from=[]), fake,
+        admitted = pair_then_talk(lambda: harness(tmp_path, fake, allow_from=[]),
                                   lambda t: fake.dm("5", t), lambda: fake.texts("75"))
     assert [(m.text, m.person.name, m.person.owner) for m in admitted] == [("me again", "sam", False)]
+
 
 def test_in_a_server_only_mentions_count_webhooks_never_and_two_guests_stay_two_people(tmp_path):
     def script():
@@ -74,7 +74,7 @@ def test_in_a_server_only_mentions_count_webhooks_never_and_two_guests_stay_two_
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["*", "42"])
         asyncio.run(h.run(lambda: len(fake.texts("5550001")) == 2, seconds=5,
-                          meanwhile=when_connected(fake, script)))
+                          meanwhile=script))
     assert [(m.text, m.person.name, m.chat_id) for m in h.admitted] == [
         ("what is 2+2?", "guest-discord-61", "5550001"), ("and for me?", "guest-discord-62", "5550001")]
     assert fake.texts("5550001") == ["echo: what is 2+2?", "echo: and for me?"]
@@ -85,7 +85,7 @@ def test_long_replies_are_split_at_2000_and_can_ping_nobody(tmp_path):
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"], reply=lambda m: "@everyone\n\n" + "\n\n".join(paragraphs))
         asyncio.run(h.run(lambda: len(fake.texts("742")) >= 4, seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("42", "a lot please"))))
+                          meanwhile=lambda: fake.dm("42", "a lot please")))
     sent = fake.texts("742")
     assert len(sent) == 4 and all(len(t) <= 2000 for t in sent)
     assert all(t.rstrip().endswith("word") for t in sent[1:])  # cut between paragraphs
@@ -96,7 +96,7 @@ def test_typing_is_shown_while_the_assistant_works(tmp_path):
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"], reply=None)  # still thinking: only typing shows
         asyncio.run(h.run(lambda: fake.typing, seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("42", "think"))))
+                          meanwhile=lambda: fake.dm("42", "think")))
     assert fake.typing[0] == "742"
 
 
@@ -111,7 +111,7 @@ def test_a_dropped_socket_is_resumed_and_what_was_missed_is_answered(tmp_path):
 
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"])
-        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=10, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=10, meanwhile=script))
     assert fake.texts("742") == ["echo: before", "echo: while away"]
     assert len(fake.identifies) == 1 and fake.resumes[0]["session_id"] == "fake-session-1"
 
@@ -128,7 +128,7 @@ def test_a_session_discord_forgot_is_identified_anew(tmp_path):
 
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"])
-        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=10, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=10, meanwhile=script))
     assert len(fake.resumes) == 1 and len(fake.identifies) == 2  # tried to resume, was refused, started over
     assert fake.texts("742") == ["echo: before", "echo: after"]
 
@@ -147,7 +147,7 @@ def test_429_waits_what_discord_asked_and_5xx_is_retried(tmp_path):
         fake.fail_next(502)
         h = harness(tmp_path, fake, allow_from=["42"])
         asyncio.run(h.run(lambda: fake.texts("742"), seconds=8,
-                          meanwhile=when_connected(fake, lambda: fake.dm("42", "hello"))))
+                          meanwhile=lambda: fake.dm("42", "hello")))
     assert fake.texts("742") == ["echo: hello"]
     assert h.sleeps[0] == 1.5  # Discord's retry_after, to the fraction
 
@@ -157,7 +157,7 @@ def test_a_spent_rate_limit_budget_is_waited_out_before_the_next_piece(tmp_path)
         fake.spent_budget_seconds = 5.0
         h = harness(tmp_path, fake, allow_from=["42"], reply=lambda m: "word " * 500)  # two pieces
         asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=8,
-                          meanwhile=when_connected(fake, lambda: fake.dm("42", "long please"))))
+                          meanwhile=lambda: fake.dm("42", "long please")))
     assert len(fake.texts("742")) == 2
     assert [s for s in h.sleeps if 4.0 < s <= 5.0]  # the second piece waited for the budget, no 429 needed
 
@@ -177,7 +177,7 @@ def test_the_token_never_reaches_the_logs_even_at_debug(tmp_path, caplog):
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"])
         asyncio.run(h.run(lambda: fake.texts("742"), seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("42", "hello"))))
+                          meanwhile=lambda: fake.dm("42", "hello")))
     records = [r.getMessage() for r in caplog.records]
     assert any("IDENTIFY" in line or '"op": 2' in line or "TEXT" in line for line in records)  # frames were logged
     assert not any(TOKEN in line for line in records)
@@ -222,7 +222,7 @@ def test_a_frame_that_is_not_json_is_skipped_and_the_socket_kept(tmp_path):
 
     with FakeDiscord(TOKEN) as fake:
         h = harness(tmp_path, fake, allow_from=["42"])
-        asyncio.run(h.run(lambda: fake.texts("742"), seconds=5, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: fake.texts("742"), seconds=5, meanwhile=script))
     assert fake.texts("742") == ["echo: still there?"] and fake.connections == 1
 
 

@@ -19,7 +19,6 @@ from tests.fakes.channel_kit import (
     pairing_code,
     refuses_chat_id,
     wait_for,
-    when_connected,
 )
 from tests.fakes.slack_server import TEAM, FakeSlack
 
@@ -31,16 +30,20 @@ def harness(tmp_path, fake, allow_from, bot=BOT, app=APP, **kwargs):
     return ChannelHarness(tmp_path, SlackChannel, config, **kwargs)
 
 
-def test_both_tokens_are_required(tmp_path):
-    with FakeSlack() as fake, pytest.raises(ValueError, match="app_token"):
-        harness(tmp_path, fake, allow_from=["*"], app="")
+def test_both_tokens_are_required_and_not_swapped(tmp_path):
+    with FakeSlack() as fake:
+        with pytest.raises(ValueError, match="app_token"):
+            harness(tmp_path, fake, allow_from=["*"], app="")
+        with pytest.raises(ValueError, match="swapped") as swapped:
+            harness(tmp_path, fake, allow_from=["*"], bot=APP, app=BOT)
+    assert BOT not in str(swapped.value) and APP not in str(swapped.value)
 
 
 def test_a_stranger_gets_one_pairing_code_and_nothing_reaches_the_agent(tmp_path):
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=[])
         asyncio.run(h.run(lambda: fake.texts("DU5") and len(fake.acks) == 2, seconds=5,
-                          meanwhile=when_connected(fake, lambda: (fake.dm("U5", "hello?"), fake.dm("U5", "again")))))
+                          meanwhile=lambda: (fake.dm("U5", "hello?"), fake.dm("U5", "again"))))
     assert h.admitted == []
     [reply] = fake.texts("DU5")
     code = pairing_code(reply)
@@ -59,7 +62,7 @@ def test_the_allow_list_by_team_and_id_username_or_star(tmp_path, allow_from, ex
         fake.usernames["U7"] = "alice"
         h = harness(tmp_path, fake, allow_from=allow_from)
         asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("U7", "ping"))))
+                          meanwhile=lambda: fake.dm("U7", "ping")))
     if expected is None:
         assert h.admitted == [] and "pair approve" in fake.texts("DU7")[0]
         return
@@ -71,9 +74,10 @@ def test_the_allow_list_by_team_and_id_username_or_star(tmp_path, allow_from, ex
 
 def test_pairing_admits_a_stranger_as_their_own_person(tmp_path):
     with FakeSlack() as fake:
-        admitted = pair_then_talk(lambda: harness(tmp_path, fake, allow_from=[]), fake,
-                                  lambda t: fake.dm("U5", t), lambda: fake.texts("DU5"))
+        admitted = pair_then_talk(lambda: harness(tmp_path, fake, allow_from=[]),
+                                  lambda t: fake.dm("U5", t), lambda: fake.texts("DU5"), taken=lambda: fake.acks)
     assert [(m.text, m.person.name, m.person.owner) for m in admitted] == [("me again", "sam", False)]
+
 
 def test_mentions_are_answered_in_their_thread_and_each_thread_is_a_session(tmp_path):
     def script():
@@ -87,7 +91,7 @@ def test_mentions_are_answered_in_their_thread_and_each_thread_is_a_session(tmp_
     threads: list[str] = []
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=["*"])
-        asyncio.run(h.run(lambda: len(fake.posted) == 3, seconds=5, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: len(fake.posted) == 3, seconds=5, meanwhile=script))
     first, other = threads
     assert [(m.text, m.session, m.person.name) for m in h.admitted] == [
         ("start a plan", f"slack:CGENERAL:{first}", f"guest-slack-{TEAM}-U1"),
@@ -102,7 +106,7 @@ def test_replies_are_mrkdwn_and_nothing_the_model_writes_pings_the_channel(tmp_p
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=["*"], reply=lambda m: answer)
         asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("U7", "hi"))))
+                          meanwhile=lambda: fake.dm("U7", "hi")))
     assert fake.texts("DU7") == [
         "*Done*: see <https://example.com/a?b=1&amp;c=2|the doc> and &lt;!channel&gt; `x*y`"]
 
@@ -111,7 +115,7 @@ def test_what_slack_escapes_reaches_the_model_as_typed(tmp_path):
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=["*"])
         asyncio.run(h.run(lambda: h.admitted, seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("U7", "is 1 &lt; 2 &amp;&amp; 3 &gt; 2?"))))
+                          meanwhile=lambda: fake.dm("U7", "is 1 &lt; 2 &amp;&amp; 3 &gt; 2?")))
     assert h.admitted[0].text == "is 1 < 2 && 3 > 2?"
 
 
@@ -140,7 +144,7 @@ def test_a_dropped_socket_reconnects_and_an_unacknowledged_event_is_answered_onc
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=["*"])
         asyncio.run(h.run(lambda: len(fake.texts("DU7")) == 2 and fake.connections >= 3, seconds=10,
-                          meanwhile=when_connected(fake, script)))
+                          meanwhile=script))
     assert fake.texts("DU7") == ["echo: before", "echo: while away"]
     assert [m.text for m in h.admitted] == ["before", "while away"]
 
@@ -156,7 +160,7 @@ def test_a_redelivered_event_is_not_a_second_turn(tmp_path):
             wait_for(lambda: fake.texts("DU7"))
             again.append(fake.redeliver(ts))
 
-        asyncio.run(h.run(lambda: again and again[0] in fake.acks, seconds=5, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: again and again[0] in fake.acks, seconds=5, meanwhile=script))
     assert again[0] in fake.acks  # acknowledged, so Slack stops offering it
     assert [m.text for m in h.admitted] == ["once"] and fake.texts("DU7") == ["echo: once"]
 
@@ -167,7 +171,7 @@ def test_429_waits_what_slack_asked_and_5xx_is_retried(tmp_path):
         fake.fail_next(503)
         h = harness(tmp_path, fake, allow_from=["*"])
         asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=8,
-                          meanwhile=when_connected(fake, lambda: fake.dm("U7", "hello"))))
+                          meanwhile=lambda: fake.dm("U7", "hello")))
     assert fake.texts("DU7") == ["echo: hello"]
     assert h.sleeps[0] == 7.0  # Slack's Retry-After
 
@@ -188,7 +192,7 @@ def test_the_tokens_never_reach_the_logs_even_at_debug(tmp_path, caplog):
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=["*"])
         asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5,
-                          meanwhile=when_connected(fake, lambda: fake.dm("U7", "hello"))))
+                          meanwhile=lambda: fake.dm("U7", "hello")))
     records = [r.getMessage() for r in caplog.records]
     assert any("HTTP Request" in line for line in records)  # the requests were logged
     assert not any(BOT in line or APP in line for line in records)
@@ -211,7 +215,7 @@ def test_a_slack_connect_guest_with_the_owners_handle_is_not_the_owner(tmp_path)
             fake.dm("UX", "I am alice, honest", user_team="TOTHERORG")
 
         h = harness(tmp_path, fake, allow_from=["@alice"])
-        asyncio.run(h.run(lambda: fake.texts("DUX"), seconds=5, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: fake.texts("DUX"), seconds=5, meanwhile=script))
     assert h.admitted == [] and "pair approve" in fake.texts("DUX")[0]
     assert Pairing(h.store).pending()[0].sender_id == "TOTHERORG:UX"
 
@@ -221,10 +225,10 @@ def test_a_message_that_arrives_while_the_gateway_stops_is_answered_after_the_re
         stopping = harness(tmp_path, fake, allow_from=["*"])
         stopping.stopping = True
         asyncio.run(stopping.run(lambda: False, seconds=1,
-                                 meanwhile=when_connected(fake, lambda: fake.dm("U7", "are you there?"))))
+                                 meanwhile=lambda: fake.dm("U7", "are you there?")))
         assert fake.acks == [] and fake.posted == []  # not taken, so not acknowledged: Slack keeps it
         restarted = harness(tmp_path, fake, allow_from=["*"])
-        asyncio.run(restarted.run(lambda: fake.texts("DU7"), seconds=5))
+        asyncio.run(restarted.run(lambda: fake.texts("DU7") and fake.acks, seconds=5))
     assert [m.text for m in restarted.admitted] == ["are you there?"]
     assert fake.texts("DU7") == ["echo: are you there?"] and len(fake.acks) == 1
 
@@ -237,8 +241,8 @@ def test_configured_people_are_found_by_their_slack_identity(tmp_path):
     with FakeSlack() as fake:
         fake.usernames["U8"] = "sam"
         h = harness(tmp_path, fake, allow_from=[], config=people)
-        asyncio.run(h.run(lambda: len(fake.posted) == 2, seconds=5, meanwhile=when_connected(fake, lambda: (
-            fake.dm("U7", "one"), fake.dm("U8", "two")))))
+        asyncio.run(h.run(lambda: len(fake.posted) == 2, seconds=5, meanwhile=lambda: (
+            fake.dm("U7", "one"), fake.dm("U8", "two"))))
     assert sorted((m.text, m.person.name, m.person.owner) for m in h.admitted) == [
         ("one", "me", True), ("two", "sam", False)]
 
@@ -251,7 +255,7 @@ def test_a_frame_that_is_not_json_is_skipped_and_the_socket_kept(tmp_path):
 
     with FakeSlack() as fake:
         h = harness(tmp_path, fake, allow_from=["*"])
-        asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5, meanwhile=when_connected(fake, script)))
+        asyncio.run(h.run(lambda: fake.texts("DU7"), seconds=5, meanwhile=script))
     assert fake.texts("DU7") == ["echo: still there?"] and fake.connections == 1
 
 

@@ -49,6 +49,9 @@ class SlackChannel(SocketChannel):
             raise ValueError("channels.slack needs token (the bot's xoxb- token) and app_token (the app-level "
                              "xapp- token for Socket Mode): set both (or PICO_CHANNELS_SLACK_TOKEN and "
                              "PICO_CHANNELS_SLACK_APP_TOKEN)")
+        if config.token.startswith("xapp-") or config.app_token.startswith("xoxb-"):
+            raise ValueError("channels.slack: token and app_token are swapped (token is the bot's xoxb- token, "
+                             "app_token the app-level xapp- one)")
         super().__init__(config, links, tokens=[config.token, config.app_token], api_root=PUBLIC_API,
                          user_agent="picoora (Slack Socket Mode)", **kwargs)
         self._app_token = config.app_token
