@@ -156,13 +156,17 @@ class GatewayConfig(_Section):
 
 class ChannelConfig(_Section):
     enabled: bool = False
-    token: str = ""
+    token: str = ""  # the bot token (Slack: the xoxb- one)
     allow_from: list[str] = []  # user ids or @usernames; empty admits nobody; ["*"] admits everyone
     api_base: str = ""  # the platform's API root (empty: the public one); tests point it at a fake
 
 
 # A person's name: it names their store (a folder on files, an agent_id on Oracle), so no "." or ".." or "/".
 PERSON_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$"
+
+
+class SlackChannelConfig(ChannelConfig):
+    app_token: str = ""  # the app-level xapp- token (scope connections:write) that opens the Socket Mode socket
 
 
 class UserConfig(_Section):
@@ -176,8 +180,27 @@ class UserConfig(_Section):
 class Channels(_Section):
     telegram: ChannelConfig = ChannelConfig()
     discord: ChannelConfig = ChannelConfig()
-    slack: ChannelConfig = ChannelConfig()
-    web: ChannelConfig = ChannelConfig()
+    slack: SlackChannelConfig = SlackChannelConfig()
+    web: ChannelConfig = ChannelConfig()  # accepted (older configs have it), but there is no such channel
+
+    @model_validator(mode="after")
+    def _only_built_channels_enabled(self) -> Channels:
+        # The registry is a dict with no imports, so this costs nothing; it is the one list of what exists.
+        from picoora.gateway.channels import CHANNELS
+
+        missing = [name for name in type(self).model_fields if getattr(self, name).enabled and name not in CHANNELS]
+        if missing:
+            raise ValueError(f"{', '.join(f'channels.{name}' for name in missing)} is enabled, but picoora has no "
+                             f"such chat channel (the web chat is always on at the gateway's address); the "
+                             f"channels that exist: {', '.join(CHANNELS)}")
+        for name in CHANNELS:
+            section = getattr(self, name)
+            empty = [key for key in ("token", "app_token") if hasattr(section, key) and not getattr(section, key)]
+            if section.enabled and empty:
+                raise ValueError(f"channels.{name} is enabled but its {' and '.join(empty)} is empty: set it, or "
+                                 f"PICO_CHANNELS_{name.upper()}_{empty[0].upper()} (the README's channel section "
+                                 f"says where to get it)")
+        return self
 
 
 class HeartbeatConfig(_Section):
@@ -572,7 +595,8 @@ _PROBLEMS = {
 
 
 def _problem(error: Any) -> str:
-    """Pydantic's error, rephrased; the offending value is shown unless the key holds a secret."""
+    """Pydantic's error, rephrased; the offending value is shown unless the key holds a secret or the value is
+    a whole section (cut to 60 characters it says little, and a secret inside it would show in part)."""
     loc = error["loc"]
     if error["type"] == "extra_forbidden":
         return "unknown key" + _suggestion(loc)
@@ -580,7 +604,7 @@ def _problem(error: Any) -> str:
         return str(error["ctx"]["error"])
     template = _PROBLEMS.get(error["type"])
     text = template.format(**error.get("ctx", {})) if template else error["msg"][:1].lower() + error["msg"][1:]
-    if not any(part in SECRET_FIELDS for part in loc):
+    if not any(part in SECRET_FIELDS for part in loc) and not isinstance(error["input"], dict):
         text += f" (got {_shown(error['input'])})"
     return text
 

@@ -31,7 +31,7 @@ MIN_SECRET_LENGTH = 4
 # An encoded fragment shorter than this is too likely to occur by chance in ordinary output.
 MIN_ENCODED_LENGTH = 8
 _PREFILTER_CHARS = 512  # shorter texts (a streamed token) are cheaper to scrub than to test form by form
-SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token"})
+SECRET_FIELDS = frozenset({"api_key", "password", "wallet_password", "token", "app_token"})
 SECRET_MAPS = frozenset({"env", "headers"})  # maps whose every value is a secret (an MCP server's env and headers)
 
 # scheme://user:password@host  and  Oracle's user/password@host (an EZConnect string with credentials)

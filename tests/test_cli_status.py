@@ -72,7 +72,7 @@ def test_status_json_lists_every_check_and_exit_code_follows_them(isolated_home)
     assert healthy.returncode == 0 and report["ok"] is True
     assert [c["check"] for c in report["checks"]] == ["config", "workspace", "provider", "model", "source",
                                                       "storage", "stored", "embedder", "exec",
-                                                      "gateway", "channel", "cron", "heartbeat"]
+                                                      "gateway", "cron", "heartbeat", "channels"]
     checks = {c["check"]: c for c in report["checks"]}
     assert checks["provider"] == {"check": "provider", "ok": True, "provider": "ollama", "api_base": fake.url,
                                   "api_key_set": False, "reachable": True, "models_pulled": 1}

@@ -30,8 +30,8 @@ def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(is
     path = write_config(isolated_home, ollama_url=closed_port_url())
     data = json.loads(path.read_text())
     data["gateway"] = {"port": free_port(), "token": TOKEN}
-    data["channels"] = {"telegram": {"enabled": True, "token": BOT_TOKEN, "allow_from": ["5", "@ana"]},
-                        "discord": {"enabled": True}}
+    data["channels"] = {"telegram": {"enabled": True, "token": BOT_TOKEN, "allow_from": ["5", "@ana"],
+                                     "api_base": closed_port_url()}}
     data["heartbeat"] = {"enabled": True, "interval": 30}
     path.write_text(json.dumps(data))
     added = run_cli("cron", "add", "every", "2h", "Summarise my notes", home=isolated_home)
@@ -46,9 +46,7 @@ def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(is
     report = json.loads(run_cli("status", "--json", home=isolated_home).stdout)
 
     assert _line(text, "Gateway").endswith("token set; not running (start it: picoora gateway)")
-    channels = [line for line in text.splitlines() if line.startswith("Channel:")]
-    assert channels[0] == "Channel:   telegram on, token set; 2 allowed senders"
-    assert channels[1].startswith("Channel:   discord ✗ enabled, but picoora has no discord channel")
+    assert _line(text, "Channels").startswith("Channels:  telegram ✗ unreachable, discord off, slack off")
     cron = _line(text, "Cron")
     assert cron.startswith("Cron:      on, 1 job (1 enabled); next: ") and cron.endswith("UTC (`picoora cron list`)")
     assert _line(text, "Heartbeat") == "Heartbeat: on, every 30 min; last beat 2026-12-01T08:00: ok"
@@ -61,10 +59,7 @@ def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(is
         facts.setdefault(check.pop("check"), []).append(check)
     assert facts["gateway"] == [{"ok": True, "host": "127.0.0.1", "port": data["gateway"]["port"], "token_set": True,
                                  "running": False, "version": None}]
-    assert facts["channel"] == [
-        {"ok": True, "channel": "telegram", "enabled": True, "available": True, "token_set": True, "allow_from": 2},
-        {"ok": False, "channel": "discord", "enabled": True, "available": False, "token_set": False,
-         "allow_from": 0}]
+    assert facts["channels"] == [{"ok": False, "states": {"telegram": "unreachable", "discord": "off", "slack": "off"}}]
     [cron_facts] = facts["cron"]
     [job] = cron_facts["jobs"]
     assert cron_facts["enabled"] is True and job["kind"] == "every" and job["spec"] == "2h" and job["enabled"]
@@ -72,7 +67,7 @@ def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(is
     assert facts["heartbeat"] == [{"ok": True, "enabled": True, "interval_minutes": 30,
                                    "last_beat": "2026-12-01T08:00:00+00:00", "last_outcome": "ok"}]
     assert facts["session"] == [{"ok": True, "session": "web:kitchen", "provider": "ollama", "model": "gemma3:1b"}]
-    assert any(problem.startswith("Channel: discord") for problem in report["problems"])
+    assert any(problem.startswith("Channels: telegram ✗ unreachable") for problem in report["problems"])
 
 
 @pytest.mark.slow

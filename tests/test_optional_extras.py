@@ -112,7 +112,7 @@ def test_oracle_storage_without_its_driver_falls_back_to_files_and_says_which_ex
 
 def test_pyproject_extras_match_the_code_and_all_is_every_extra():
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert set(extras) == set(EXTRAS) | {"all", "test"}
+    assert set(extras) == set(EXTRAS) | {"all", "test", "bench"}  # test and bench: tools, not product parts
     assert extras["all"] == [f"picoora[{','.join(EXTRAS)}]"]
     assert "picoora[all]" in extras["test"]
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]

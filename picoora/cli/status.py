@@ -64,6 +64,7 @@ def status(
         _exec_line(config),
         *_mcp_lines(config, workspace),
         *services,
+        _channels_line(config),
         *_go_home_lines(path),
     ]
     healthy = all(line.ok for line in lines)
@@ -219,6 +220,22 @@ def _go_home_lines(path: Path) -> list[Line]:
 
     notice = go_home_notice(path)
     return [Line("PicoOraClaw", notice)] if notice else []
+
+
+def _channels_line(config: Config) -> Line:
+    """Every chat channel with its state: off, or what its platform said to the token just now."""
+    import asyncio
+
+    from picoora.gateway.channels.base import CONNECTED
+    from picoora.gateway.channels.probe import OFF, probe_all
+
+    states = asyncio.run(probe_all(config))
+    text = ", ".join(f"{name} {state}" if state in (OFF, CONNECTED) else f"{name} {BAD} {state}"
+                     for name, state in states.items())
+    bad = [name for name, state in states.items() if state not in (OFF, CONNECTED)]
+    if bad:
+        text += f" (check channels.{bad[0]} in the config, and the README's channel section)"
+    return Line("Channels", text, not bad, {"states": dict(states)})
 
 
 def _vector_line(status: VectorStatus) -> Line:

@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from picoora.cli.status_report import BAD, OK, Line, count
+from picoora.cli.status_report import OK, Line, count
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -21,7 +21,7 @@ HEALTH_TIMEOUT = 1.5  # seconds; the gateway is local, or on the LAN
 def service_lines(config: Config, store: KeyValueStore | None) -> list[Line]:
     """``store`` None: nothing is stored yet (no jobs, no beats, no choices)."""
     state = store.all_state() if store is not None else {}
-    return [_gateway_line(config), *_channel_lines(config), _cron_line(config, store), _heartbeat_line(config, state),
+    return [_gateway_line(config), _cron_line(config, store), _heartbeat_line(config, state),
             *_session_model_lines(state)]
 
 
@@ -44,29 +44,6 @@ def _gateway_line(config: Config) -> Line:
     return Line("Gateway", f"{settings.host}:{settings.port}, {token}; {running}",
                 facts={"host": settings.host, "port": settings.port, "token_set": bool(settings.token),
                        "running": version is not None, "version": version})
-
-
-def _channel_lines(config: Config) -> list[Line]:
-    from picoora.gateway.channels import CHANNELS
-
-    lines = []
-    for name in type(config.channels).model_fields:
-        channel = getattr(config.channels, name)
-        if not channel.enabled:
-            continue
-        facts = {"channel": name, "enabled": True, "available": name in CHANNELS, "token_set": bool(channel.token),
-                 "allow_from": len(channel.allow_from)}
-        if name not in CHANNELS:
-            lines.append(Line("Channel", f"{name} {BAD} enabled, but picoora has no {name} channel "
-                                         f"(there is {', '.join(CHANNELS)}): set channels.{name}.enabled to false",
-                              False, facts))
-        elif not channel.token:
-            lines.append(Line("Channel", f"{name} {BAD} no token: set channels.{name}.token", False, facts))
-        else:
-            who = (count(len(channel.allow_from), "allowed sender") if channel.allow_from
-                   else "no allow_from: only people let in with `picoora pair approve`")
-            lines.append(Line("Channel", f"{name} on, token set; {who}", facts=facts))
-    return lines or [Line("Channel", "none enabled (channels.telegram in the config)", facts={"channel": None})]
 
 
 def _cron_line(config: Config, store: KeyValueStore | None) -> Line:

@@ -98,6 +98,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         raise
     gateway.service_lines = list(runtime.started)
     await assistant.warm_up()  # before the first request is accepted, so the first burst is not the slow one
+    gateway.channel_lines = list(runtime.channel_lines)
     try:
         yield
     finally:

@@ -132,6 +132,8 @@ def banner(gateway: Gateway, port: int, *, show_token: bool) -> list[str]:
     lines.extend(f"  note:      {line}" for line in gateway.on_fallback)
     lines.extend(f"  warning:   {line} (/ready says so too)" for line in gateway.start_warnings)
     lines.append(f"  services:  {', '.join(gateway.service_lines) or 'none'}")
+    if gateway.channel_lines:
+        lines.append(f"  channels:  {', '.join(gateway.channel_lines)}")
     if gateway.one_off_token:
         lines.append("  token:     made up for this run; set gateway.token (`picoora onboard` writes one) to keep it")
     lines.append("Stop with Ctrl+C or SIGTERM (running turns get "

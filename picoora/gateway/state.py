@@ -42,6 +42,7 @@ class Gateway:
     on_fallback: list[str] = field(default_factory=list)  # the store's fallback line, if there was one
     service_lines: list[str] = field(default_factory=list)  # what each service said when it started
     start_warnings: list[str] = field(default_factory=list)  # failed readiness checks at start (banner)
+    channel_lines: list[str] = field(default_factory=list)  # each chat channel and its state at start-up
     stop_requested_at: float | None = None
     one_off_token: bool = False  # no gateway.token configured: this run made one up
     on_stop: list[Callable[[], None]] = field(default_factory=list)  # told at once when a stop is asked for

@@ -8,4 +8,6 @@ from __future__ import annotations
 
 CHANNELS = {
     "telegram": ("picoora.gateway.channels.telegram", "TelegramChannel"),
+    "discord": ("picoora.gateway.channels.discord", "DiscordChannel"),
+    "slack": ("picoora.gateway.channels.slack", "SlackChannel"),
 }

@@ -10,9 +10,13 @@ callables it needs, and reaches nothing else of the gateway:
   outbound delivery (this channel's ``send``) when the turn ends;
 - ``get_state`` / ``set_state``: the channel's own bookkeeping in the owner's store (Telegram's offset).
 
+A channel says how it stands with its platform through ``report`` (``CONNECTED``, ``REFUSED_TOKEN``,
+``UNREACHABLE``); the gateway's start-up lines wait briefly for the first report (``first_state``).
+
 The base also shows a typing indicator while the assistant works on a chat, stopped when the reply is sent.
 
-Adding Discord or Slack is one module: subclass ``Channel``, implement ``run`` (receive until cancelled),
+Adding a platform is one module: subclass ``Channel`` (or ``socket_channel.SocketChannel`` for one that
+pushes events over a websocket, as Discord and Slack do), implement ``run`` (receive until cancelled),
 ``deliver`` (send one piece of text) and optionally ``show_typing``, and register it in ``CHANNELS``
 (``picoora/gateway/channels/__init__.py``). A platform that can edit a sent message sets ``edits`` and
 implements ``start_message``/``edit_message``/``split``: its answers then stream into one message
@@ -40,6 +44,7 @@ log = logging.getLogger(__name__)
 
 TYPING_REFRESH_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per request
 TYPING_LIMIT_SECONDS = 600.0  # never type for ever if a reply is lost
+CONNECTING, CONNECTED, REFUSED_TOKEN, UNREACHABLE = "connecting", "connected", "refused token", "unreachable"
 PAIRING_REPLY = ("I don't know you yet, so I can't help here. Ask my owner to let you in with:\n"
                  "picoora pair approve {code}\n(this code works for one hour)")
 
@@ -63,8 +68,27 @@ class Channel(abc.ABC):
         self.config = config
         self.links = links
         self._typing: dict[str, asyncio.Task[None]] = {}
+        self.state = CONNECTING
         # What keeps the channel from working, for /ready and the start-up warnings; None once it is connected.
         self.problem: str | None = "not connected yet"
+        self._reported = asyncio.Event()
+
+    def report(self, state: str, problem: str = "") -> None:
+        """How the channel stands with its platform now (logged when it changes); ``problem`` says more than
+        the state does when it is not connected."""
+        if state != self.state:
+            log.info("%s: %s", self.name, state)
+        self.state = state
+        self.problem = None if state == CONNECTED else (problem or state)
+        self._reported.set()
+
+    async def first_state(self, seconds: float) -> str:
+        """The first state reported within ``seconds`` (else still ``connecting``)."""
+        try:
+            await asyncio.wait_for(self._reported.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        return self.state
 
     @abc.abstractmethod
     async def run(self) -> None:

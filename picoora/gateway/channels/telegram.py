@@ -20,7 +20,8 @@ import time
 import warnings
 from typing import Any
 
-from picoora.gateway.channels.base import Channel
+from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, Channel
+from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
 from picoora.gateway.runtime.commands import COMMANDS
 from picoora.gateway.runtime.turns import ShuttingDown
@@ -37,33 +38,6 @@ SEND_ATTEMPTS = 5
 PUBLIC_API = "https://api.telegram.org"
 
 
-class _TokenScrubbingRecords:
-    """A log record factory that takes the token out of every record as it is made: request URLs carry the
-    token, and httpx (INFO) and python-telegram-bot (DEBUG) log them from loggers of their own, which a
-    logger filter would not cover."""
-
-    def __init__(self, token: str):
-        self.token = token
-        self.previous = logging.getLogRecordFactory()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.previous(*args, **kwargs)
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record is the logger's problem, not ours
-            return record
-        if self.token in message:
-            record.msg, record.args = scrub(message, [self.token]), None
-        return record
-
-    def install(self) -> None:
-        logging.setLogRecordFactory(self)
-
-    def uninstall(self) -> None:
-        if logging.getLogRecordFactory() is self:
-            logging.setLogRecordFactory(self.previous)
-
-
 class TelegramChannel(Channel):
     name = "telegram"
     edits = True
@@ -75,7 +49,7 @@ class TelegramChannel(Channel):
 
         if not self.config.token:
             raise ValueError("channels.telegram.token is empty: set it (or PICO_CHANNELS_TELEGRAM_TOKEN)")
-        self._records = _TokenScrubbingRecords(self.config.token)
+        self._records = TokenScrubbingRecords(self.config.token)
         self._records.install()  # before the Bot exists: it logs its URL when made
         root = (self.config.api_base or PUBLIC_API).rstrip("/")
         self.bot = Bot(self.config.token, base_url=f"{root}/bot", base_file_url=f"{root}/file/bot")
@@ -87,7 +61,7 @@ class TelegramChannel(Channel):
 
     async def run(self) -> None:
         offset = await self._start()
-        if self.problem is not None:
+        if self.state == REFUSED_TOKEN:
             return  # a refused token: polling again would only be refused again (/ready says why)
         failures = 0
         while True:
@@ -122,15 +96,16 @@ class TelegramChannel(Channel):
                 await self._register_commands()
                 self._oldest = time.time() - STALE_SECONDS
                 stored = await self.links.get_state(OFFSET_KEY)
-                self.problem = None
+                self.report(CONNECTED)
                 return int(stored) if stored and stored.isdigit() else None
             except InvalidToken:
-                self.problem = ("the Bot API refused the token: check channels.telegram.token "
-                                "(@BotFather's /mybots shows it)")
+                self.report(REFUSED_TOKEN, "the Bot API refused the token: check channels.telegram.token "
+                                           "(@BotFather's /mybots shows it)")
                 log.error("telegram: %s; the channel is off until the gateway restarts", self.problem)
                 return None
             except Exception as exc:
-                self.problem = f"cannot reach the Bot API yet ({self._clean(exc)}); retrying"
+                self.report(UNREACHABLE, f"cannot reach the Bot API yet ({self._clean(exc)}); retrying")
+                log.warning("telegram: cannot reach the Bot API yet (%s); retrying", self._clean(exc))
                 await self._sleep(self._backoff(exc, failures))
                 failures += 1
 

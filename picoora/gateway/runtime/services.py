@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+FIRST_STATE_SECONDS = 5.0  # how long start-up waits for the channels to say whether they are connected
 CUT_OFF_REPLY = "I was stopped (the gateway is restarting) before I could finish this. Please send it again."
 STOPPED_REPLY = "Stopped. I did not finish that answer; send it again if you still want it."
 NOTHING_TO_STOP = "Nothing is being worked on right now."
@@ -66,6 +67,7 @@ class GatewayRuntime:
         self.heartbeat: HeartbeatService | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.started: list[str] = ["turn service"]  # what runs, for the start-up lines
+        self.channel_lines: list[str] = []  # every channel and its state ("slack refused token", "web off")
 
     # -- turns ----------------------------------------------------------------------------------------
 
@@ -156,6 +158,7 @@ class GatewayRuntime:
             if channel.asks:
                 self.approvals.channels[name] = channel
             self._spawn(f"channel {name}", channel.run())
+        await self._note_channel_states()
         if config.cron.enabled:
             from picoora.gateway.runtime.scheduler import SchedulerService
             from picoora.scheduler.jobs import JobBook
@@ -172,6 +175,14 @@ class GatewayRuntime:
                                               interval_minutes=config.heartbeat.interval,
                                               workspace=self.assistant.workspace)
             self._spawn(f"heartbeat every {config.heartbeat.interval} min", self.heartbeat.run())
+
+    async def _note_channel_states(self) -> None:
+        """Each channel's first word on its platform (bounded), so the start-up lines say what works."""
+        from picoora.gateway.channels import CHANNELS
+
+        states = await asyncio.gather(*(c.first_state(FIRST_STATE_SECONDS) for c in self.channels))
+        running = {channel.name: state for channel, state in zip(self.channels, states, strict=True)}
+        self.channel_lines = [f"{name} {running.get(name, 'off')}" for name in CHANNELS]
 
     def _spawn(self, name: str, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)

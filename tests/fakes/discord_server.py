@@ -1,0 +1,168 @@
+"""A fake Discord on 127.0.0.1: the REST API and the gateway websocket, as the Discord channel uses them.
+
+REST: ``GET /gateway/bot`` (checks ``Authorization: Bot <token>``, gives the socket's address), ``GET
+/users/@me``,
+``POST /channels/{id}/messages`` (recorded; more than 2,000 characters is a 400, as on Discord) and
+``POST /channels/{id}/typing`` (recorded); ``fail_next(429, retry_after=1.5)`` or ``fail_next(500)``
+scripts failures of the next message sends; ``spent_budget_seconds`` makes every send answer with
+Discord's "budget spent" headers (``X-RateLimit-Remaining: 0``).
+
+Gateway: HELLO, then IDENTIFY (a wrong token closes with 4004, missing MESSAGE_CONTENT with 4014) gets
+READY; RESUME with a known session replays the events the client missed, then RESUMED; heartbeats are
+acknowledged (unless ``ack_heartbeats`` is off). The test sends messages with ``dm``, ``mention`` and
+``guild_message``, and breaks the socket with ``drop`` (no close frame, as a network failure).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from typing import Any
+
+from tests.fakes._http import Exchange
+from tests.fakes.socket_server import SocketPlatformFake
+
+BOT_ID = "900000000000000001"
+MESSAGE_CONTENT = 1 << 15
+
+
+class FakeDiscord(SocketPlatformFake):
+    def __init__(self, token: str = "ODk5.fake-discord-token.value", port: int = 0, heartbeat_ms: int = 200):
+        super().__init__(port=port)
+        self.token = token
+        self.heartbeat_ms = heartbeat_ms
+        self.sent: list[dict[str, Any]] = []
+        self.typing: list[str] = []
+        self.failures: deque[tuple[int, float | None]] = deque()
+        self.close_after_hello: int | None = None  # set: every connection is closed with this code after HELLO
+        self.spent_budget_seconds = 0.0  # set: every message send says the route's budget is spent for that long
+        self.identifies: list[dict[str, Any]] = []
+        self.resumes: list[dict[str, Any]] = []
+        self.heartbeats = 0
+        self.ack_heartbeats = True
+        self._events: list[dict[str, Any]] = []  # every dispatch, for replay on RESUME
+        self._session = "fake-session-1"
+        self._lock = threading.Lock()
+        self._next_id = 1000
+
+    # -- what the test does ---------------------------------------------------------------------
+
+    def dm(self, user_id: str, text: str, username: str = "") -> None:
+        self._message(user_id, text, username, channel_id=f"7{user_id}", guild=False, mentions=[])
+
+    def mention(self, user_id: str, text: str, channel_id: str = "5550001", username: str = "",
+                webhook: bool = False) -> None:
+        self._message(user_id, f"<@{BOT_ID}> {text}", username, channel_id=channel_id, guild=True,
+                      mentions=[{"id": BOT_ID, "username": "pico"}], webhook=webhook)
+
+    def guild_message(self, user_id: str, text: str, channel_id: str = "5550001") -> None:
+        self._message(user_id, text, "", channel_id=channel_id, guild=True, mentions=[])
+
+    def forget_sessions(self) -> None:
+        """Discord no longer knows the session (it timed out): a RESUME gets INVALID_SESSION."""
+        self._session = f"fake-session-{len(self.identifies) + 1}"
+
+    def fail_next(self, status: int, retry_after: float | None = None) -> None:
+        self.failures.append((status, retry_after))
+
+    def texts(self, channel_id: str) -> list[str]:
+        return [m["content"] for m in self.sent if m["channel_id"] == channel_id]
+
+    # -- the gateway ----------------------------------------------------------------------------
+
+    def _message(self, user_id: str, text: str, username: str, *, channel_id: str, guild: bool,
+                 mentions: list[dict[str, Any]], webhook: bool = False) -> None:
+        with self._lock:
+            self._next_id += 1
+            data: dict[str, Any] = {"id": str(self._next_id), "channel_id": channel_id, "content": text,
+                                    "author": {"id": user_id, "username": username or f"user{user_id}"},
+                                    "mentions": mentions}
+            if guild:
+                data["guild_id"] = "4440001"
+            if webhook:  # a webhook's post carries any name and id its poster chose
+                data["webhook_id"] = user_id
+        self.sockets.run(self._dispatch("MESSAGE_CREATE", data))
+
+    async def _dispatch(self, event: str, data: dict[str, Any]) -> None:
+        payload = {"op": 0, "t": event, "s": len(self._events) + 1, "d": data}
+        self._events.append(payload)
+        if self.current is not None:
+            await self.current.send(json.dumps(payload))
+
+    async def on_connect(self, ws: Any) -> None:
+        await ws.send(json.dumps({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}}))
+        if self.close_after_hello is not None:
+            await ws.close(self.close_after_hello, "go away")
+            return
+        async for raw in ws:
+            await self._on_frame(ws, json.loads(raw))
+
+    async def _on_frame(self, ws: Any, frame: dict[str, Any]) -> None:
+        op, data = frame.get("op"), frame.get("d")
+        if op == 1:
+            self.heartbeats += 1
+            if self.ack_heartbeats:
+                await ws.send(json.dumps({"op": 11}))
+        elif op == 2:
+            self.identifies.append(data)
+            if data.get("token") != self.token:
+                await ws.close(4004, "Authentication failed.")
+            elif not data.get("intents", 0) & MESSAGE_CONTENT:
+                await ws.close(4014, "Disallowed intent(s).")
+            else:
+                self.current = ws
+                self._events.append({})  # READY takes a sequence number too
+                await ws.send(json.dumps({"op": 0, "t": "READY", "s": len(self._events), "d": {
+                    "session_id": self._session, "resume_gateway_url": self.sockets.url,
+                    "user": {"id": BOT_ID, "username": "pico", "bot": True}}}))
+        elif op == 6:
+            self.resumes.append(data)
+            if data.get("session_id") != self._session or data.get("token") != self.token:
+                await ws.send(json.dumps({"op": 9, "d": False}))
+                return
+            self.current = ws
+            for payload in self._events:
+                if payload and payload["s"] > (data.get("seq") or 0):
+                    await ws.send(json.dumps(payload))
+            await ws.send(json.dumps({"op": 0, "t": "RESUMED", "s": None, "d": {}}))
+
+    # -- REST -----------------------------------------------------------------------------------
+
+    def route(self, exchange: Exchange) -> None:
+        if exchange.headers.get("authorization") != f"Bot {self.token}":
+            exchange.send_json(401, {"message": "401: Unauthorized", "code": 0})
+            return
+        if exchange.path.endswith("/gateway/bot"):
+            exchange.send_json(200, {"url": self.sockets.url, "shards": 1})
+            return
+        if exchange.path.endswith("/users/@me"):
+            exchange.send_json(200, {"id": BOT_ID, "username": "pico", "bot": True})
+            return
+        match = re.fullmatch(r".*/channels/(\d+)/(messages|typing)", exchange.path)
+        if match is None or exchange.method != "POST":
+            exchange.send_json(404, {"message": "404: Not Found", "code": 0})
+            return
+        channel_id, what = match.groups()
+        if what == "typing":
+            self.typing.append(channel_id)
+            exchange.send_json(200, {})
+            return
+        if self.failures:
+            status, retry_after = self.failures.popleft()
+            if status == 429:
+                exchange.send_json(429, {"message": "You are being rate limited.", "retry_after": retry_after,
+                                         "global": False}, headers={"Retry-After": str(int(retry_after or 1))})
+            else:
+                exchange.send_json(status, {"message": f"fake error {status}", "code": 0})
+            return
+        content = str(exchange.body.get("content") or "")
+        if len(content) > 2000:
+            exchange.send_json(400, {"message": "Invalid Form Body", "code": 50035})
+            return
+        self.sent.append({"channel_id": channel_id, **exchange.body})
+        budget = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset-After": str(self.spent_budget_seconds)} \
+            if self.spent_budget_seconds else {}
+        exchange.send_json(200, {"id": str(len(self.sent)), "channel_id": channel_id, "content": content},
+                           headers=budget)
