@@ -312,7 +312,7 @@ MEMORY_SET_EMBEDDING = _sql("memory_set_embedding", "dml", """
 
 NOTE_LOCK = _sql("note_lock", "query", """
     SELECT note_id, content FROM PICO_DAILY_NOTES
-    WHERE agent_id = :agent_id AND note_date = :note_date FOR UPDATE""")
+    WHERE agent_id = :agent_id AND note_date = :note_date FOR UPDATE WAIT 10""")
 NOTE_INSERT = _sql("note_insert", "dml", """
     INSERT INTO PICO_DAILY_NOTES (note_id, agent_id, note_date, content, embedding, created_at, updated_at)
     VALUES (:note_id, :agent_id, :note_date, :content, :embedding, :now, :now)""")
@@ -334,14 +334,16 @@ NOTE_LIST = _sql("note_list", "query", """
     FROM PICO_DAILY_NOTES WHERE agent_id = :agent_id ORDER BY note_date DESC FETCH FIRST :k ROWS ONLY""")
 
 # ---------------------------------------------------------------------------------------------------
-# Sessions: messages as a JSON array in a CLOB (the Go shape), read-modify-write under a row lock.
+# Sessions: messages as a JSON array in a CLOB (the Go shape), read-modify-write under a row lock. Lock waits
+# are bounded (``FOR UPDATE WAIT``): a writer stuck on another node fails this one call with ORA-30006
+# instead of running into the call timeout, which would throw the connection away.
 
 SESSION_GET = _sql("session_get", "query", """
     SELECT messages, summary, created_at, updated_at FROM PICO_SESSIONS
     WHERE agent_id = :agent_id AND session_key = :session_key""")
 SESSION_LOCK = _sql("session_lock", "query", """
     SELECT messages, summary FROM PICO_SESSIONS
-    WHERE agent_id = :agent_id AND session_key = :session_key FOR UPDATE""")
+    WHERE agent_id = :agent_id AND session_key = :session_key FOR UPDATE WAIT 10""")
 SESSION_INSERT = _sql("session_insert", "dml", """
     INSERT INTO PICO_SESSIONS (session_key, agent_id, messages, summary, created_at, updated_at)
     VALUES (:session_key, :agent_id, :messages, :summary, :now, :now)""")
