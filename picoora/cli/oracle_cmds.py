@@ -147,9 +147,9 @@ def _schema_step(setup: OracleSetup, steps: _Steps) -> None:
     except StoreError as err:
         raise steps.fail(f"Schema initialization failed: {err}") from None
     if not applied:
-        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 11 PICO_ tables)")
+        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 12 PICO_ tables)")
     elif before == 0:
-        steps.ok(f"Schema created (version {LATEST_VERSION}, 11 tables with PICO_ prefix)")
+        steps.ok(f"Schema created (version {LATEST_VERSION}, 12 tables with PICO_ prefix)")
     else:
         steps.ok(f"Schema upgraded from version {before} to {LATEST_VERSION}: "
                  + "; ".join(m.description for m in applied))

@@ -1011,6 +1011,28 @@ class FakeOracle:
             "created_at": b["now"]})
         return 1
 
+    async def _lease_renew(self, conn, b):
+        now = self.systimestamp()
+        return await self.update(conn, "PICO_LEASES", lambda r: r["lease_name"] == b["lease_name"] and (
+            r["holder"] == b["holder"] or r["expires_at"] <= now), lambda r: {
+            "acquired_at": r["acquired_at"] if r["holder"] == b["holder"] else now, "holder": b["holder"],
+            "expires_at": now + timedelta(seconds=b["seconds"])})
+
+    async def _lease_take(self, conn, b):
+        now = self.systimestamp()
+        await self.insert(conn, "PICO_LEASES", {
+            "lease_name": b["lease_name"], "holder": b["holder"], "acquired_at": now,
+            "expires_at": now + timedelta(seconds=b["seconds"])})
+        return 1
+
+    async def _lease_release(self, conn, b):
+        return await self.delete(conn, "PICO_LEASES", lambda r: r["lease_name"] == b["lease_name"]
+                                 and r["holder"] == b["holder"])
+
+    async def _lease_purge(self, conn, b):
+        cutoff = self.systimestamp() - timedelta(seconds=b["seconds"])
+        return await self.delete(conn, "PICO_LEASES", lambda r: r["expires_at"] < cutoff)
+
     async def _ping(self, conn, b):
         return [(1,)]
 

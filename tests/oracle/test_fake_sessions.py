@@ -7,7 +7,6 @@ would; the last one opens two stores (two ``Database`` objects, each on its own 
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from datetime import datetime
 
@@ -16,16 +15,8 @@ import pytest
 
 from picoora.messages import Message
 from picoora.store.oracle import sql as q
-from tests.oracle.conftest import set_up_schema
+from tests.oracle.conftest import oracle_config, scenario, set_up_schema
 from tests.oracle.fake_db import MODEL, FakeOracle
-
-
-def scenario(test):
-    """An async test body run on a fresh event loop (the suite has no asyncio plugin)."""
-    @functools.wraps(test)
-    def runner(*args, **kwargs):
-        asyncio.run(test(*args, **kwargs))
-    return runner
 
 
 def code_of(exc: BaseException) -> str:
@@ -81,8 +72,6 @@ async def test_uncommitted_rows_are_invisible_to_other_sessions(db):
 async def test_an_insert_of_a_key_waits_for_the_session_holding_it():
     for outcome in ("commit", "rollback"):
         db = FakeOracle()
-        from tests.oracle.conftest import oracle_config
-
         set_up_schema(db, oracle_config())
         _, (first, second) = await sessions(db)
         await run(first, q.STATE_SET, **state("k", "first"))

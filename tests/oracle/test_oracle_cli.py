@@ -66,7 +66,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        f"✓ Schema created (version {LATEST_VERSION}, 11 tables with PICO_ prefix)",
+        f"✓ Schema created (version {LATEST_VERSION}, 12 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
         f"✓ Background questions for automatic recall embedded ({len(background_texts())})",
@@ -95,7 +95,7 @@ def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fa
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert f"✓ Schema up to date (version {LATEST_VERSION}, 11 PICO_ tables)" in steps
+    assert f"✓ Schema up to date (version {LATEST_VERSION}, 12 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
     assert "✓ Background questions for automatic recall already embedded" in steps
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in steps

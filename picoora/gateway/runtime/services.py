@@ -23,11 +23,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from picoora.gateway.runtime.delivery import Delivery
+from picoora.gateway.runtime.duties import SingletonDuty, session_turn
 from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
 from picoora.gateway.runtime.messenger import GatewayMessenger
 from picoora.gateway.runtime.people import Admission, Directory, PersonAssistants
 from picoora.gateway.runtime.turns import TurnService
 from picoora.scheduler.jobs import remember_chat
+from picoora.store.leases import node_id
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
@@ -56,11 +58,13 @@ class GatewayRuntime:
         self.heartbeat: HeartbeatService | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.started: list[str] = ["turn service"]  # what runs, for the start-up lines
+        self.node = node_id()  # this gateway's name in the leases a fleet shares (scheduler, channels, sessions)
 
     # -- turns ----------------------------------------------------------------------------------------
 
     async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
-        async with self.people.lease(inbound.person) as assistant:
+        async with self.people.lease(inbound.person) as assistant, \
+                session_turn(assistant.store.leases(), inbound.session, self.node):
             if inbound.from_chat:  # where this person spoke last: their jobs' default target
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             if inbound.fresh_session:
@@ -74,6 +78,8 @@ class GatewayRuntime:
     async def _reply(self, inbound: Inbound, outcome: TurnOutcome) -> None:
         if outcome.status == "cut_off":
             text = CUT_OFF_REPLY
+        elif outcome.status == "busy":
+            text = outcome.error
         elif outcome.result is not None:
             text = outcome.result.text  # an answer, or the loop's own words on why there is none
         else:
@@ -103,14 +109,15 @@ class GatewayRuntime:
             channel = getattr(importlib.import_module(module), class_name)(getattr(config.channels, name), links)
             self.channels.append(channel)
             self.delivery.register(name, channel.send)
-            self._spawn(f"channel {name}", channel.run())
+            self._spawn(f"channel {name}", self._singleton(f"channel.{name}", channel.run))
         if config.cron.enabled:
             from picoora.gateway.runtime.scheduler import SchedulerService
             from picoora.scheduler.jobs import JobBook
 
             book = JobBook(self.assistant.store, default_zone=config.agents.defaults.timezone)
             self.scheduler = SchedulerService(book, astore, submit=self.turns.submit, delivery=self.delivery,
-                                              missed_grace=timedelta(minutes=config.cron.missed_grace_minutes))
+                                              missed_grace=timedelta(minutes=config.cron.missed_grace_minutes),
+                                              leases=self.assistant.store.leases())
             await self.scheduler.start()
             self.started.append("scheduler")
         if config.heartbeat.enabled and config.heartbeat.interval:
@@ -119,7 +126,12 @@ class GatewayRuntime:
             self.heartbeat = HeartbeatService(astore, submit=self.turns.submit, delivery=self.delivery,
                                               interval_minutes=config.heartbeat.interval,
                                               workspace=self.assistant.workspace)
-            self._spawn(f"heartbeat every {config.heartbeat.interval} min", self.heartbeat.run())
+            self._spawn(f"heartbeat every {config.heartbeat.interval} min",
+                        self._singleton("heartbeat", self.heartbeat.run))
+
+    def _singleton(self, duty: str, work: Any) -> Any:
+        """``work()`` on one gateway of a fleet at a time (on a single machine: simply here)."""
+        return SingletonDuty(self.assistant.store.leases(), duty, self.node, work).run()
 
     def _spawn(self, name: str, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)

@@ -236,6 +236,33 @@ TEXT_INDEX_MEMORIES = _sql("text_index_memories", "ddl", """
     INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('SYNC (ON COMMIT)')""", _INDEXED)
 
 # ---------------------------------------------------------------------------------------------------
+# Leases (schema version 10): which node of a fleet does a singleton duty now, on the database's clock (never
+# a node's), so nodes whose clocks disagree still agree on who holds what. Names carry their agent scope.
+# A renewal or takeover is one UPDATE (a free row, an expired one, or the holder's own); a new name is one
+# INSERT, and two nodes inserting it at once meet on the primary key (ORA-00001: the other one has it).
+
+CREATE_LEASES = _sql("create_leases", "ddl", """
+    CREATE TABLE PICO_LEASES (
+        lease_name  VARCHAR2(300 CHAR) PRIMARY KEY,
+        holder      VARCHAR2(255 CHAR) NOT NULL,
+        acquired_at TIMESTAMP NOT NULL,
+        expires_at  TIMESTAMP NOT NULL)""", _EXISTS)
+LEASE_RENEW = _sql("lease_renew", "dml", """
+    UPDATE PICO_LEASES SET
+        acquired_at = CASE WHEN holder = :holder THEN acquired_at ELSE SYS_EXTRACT_UTC(SYSTIMESTAMP) END,
+        holder = :holder,
+        expires_at = SYS_EXTRACT_UTC(SYSTIMESTAMP) + NUMTODSINTERVAL(:seconds, 'SECOND')
+    WHERE lease_name = :lease_name AND (holder = :holder OR expires_at <= SYS_EXTRACT_UTC(SYSTIMESTAMP))""")
+LEASE_TAKE = _sql("lease_take", "dml", """
+    INSERT INTO PICO_LEASES (lease_name, holder, acquired_at, expires_at)
+    VALUES (:lease_name, :holder, SYS_EXTRACT_UTC(SYSTIMESTAMP),
+            SYS_EXTRACT_UTC(SYSTIMESTAMP) + NUMTODSINTERVAL(:seconds, 'SECOND'))""")
+LEASE_RELEASE = _sql("lease_release", "dml",
+                     "DELETE FROM PICO_LEASES WHERE lease_name = :lease_name AND holder = :holder")
+LEASE_PURGE = _sql("lease_purge", "dml", """
+    DELETE FROM PICO_LEASES WHERE expires_at < SYS_EXTRACT_UTC(SYSTIMESTAMP) - NUMTODSINTERVAL(:seconds, 'SECOND')""")
+
+# ---------------------------------------------------------------------------------------------------
 # Meta (schema-wide, like the Go table: no agent_id column).
 
 META_GET = _sql("meta_get", "query", "SELECT meta_value FROM PICO_META WHERE meta_key = :meta_key")

@@ -55,6 +55,7 @@ from picoora.store.oracle import sql as q
 from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import Database, Tx, error_code
+from picoora.store.oracle.leases import OracleLeases
 
 EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens (~1000 characters of English)
 EMBED_MAX_BYTES = 4000  # VECTOR_EMBEDDING's text is a VARCHAR2 bind: over 4000 bytes it goes as LONG and fails
@@ -981,6 +982,10 @@ class OracleStore:
             await self._rewrite_session(tx, key, lambda old, _: (old, summary))
 
         return Op(work, "save the session summary")
+
+    def leases(self) -> OracleLeases:
+        """Leases in PICO_LEASES, scoped by this store's agent id (a person's store: theirs)."""
+        return OracleLeases(self._db, self.agent_id)
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         """None: several gateways on one database are not refused here (a separate question: who runs the jobs)."""
