@@ -52,14 +52,14 @@ class SchedulerService:
         self._scheduled: dict[str, Job] = {}  # job id -> the definition it was scheduled from
         self._poller: asyncio.Task[None] | None = None
         self._catching_up: set[asyncio.Task[None]] = set()
+        self._caught_up = False
 
     async def start(self) -> None:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         self._scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=timezone.utc)
         self._scheduler.start()
-        await self.catch_up()
-        await self.sync()
+        await self._refresh()
         self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     async def stop(self) -> None:
@@ -82,10 +82,18 @@ class SchedulerService:
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_seconds)
-            try:
-                await self.sync()
-            except Exception:  # a store hiccup: try again at the next poll
-                log.warning("could not re-read the scheduled jobs", exc_info=True)
+            await self._refresh()
+
+    async def _refresh(self) -> None:
+        """Catch up once, at the first chance (a required database may not answer at start), then follow
+        the book; a store that fails is tried again at the next poll."""
+        try:
+            if not self._caught_up:
+                await self.catch_up()
+                self._caught_up = True
+            await self.sync()
+        except Exception:
+            log.warning("could not read the scheduled jobs; trying again in %g s", self.poll_seconds, exc_info=True)
 
     async def _jobs(self) -> list[Job]:
         return await self.astore.run(self.book.jobs)
