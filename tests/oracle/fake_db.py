@@ -164,6 +164,12 @@ async def on_database_loop(coro: Any) -> Any:
     return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
 
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark a killed call's outcome as seen, so asyncio does not report it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _drop(rows: list[Any], row: Any) -> None:
     """Remove ``row`` itself (not an equal one) from ``rows``."""
     for position, candidate in enumerate(rows):
@@ -534,6 +540,7 @@ class FakeOracle:
         conn.killed = True
         for task in list(conn.running):
             task.cancel()
+            task.add_done_callback(_retrieved)  # its caller may be gone already (a call cut off)
         await conn.rollback_here()
 
     # ---- what a session sees: its own changes and what others committed ----------------------------
@@ -1237,6 +1244,7 @@ class FakePool:
         self.closed = False
         self.released: list[FakeConnection] = []  # connections given back for reuse
         self.lent: list[FakeConnection] = []  # connections acquired and not yet released
+        self.dropped: list[FakeConnection] = []  # sessions taken out of the pool (broken or cut off)
 
     def acquire(self) -> Any:
         return self._acquire()
@@ -1261,6 +1269,19 @@ class FakePool:
         _drop(self.lent, conn)
         await conn.rollback()  # an open transaction is rolled back on release, as the driver does
         conn.closed = True
+        self.db.open_connections -= 1
+        self._slots.release()
+
+    @property
+    def busy(self) -> int:
+        return len(self.lent)
+
+    async def drop(self, conn: FakeConnection) -> None:
+        """The session leaves the pool (ended: its transaction rolled back); the others go on."""
+        _drop(self.lent, conn)
+        await on_database_loop(self.db.kill(conn))
+        conn.closed = True
+        self.dropped.append(conn)
         self.db.open_connections -= 1
         self._slots.release()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import re
 import uuid
@@ -54,8 +55,11 @@ from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
-from picoora.store.oracle.connection import Database, Tx, error_code
+from picoora.store.oracle.connection import Database, Tx, error_code, error_codes
+from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN, TextIndexHealth
 from picoora.store.oracle.leases import OracleLeases
+
+log = logging.getLogger(__name__)
 
 EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens (~1000 characters of English)
 EMBED_MAX_BYTES = 4000  # VECTOR_EMBEDDING's text is a VARCHAR2 bind: over 4000 bytes it goes as LONG and fails
@@ -212,7 +216,7 @@ class OracleStore:
         self.dedup_similarity = dedup_similarity
         self.push_calibration = ranking.oracle_push_calibration(self.model)  # see ranking.ORACLE_PUSH
         self._anchors = BackgroundAnchors(self.model)
-        self.text_index = text_index
+        self._text = TextIndexHealth(text_index)
         self._secrets = tuple(secrets)
         self._missing_model_note: str | None = None
         self._owns_db = True
@@ -222,10 +226,16 @@ class OracleStore:
         pool, event-loop thread, settings and background anchors, where opening another store would start a
         pool and a thread of its own and probe the schema again. Closing it leaves the database open."""
         other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
-                            dedup_similarity=self.dedup_similarity, text_index=self.text_index, secrets=self._secrets)
+                            dedup_similarity=self.dedup_similarity, secrets=self._secrets)
         other._anchors = self._anchors
+        other._text = self._text
         other._owns_db = False
         return other
+
+    @property
+    def text_index(self) -> bool:
+        """Whether keyword recall uses the Oracle Text index right now (else the plain scan)."""
+        return self._text.usable
 
     @property
     def location(self) -> str:
@@ -379,17 +389,27 @@ class OracleStore:
                 found[str(row[0])] = (codec.memory_from_row(row), 1.0 - float(row[8]))
         terms = informative_first(query, list(dict.fromkeys(tokenize(query))))
         if terms:
-            if self.text_index:
-                rows = await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
-            else:
-                rows = await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k)
-            for row in rows:
+            for row in await self._keyword_rows(tx, terms, k):
                 record = codec.memory_from_row(row)
                 if record.id in found:
                     continue
                 comparable = vector is not None and row[8] is not None and record.embedding_model == self.model
                 found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
         return found
+
+    async def _keyword_rows(self, tx: Tx, terms: list[str], k: int) -> list[tuple]:
+        """Memories holding a query term: through the Oracle Text index while it works, else the plain scan
+        (also for this very query when the index fails under it)."""
+        if await self._text.use(tx):
+            try:
+                return await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
+            except Exception as exc:
+                if not TEXT_INDEX_BROKEN & set(error_codes(exc)):
+                    raise
+                self._text.failed()
+                log.warning("the Oracle Text index failed (%s); keyword recall scans until it is VALID again "
+                            "(run picoora setup-oracle)", error_code(exc))
+        return await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k)
 
     def rank(self, evidence: RecallEvidence, limit: int, *, confident_only: bool = False) -> list[ScoredMemory]:
         """The matches recall returns (``confident_only``: pushes, by ``push_calibration``), best first."""
