@@ -69,6 +69,8 @@ def setup_oracle(
     import_files: bool = typer.Option(
         False, "--import-files", help="Copy everything the file backend holds into Oracle."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the SQL for a fresh database; connect to nothing."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the prompts already in the database with the workspace's files."),
 ) -> None:
     """Create or upgrade the PICO_ schema, load the ONNX model, check it, create indexes, seed prompts.
 
@@ -93,11 +95,11 @@ def setup_oracle(
                        "(or PICO_ORACLE_ENABLED=true), or run scripts/setup-oracle.sh")
     if onnx_file and not onnx_dir and not onnx_file.is_file():
         raise CLIError(f"--onnx-file {onnx_file}: no such file", EXIT_USAGE)
-    raise typer.Exit(_run_setup(config, onnx_file, onnx_dir, onnx_url, hnsw, import_files))
+    raise typer.Exit(_run_setup(config, onnx_file, onnx_dir, onnx_url, hnsw, import_files, force))
 
 
 def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onnx_url: str | None,
-               hnsw: bool, import_files: bool) -> int:
+               hnsw: bool, import_files: bool, force: bool = False) -> int:
     from picoora.store.base import StoreError
     from picoora.store.oracle import OracleUnavailable, open_database
     from picoora.store.oracle.setup import OracleSetup
@@ -120,7 +122,7 @@ def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onn
         _background_step(setup, steps)
         store = _open_store(config, steps)
         try:
-            _seed_prompts(config, store, steps)
+            _seed_prompts(config, store, steps, force=force)
             _store_config_snapshot(config, store, steps)
             if import_files:
                 _import_files(config, store, steps)
@@ -234,20 +236,28 @@ def _open_store(config: Config, steps: _Steps) -> Store:
         raise steps.fail(str(err)) from None
 
 
-def _seed_prompts(config: Config, store: Store, steps: _Steps) -> None:
+def _seed_prompts(config: Config, store: Store, steps: _Steps, *, force: bool) -> None:
+    """The workspace's prompt files, into the database where it has none of that name (``force``: all). The
+    prompts are the fleet's: setup-oracle run again on another node must not overwrite what was edited."""
     from picoora.config import workspace_path
     from picoora.store.base import PROMPT_NAMES
 
     workspace = workspace_path(config)
-    seeded = []
+    seeded, kept = [], []
     for name in PROMPT_NAMES:
         path = workspace / name
-        if path.is_file():
-            store.set_prompt(name, path.read_text(encoding="utf-8"))
-            seeded.append(name)
+        if not path.is_file():
+            continue
+        if not force and store.get_prompt(name) is not None:
+            kept.append(name)
+            continue
+        store.set_prompt(name, path.read_text(encoding="utf-8"))
+        seeded.append(name)
     if seeded:
         steps.ok(f"Prompts seeded from workspace: {', '.join(seeded)}")
-    else:
+    if kept:
+        steps.ok(f"Prompts already in the database kept: {', '.join(kept)} (--force replaces them)")
+    if not seeded and not kept:
         steps.warn(f"No prompt files in {workspace}: run `picoora onboard`, then `picoora setup-oracle` again")
 
 

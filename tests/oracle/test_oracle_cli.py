@@ -16,7 +16,7 @@ from picoora.config import Config, save_config, workspace_path
 from picoora.messages import Message
 from picoora.store.anchors import background_texts
 from picoora.store.files import FileStore
-from picoora.store.oracle import open_oracle_store
+from picoora.store.oracle import OracleUnavailable, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database
 from picoora.store.oracle.schema import LATEST_VERSION
@@ -334,3 +334,35 @@ def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, o
     assert code == 3, out
     assert any(line.startswith("⚠ Vector index IDX_PICO_MEMORIES_VEC not created: it exists but its status is UNUSABLE")
                for line in _steps(out))
+
+
+# ---- a fleet: setup-oracle run again on any node ----------------------------------------------------
+
+
+def test_setup_again_keeps_the_fleets_prompts_unless_forced(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    store = open_oracle_store(config)
+    store.set_prompt("SOUL.md", "# Soul\nEdited in the database.\n")
+    store.close()
+    code, out = picoora("setup-oracle")  # another node, with the workspace's own SOUL.md
+    assert code == 0, out
+    assert "✓ Prompts already in the database kept: IDENTITY.md, SOUL.md (--force replaces them)" in _steps(out)
+    store = open_oracle_store(config)
+    assert store.get_prompt("SOUL.md").content == "# Soul\nEdited in the database.\n"
+    store.close()
+    code, out = picoora("setup-oracle", "--force")
+    assert code == 0 and "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md" in _steps(out)
+    store = open_oracle_store(config)
+    assert store.get_prompt("SOUL.md").content == "# Soul\nCalm and precise.\n"
+    store.close()
+
+
+def test_a_schema_newer_than_this_picoora_is_refused(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    for row in fake.rows("PICO_META"):
+        if row["meta_key"] == "schema_version":
+            row["meta_value"] = str(LATEST_VERSION + 1)  # a newer picoora on another node upgraded it
+    fake.executed.clear()
+    with pytest.raises(OracleUnavailable, match=f"version {LATEST_VERSION + 1}, newer than this picoora"):
+        open_oracle_store(config)
+    assert "take_migration_lock" not in fake.names()  # nothing was "upgraded" down or over

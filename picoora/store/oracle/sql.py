@@ -205,11 +205,12 @@ WIDEN_META = _sql("widen_meta", "ddl", "ALTER TABLE PICO_META MODIFY (meta_key V
 
 # Processes migrating at once take turns: each holds an exclusive lock on this one-purpose table for the
 # whole migration (a separate session; DDL commits, so the migrating session could not hold it). No
-# migration alters it, and the Go version never sees it.
+# migration alters it, and the Go version never sees it. The wait is as long as a migration may run
+# (schema.MIGRATION_SECONDS): a node starting while another upgrades waits for it, then finds it done.
 CREATE_MIGRATION_LOCK = _sql("create_migration_lock", "ddl",
                              "CREATE TABLE PICO_MIGRATION_LOCK (held_by VARCHAR2(64))", _EXISTS)
 TAKE_MIGRATION_LOCK = _sql("take_migration_lock", "dml",
-                           "LOCK TABLE PICO_MIGRATION_LOCK IN EXCLUSIVE MODE WAIT 120")
+                           "LOCK TABLE PICO_MIGRATION_LOCK IN EXCLUSIVE MODE WAIT 900")
 
 # Migrations wait for a busy table instead of failing at once with ORA-00054 (schema.run_ddl also retries).
 DDL_WAIT = _sql("ddl_wait", "ddl", "ALTER SESSION SET DDL_LOCK_TIMEOUT = 30")
