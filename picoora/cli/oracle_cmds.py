@@ -268,14 +268,27 @@ def _store_config_snapshot(config: Config, store: Store, steps: _Steps) -> None:
     steps.ok("Config snapshot stored in PICO_CONFIG (secrets redacted)")
 
 
+IMPORT_LEASE = "setup.import-files"
+IMPORT_LEASE_SECONDS = 3600.0  # longer than any import; released at its end (or it expires after a crash)
+
+
 def _import_files(config: Config, store: Store, steps: _Steps) -> None:
+    import asyncio
+
     from picoora.config import workspace_path
     from picoora.store import open_store
     from picoora.store.base import StoreError
+    from picoora.store.leases import node_id
     from picoora.store.transfer import transfer
 
     files_only = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     workspace = workspace_path(config)
+    leases, holder = store.leases(), node_id()
+    # Two nodes importing at once would both append the same transcripts: one import at a time per database.
+    if not asyncio.run(leases.acquire(IMPORT_LEASE, holder, IMPORT_LEASE_SECONDS)):
+        steps.warn(f"Import from {workspace} skipped: another picoora is importing into this database now "
+                   "(run again once it is done: what it copied is skipped)")
+        return
     source = open_store(files_only)
     try:
         report = transfer(source, store)
@@ -284,6 +297,7 @@ def _import_files(config: Config, store: Store, steps: _Steps) -> None:
         return
     finally:
         source.close()
+        asyncio.run(leases.release(IMPORT_LEASE, holder))
     copied = ", ".join(f"{n} {family}" for family, n in report.copied.items() if n) or "nothing new"
     skipped = sum(report.skipped.values())
     steps.ok(f"Imported from {workspace}: {copied}" + (" (memories re-embedded in the database)"

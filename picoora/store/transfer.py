@@ -2,7 +2,9 @@
 
 Nothing the target already has is overwritten, so running it twice adds nothing: memories go through
 ``import_memories`` (ids kept, duplicates skipped, re-embedded by the target's own model), a day's note,
-a session, a transcript or a key/value entry is copied only when the target has none for it.
+a session or a key/value entry is copied only when the target has none for it. A transcript goes in
+batches of ``TRANSCRIPT_BATCH`` messages, each its own bounded transaction, continuing after the entries the
+target already holds: a long transcript over a slow link imports, and an import cut off half-way resumes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from picoora.store.base import DailyNote, Store
 
 ALL_DAYS = 36500  # "every daily note": the protocol reads notes by a window of days
+TRANSCRIPT_BATCH = 200  # messages per transaction: one array insert when they fit, well inside a call timeout
 
 
 @dataclass
@@ -57,10 +60,12 @@ def transfer(source: Store, target: Store) -> TransferReport:
 
     for key in source.transcript_keys():  # reset sessions keep their transcripts: copy those too
         entries = source.read_transcript(key)
-        fresh = bool(entries) and not target.read_transcript(key, limit=1)
-        if fresh:
-            target.append_transcript(key, [entry.message for entry in entries])
-        report.count("transcript entries", fresh, len(entries))
+        last = target.read_transcript(key, limit=1)
+        held = last[0].seq if last else 0  # seqs run 1..n: the target has the first ``held`` entries
+        for start in range(held, len(entries), TRANSCRIPT_BATCH):
+            target.append_transcript(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
+        report.count("transcript entries", True, max(len(entries) - held, 0))
+        report.count("transcript entries", False, min(held, len(entries)))
 
     for family in ("state", "config", "meta"):
         get, put = getattr(target, f"get_{family}"), getattr(target, f"set_{family}")

@@ -271,6 +271,7 @@ class FakeOracle:
         # id(row) -> (session that changed it, its committed image; None for a row that session inserted)
         self._pending: dict[int, tuple[FakeConnection, dict[str, Any] | None]] = {}
         self.clock_offset = timedelta()  # SYSTIMESTAMP is the real UTC time plus this (tests move it)
+        self.array_dml: list[int] = []  # rows of each executemany (one round trip each), in order
         self.wait_scale = 1.0  # ``FOR UPDATE WAIT n`` waits n times this many seconds (tests shorten it)
         self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
 
@@ -1171,6 +1172,7 @@ class FakeCursor:
 
     async def executemany(self, sql: str, rows: list[dict], **keywords: Any) -> None:
         check_driver_keywords("executemany", keywords)
+        self._conn.db.array_dml.append(len(rows))
         total = 0
         for row in rows:
             await self._execute(sql, row, None, array_dml=True)

@@ -55,7 +55,7 @@ from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
-from picoora.store.oracle.connection import Database, Tx, error_code, error_codes
+from picoora.store.oracle.connection import MAX_STRING_BYTES, Database, Tx, error_code, error_codes
 from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN, TextIndexHealth
 from picoora.store.oracle.leases import OracleLeases
 
@@ -155,6 +155,11 @@ class Op:
     what: str = ""
     timeout: float | None = None
     result: Any = None
+
+
+def _long(text: str | None) -> bool:
+    """Over the 4000 bytes a VARCHAR2 bind carries (then it must go as a CLOB)."""
+    return text is not None and len(text) * 4 > MAX_STRING_BYTES and len(text.encode("utf-8")) > MAX_STRING_BYTES
 
 
 def _known(result: Any) -> Op:
@@ -714,13 +719,19 @@ class OracleStore:
                 first = int(row[0] if row else 0) + 1
                 seqs = list(range(first, first + len(messages)))
                 now = utc_stamp()
+                binds: list[dict[str, Any]] = [
+                    {"session_key": key, "agent_id": self.agent_id, "sequence_num": seq, "role": message.role,
+                     "content": message.content, "now": now,
+                     "message_json": json.dumps(codec.message_to_json(message), ensure_ascii=False)}
+                    for seq, message in zip(seqs, messages, strict=True)]
                 try:
-                    # One execute per message: a tool result over 4000 bytes goes as a temporary CLOB, and
-                    # array DML wants one bind type per column across rows; a turn appends only a few.
-                    for seq, message in zip(seqs, messages, strict=True):
-                        await tx.run(q.TRANSCRIPT_INSERT, session_key=key, agent_id=self.agent_id, sequence_num=seq,
-                                     role=message.role, content=message.content, now=now,
-                                     message_json=json.dumps(codec.message_to_json(message), ensure_ascii=False))
+                    if len(binds) > 1 and not any(_long(b["content"]) or _long(b["message_json"]) for b in binds):
+                        await tx.run_many(q.TRANSCRIPT_INSERT, binds)  # one round trip (an import's batch)
+                    else:
+                        # A text over 4000 bytes goes as a temporary CLOB, which array DML cannot mix with
+                        # strings (ORA-01478): one execute per message, as a turn's few messages are.
+                        for one in binds:
+                            await tx.run(q.TRANSCRIPT_INSERT, **one)
                     return seqs
                 except Exception as exc:
                     if error_code(exc) != _UNIQUE_VIOLATED:
