@@ -93,15 +93,16 @@ class SingletonDuty:
 
 
 @contextlib.asynccontextmanager
-async def session_turn(leases: Leases, session: str, holder: str, *, wait_seconds: float = SESSION_WAIT_SECONDS,
+async def session_turn(leases: Leases, session: str, holder: str, *, wait_seconds: float | None = None,
                        seconds: float = LEASE_SECONDS) -> AsyncIterator[None]:
-    """Hold ``session``'s lease for the body (renewed while it runs); ``SessionBusy`` after ``wait_seconds``."""
+    """Hold ``session``'s lease for the body (renewed while it runs); ``SessionBusy`` after ``wait_seconds``
+    (default ``SESSION_WAIT_SECONDS``)."""
     if not leases.shared:
         yield
         return
     name = f"session:{session}"
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_seconds
+    deadline = loop.time() + (SESSION_WAIT_SECONDS if wait_seconds is None else wait_seconds)
     while not await leases.acquire(name, holder, seconds):
         if loop.time() >= deadline:
             raise SessionBusy(BUSY)
