@@ -1041,6 +1041,9 @@ class FakeOracle:
         cutoff = self.systimestamp() - timedelta(seconds=b["seconds"])
         return await self.delete(conn, "PICO_LEASES", lambda r: r["expires_at"] < cutoff)
 
+    async def _database_time(self, conn, b):
+        return [(self.systimestamp(),)]
+
     async def _ping(self, conn, b):
         return [(1,)]
 

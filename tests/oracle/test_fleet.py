@@ -193,3 +193,12 @@ async def test_a_session_busy_elsewhere_past_the_wait_answers_busy(nodes):
     with pytest.raises(SessionBusy, match="another of my servers"):
         async with session_turn(nodes[1].leases(), "web:1", "n1", wait_seconds=0.05):
             pytest.fail("the turn must not run while another node holds its session")
+
+
+def test_rows_are_stamped_on_the_database_clock_not_the_nodes(fake, open_store):
+    fake.clock_offset = timedelta(seconds=0.5)  # this node's clock is half a second behind the database's
+    store = open_store()
+    store.set_state("k", "v")
+    [row] = [r for r in fake.rows("PICO_STATE") if r["state_key"] == "k"]
+    assert row["updated_at"] - datetime.now(timezone.utc).replace(tzinfo=None) > timedelta(seconds=0.3)
+    assert "database_time" in fake.names()

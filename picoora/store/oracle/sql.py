@@ -511,6 +511,7 @@ MEMORY_VECTORS_MISSING = _sql("memory_vectors_missing", "query", """
     SELECT COUNT(*) FROM PICO_MEMORIES WHERE agent_id = :agent_id
     AND (embedding IS NULL OR embedding_model IS NULL OR embedding_model <> :embedding_model)""")
 PING = _sql("ping", "query", "SELECT 1 FROM DUAL")
+DATABASE_TIME = _sql("database_time", "query", "SELECT SYS_EXTRACT_UTC(SYSTIMESTAMP) FROM DUAL")
 
 # ---------------------------------------------------------------------------------------------------
 # Counts (per agent; meta is schema-wide) and the catalogue views the inspector and setup read.
