@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import Store
     from picoora.store.oracle.setup import OracleSetup
+    from picoora.store.transfer import TransferReport
 
 EXIT_READY, EXIT_FAILED, EXIT_WARNINGS = 0, 1, 3
 OK, WARN, FAIL = "✓", "⚠", "✗"
@@ -272,14 +273,39 @@ IMPORT_LEASE = "setup.import-files"
 IMPORT_LEASE_SECONDS = 3600.0  # longer than any import; released at its end (or it expires after a crash)
 
 
+def _transfer_everyone(files_only: Config, store: Store) -> TransferReport:
+    """The owner's file store, then each person's (``<workspace>/.picoora/people/<name>``) into theirs."""
+    from picoora.config import workspace_path
+    from picoora.store import open_file_store, open_store
+    from picoora.store.layout import FileLayout
+    from picoora.store.scoped import open_person_store
+    from picoora.store.transfer import transfer
+
+    source = open_store(files_only)
+    try:
+        report = transfer(source, store)
+    finally:
+        source.close()
+    people = FileLayout(workspace_path(files_only)).people
+    for root in sorted(p for p in people.iterdir() if p.is_dir()) if people.is_dir() else ():
+        person_source = open_file_store(files_only, workspace=root)
+        try:
+            person = transfer(person_source, open_person_store(files_only, store, root.name), shared=False)
+        finally:
+            person_source.close()
+        for family, n in person.copied.items():
+            report.count(family, True, n)
+        for family, n in person.skipped.items():
+            report.count(family, False, n)
+    return report
+
+
 def _import_files(config: Config, store: Store, steps: _Steps) -> None:
     import asyncio
 
     from picoora.config import workspace_path
-    from picoora.store import open_store
     from picoora.store.base import StoreError
     from picoora.store.leases import node_id
-    from picoora.store.transfer import transfer
 
     files_only = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     workspace = workspace_path(config)
@@ -289,14 +315,12 @@ def _import_files(config: Config, store: Store, steps: _Steps) -> None:
         steps.warn(f"Import from {workspace} skipped: another picoora is importing into this database now "
                    "(run again once it is done: what it copied is skipped)")
         return
-    source = open_store(files_only)
     try:
-        report = transfer(source, store)
+        report = _transfer_everyone(files_only, store)
     except (StoreError, ValueError, OSError) as err:
         steps.warn(f"Import from {workspace} stopped: {err} (run again: what was copied is skipped next time)")
         return
     finally:
-        source.close()
         asyncio.run(leases.release(IMPORT_LEASE, holder))
     copied = ", ".join(f"{n} {family}" for family, n in report.copied.items() if n) or "nothing new"
     skipped = sum(report.skipped.values())

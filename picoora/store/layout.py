@@ -71,9 +71,13 @@ class FileLayout:
     def traces(self) -> Path:
         return self.private / "traces"
 
+    @property
+    def people(self) -> Path:
+        return self.private / "people"
+
     def person(self, name: str) -> Path:
         """The root of a person's own store (everyone but the owner): private, like the rest."""
-        return self.private / "people" / name
+        return self.people / name
 
     @property
     def notes(self) -> Path:

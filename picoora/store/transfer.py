@@ -33,7 +33,9 @@ def _note_body(note: DailyNote) -> str:
     return note.content[len(header):] if note.content.startswith(header) else note.content
 
 
-def transfer(source: Store, target: Store) -> TransferReport:
+def transfer(source: Store, target: Store, *, shared: bool = True) -> TransferReport:
+    """``shared=False`` for a person's store: their own families only (prompts, config and meta are the
+    owner's, copied with the owner's store)."""
     report = TransferReport()
 
     memories = source.list_memories()
@@ -67,7 +69,7 @@ def transfer(source: Store, target: Store) -> TransferReport:
         report.count("transcript entries", True, max(len(entries) - held, 0))
         report.count("transcript entries", False, min(held, len(entries)))
 
-    for family in ("state", "config", "meta"):
+    for family in ("state", "config", "meta") if shared else ("state",):
         get, put = getattr(target, f"get_{family}"), getattr(target, f"set_{family}")
         for key, value in getattr(source, f"all_{family}")().items():
             fresh = get(key) is None
@@ -75,7 +77,7 @@ def transfer(source: Store, target: Store) -> TransferReport:
                 put(key, value)
             report.count(family, fresh)
 
-    for prompt in source.list_prompts():
+    for prompt in source.list_prompts() if shared else ():
         fresh = target.get_prompt(prompt.name) is None
         if fresh:
             target.set_prompt(prompt.name, prompt.content)

@@ -64,3 +64,23 @@ def test_a_second_import_racing_the_first_is_refused_and_copies_nothing(tmp_path
     asyncio.run(store.leases().release(oracle_cmds.IMPORT_LEASE, "another-node"))  # the first one finished
     oracle_cmds._import_files(config, store, steps)
     assert len(store.read_transcript("telegram:42")) == MESSAGES
+
+
+def test_peoples_file_stores_are_imported_into_their_own_scope(tmp_path, fake, config, open_store, monkeypatch):
+    from picoora.config import workspace_path
+    from picoora.store.layout import FileLayout
+    from picoora.store.scoped import person_agent_id
+
+    monkeypatch.setattr("picoora.store.embedder.shared_embedder", lambda *a, **k: HashEmbedder())
+    workspace = workspace_path(config)
+    ana = FileStore(FileLayout(workspace).person("ana"), embedder=HashEmbedder())
+    ana.add_memory("Ana's locker code is 7311")
+    ana.append_transcript("telegram:7", [Message(role="user", content="hi from ana")])
+    ana.close()
+    store = open_store()
+    oracle_cmds._import_files(config, store, oracle_cmds._Steps())
+    ana_id = person_agent_id(config.oracle.agent_id, "ana")
+    assert [r["content"] for r in fake.rows("PICO_MEMORIES") if r["agent_id"] == ana_id] == [
+        "Ana's locker code is 7311"]
+    assert [r["content"] for r in fake.rows("PICO_TRANSCRIPTS") if r["agent_id"] == ana_id] == ["hi from ana"]
+    assert not [r for r in fake.rows("PICO_MEMORIES") if r["agent_id"] == config.oracle.agent_id]  # not the owner's
