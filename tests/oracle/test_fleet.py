@@ -202,3 +202,20 @@ def test_rows_are_stamped_on_the_database_clock_not_the_nodes(fake, open_store):
     [row] = [r for r in fake.rows("PICO_STATE") if r["state_key"] == "k"]
     assert row["updated_at"] - datetime.now(timezone.utc).replace(tzinfo=None) > timedelta(seconds=0.3)
     assert "database_time" in fake.names()
+
+
+def test_the_daily_note_date_is_in_the_configured_zone_whatever_the_nodes_zone(fake, config, open_store,
+                                                                                 monkeypatch):
+    import time as clock
+    from zoneinfo import ZoneInfo
+
+    config.agents.defaults.timezone = "Pacific/Kiritimati"  # UTC+14: often another date than UTC's
+    for machine_zone in ("Pacific/Pago_Pago", "UTC"):  # two nodes set up in different zones (UTC-11, UTC)
+        monkeypatch.setenv("TZ", machine_zone)
+        clock.tzset()
+        note = open_store(config=config).append_daily_note(f"from a node in {machine_zone}")
+        assert note.day == datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
+    monkeypatch.delenv("TZ")
+    clock.tzset()
+    [row] = fake.rows("PICO_DAILY_NOTES")  # one note for the day, both lines in it
+    assert "Pago_Pago" in row["content"] and "in UTC" in row["content"]

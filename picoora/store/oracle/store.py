@@ -213,6 +213,7 @@ class OracleStore:
         dedup_similarity: float = 0.95,
         text_index: bool = False,
         secrets: Iterable[str] = (),
+        note_zone: str = "",
     ):
         self._db = db
         self.agent_id = agent_id
@@ -223,6 +224,7 @@ class OracleStore:
         self._anchors = BackgroundAnchors(self.model)
         self._text = TextIndexHealth(text_index)
         self._secrets = tuple(secrets)
+        self.note_zone = note_zone  # IANA zone of the daily notes' dates (agents.defaults.timezone); "": the machine's
         self._missing_model_note: str | None = None
         self._owns_db = True
 
@@ -231,7 +233,7 @@ class OracleStore:
         pool, event-loop thread, settings and background anchors, where opening another store would start a
         pool and a thread of its own and probe the schema again. Closing it leaves the database open."""
         other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
-                            dedup_similarity=self.dedup_similarity, secrets=self._secrets)
+                            dedup_similarity=self.dedup_similarity, secrets=self._secrets, note_zone=self.note_zone)
         other._anchors = self._anchors
         other._text = self._text
         other._owns_db = False
@@ -546,7 +548,7 @@ class OracleStore:
         return self._do(self._append_daily_note_op(content, day))
 
     def _append_daily_note_op(self, content: str, day: date | None = None) -> Op:
-        day = day or date.today()  # the user's local date, as the file backend does
+        day = day or self._today()
 
         async def work(tx: Tx) -> DailyNote:
             for _ in range(2):  # a second pass only when another writer created the day's row meanwhile
@@ -568,6 +570,13 @@ class OracleStore:
 
         return Op(work, "write the daily note")
 
+    def _today(self) -> date:
+        """Today on the database's clock in the notes' zone, so every node of a fleet writes one day's note."""
+        from zoneinfo import ZoneInfo
+
+        now = utc_stamp().replace(tzinfo=timezone.utc)
+        return (now.astimezone(ZoneInfo(self.note_zone)) if self.note_zone else now.astimezone()).date()
+
     def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
         """Notes of today and the ``days - 1`` days before, newest first."""
         return self._do(self._recent_daily_notes_op(days))
@@ -575,7 +584,7 @@ class OracleStore:
     def _recent_daily_notes_op(self, days: int = 3) -> Op:
         if days <= 0:
             return _known([])
-        today = date.today()
+        today = self._today()
 
         async def work(tx: Tx) -> list[DailyNote]:
             rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1),
