@@ -215,6 +215,11 @@ def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:
             hint = (" (HNSW needs a vector pool: ALTER SYSTEM SET vector_memory_size=512M SCOPE=SPFILE as SYSDBA and "
                     "restart, or drop --hnsw for IVF)") if hnsw else ""
             steps.warn(f"Vector index {outcome.name} not created: {outcome.error}{hint}")
+        elif hnsw and not outcome.created and not outcome.deferred and outcome.kind != "HNSW":
+            # Never a ✓ for an index that is not what was asked: the search would not be what they expect.
+            steps.warn(f"Vector index {outcome.name} exists as {outcome.kind or 'an organisation not recorded'}, "
+                       f"not the HNSW asked for; it was kept. To rebuild it as HNSW: DROP INDEX {outcome.name}, "
+                       "then run `picoora setup-oracle --hnsw` again")
         elif outcome.deferred:
             steps.ok(f"Vector index {outcome.name} ({kind}) deferred: no vectors stored yet (searches are exact "
                      "until then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)")

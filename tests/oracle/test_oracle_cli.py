@@ -313,9 +313,10 @@ def test_an_existing_index_is_reported_with_its_own_organisation_not_the_one_ask
     store.add_memory("The spare key is under the blue flowerpot")
     store.close()
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in _steps(picoora("setup-oracle")[1])
-    code, out = picoora("setup-oracle", "--hnsw")
-    assert code == 0, out
-    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in _steps(out)
+    code, out = picoora("setup-oracle", "--hnsw")  # HNSW asked over the IVF index: said so, never a ✓
+    assert code == 3, out
+    assert ("⚠ Vector index IDX_PICO_MEMORIES_VEC exists as IVF, not the HNSW asked for; it was kept. To rebuild "
+            "it as HNSW: DROP INDEX IDX_PICO_MEMORIES_VEC, then run `picoora setup-oracle --hnsw` again") in _steps(out)
     fake.executed.clear()
     store = open_oracle_store(config)
     store.reindex()
