@@ -280,6 +280,7 @@ IMPORT_LEASE_SECONDS = 3600.0  # longer than any import; released at its end (or
 
 def _transfer_everyone(files_only: Config, store: Store) -> TransferReport:
     """The owner's file store, then each person's (``<workspace>/.picoora/people/<name>``) into theirs."""
+    from picoora.cli.memory_cmd import progress_bar
     from picoora.config import workspace_path
     from picoora.store import open_file_store, open_store
     from picoora.store.layout import FileLayout
@@ -288,7 +289,8 @@ def _transfer_everyone(files_only: Config, store: Store) -> TransferReport:
 
     source = open_store(files_only)
     try:
-        report = transfer(source, store)
+        with progress_bar("Importing transcripts") as progress:
+            report = transfer(source, store, progress=progress)
     finally:
         source.close()
     people = FileLayout(workspace_path(files_only)).people

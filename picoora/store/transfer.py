@@ -9,6 +9,7 @@ target already holds: a long transcript over a slow link imports, and an import 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from picoora.store.base import DailyNote, Store
@@ -33,9 +34,10 @@ def _note_body(note: DailyNote) -> str:
     return note.content[len(header):] if note.content.startswith(header) else note.content
 
 
-def transfer(source: Store, target: Store, *, shared: bool = True) -> TransferReport:
+def transfer(source: Store, target: Store, *, shared: bool = True,
+             progress: Callable[[int, int], None] | None = None) -> TransferReport:
     """``shared=False`` for a person's store: their own families only (prompts, config and meta are the
-    owner's, copied with the owner's store)."""
+    owner's, copied with the owner's store). ``progress(done, total)`` after each transcript batch."""
     report = TransferReport()
 
     memories = source.list_memories()
@@ -66,6 +68,8 @@ def transfer(source: Store, target: Store, *, shared: bool = True) -> TransferRe
         held = last[0].seq if last else 0  # seqs run 1..n: the target has the first ``held`` entries
         for start in range(held, len(entries), TRANSCRIPT_BATCH):
             target.append_transcript(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
+            if progress is not None:
+                progress(min(start + TRANSCRIPT_BATCH, len(entries)), len(entries))
         report.count("transcript entries", True, max(len(entries) - held, 0))
         report.count("transcript entries", False, min(held, len(entries)))
 

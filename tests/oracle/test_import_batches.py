@@ -24,8 +24,10 @@ def test_a_2000_message_transcript_goes_in_bounded_array_batches(tmp_path, fake,
     source, target = _long_transcript(tmp_path), open_store()
     fake.executed.clear()
     fake.array_dml.clear()
-    report = transfer(source, target)
+    progress: list[tuple[int, int]] = []
+    report = transfer(source, target, progress=lambda done, total: progress.append((done, total)))
     assert report.copied["transcript entries"] == MESSAGES
+    assert progress == [(n, MESSAGES) for n in range(TRANSCRIPT_BATCH, MESSAGES + 1, TRANSCRIPT_BATCH)]
     assert fake.array_dml == [TRANSCRIPT_BATCH] * (MESSAGES // TRANSCRIPT_BATCH)  # one round trip per batch
     assert fake.names().count("transcript_last_seq") == MESSAGES // TRANSCRIPT_BATCH  # one transaction each
     assert [e.message.content for e in target.read_transcript("telegram:42")] == [f"message {n}"
