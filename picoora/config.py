@@ -142,6 +142,9 @@ class OracleConfig(_Section):
     connect_timeout_seconds: float = Field(5.0, gt=0)
     onnx_model: str = "ALL_MINILM_L12_V2"
     agent_id: str = "default"
+    # A fleet's node: when the database cannot be reached, keep retrying (503 meanwhile) instead of falling
+    # back to files, which would split the data between machines. Off: files are the single machine's fallback.
+    required: bool = False
 
 
 class GatewayConfig(_Section):

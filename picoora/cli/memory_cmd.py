@@ -131,7 +131,7 @@ def forget(
 def reindex(ctx: typer.Context) -> None:
     """Re-embed every memory with the configured embedder (after changing memory.embedder).
     An interrupted reindex continues where it stopped when run again."""
-    with _store(ctx) as store, _progress("Re-embedding") as progress:
+    with _store(ctx) as store, progress_bar("Re-embedding") as progress:
         count = store.reindex(progress=progress)
     print(f"Re-embedded {count} memories.")
 
@@ -161,14 +161,14 @@ def import_(
     """Add memories from a JSON Lines file, keeping their ids and times; known ones are skipped
     (so an interrupted import continues when run again)."""
     records = _read_records(file)
-    with _store(ctx) as store, _progress("Importing") as progress:
+    with _store(ctx) as store, progress_bar("Importing") as progress:
         added = store.import_memories(records, progress=progress)
     skipped = len(records) - added
     print(f"Imported {added} memories" + (f" ({skipped} already present)" if skipped else "") + ".")
 
 
 @contextmanager
-def _progress(label: str) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar on stderr when it is a terminal; no callback otherwise (pipes, tests)."""
     if not sys.stderr.isatty():
         yield None

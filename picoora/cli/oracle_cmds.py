@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import Store
     from picoora.store.oracle.setup import OracleSetup
+    from picoora.store.transfer import TransferReport
 
 EXIT_READY, EXIT_FAILED, EXIT_WARNINGS = 0, 1, 3
 OK, WARN, FAIL = "✓", "⚠", "✗"
@@ -69,6 +70,8 @@ def setup_oracle(
     import_files: bool = typer.Option(
         False, "--import-files", help="Copy everything the file backend holds into Oracle."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the SQL for a fresh database; connect to nothing."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the prompts already in the database with the workspace's files."),
 ) -> None:
     """Create or upgrade the PICO_ schema, load the ONNX model, check it, create indexes, seed prompts.
 
@@ -93,11 +96,11 @@ def setup_oracle(
                        "(or PICO_ORACLE_ENABLED=true), or run scripts/setup-oracle.sh")
     if onnx_file and not onnx_dir and not onnx_file.is_file():
         raise CLIError(f"--onnx-file {onnx_file}: no such file", EXIT_USAGE)
-    raise typer.Exit(_run_setup(config, onnx_file, onnx_dir, onnx_url, hnsw, import_files))
+    raise typer.Exit(_run_setup(config, onnx_file, onnx_dir, onnx_url, hnsw, import_files, force))
 
 
 def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onnx_url: str | None,
-               hnsw: bool, import_files: bool) -> int:
+               hnsw: bool, import_files: bool, force: bool = False) -> int:
     from picoora.store.base import StoreError
     from picoora.store.oracle import OracleUnavailable, open_database
     from picoora.store.oracle.setup import OracleSetup
@@ -120,7 +123,7 @@ def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onn
         _background_step(setup, steps)
         store = _open_store(config, steps)
         try:
-            _seed_prompts(config, store, steps)
+            _seed_prompts(config, store, steps, force=force)
             _store_config_snapshot(config, store, steps)
             if import_files:
                 _import_files(config, store, steps)
@@ -147,9 +150,9 @@ def _schema_step(setup: OracleSetup, steps: _Steps) -> None:
     except StoreError as err:
         raise steps.fail(f"Schema initialization failed: {err}") from None
     if not applied:
-        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 11 PICO_ tables)")
+        steps.ok(f"Schema up to date (version {LATEST_VERSION}, 12 PICO_ tables)")
     elif before == 0:
-        steps.ok(f"Schema created (version {LATEST_VERSION}, 11 tables with PICO_ prefix)")
+        steps.ok(f"Schema created (version {LATEST_VERSION}, 12 tables with PICO_ prefix)")
     else:
         steps.ok(f"Schema upgraded from version {before} to {LATEST_VERSION}: "
                  + "; ".join(m.description for m in applied))
@@ -212,6 +215,11 @@ def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:
             hint = (" (HNSW needs a vector pool: ALTER SYSTEM SET vector_memory_size=512M SCOPE=SPFILE as SYSDBA and "
                     "restart, or drop --hnsw for IVF)") if hnsw else ""
             steps.warn(f"Vector index {outcome.name} not created: {outcome.error}{hint}")
+        elif hnsw and not outcome.created and not outcome.deferred and outcome.kind != "HNSW":
+            # Never a ✓ for an index that is not what was asked: the search would not be what they expect.
+            steps.warn(f"Vector index {outcome.name} exists as {outcome.kind or 'an organisation not recorded'}, "
+                       f"not the HNSW asked for; it was kept. To rebuild it as HNSW: DROP INDEX {outcome.name}, "
+                       "then run `picoora setup-oracle --hnsw` again")
         elif outcome.deferred:
             steps.ok(f"Vector index {outcome.name} ({kind}) deferred: no vectors stored yet (searches are exact "
                      "until then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)")
@@ -234,20 +242,28 @@ def _open_store(config: Config, steps: _Steps) -> Store:
         raise steps.fail(str(err)) from None
 
 
-def _seed_prompts(config: Config, store: Store, steps: _Steps) -> None:
+def _seed_prompts(config: Config, store: Store, steps: _Steps, *, force: bool) -> None:
+    """The workspace's prompt files, into the database where it has none of that name (``force``: all). The
+    prompts are the fleet's: setup-oracle run again on another node must not overwrite what was edited."""
     from picoora.config import workspace_path
     from picoora.store.base import PROMPT_NAMES
 
     workspace = workspace_path(config)
-    seeded = []
+    seeded, kept = [], []
     for name in PROMPT_NAMES:
         path = workspace / name
-        if path.is_file():
-            store.set_prompt(name, path.read_text(encoding="utf-8"))
-            seeded.append(name)
+        if not path.is_file():
+            continue
+        if not force and store.get_prompt(name) is not None:
+            kept.append(name)
+            continue
+        store.set_prompt(name, path.read_text(encoding="utf-8"))
+        seeded.append(name)
     if seeded:
         steps.ok(f"Prompts seeded from workspace: {', '.join(seeded)}")
-    else:
+    if kept:
+        steps.ok(f"Prompts already in the database kept: {', '.join(kept)} (--force replaces them)")
+    if not seeded and not kept:
         steps.warn(f"No prompt files in {workspace}: run `picoora onboard`, then `picoora setup-oracle` again")
 
 
@@ -258,22 +274,61 @@ def _store_config_snapshot(config: Config, store: Store, steps: _Steps) -> None:
     steps.ok("Config snapshot stored in PICO_CONFIG (secrets redacted)")
 
 
-def _import_files(config: Config, store: Store, steps: _Steps) -> None:
+IMPORT_LEASE = "setup.import-files"
+IMPORT_LEASE_SECONDS = 3600.0  # longer than any import; released at its end (or it expires after a crash)
+
+
+def _transfer_everyone(files_only: Config, store: Store) -> TransferReport:
+    """The owner's file store, then each person's (``<workspace>/.picoora/people/<name>``) into theirs."""
+    from picoora.cli.memory_cmd import progress_bar
     from picoora.config import workspace_path
-    from picoora.store import open_store
-    from picoora.store.base import StoreError
+    from picoora.store import open_file_store, open_store
+    from picoora.store.layout import FileLayout
+    from picoora.store.scoped import open_person_store
     from picoora.store.transfer import transfer
+
+    source = open_store(files_only)
+    try:
+        with progress_bar("Importing transcripts") as progress:
+            report = transfer(source, store, progress=progress)
+    finally:
+        source.close()
+    people = FileLayout(workspace_path(files_only)).people
+    for root in sorted(p for p in people.iterdir() if p.is_dir()) if people.is_dir() else ():
+        person_source = open_file_store(files_only, workspace=root)
+        try:
+            person = transfer(person_source, open_person_store(files_only, store, root.name), shared=False)
+        finally:
+            person_source.close()
+        for family, n in person.copied.items():
+            report.count(family, True, n)
+        for family, n in person.skipped.items():
+            report.count(family, False, n)
+    return report
+
+
+def _import_files(config: Config, store: Store, steps: _Steps) -> None:
+    import asyncio
+
+    from picoora.config import workspace_path
+    from picoora.store.base import StoreError
+    from picoora.store.leases import node_id
 
     files_only = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     workspace = workspace_path(config)
-    source = open_store(files_only)
+    leases, holder = store.leases(), node_id()
+    # Two nodes importing at once would both append the same transcripts: one import at a time per database.
+    if not asyncio.run(leases.acquire(IMPORT_LEASE, holder, IMPORT_LEASE_SECONDS)):
+        steps.warn(f"Import from {workspace} skipped: another picoora is importing into this database now "
+                   "(run again once it is done: what it copied is skipped)")
+        return
     try:
-        report = transfer(source, store)
+        report = _transfer_everyone(files_only, store)
     except (StoreError, ValueError, OSError) as err:
         steps.warn(f"Import from {workspace} stopped: {err} (run again: what was copied is skipped next time)")
         return
     finally:
-        source.close()
+        asyncio.run(leases.release(IMPORT_LEASE, holder))
     copied = ", ".join(f"{n} {family}" for family, n in report.copied.items() if n) or "nothing new"
     skipped = sum(report.skipped.values())
     steps.ok(f"Imported from {workspace}: {copied}" + (" (memories re-embedded in the database)"

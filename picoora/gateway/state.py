@@ -122,11 +122,14 @@ def submit_turn(request: Request, inbound: Inbound, on_event: EventSink | None =
 
 
 def result_of(outcome: TurnOutcome) -> TurnResult:
-    """The turn's result, or the HTTP error for a turn that has none (cut off, or broken outside the loop)."""
+    """The turn's result, or the HTTP error for a turn that has none (cut off, busy on another node, or broken
+    outside the loop)."""
     if outcome.result is not None:
         return outcome.result
     if outcome.status == "cut_off":
         raise ApiError(503, "shutting_down", outcome.error, {"Retry-After": "5"})
+    if outcome.status == "busy":  # the session's turn runs on another gateway of the fleet
+        raise ApiError(503, "session_busy", outcome.error, {"Retry-After": "5"})
     raise ApiError(500, "turn_failed", f"{outcome.error}; the gateway log says more")
 
 

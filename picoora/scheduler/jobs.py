@@ -159,6 +159,17 @@ def next_fire(job: Job, after: datetime, default_zone: str = "") -> datetime | N
     return moment if moment is not None and moment > after else None
 
 
+def last_due(job: Job, now: datetime, lookback: timedelta, default_zone: str = "") -> datetime | None:
+    """The latest time at or before ``now`` (and within ``lookback``) that ``job`` was due, or None. Every
+    node computes the same one from the job's definition, so it names one run across a fleet."""
+    due = next_fire(job, now - lookback, default_zone)
+    if due is None or due > now:
+        return None
+    while (later := next_fire(job, due, default_zone)) is not None and later <= now:
+        due = later
+    return due
+
+
 @dataclass
 class JobBook:
     """Jobs in a store's state family; every call reads what is stored now (another process may edit)."""

@@ -22,9 +22,10 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
 
     With ``oracle.enabled`` the Oracle backend is tried under its connect deadline; when it cannot be used
     (unreachable, bad credentials, no schema, no ONNX model) the file backend takes over and
-    ``on_fallback`` receives one line saying why and what to run. ``inspect_only`` (the inspector: it
-    looks at what is stored) opens without the embedding model and raises ``StoreError`` instead of
-    falling back, so it never shows the wrong store.
+    ``on_fallback`` receives one line saying why and what to run, unless ``oracle.required`` (a fleet's
+    node): then the store retries the database and fails every call until it answers (``oracle/awaited.py``).
+    ``inspect_only`` (the inspector: it looks at what is stored) opens without the embedding model and
+    raises ``StoreError`` instead of falling back, so it never shows the wrong store.
     """
     if config.oracle.enabled:
         from picoora.store.oracle import OracleUnavailable, open_oracle_store
@@ -36,6 +37,10 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
                 from picoora.store.base import StoreError
 
                 raise StoreError(str(exc)) from None
+            if config.oracle.required:
+                from picoora.store.oracle.awaited import AwaitedOracleStore
+
+                return AwaitedOracleStore(lambda: open_oracle_store(config), exc)
             if on_fallback is not None:
                 on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
     return open_file_store(config)

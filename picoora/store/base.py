@@ -29,6 +29,8 @@ from picoora.messages import Message
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
+    from picoora.store.leases import Leases
+
 
 # The workspace prompt files, in the order they form the system prompt. AGENTS.md is what the Go
 # version reads; it comes last so a Go user's file still counts without displacing AGENT.md.
@@ -353,4 +355,6 @@ class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceSto
     # service's life; entering raises StoreError (naming the holder, from ``details``) when another holds it.
     # None where the backend lets several run (Oracle); on files, one gateway per workspace.
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> AbstractContextManager[Any] | None: ...
+    # Who of the processes sharing this store does a singleton duty now (``picoora/store/leases.py``).
+    def leases(self) -> Leases: ...
     def close(self) -> None: ...

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from picoora.store.anchors import Anchors
     from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
+    from picoora.store.leases import LocalLeases
     from picoora.store.memory_index import MemoryIndex
     from picoora.store.service_lock import ServiceLock
 
@@ -595,6 +596,12 @@ class FileStore:
         from picoora.store.service_lock import ServiceLock
 
         return ServiceLock(self.layout.private, service, details, workspace=self.workspace)
+
+    def leases(self) -> LocalLeases:
+        """One gateway per workspace (the service lock above): every duty is this process's."""
+        from picoora.store.leases import LocalLeases
+
+        return LocalLeases()
 
     def close(self) -> None:
         self._lock.close()

@@ -79,6 +79,10 @@ class FileLayout:
     def traces(self) -> Path:
         return self.private / "traces"
 
+    @property
+    def people(self) -> Path:
+        return self.private / "people"
+
     def person(self, name: str) -> Path:
         """The root of a person's own store (everyone but the owner): private, like the rest, and always one
         folder inside ``people/`` (a name such as ``..`` or ``.picoora`` would be the owner's store)."""
@@ -86,7 +90,7 @@ class FileLayout:
 
         if not re.fullmatch(PERSON_NAME_PATTERN, name):
             raise ValueError(f"{name[:40]!r} cannot name a person's store")
-        return self.private / "people" / name
+        return self.people / name
 
     @property
     def notes(self) -> Path:

@@ -2,16 +2,20 @@
 
 Nothing the target already has is overwritten, so running it twice adds nothing: memories go through
 ``import_memories`` (ids kept, duplicates skipped, re-embedded by the target's own model), a day's note,
-a session, a transcript or a key/value entry is copied only when the target has none for it.
+a session or a key/value entry is copied only when the target has none for it. A transcript goes in
+batches of ``TRANSCRIPT_BATCH`` messages, each its own bounded transaction, continuing after the entries the
+target already holds: a long transcript over a slow link imports, and an import cut off half-way resumes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from picoora.store.base import DailyNote, Store
 
 ALL_DAYS = 36500  # "every daily note": the protocol reads notes by a window of days
+TRANSCRIPT_BATCH = 200  # messages per transaction: one array insert when they fit, well inside a call timeout
 
 
 @dataclass
@@ -30,7 +34,10 @@ def _note_body(note: DailyNote) -> str:
     return note.content[len(header):] if note.content.startswith(header) else note.content
 
 
-def transfer(source: Store, target: Store) -> TransferReport:
+def transfer(source: Store, target: Store, *, shared: bool = True,
+             progress: Callable[[int, int], None] | None = None) -> TransferReport:
+    """``shared=False`` for a person's store: their own families only (prompts, config and meta are the
+    owner's, copied with the owner's store). ``progress(done, total)`` after each transcript batch."""
     report = TransferReport()
 
     memories = source.list_memories()
@@ -57,12 +64,16 @@ def transfer(source: Store, target: Store) -> TransferReport:
 
     for key in source.transcript_keys():  # reset sessions keep their transcripts: copy those too
         entries = source.read_transcript(key)
-        fresh = bool(entries) and not target.read_transcript(key, limit=1)
-        if fresh:
-            target.append_transcript(key, [entry.message for entry in entries])
-        report.count("transcript entries", fresh, len(entries))
+        last = target.read_transcript(key, limit=1)
+        held = last[0].seq if last else 0  # seqs run 1..n: the target has the first ``held`` entries
+        for start in range(held, len(entries), TRANSCRIPT_BATCH):
+            target.append_transcript(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
+            if progress is not None:
+                progress(min(start + TRANSCRIPT_BATCH, len(entries)), len(entries))
+        report.count("transcript entries", True, max(len(entries) - held, 0))
+        report.count("transcript entries", False, min(held, len(entries)))
 
-    for family in ("state", "config", "meta"):
+    for family in ("state", "config", "meta") if shared else ("state",):
         get, put = getattr(target, f"get_{family}"), getattr(target, f"set_{family}")
         for key, value in getattr(source, f"all_{family}")().items():
             fresh = get(key) is None
@@ -70,7 +81,7 @@ def transfer(source: Store, target: Store) -> TransferReport:
                 put(key, value)
             report.count(family, fresh)
 
-    for prompt in source.list_prompts():
+    for prompt in source.list_prompts() if shared else ():
         fresh = target.get_prompt(prompt.name) is None
         if fresh:
             target.set_prompt(prompt.name, prompt.content)

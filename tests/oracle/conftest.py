@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+
 import pytest
 
 from picoora.config import Config
@@ -16,6 +19,14 @@ def oracle_config(**oracle: object) -> Config:
     # The fake embeds with tests/fakes/hash_embedder.py; use its calibrated floor, as the file contract does.
     config.memory = config.memory.model_copy(update={"min_similarity": 0.1})
     return config
+
+
+def scenario(test):
+    """An async test body run on a fresh event loop (the suite has no asyncio plugin)."""
+    @functools.wraps(test)
+    def runner(*args, **kwargs):
+        asyncio.run(test(*args, **kwargs))
+    return runner
 
 
 def set_up_schema(fake: FakeOracle, config: Config) -> None:

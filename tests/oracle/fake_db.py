@@ -7,9 +7,20 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
     ``fetch_lobs=False``, and that TIMESTAMP values are naive (UTC by convention);
   * DDL is interpreted from the statement text: tables and columns exist only once created, and
     "already exists" comes back as the real ``oracledb`` error objects (ORA-00955, ORA-01408, ...);
-  * transactions are real enough: writes are undone on rollback, ``FOR UPDATE`` and written rows are
-    locked until commit/rollback, unique keys raise ORA-00001, and every call yields to the event loop so
-    concurrent operations interleave;
+  * transactions are real enough: a session's uncommitted rows are invisible to the others (they read the
+    committed image), writes are undone on rollback, ``FOR UPDATE`` and written rows are locked until
+    commit/rollback, an insert of a key another session's uncommitted insert holds waits for it (then
+    ORA-00001), unique keys raise ORA-00001, and every call yields to the event loop so concurrent
+    operations interleave;
+  * lock waits end: ``FOR UPDATE WAIT n`` after n seconds (ORA-30006, ``wait_scale`` shortens them), any
+    call at the connection's ``call_timeout`` (DPY-4024); a pool closed with ``force`` kills the sessions
+    it lent, failing their running calls (DPY-4011) and rolling their work back; a plain close with
+    connections out is refused (DPY-1005);
+  * NOT NULL columns refuse NULL and '' (ORA-01400 / ORA-01407), ``IS JSON`` checks refuse bad JSON
+    (ORA-02290), CONTAINS on a text index that is not VALID fails (ORA-29902 with DRG-10599);
+  * every fake database runs its sessions on one shared event loop (``database_loop``), so several
+    ``Database`` objects on their own loops (several nodes) can share one fake schema; ``systimestamp()``
+    is the database clock (``clock_offset`` moves it);
   * ``VECTOR_EMBEDDING`` needs the model in USER_MINING_MODELS (else ORA-40284) and embeds with the
     deterministic hash embedder of ``tests/fakes/hash_embedder.py``; VECTOR(384, ...) columns check
     dimensions (ORA-51803).
@@ -33,12 +44,15 @@ from __future__ import annotations
 
 import array
 import asyncio
+import contextvars
 import inspect
+import json
 import math
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import oracledb
@@ -88,6 +102,11 @@ _ORA_TEXT = {
     51950: "Vector memory area is not enabled",
     54: "resource busy and acquire with NOWAIT specified or timeout expired",
     932: "inconsistent datatypes: expected - got CLOB",
+    1400: "cannot insert NULL into ({name})",
+    1407: "cannot update ({name}) to NULL",
+    2290: "check constraint ({name}) violated",
+    29902: "error in executing ODCIIndexStart() routine\nORA-20000: Oracle Text error:\n"
+           "DRG-10599: column is not indexed",
     1418: "specified index does not exist",
     1441: "cannot decrease column length because some value is too big",
     1461: "can bind a LONG value only for insert into a LONG column",
@@ -116,6 +135,49 @@ def driver_error(number: int, **args: Any) -> Exception:
     return oracledb_errors._create_exception(number, **args)
 
 
+# The session (connection) and the ``FOR UPDATE WAIT n`` seconds of the statement being executed: what a
+# handler reads, and which uncommitted rows it may see, depend on them.
+_session: contextvars.ContextVar[FakeConnection | None] = contextvars.ContextVar("fake_session", default=None)
+_lock_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("fake_lock_wait", default=None)
+_FOR_UPDATE_WAIT = re.compile(r"FOR UPDATE WAIT (\d+)$")
+_database_loop: asyncio.AbstractEventLoop | None = None
+_database_loop_guard = threading.Lock()
+
+
+def database_loop() -> asyncio.AbstractEventLoop:
+    """The one event loop every fake database runs its sessions on (a daemon thread, started once), so
+    several ``Database`` objects, each on its private loop, can share one fake schema the way several
+    gateways share one Autonomous Database: their lock waits and rendezvous meet on this loop."""
+    global _database_loop
+    with _database_loop_guard:
+        if _database_loop is None:
+            _database_loop = asyncio.new_event_loop()
+            threading.Thread(target=_database_loop.run_forever, name="fake-oracle", daemon=True).start()
+        return _database_loop
+
+
+async def on_database_loop(coro: Any) -> Any:
+    """Await ``coro`` on the database loop from any loop; cancelling the caller cancels it there too."""
+    loop = database_loop()
+    if asyncio.get_running_loop() is loop:
+        return await coro
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark a killed call's outcome as seen, so asyncio does not report it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _drop(rows: list[Any], row: Any) -> None:
+    """Remove ``row`` itself (not an equal one) from ``rows``."""
+    for position, candidate in enumerate(rows):
+        if candidate is row:
+            del rows[position]
+            return
+
+
 @dataclass
 class Table:
     name: str
@@ -124,6 +186,15 @@ class Table:
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # constraint name -> columns (PK + unique)
     primary: str | None = None  # which of ``keys`` is the primary key
     identity: int = 0
+    deleted: list[tuple[FakeConnection, dict[str, Any]]] = field(default_factory=list)  # uncommitted deletes
+
+    def not_null(self) -> set[str]:
+        primary = set(self.keys.get(self.primary or "", ()))
+        return primary | {c for c, declared in self.columns.items() if "NOT NULL" in declared
+                          or "PRIMARY KEY" in declared}
+
+    def json_columns(self) -> set[str]:
+        return {c for c, declared in self.columns.items() if f"check ({c} is json)" in declared.lower()}
 
     def require(self, *columns: str) -> None:
         for column in columns:
@@ -197,6 +268,11 @@ class FakeOracle:
         self.rendezvous: dict[str, int] = {}
         self._arrivals: dict[str, list[asyncio.Event]] = {}
         self._locks: dict[tuple, FakeConnection] = {}
+        # id(row) -> (session that changed it, its committed image; None for a row that session inserted)
+        self._pending: dict[int, tuple[FakeConnection, dict[str, Any] | None]] = {}
+        self.clock_offset = timedelta()  # SYSTIMESTAMP is the real UTC time plus this (tests move it)
+        self.array_dml: list[int] = []  # rows of each executemany (one round trip each), in order
+        self.wait_scale = 1.0  # ``FOR UPDATE WAIT n`` waits n times this many seconds (tests shorten it)
         self._by_text = {stmt.render(model): stmt for stmt in q.REGISTRY.values()}
 
     # ---- the driver surface ------------------------------------------------------------------------
@@ -215,10 +291,40 @@ class FakeOracle:
 
     # ---- statement dispatch --------------------------------------------------------------------------
 
+    def systimestamp(self) -> datetime:
+        """The database clock (naive UTC), shared by every session whichever machine it comes from."""
+        return datetime.utcnow() + self.clock_offset
+
     async def execute(self, conn: FakeConnection, sql: str, binds: dict[str, Any], *, fetch_lobs: Any,
                       array_dml: bool = False) -> Any:
+        return await on_database_loop(self._in_session(conn, self._execute(conn, sql, binds, fetch_lobs=fetch_lobs,
+                                                                           array_dml=array_dml)))
+
+    async def _in_session(self, conn: FakeConnection, work: Any) -> Any:
+        """Run one call of ``conn``'s session: under its call timeout (DPY-4024), and failing with DPY-4011
+        when the pool closes it mid-call (a killed session)."""
+        _session.set(conn)
+        task = asyncio.current_task()
+        assert task is not None
+        conn.running.add(task)
+        try:
+            if not conn.call_timeout:
+                return await work
+            try:
+                return await asyncio.wait_for(work, conn.call_timeout / 1000)
+            except TimeoutError:
+                raise driver_error(4024, timeout=conn.call_timeout) from None
+        except asyncio.CancelledError:
+            if conn.killed:
+                raise driver_error(4011) from None
+            raise
+        finally:
+            conn.running.discard(task)
+
+    async def _execute(self, conn: FakeConnection, sql: str, binds: dict[str, Any], *, fetch_lobs: Any,
+                       array_dml: bool) -> Any:
         await asyncio.sleep(0)  # let other operations interleave, as separate sessions would
-        if self.down:
+        if self.down or conn.killed:
             raise driver_error(4011)
         stmt = self._by_text.get(" ".join(sql.split()))
         if stmt is None:
@@ -230,6 +336,8 @@ class FakeOracle:
             if isinstance(value, datetime) and value.tzinfo is not None:
                 raise AssertionError(f"{stmt.name}: :{key} is an aware datetime; TIMESTAMP columns hold naive UTC")
         self.executed.append(Executed(stmt.name, sql, dict(binds)))
+        wait = _FOR_UPDATE_WAIT.search(stmt.text)
+        _lock_wait.set(float(wait.group(1)) * self.wait_scale if wait else None)
         self._inject_failure(stmt.name)
         if stmt.name in self.rendezvous:
             await self._meet(stmt.name)
@@ -396,16 +504,89 @@ class FakeOracle:
     # ---- row-level helpers: locks, undo, keys --------------------------------------------------------
 
     async def lock(self, conn: FakeConnection, table: str, key: tuple) -> None:
-        """Take a row lock as FOR UPDATE / UPDATE / DELETE do; waits while another session holds it."""
+        """Take a row lock as FOR UPDATE / UPDATE / DELETE do; waits while another session holds it, up to
+        the statement's ``FOR UPDATE WAIT n`` (then ORA-30006), else until the call timeout."""
+        wait = _lock_wait.get()
+        deadline = None if wait is None else asyncio.get_running_loop().time() + wait
         while (owner := self._locks.get((table, key))) not in (None, conn):
-            await owner.finished.wait()
+            await self._wait_for_end(owner, deadline)
         self._locks[(table, key)] = conn
         conn.held.add((table, key))
 
-    def release_locks(self, conn: FakeConnection) -> None:
+    @staticmethod
+    async def _wait_for_end(owner: FakeConnection, deadline: float | None) -> None:
+        """Wait until ``owner`` commits or rolls back (past ``deadline``: ORA-30006)."""
+        if deadline is None:
+            await owner.finished.wait()
+            return
+        try:
+            await asyncio.wait_for(owner.finished.wait(), max(deadline - asyncio.get_running_loop().time(), 0))
+        except TimeoutError:
+            raise ora_error(30006) from None
+
+    def end_transaction(self, conn: FakeConnection) -> None:
+        """After commit or rollback (undo already applied): ``conn``'s changes are everyone's, its locks free."""
+        for table, row in conn.touched:
+            if self._pending.get(id(row), (None,))[0] is conn:
+                del self._pending[id(row)]
+            table.deleted = [(owner, image) for owner, image in table.deleted if owner is not conn]
+        conn.touched.clear()
         for held in conn.held:
             self._locks.pop(held, None)
         conn.held.clear()
+
+    async def kill(self, conn: FakeConnection) -> None:
+        """The session ends under a running call (a pool closed with force): the call fails with DPY-4011
+        and the database rolls its transaction back, as PMON does."""
+        conn.killed = True
+        for task in list(conn.running):
+            task.cancel()
+            task.add_done_callback(_retrieved)  # its caller may be gone already (a call cut off)
+        await conn.rollback_here()
+
+    # ---- what a session sees: its own changes and what others committed ----------------------------
+
+    def _seen_by(self, conn: FakeConnection | None, row: dict[str, Any]) -> dict[str, Any] | None:
+        """``row`` as ``conn`` sees it: itself, its committed image (another session changed it and has not
+        committed), or None (another session inserted it and has not committed)."""
+        owner, image = self._pending.get(id(row), (None, None))
+        return row if owner is None or owner is conn else image
+
+    def visible(self, table: Table) -> list[dict[str, Any]]:
+        conn = _session.get()
+        seen = [version for row in table.rows if (version := self._seen_by(conn, row)) is not None]
+        return seen + [image for owner, image in table.deleted if owner is not conn]
+
+    def _changing(self, conn: FakeConnection, table: Table, row: dict[str, Any]) -> None:
+        """Keep the committed image of ``row`` for the other sessions, before ``conn`` first changes it."""
+        if id(row) not in self._pending:
+            self._pending[id(row)] = (conn, dict(row))
+            conn.touched.append((table, row))
+
+    def _key_holder(self, conn: FakeConnection, table: Table, row: dict[str, Any]) -> FakeConnection | None:
+        """Another session whose uncommitted insert or delete holds one of ``row``'s unique keys: an insert
+        of the same key waits for it (then ORA-00001 if it committed), as Oracle's unique index makes it."""
+        others = [(owner, r) for r in table.rows if (owner := self._pending.get(id(r), (None, ""))[0])
+                  not in (None, conn) and self._pending[id(r)][1] is None]
+        others += [(owner, image) for owner, image in table.deleted if owner is not conn]
+        for cols in table.keys.values():
+            value = tuple(row.get(c) for c in cols)
+            for owner, other in others:
+                if tuple(other.get(c) for c in cols) == value:
+                    return owner
+        return None
+
+    def _check_values(self, table: Table, row: dict[str, Any], null_code: int) -> None:
+        """NOT NULL columns (ORA-01400 on insert, ORA-01407 on update) and ``IS JSON`` checks (ORA-02290)."""
+        for column in sorted(table.not_null()):
+            if row.get(column) is None:
+                raise ora_error(null_code, f'"PICOORA"."{table.name}"."{column.upper()}"')
+        for column in sorted(table.json_columns()):
+            if row.get(column) is not None:
+                try:
+                    json.loads(row[column])
+                except ValueError:
+                    raise ora_error(2290, f"PICOORA.SYS_C_{table.name}_{column.upper()}_JSON") from None
 
     def _check_keys(self, table: Table, row: dict[str, Any], ignore: dict[str, Any] | None = None) -> None:
         for name, cols in table.keys.items():
@@ -433,7 +614,7 @@ class FakeOracle:
             return None  # Oracle stores the empty string as NULL
         return value
 
-    def insert(self, conn: FakeConnection, table_name: str, values: dict[str, Any]) -> None:
+    async def insert(self, conn: FakeConnection, table_name: str, values: dict[str, Any]) -> None:
         table = self._table(table_name)
         table.require(*values)
         row = {column: None for column in table.columns}
@@ -442,32 +623,56 @@ class FakeOracle:
         if "id" in table.columns and "GENERATED ALWAYS AS IDENTITY" in table.columns["id"]:
             table.identity += 1
             row["id"] = table.identity
+        self._check_values(table, row, 1400)
+        while (holder := self._key_holder(conn, table, row)) is not None:
+            await self._wait_for_end(holder, None)
         self._check_keys(table, row)
         table.rows.append(row)
-        conn.undo.append(lambda: table.rows.remove(row))
+        self._pending[id(row)] = (conn, None)
+        conn.touched.append((table, row))
+        conn.undo.append(lambda: _drop(table.rows, row))
 
     async def update(self, conn: FakeConnection, table_name: str, where: Callable[[dict], bool],
                      values: dict[str, Any] | Callable[[dict], dict[str, Any]]) -> int:
         table = self._table(table_name)
-        targets = [row for row in table.rows if where(row)]
-        for row in targets:
-            await self.lock(conn, table_name, self._row_key(table, row))
+        changed = 0
+        for row in await self._locked_targets(conn, table, where):
             new = values(row) if callable(values) else values
             table.require(*new)
             before = dict(row)
             candidate = dict(row)
             candidate.update({c: self._store_value(table, c, v) for c, v in new.items()})
+            self._check_values(table, candidate, 1407)
             self._check_keys(table, candidate, ignore=row)
+            self._changing(conn, table, row)
             row.update(candidate)
             conn.undo.append(lambda row=row, before=before: (row.clear(), row.update(before)))
-        return len(targets)
+            changed += 1
+        return changed
+
+    async def _locked_targets(self, conn: FakeConnection, table: Table,
+                              where: Callable[[dict], bool]) -> list[dict[str, Any]]:
+        """The rows an UPDATE or DELETE changes, each locked: chosen as this session sees them, then checked
+        again once locked (another session may have changed or removed it meanwhile), as Oracle restarts."""
+        targets = []
+        for row in list(table.rows):
+            seen = self._seen_by(conn, row)
+            if seen is None or not where(seen):
+                continue
+            await self.lock(conn, table.name, self._row_key(table, seen))
+            if any(r is row for r in table.rows) and where(row):
+                targets.append(row)
+        return targets
 
     async def delete(self, conn: FakeConnection, table_name: str, where: Callable[[dict], bool]) -> int:
         table = self._table(table_name)
-        targets = [row for row in table.rows if where(row)]
+        targets = await self._locked_targets(conn, table, where)
         for row in targets:
-            await self.lock(conn, table_name, self._row_key(table, row))
-            table.rows.remove(row)
+            image = self._pending.get(id(row), (conn, dict(row)))[1]
+            _drop(table.rows, row)
+            if image is not None:  # the others keep seeing the committed row until this session commits
+                table.deleted.append((conn, image))
+                conn.touched.append((table, row))
             conn.undo.append(lambda row=row: table.rows.append(row))
         return len(targets)
 
@@ -475,6 +680,14 @@ class FakeOracle:
     def _row_key(table: Table, row: dict[str, Any]) -> tuple:
         cols = table.keys.get(table.primary or "", tuple(sorted(table.columns)))
         return tuple(row.get(c) for c in cols)
+
+    async def _select_for_update(self, conn: FakeConnection, table_name: str,
+                                 where: Callable[[dict], bool]) -> list[dict[str, Any]]:
+        """SELECT ... FOR UPDATE: lock the rows seen, then return them as they are once locked."""
+        table = self._table(table_name)
+        for row in self._select(table_name, where):
+            await self.lock(conn, table_name, self._row_key(table, row))
+        return self._select(table_name, where)
 
     def embed(self, text: str) -> array.array:
         if self.model not in self.models:
@@ -484,7 +697,7 @@ class FakeOracle:
     def _select(self, table_name: str, where: Callable[[dict], bool], *columns: str) -> list[dict[str, Any]]:
         table = self._table(table_name)
         table.require(*columns)
-        return [row for row in table.rows if where(row)]
+        return [row for row in self.visible(table) if where(row)]
 
     # ---- handlers: one per registry statement (name = "_" + statement name) -------------------------
 
@@ -508,7 +721,7 @@ class FakeOracle:
         if await self.update(conn, table, match, values):
             return 1
         await asyncio.sleep(0)  # MERGE decides "not matched" before inserting: a racing session can insert first
-        self.insert(conn, table, {**keys, **values})
+        await self.insert(conn, table, {**keys, **values})
         return 1
 
     async def _meta_set(self, conn, b):
@@ -602,8 +815,11 @@ class FakeOracle:
         return self._nearest_memories(b, 1)
 
     async def _memory_keyword_text(self, conn, b):
-        if not any(t == "PICO_MEMORIES" and k == "DOMAIN" for t, _, k in self.indexes.values()):
+        text_indexes = [n for n, (t, _, k) in self.indexes.items() if t == "PICO_MEMORIES" and k == "DOMAIN"]
+        if not text_indexes:
             raise AssertionError("CONTAINS without an Oracle Text index fails in Oracle (DRG-10599)")
+        if all(name in self.unusable_indexes for name in text_indexes):
+            raise ora_error(29902)  # a FAILED or UNUSABLE text index answers no query
         terms = re.findall(r"\{([^}]*)\}", b["text_query"])
         assert terms and " ACCUM ".join(f"{{{t}}}" for t in terms) == b["text_query"], b["text_query"]
 
@@ -624,7 +840,7 @@ class FakeOracle:
         return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
 
     async def _memory_insert(self, conn, b):
-        self.insert(conn, "PICO_MEMORIES", {**{k: v for k, v in b.items() if k != "now"}, "updated_at": b["now"]})
+        await self.insert(conn, "PICO_MEMORIES", {**{k: v for k, v in b.items() if k != "now"}, "updated_at": b["now"]})
         return 1
 
     async def _memory_raise_importance(self, conn, b):
@@ -668,13 +884,11 @@ class FakeOracle:
 
     async def _note_lock(self, conn, b):
         assert type(b["note_date"]) is date, "note dates bind as datetime.date"
-        rows = self._select("PICO_DAILY_NOTES", self._day(b))
-        for row in rows:
-            await self.lock(conn, "PICO_DAILY_NOTES", (row["note_id"],))
+        rows = await self._select_for_update(conn, "PICO_DAILY_NOTES", self._day(b))
         return [(r["note_id"], r["content"]) for r in rows]
 
     async def _note_insert(self, conn, b):
-        self.insert(conn, "PICO_DAILY_NOTES", {
+        await self.insert(conn, "PICO_DAILY_NOTES", {
             "note_id": b["note_id"], "agent_id": b["agent_id"], "note_date": b["note_date"], "content": b["content"],
             "embedding": b["embedding"], "created_at": b["now"], "updated_at": b["now"]})
         return 1
@@ -711,13 +925,11 @@ class FakeOracle:
         return [(r["messages"], r["summary"], r["created_at"], r["updated_at"]) for r in rows]
 
     async def _session_lock(self, conn, b):
-        rows = self._select("PICO_SESSIONS", self._session(b))
-        for row in rows:
-            await self.lock(conn, "PICO_SESSIONS", (row["agent_id"], row["session_key"]))
+        rows = await self._select_for_update(conn, "PICO_SESSIONS", self._session(b))
         return [(r["messages"], r["summary"]) for r in rows]
 
     async def _session_insert(self, conn, b):
-        self.insert(conn, "PICO_SESSIONS", {
+        await self.insert(conn, "PICO_SESSIONS", {
             "session_key": b["session_key"], "agent_id": b["agent_id"], "messages": b["messages"],
             "summary": b["summary"], "created_at": b["now"], "updated_at": b["now"]})
         return 1
@@ -739,7 +951,8 @@ class FakeOracle:
         return [(max((r["sequence_num"] for r in rows), default=0),)]
 
     async def _transcript_insert(self, conn, b):
-        self.insert(conn, "PICO_TRANSCRIPTS", {**{k: v for k, v in b.items() if k != "now"}, "created_at": b["now"]})
+        await self.insert(conn, "PICO_TRANSCRIPTS",
+                          {**{k: v for k, v in b.items() if k != "now"}, "created_at": b["now"]})
         return 1
 
     async def _transcript_read(self, conn, b):
@@ -756,7 +969,7 @@ class FakeOracle:
                 for r in rows[: b["k"]]]
 
     async def _trace_insert(self, conn, b):
-        self.insert(conn, "PICO_TRACES", {**{k: v for k, v in b.items() if k != "now"}, "created_at": b["now"]})
+        await self.insert(conn, "PICO_TRACES", {**{k: v for k, v in b.items() if k != "now"}, "created_at": b["now"]})
         return 1
 
     async def _trace_get(self, conn, b):
@@ -801,10 +1014,35 @@ class FakeOracle:
                                  lambda r: r["embedding_model"] == b["embedding_model"])
 
     async def _background_insert(self, conn, b):
-        self.insert(conn, "PICO_BACKGROUND_QUESTIONS", {
+        await self.insert(conn, "PICO_BACKGROUND_QUESTIONS", {
             **{k: v for k, v in b.items() if k != "now"}, "embedding": self.embed(b["content"]),
             "created_at": b["now"]})
         return 1
+
+    async def _lease_renew(self, conn, b):
+        now = self.systimestamp()
+        return await self.update(conn, "PICO_LEASES", lambda r: r["lease_name"] == b["lease_name"] and (
+            r["holder"] == b["holder"] or r["expires_at"] <= now), lambda r: {
+            "acquired_at": r["acquired_at"] if r["holder"] == b["holder"] else now, "holder": b["holder"],
+            "expires_at": now + timedelta(seconds=b["seconds"])})
+
+    async def _lease_take(self, conn, b):
+        now = self.systimestamp()
+        await self.insert(conn, "PICO_LEASES", {
+            "lease_name": b["lease_name"], "holder": b["holder"], "acquired_at": now,
+            "expires_at": now + timedelta(seconds=b["seconds"])})
+        return 1
+
+    async def _lease_release(self, conn, b):
+        return await self.delete(conn, "PICO_LEASES", lambda r: r["lease_name"] == b["lease_name"]
+                                 and r["holder"] == b["holder"])
+
+    async def _lease_purge(self, conn, b):
+        cutoff = self.systimestamp() - timedelta(seconds=b["seconds"])
+        return await self.delete(conn, "PICO_LEASES", lambda r: r["expires_at"] < cutoff)
+
+    async def _database_time(self, conn, b):
+        return [(self.systimestamp(),)]
 
     async def _ping(self, conn, b):
         return [(1,)]
@@ -937,6 +1175,7 @@ class FakeCursor:
 
     async def executemany(self, sql: str, rows: list[dict], **keywords: Any) -> None:
         check_driver_keywords("executemany", keywords)
+        self._conn.db.array_dml.append(len(rows))
         total = 0
         for row in rows:
             await self._execute(sql, row, None, array_dml=True)
@@ -956,14 +1195,17 @@ class FakeConnection:
         self.db = db
         self.undo: list[Callable[[], Any]] = []
         self.held: set[tuple] = set()
+        self.touched: list[tuple[Table, dict[str, Any]]] = []  # rows this transaction changed
         self.finished = asyncio.Event()  # set when this session ends a transaction holding locks
+        self.running: set[asyncio.Task[Any]] = set()  # calls in progress (on the database loop)
         self.call_timeout = 0
         self.inputtypehandler: Callable[..., Any] | None = None
         self.closed = False
+        self.killed = False  # closed under a running call by a forced pool close
 
     @property
     def transaction_in_progress(self) -> bool:
-        return bool(self.undo or self.held)
+        return bool(self.undo or self.held or self.touched)
 
     def cursor(self) -> FakeCursor:
         if self.closed:
@@ -972,7 +1214,7 @@ class FakeConnection:
 
     def _end(self) -> None:
         self.undo.clear()
-        self.db.release_locks(self)
+        self.db.end_transaction(self)
         self.finished.set()
         self.finished = asyncio.Event()
 
@@ -980,11 +1222,17 @@ class FakeConnection:
         self._end()
 
     async def commit(self) -> None:
-        if self.db.down:
+        if self.db.down or self.killed:
             raise driver_error(4011)
+        await on_database_loop(self._commit_here())
+
+    async def _commit_here(self) -> None:
         self._end()
 
     async def rollback(self) -> None:
+        await on_database_loop(self.rollback_here())
+
+    async def rollback_here(self) -> None:
         for step in reversed(self.undo):
             step()
         self._end()
@@ -1000,6 +1248,8 @@ class FakePool:
         self._slots = asyncio.Semaphore(params.get("max", 4))
         self.closed = False
         self.released: list[FakeConnection] = []  # connections given back for reuse
+        self.lent: list[FakeConnection] = []  # connections acquired and not yet released
+        self.dropped: list[FakeConnection] = []  # sessions taken out of the pool (broken or cut off)
 
     def acquire(self) -> Any:
         return self._acquire()
@@ -1016,15 +1266,36 @@ class FakePool:
         await self._slots.acquire()
         self.db.open_connections += 1
         self.db.connections.append(FakeConnection(self.db))
+        self.lent.append(self.db.connections[-1])
         return self.db.connections[-1]
 
     async def release(self, conn: FakeConnection) -> None:
         self.released.append(conn)
+        _drop(self.lent, conn)
         await conn.rollback()  # an open transaction is rolled back on release, as the driver does
         conn.closed = True
         self.db.open_connections -= 1
         self._slots.release()
 
+    @property
+    def busy(self) -> int:
+        return len(self.lent)
+
+    async def drop(self, conn: FakeConnection) -> None:
+        """The session leaves the pool (ended: its transaction rolled back); the others go on."""
+        _drop(self.lent, conn)
+        await on_database_loop(self.db.kill(conn))
+        conn.closed = True
+        self.dropped.append(conn)
+        self.db.open_connections -= 1
+        self._slots.release()
+
     async def close(self, force: bool = False) -> None:
+        """Like the driver: refused while connections are out (DPY-1005) unless ``force``, which ends
+        their sessions under any call they are running."""
+        if self.lent and not force:
+            raise driver_error(1005)
         self.closed = True
+        for conn in list(self.lent):
+            await on_database_loop(self.db.kill(conn))
 

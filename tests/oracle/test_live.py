@@ -286,3 +286,68 @@ def test_push_calibration_runs_on_the_live_database(live_db):
     finally:
         store.close()
     print("\n".join(script.report(result)))
+
+
+# ---- a fleet on one database (issue 25): what the fake cannot prove about the real SQL ------------------
+
+
+def test_live_leases_renew_expire_and_are_taken_over_on_the_database_clock(agent):
+    import asyncio
+    import time
+
+    first, second = open_oracle_store(live_config(agent)), open_oracle_store(live_config(agent))
+    try:
+        a, b = first.leases(), second.leases()
+        assert asyncio.run(a.acquire("duty", "node-a", 2))
+        assert not asyncio.run(b.acquire("duty", "node-b", 2))  # ORA-00001 on the key, or a live row
+        assert asyncio.run(a.acquire("duty", "node-a", 2))  # renewed
+        time.sleep(2.5)  # node-a stopped renewing
+        assert asyncio.run(b.acquire("duty", "node-b", 30))
+        assert asyncio.run(b.claim("cron:x:2026-12-01T08:00", 60)) and not asyncio.run(
+            a.claim("cron:x:2026-12-01T08:00", 60))
+        asyncio.run(b.release("duty", "node-b"))
+    finally:
+        _raw(live_config(agent), [("DELETE FROM PICO_LEASES WHERE lease_name LIKE :p", {"p": f"{agent}/%"})])
+        first.close()
+        second.close()
+
+
+def test_live_a_locked_session_row_gives_ora_30006_to_the_second_holder(agent):
+    import asyncio
+
+    store = open_oracle_store(live_config(agent))
+    store.append_session("s", [Message(role="user", content="hi")])
+    holder = open_database(live_config(agent))
+    try:
+        async def hold_then_wait() -> str:
+            async def locked(tx: Tx) -> str:
+                await tx.rows(q.SESSION_LOCK, agent_id=agent, session_key="s")
+                try:
+                    await asyncio.to_thread(store.append_session, "s", [Message(role="user", content="again")])
+                except Exception as exc:  # the second holder waited its 10 s, then gave up
+                    return str(exc)
+                return ""
+            return await holder.arun(locked, what="hold the session row", timeout=60)
+
+        assert "ORA-30006" in asyncio.run(hold_then_wait())
+    finally:
+        holder.close()
+        store.close()
+
+
+def test_live_a_multibyte_value_in_a_merge_and_a_2000_message_import(agent, tmp_path):
+    from picoora.store.files import FileStore
+    from picoora.store.transfer import transfer
+    from tests.fakes.hash_embedder import HashEmbedder
+
+    store = open_oracle_store(live_config(agent))
+    source = FileStore(tmp_path / "ws", embedder=HashEmbedder())
+    try:
+        store.set_state("k", "ü€" * 800)  # 4000 bytes of 2- and 3-byte characters through a MERGE
+        assert store.get_state("k") == "ü€" * 800
+        source.append_transcript("long", [Message(role="user", content=f"message {n} ✓") for n in range(2000)])
+        transfer(source, store)
+        assert [e.seq for e in store.read_transcript("long")] == list(range(1, 2001))
+    finally:
+        source.close()
+        store.close()

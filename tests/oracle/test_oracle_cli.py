@@ -16,7 +16,7 @@ from picoora.config import Config, save_config, workspace_path
 from picoora.messages import Message
 from picoora.store.anchors import background_texts
 from picoora.store.files import FileStore
-from picoora.store.oracle import open_oracle_store
+from picoora.store.oracle import OracleUnavailable, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database
 from picoora.store.oracle.schema import LATEST_VERSION
@@ -66,7 +66,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
     assert code == 0, out
     assert _steps(out) == [
         "✓ Connected to Oracle AI Database at localhost:1521/FREEPDB1 as picoora",
-        f"✓ Schema created (version {LATEST_VERSION}, 11 tables with PICO_ prefix)",
+        f"✓ Schema created (version {LATEST_VERSION}, 12 tables with PICO_ prefix)",
         "✓ ONNX model 'ALL_MINILM_L12_V2' loaded",
         "✓ Embedding test passed: VECTOR_EMBEDDING returns 384 dimensions",
         f"✓ Background questions for automatic recall embedded ({len(background_texts())})",
@@ -95,7 +95,7 @@ def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fa
     code, out = picoora("setup-oracle")
     assert code == 0, out
     steps = _steps(out)
-    assert f"✓ Schema up to date (version {LATEST_VERSION}, 11 PICO_ tables)" in steps
+    assert f"✓ Schema up to date (version {LATEST_VERSION}, 12 PICO_ tables)" in steps
     assert "✓ ONNX model 'ALL_MINILM_L12_V2' already loaded" in steps
     assert "✓ Background questions for automatic recall already embedded" in steps
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in steps
@@ -314,9 +314,10 @@ def test_an_existing_index_is_reported_with_its_own_organisation_not_the_one_ask
     store.add_memory("The spare key is under the blue flowerpot")
     store.close()
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in _steps(picoora("setup-oracle")[1])
-    code, out = picoora("setup-oracle", "--hnsw")
-    assert code == 0, out
-    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) already exists" in _steps(out)
+    code, out = picoora("setup-oracle", "--hnsw")  # HNSW asked over the IVF index: said so, never a ✓
+    assert code == 3, out
+    assert ("⚠ Vector index IDX_PICO_MEMORIES_VEC exists as IVF, not the HNSW asked for; it was kept. To rebuild "
+            "it as HNSW: DROP INDEX IDX_PICO_MEMORIES_VEC, then run `picoora setup-oracle --hnsw` again") in _steps(out)
     fake.executed.clear()
     store = open_oracle_store(config)
     store.reindex()
@@ -335,3 +336,35 @@ def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, o
     assert code == 3, out
     assert any(line.startswith("⚠ Vector index IDX_PICO_MEMORIES_VEC not created: it exists but its status is UNUSABLE")
                for line in _steps(out))
+
+
+# ---- a fleet: setup-oracle run again on any node ----------------------------------------------------
+
+
+def test_setup_again_keeps_the_fleets_prompts_unless_forced(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    store = open_oracle_store(config)
+    store.set_prompt("SOUL.md", "# Soul\nEdited in the database.\n")
+    store.close()
+    code, out = picoora("setup-oracle")  # another node, with the workspace's own SOUL.md
+    assert code == 0, out
+    assert "✓ Prompts already in the database kept: IDENTITY.md, SOUL.md (--force replaces them)" in _steps(out)
+    store = open_oracle_store(config)
+    assert store.get_prompt("SOUL.md").content == "# Soul\nEdited in the database.\n"
+    store.close()
+    code, out = picoora("setup-oracle", "--force")
+    assert code == 0 and "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md" in _steps(out)
+    store = open_oracle_store(config)
+    assert store.get_prompt("SOUL.md").content == "# Soul\nCalm and precise.\n"
+    store.close()
+
+
+def test_a_schema_newer_than_this_picoora_is_refused(fake, config, onnx_file):
+    assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
+    for row in fake.rows("PICO_META"):
+        if row["meta_key"] == "schema_version":
+            row["meta_value"] = str(LATEST_VERSION + 1)  # a newer picoora on another node upgraded it
+    fake.executed.clear()
+    with pytest.raises(OracleUnavailable, match=f"version {LATEST_VERSION + 1}, newer than this picoora"):
+        open_oracle_store(config)
+    assert "take_migration_lock" not in fake.names()  # nothing was "upgraded" down or over

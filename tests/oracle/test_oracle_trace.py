@@ -12,6 +12,7 @@ from picoora.cli import trace_cmd
 from picoora.config import save_config
 from picoora.store.base import TurnTrace
 from picoora.store.oracle import sql as q
+from picoora.store.oracle.schema import LATEST_VERSION
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import FakeOracle
 from tests.trace_checks import SECRET, check_trace, run_traced_turn
@@ -66,7 +67,7 @@ def test_a_schema_of_version_8_gets_the_newest_trace_index(fake, config):
 
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert store.get_meta("schema_version") == "9"
+        assert store.get_meta("schema_version") == str(LATEST_VERSION)
         assert fake.indexes["idx_pico_traces_recent"] == ("PICO_TRACES", ("agent_id", "created_at"), "NORMAL")
         store.append_trace(TurnTrace("t1", "web:a"))
         assert store.last_trace().turn_id == "t1"

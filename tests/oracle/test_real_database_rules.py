@@ -384,7 +384,7 @@ def test_a_lost_connection_is_discarded_not_returned_to_the_pool(fake, open_stor
     broken = fake.connections[-1]
     assert all(broken not in pool.released for pool in fake.pools)
     assert store.get_state("k") == "v" and fake.connections[-1] is not broken
-    assert pool.closed and fake.pools[-1] is not pool  # the whole pool went away (closed in the background)
+    assert broken in pool.dropped and not pool.closed and fake.pools[-1] is pool  # that session only left
 
 
 def test_an_acquire_that_never_returns_fails_within_the_connect_timeout(fake):

@@ -35,9 +35,9 @@ def test_statement_uses_named_binds_only(stmt):
         assert names == [], "DDL cannot take binds"
 
 
-# Tables without an agent_id: meta (as in Go) and the background questions (the same texts for everyone,
-# one set per embedding model).
-AGENT_TABLE = r"PICO_(?!META\b|BACKGROUND_QUESTIONS\b)\w+"
+# Tables without an agent_id: meta (as in Go), the background questions (the same texts for everyone,
+# one set per embedding model) and leases (their names carry the agent scope).
+AGENT_TABLE = r"PICO_(?!META\b|BACKGROUND_QUESTIONS\b|LEASES\b)\w+"
 
 
 @pytest.mark.parametrize("stmt", [s for s in STATEMENTS if s.kind in ("query", "dml")], ids=lambda s: s.name)

@@ -42,7 +42,7 @@ class Inbound:
 
 @dataclass(frozen=True)
 class TurnOutcome:
-    status: str  # "answer", "stopped" (a limit or an error inside the loop), "failed" or "cut_off"
+    status: str  # "answer", "stopped" (a limit or an error inside the loop), "failed", "busy" or "cut_off"
     result: TurnResult | None = None
     error: str = ""  # why there is no answer, for a record or a log
 

@@ -9,6 +9,8 @@
   without a restart; a job edited or removed is rescheduled or dropped.
 - On start, a job whose last due time passed while nothing was running runs once, if that was within
   ``missed_grace`` (then it follows its schedule again); an older miss is recorded as ``missed``.
+- Several gateways on one database all schedule every job; a run fires on the node that first claims it
+  (a claim per job and due time, ``picoora/store/leases.py``), so each run fires and is recorded once.
 """
 
 from __future__ import annotations
@@ -23,19 +25,21 @@ from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
 from picoora.gateway.runtime.turns import ShuttingDown, Submit
 from picoora.messages import Message
-from picoora.scheduler.jobs import Job, JobBook, JobError, next_fire, trigger_for
+from picoora.scheduler.jobs import Job, JobBook, JobError, last_due, next_fire, trigger_for
 from picoora.store.aio import AsyncStore
+from picoora.store.leases import Leases, LocalLeases
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0
+CLAIM_MARGIN = timedelta(hours=1)  # a run's claim outlives the window in which any node may still fire it
 REMINDER_PREFIX = "⏰ "
 
 
 class SchedulerService:
     def __init__(self, book: JobBook, astore: AsyncStore, *, submit: Submit, delivery: Delivery,
                  missed_grace: timedelta, poll_seconds: float = POLL_SECONDS,
-                 clock: Callable[[], datetime] | None = None):
+                 clock: Callable[[], datetime] | None = None, leases: Leases | None = None):
         self.book = book
         self.astore = astore
         self.submit = submit
@@ -43,18 +47,19 @@ class SchedulerService:
         self.missed_grace = missed_grace
         self.poll_seconds = poll_seconds
         self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self.leases = leases or LocalLeases()
         self._scheduler: Any = None
         self._scheduled: dict[str, Job] = {}  # job id -> the definition it was scheduled from
         self._poller: asyncio.Task[None] | None = None
         self._catching_up: set[asyncio.Task[None]] = set()
+        self._caught_up = False
 
     async def start(self) -> None:
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
         self._scheduler = AsyncIOScheduler(event_loop=asyncio.get_running_loop(), timezone=timezone.utc)
         self._scheduler.start()
-        await self.catch_up()
-        await self.sync()
+        await self._refresh()
         self._poller = asyncio.get_running_loop().create_task(self._poll())
 
     async def stop(self) -> None:
@@ -77,10 +82,18 @@ class SchedulerService:
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(self.poll_seconds)
-            try:
-                await self.sync()
-            except Exception:  # a store hiccup: try again at the next poll
-                log.warning("could not re-read the scheduled jobs", exc_info=True)
+            await self._refresh()
+
+    async def _refresh(self) -> None:
+        """Catch up once, at the first chance (a required database may not answer at start), then follow
+        the book; a store that fails is tried again at the next poll."""
+        try:
+            if not self._caught_up:
+                await self.catch_up()
+                self._caught_up = True
+            await self.sync()
+        except Exception:
+            log.warning("could not read the scheduled jobs; trying again in %g s", self.poll_seconds, exc_info=True)
 
     async def _jobs(self) -> list[Job]:
         return await self.astore.run(self.book.jobs)
@@ -140,7 +153,7 @@ class SchedulerService:
     async def fire(self, job_id: str) -> None:
         """Run one job now (what the scheduler calls at each due time); returns once its run is recorded."""
         job = await self.astore.run(self.book.get, job_id)
-        if job is None or not job.enabled:
+        if job is None or not job.enabled or not await self._claim(job):
             return
         try:
             if job.action == "reminder":
@@ -156,6 +169,18 @@ class SchedulerService:
             await self._record(job, "error", str(exc))
             return
         await asyncio.wait({task})  # the record is written by _finish, inside the turn's task
+
+    async def _claim(self, job: Job) -> bool:
+        """Whether this node fires the job's current due run: the first node of a fleet to claim it does.
+        (A run fired by hand, outside any due time, needs no claim.)"""
+        if not self.leases.shared:
+            return True
+        lookback = self.missed_grace + timedelta(minutes=1)  # APScheduler may call a little late
+        due = last_due(job, self._clock(), lookback, self.book.default_zone)
+        if due is None:
+            return True
+        seconds = (lookback + CLAIM_MARGIN).total_seconds()
+        return await self.leases.claim(f"cron:{job.id}:{due.astimezone(timezone.utc).isoformat()}", seconds)
 
     async def _remind(self, job: Job) -> None:
         text = REMINDER_PREFIX + job.text

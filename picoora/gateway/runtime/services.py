@@ -28,11 +28,13 @@ from picoora.gateway.channels.streaming import EditedReply
 from picoora.gateway.runtime.approvals import Approvals
 from picoora.gateway.runtime.commands import parse_command, run_command
 from picoora.gateway.runtime.delivery import Delivery
+from picoora.gateway.runtime.duties import SingletonDuty, session_turn
 from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
 from picoora.gateway.runtime.messenger import GatewayMessenger
 from picoora.gateway.runtime.people import Admission, Directory, PersonAssistants
 from picoora.gateway.runtime.turns import TurnService
 from picoora.scheduler.jobs import remember_chat
+from picoora.store.leases import node_id
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
@@ -68,11 +70,13 @@ class GatewayRuntime:
         self._tasks: list[asyncio.Task[None]] = []
         self.started: list[str] = ["turn service"]  # what runs, for the start-up lines
         self.channel_lines: list[str] = []  # every channel and its state ("slack refused token", "web off")
+        self.node = node_id()  # this gateway's name in the leases a fleet shares (scheduler, channels, sessions)
 
     # -- turns ----------------------------------------------------------------------------------------
 
     async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
-        async with self.people.lease(inbound.person) as assistant:
+        async with self.people.lease(inbound.person) as assistant, \
+                session_turn(assistant.store.leases(), inbound.session, self.node):
             if inbound.from_chat and inbound.private_chat:  # never a group: jobs' answers go there
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             command = parse_command(inbound.text) if inbound.from_chat else None
@@ -116,6 +120,8 @@ class GatewayRuntime:
             text = CUT_OFF_REPLY
         elif outcome.status == "stopped_by_user":
             text = STOPPED_REPLY
+        elif outcome.status == "busy":
+            text = outcome.error
         elif outcome.result is not None:
             text = outcome.result.text  # an answer, or the loop's own words on why there is none
         else:
@@ -157,7 +163,7 @@ class GatewayRuntime:
                 self._editors[name] = channel
             if channel.asks:
                 self.approvals.channels[name] = channel
-            self._spawn(f"channel {name}", channel.run())
+            self._spawn(f"channel {name}", self._singleton(f"channel.{name}", channel.run))
         await self._note_channel_states()
         if config.cron.enabled:
             from picoora.gateway.runtime.scheduler import SchedulerService
@@ -165,7 +171,8 @@ class GatewayRuntime:
 
             book = JobBook(self.assistant.store, default_zone=config.agents.defaults.timezone)
             self.scheduler = SchedulerService(book, astore, submit=self.turns.submit, delivery=self.delivery,
-                                              missed_grace=timedelta(minutes=config.cron.missed_grace_minutes))
+                                              missed_grace=timedelta(minutes=config.cron.missed_grace_minutes),
+                                              leases=self.assistant.store.leases())
             await self.scheduler.start()
             self.started.append("scheduler")
         if config.heartbeat.enabled and config.heartbeat.interval:
@@ -174,7 +181,12 @@ class GatewayRuntime:
             self.heartbeat = HeartbeatService(astore, submit=self.turns.submit, delivery=self.delivery,
                                               interval_minutes=config.heartbeat.interval,
                                               workspace=self.assistant.workspace)
-            self._spawn(f"heartbeat every {config.heartbeat.interval} min", self.heartbeat.run())
+            self._spawn(f"heartbeat every {config.heartbeat.interval} min",
+                        self._singleton("heartbeat", self.heartbeat.run))
+
+    def _singleton(self, duty: str, work: Any) -> Any:
+        """``work()`` on one gateway of a fleet at a time (on a single machine: simply here)."""
+        return SingletonDuty(self.assistant.store.leases(), duty, self.node, work).run()
 
     async def _note_channel_states(self) -> None:
         """Each channel's first word on its platform (bounded), so the start-up lines say what works."""

@@ -43,6 +43,11 @@ class ShuttingDown(Exception):
     """``submit`` after ``stop_accepting``: the gateway takes no new turns."""
 
 
+class SessionBusy(Exception):
+    """The session's turn is running on another node of the fleet (``duties.session_turn``); the message
+    is the answer for the chat."""
+
+
 class TurnService:
     def __init__(self, run: RunTurn):
         self._run = run
@@ -75,6 +80,8 @@ class TurnService:
             if current is not None:
                 self._running[key] = current
             outcome = TurnOutcome.of(await self._run(inbound, on_event))
+        except SessionBusy as exc:
+            outcome = TurnOutcome("busy", error=str(exc))
         except asyncio.CancelledError:
             if current is not None and hasattr(current, "uncancel"):  # 3.11+: the cancel is handled here
                 current.uncancel()

@@ -45,6 +45,7 @@ def open_oracle_store(config: Config, *, pool_factory: PoolFactory | None = None
     try:
         _upgrade_if_needed(db, db.probe(_schema_version))
         text_index = db.probe(lambda tx: _check(tx, db, require_model))
+        _follow_database_clock(db)
     except BaseException:
         db.close()
         raise
@@ -55,7 +56,25 @@ def open_oracle_store(config: Config, *, pool_factory: PoolFactory | None = None
         dedup_similarity=config.memory.dedup_similarity,
         text_index=text_index,
         secrets=secret_values(config),
+        note_zone=config.agents.defaults.timezone,
     )
+
+
+def _follow_database_clock(db: Database) -> None:
+    """Measure how far the database's clock is from this machine's (one round trip, its midpoint) and stamp
+    rows on the database's from now on."""
+    from datetime import datetime, timezone
+
+    from picoora.store.oracle import codec
+    from picoora.store.oracle import sql as q
+
+    async def offset(tx: Any) -> Any:
+        before = datetime.now(timezone.utc).replace(tzinfo=None)
+        row = await tx.one(q.DATABASE_TIME)
+        after = datetime.now(timezone.utc).replace(tzinfo=None)
+        return row[0] - (before + (after - before) / 2)
+
+    codec.follow_database_clock(db.probe(offset))
 
 
 async def _schema_version(tx: Any) -> int | None:
@@ -71,7 +90,11 @@ def _upgrade_if_needed(db: Database, version: int | None) -> None:
     if version is None:
         raise OracleUnavailable("schema", f"Oracle at {db.target} has no picoora schema (no PICO_META table). "
                                           "Run: picoora setup-oracle")
-    if version >= schema.LATEST_VERSION:
+    if version > schema.LATEST_VERSION:  # a newer picoora on another node upgraded it: its rows may not fit ours
+        raise OracleUnavailable("schema", f"The picoora schema in {db.target} is version {version}, newer than "
+                                          f"this picoora understands ({schema.LATEST_VERSION}): another node runs "
+                                          "a newer picoora. Upgrade picoora here (pip install -U picoora)")
+    if version == schema.LATEST_VERSION:
         return
     try:
         schema.upgrade(db)

@@ -19,13 +19,24 @@ from picoora.store.memory_index import normalise_text
 
 _clock_lock = threading.Lock()
 _last_stamp = datetime.min
+_database_offset = timedelta()  # the database's UTC clock minus this machine's (``follow_database_clock``)
+
+
+def follow_database_clock(offset: timedelta) -> None:
+    """Stamp rows on the database's clock from now on: ``offset`` is its UTC time minus this machine's, as
+    measured when the store opened. Gateways whose clocks disagree then still order rows as one clock
+    would (``updated_at``, ``created_at``, the last trace); stamps stay strictly increasing either way."""
+    global _database_offset
+    with _clock_lock:
+        _database_offset = offset
 
 
 def utc_stamp() -> datetime:
-    """Naive UTC now, strictly increasing within the process, so "newest first" has no ties."""
+    """Naive UTC now on the database's clock, strictly increasing within the process, so "newest first" has
+    no ties."""
     global _last_stamp
     with _clock_lock:
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        now = datetime.now(timezone.utc).replace(tzinfo=None) + _database_offset
         _last_stamp = max(now, _last_stamp + timedelta(microseconds=1))
         return _last_stamp
 

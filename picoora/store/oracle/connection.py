@@ -7,8 +7,10 @@ private event loop in one daemon thread: every pool acquire is under ``asyncio.w
 round trip under the connection's ``call_timeout``, and the caller's thread waits with a timeout too.
 Callers (the synchronous ``Store`` methods) see plain blocking calls.
 
-A failure that means "the connection is gone" (network, call timeout, killed session) throws the
-whole pool away, so the operation after it starts on fresh connections: that is the reconnect.
+A failure that means "the connection is gone" (network, call timeout, killed session) drops that one
+connection from the pool: the calls of its healthy neighbours go on, and the next operation gets a fresh
+connection (that is the reconnect). The whole pool is replaced only when even the drop fails, or when an
+acquire fails while no connection is out (a connect stuck on a silent listener would block the pool).
 """
 
 from __future__ import annotations
@@ -400,7 +402,8 @@ class Database:
         try:
             conn = await asyncio.wait_for(pool.acquire(), self.config.connect_timeout_seconds)
         except BaseException:
-            await self._discard_pool(pool)  # a fresh pool next time: this one may hold a stuck connect
+            if not pool.busy:  # nothing healthy in it: a fresh pool next time (this one may hold a stuck connect)
+                await self._discard_pool(pool)
             raise
         healthy = True
         try:
@@ -421,7 +424,14 @@ class Database:
             if healthy:
                 await self._quietly(pool.release(conn))
             else:
-                await self._discard_pool(pool)
+                await self._drop(pool, conn)
+
+    async def _drop(self, pool: Any, conn: Any) -> None:
+        """Take one broken or cut-off session out of the pool; if even that fails, replace the pool."""
+        try:
+            await asyncio.wait_for(pool.drop(conn), _SHUTDOWN_SECONDS)
+        except Exception:  # noqa: BLE001 - a pool that cannot drop a session is not to be trusted
+            await self._discard_pool(pool)
 
     def _ensure_pool(self) -> Any:
         if self._pool is None:

@@ -10,6 +10,8 @@ USER_INDEXES reports only "VECTOR" and guessing from the index name would be wro
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from picoora.store.base import StoreError
@@ -114,6 +116,35 @@ async def text_index_usable(tx: Tx) -> bool:
     """Whether the Oracle Text index keyword recall uses exists and is VALID (index and domain status)."""
     row = await tx.one(q.TEXT_INDEX_USABLE)
     return bool(row and row[0])
+
+
+# What a query on a text index that is not usable raises: the domain index is marked FAILED or UNUSABLE
+# (ORA-29861), or its ODCIIndexStart routine fails with an Oracle Text error (ORA-29902 / DRG-10599).
+TEXT_INDEX_BROKEN = frozenset({"ORA-29861", "ORA-29902", "DRG-10599"})
+TEXT_INDEX_RECHECK_SECONDS = 300.0
+
+
+class TextIndexHealth:
+    """Whether keyword recall may use CONTAINS now, shared by a store and its people's stores.
+
+    A query that fails on the index (it broke after the store opened) switches recall to the plain scan at
+    once, for everyone; the dictionary (USER_INDEXES) is asked again at most every
+    ``TEXT_INDEX_RECHECK_SECONDS``, and the index is used again once it is VALID (after ``setup-oracle``)."""
+
+    def __init__(self, usable: bool, clock: Callable[[], float] = time.monotonic):
+        self.usable = usable
+        self._clock = clock
+        self._checked = clock()
+
+    async def use(self, tx: Tx) -> bool:
+        if not self.usable and self._clock() - self._checked >= TEXT_INDEX_RECHECK_SECONDS:
+            self._checked = self._clock()
+            self.usable = await text_index_usable(tx)
+        return self.usable
+
+    def failed(self) -> None:
+        self.usable = False
+        self._checked = self._clock()
 
 
 def rebuild_memory_index(db: Database) -> None:

@@ -205,11 +205,12 @@ WIDEN_META = _sql("widen_meta", "ddl", "ALTER TABLE PICO_META MODIFY (meta_key V
 
 # Processes migrating at once take turns: each holds an exclusive lock on this one-purpose table for the
 # whole migration (a separate session; DDL commits, so the migrating session could not hold it). No
-# migration alters it, and the Go version never sees it.
+# migration alters it, and the Go version never sees it. The wait is as long as a migration may run
+# (schema.MIGRATION_SECONDS): a node starting while another upgrades waits for it, then finds it done.
 CREATE_MIGRATION_LOCK = _sql("create_migration_lock", "ddl",
                              "CREATE TABLE PICO_MIGRATION_LOCK (held_by VARCHAR2(64))", _EXISTS)
 TAKE_MIGRATION_LOCK = _sql("take_migration_lock", "dml",
-                           "LOCK TABLE PICO_MIGRATION_LOCK IN EXCLUSIVE MODE WAIT 120")
+                           "LOCK TABLE PICO_MIGRATION_LOCK IN EXCLUSIVE MODE WAIT 900")
 
 # Migrations wait for a busy table instead of failing at once with ORA-00054 (schema.run_ddl also retries).
 DDL_WAIT = _sql("ddl_wait", "ddl", "ALTER SESSION SET DDL_LOCK_TIMEOUT = 30")
@@ -234,6 +235,33 @@ HNSW_DAILY_NOTES = _sql("hnsw_daily_notes", "ddl", """
 TEXT_INDEX_MEMORIES = _sql("text_index_memories", "ddl", """
     CREATE INDEX IDX_PICO_MEMORIES_TEXT ON PICO_MEMORIES(content)
     INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('SYNC (ON COMMIT)')""", _INDEXED)
+
+# ---------------------------------------------------------------------------------------------------
+# Leases (schema version 10): which node of a fleet does a singleton duty now, on the database's clock (never
+# a node's), so nodes whose clocks disagree still agree on who holds what. Names carry their agent scope.
+# A renewal or takeover is one UPDATE (a free row, an expired one, or the holder's own); a new name is one
+# INSERT, and two nodes inserting it at once meet on the primary key (ORA-00001: the other one has it).
+
+CREATE_LEASES = _sql("create_leases", "ddl", """
+    CREATE TABLE PICO_LEASES (
+        lease_name  VARCHAR2(300 CHAR) PRIMARY KEY,
+        holder      VARCHAR2(255 CHAR) NOT NULL,
+        acquired_at TIMESTAMP NOT NULL,
+        expires_at  TIMESTAMP NOT NULL)""", _EXISTS)
+LEASE_RENEW = _sql("lease_renew", "dml", """
+    UPDATE PICO_LEASES SET
+        acquired_at = CASE WHEN holder = :holder THEN acquired_at ELSE SYS_EXTRACT_UTC(SYSTIMESTAMP) END,
+        holder = :holder,
+        expires_at = SYS_EXTRACT_UTC(SYSTIMESTAMP) + NUMTODSINTERVAL(:seconds, 'SECOND')
+    WHERE lease_name = :lease_name AND (holder = :holder OR expires_at <= SYS_EXTRACT_UTC(SYSTIMESTAMP))""")
+LEASE_TAKE = _sql("lease_take", "dml", """
+    INSERT INTO PICO_LEASES (lease_name, holder, acquired_at, expires_at)
+    VALUES (:lease_name, :holder, SYS_EXTRACT_UTC(SYSTIMESTAMP),
+            SYS_EXTRACT_UTC(SYSTIMESTAMP) + NUMTODSINTERVAL(:seconds, 'SECOND'))""")
+LEASE_RELEASE = _sql("lease_release", "dml",
+                     "DELETE FROM PICO_LEASES WHERE lease_name = :lease_name AND holder = :holder")
+LEASE_PURGE = _sql("lease_purge", "dml", """
+    DELETE FROM PICO_LEASES WHERE expires_at < SYS_EXTRACT_UTC(SYSTIMESTAMP) - NUMTODSINTERVAL(:seconds, 'SECOND')""")
 
 # ---------------------------------------------------------------------------------------------------
 # Meta (schema-wide, like the Go table: no agent_id column).
@@ -312,7 +340,7 @@ MEMORY_SET_EMBEDDING = _sql("memory_set_embedding", "dml", """
 
 NOTE_LOCK = _sql("note_lock", "query", """
     SELECT note_id, content FROM PICO_DAILY_NOTES
-    WHERE agent_id = :agent_id AND note_date = :note_date FOR UPDATE""")
+    WHERE agent_id = :agent_id AND note_date = :note_date FOR UPDATE WAIT 10""")
 NOTE_INSERT = _sql("note_insert", "dml", """
     INSERT INTO PICO_DAILY_NOTES (note_id, agent_id, note_date, content, embedding, created_at, updated_at)
     VALUES (:note_id, :agent_id, :note_date, :content, :embedding, :now, :now)""")
@@ -334,14 +362,16 @@ NOTE_LIST = _sql("note_list", "query", """
     FROM PICO_DAILY_NOTES WHERE agent_id = :agent_id ORDER BY note_date DESC FETCH FIRST :k ROWS ONLY""")
 
 # ---------------------------------------------------------------------------------------------------
-# Sessions: messages as a JSON array in a CLOB (the Go shape), read-modify-write under a row lock.
+# Sessions: messages as a JSON array in a CLOB (the Go shape), read-modify-write under a row lock. Lock waits
+# are bounded (``FOR UPDATE WAIT``): a writer stuck on another node fails this one call with ORA-30006
+# instead of running into the call timeout, which would throw the connection away.
 
 SESSION_GET = _sql("session_get", "query", """
     SELECT messages, summary, created_at, updated_at FROM PICO_SESSIONS
     WHERE agent_id = :agent_id AND session_key = :session_key""")
 SESSION_LOCK = _sql("session_lock", "query", """
     SELECT messages, summary FROM PICO_SESSIONS
-    WHERE agent_id = :agent_id AND session_key = :session_key FOR UPDATE""")
+    WHERE agent_id = :agent_id AND session_key = :session_key FOR UPDATE WAIT 10""")
 SESSION_INSERT = _sql("session_insert", "dml", """
     INSERT INTO PICO_SESSIONS (session_key, agent_id, messages, summary, created_at, updated_at)
     VALUES (:session_key, :agent_id, :messages, :summary, :now, :now)""")
@@ -481,6 +511,7 @@ MEMORY_VECTORS_MISSING = _sql("memory_vectors_missing", "query", """
     SELECT COUNT(*) FROM PICO_MEMORIES WHERE agent_id = :agent_id
     AND (embedding IS NULL OR embedding_model IS NULL OR embedding_model <> :embedding_model)""")
 PING = _sql("ping", "query", "SELECT 1 FROM DUAL")
+DATABASE_TIME = _sql("database_time", "query", "SELECT SYS_EXTRACT_UTC(SYSTIMESTAMP) FROM DUAL")
 
 # ---------------------------------------------------------------------------------------------------
 # Counts (per agent; meta is schema-wide) and the catalogue views the inspector and setup read.

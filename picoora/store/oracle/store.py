@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import re
 import uuid
@@ -56,7 +57,11 @@ from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
-from picoora.store.oracle.connection import Database, Tx, error_code
+from picoora.store.oracle.connection import MAX_STRING_BYTES, Database, Tx, error_code, error_codes
+from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN, TextIndexHealth
+from picoora.store.oracle.leases import OracleLeases
+
+log = logging.getLogger(__name__)
 
 EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens (~1000 characters of English)
 EMBED_MAX_BYTES = 4000  # VECTOR_EMBEDDING's text is a VARCHAR2 bind: over 4000 bytes it goes as LONG and fails
@@ -154,6 +159,11 @@ class Op:
     result: Any = None
 
 
+def _long(text: str | None) -> bool:
+    """Over the 4000 bytes a VARCHAR2 bind carries (then it must go as a CLOB)."""
+    return text is not None and len(text) * 4 > MAX_STRING_BYTES and len(text.encode("utf-8")) > MAX_STRING_BYTES
+
+
 def _known(result: Any) -> Op:
     return Op(None, result=result)
 
@@ -205,6 +215,7 @@ class OracleStore:
         dedup_similarity: float = 0.95,
         text_index: bool = False,
         secrets: Iterable[str] = (),
+        note_zone: str = "",
     ):
         self._db = db
         self.agent_id = agent_id
@@ -213,8 +224,9 @@ class OracleStore:
         self.dedup_similarity = dedup_similarity
         self.push_calibration = ranking.oracle_push_calibration(self.model)  # see ranking.ORACLE_PUSH
         self._anchors = BackgroundAnchors(self.model)
-        self.text_index = text_index
+        self._text = TextIndexHealth(text_index)
         self._secrets = tuple(secrets)
+        self.note_zone = note_zone  # IANA zone of the daily notes' dates (agents.defaults.timezone); "": the machine's
         self._missing_model_note: str | None = None
         self._owns_db = True
 
@@ -223,10 +235,16 @@ class OracleStore:
         pool, event-loop thread, settings and background anchors, where opening another store would start a
         pool and a thread of its own and probe the schema again. Closing it leaves the database open."""
         other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
-                            dedup_similarity=self.dedup_similarity, text_index=self.text_index, secrets=self._secrets)
+                            dedup_similarity=self.dedup_similarity, secrets=self._secrets, note_zone=self.note_zone)
         other._anchors = self._anchors
+        other._text = self._text
         other._owns_db = False
         return other
+
+    @property
+    def text_index(self) -> bool:
+        """Whether keyword recall uses the Oracle Text index right now (else the plain scan)."""
+        return self._text.usable
 
     @property
     def location(self) -> str:
@@ -380,17 +398,27 @@ class OracleStore:
                 found[str(row[0])] = (codec.memory_from_row(row), 1.0 - float(row[8]))
         terms = informative_first(query, list(dict.fromkeys(tokenize(query))))
         if terms:
-            if self.text_index:
-                rows = await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
-            else:
-                rows = await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k)
-            for row in rows:
+            for row in await self._keyword_rows(tx, terms, k):
                 record = codec.memory_from_row(row)
                 if record.id in found:
                     continue
                 comparable = vector is not None and row[8] is not None and record.embedding_model == self.model
                 found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
         return found
+
+    async def _keyword_rows(self, tx: Tx, terms: list[str], k: int) -> list[tuple]:
+        """Memories holding a query term: through the Oracle Text index while it works, else the plain scan
+        (also for this very query when the index fails under it)."""
+        if await self._text.use(tx):
+            try:
+                return await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
+            except Exception as exc:
+                if not TEXT_INDEX_BROKEN & set(error_codes(exc)):
+                    raise
+                self._text.failed()
+                log.warning("the Oracle Text index failed (%s); keyword recall scans until it is VALID again "
+                            "(run picoora setup-oracle)", error_code(exc))
+        return await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k)
 
     def rank(self, evidence: RecallEvidence, limit: int, *, confident_only: bool = False) -> list[ScoredMemory]:
         """The matches recall returns (``confident_only``: pushes, by ``push_calibration``), best first."""
@@ -522,7 +550,7 @@ class OracleStore:
         return self._do(self._append_daily_note_op(content, day))
 
     def _append_daily_note_op(self, content: str, day: date | None = None) -> Op:
-        day = day or date.today()  # the user's local date, as the file backend does
+        day = day or self._today()
 
         async def work(tx: Tx) -> DailyNote:
             for _ in range(2):  # a second pass only when another writer created the day's row meanwhile
@@ -544,6 +572,13 @@ class OracleStore:
 
         return Op(work, "write the daily note")
 
+    def _today(self) -> date:
+        """Today on the database's clock in the notes' zone, so every node of a fleet writes one day's note."""
+        from zoneinfo import ZoneInfo
+
+        now = utc_stamp().replace(tzinfo=timezone.utc)
+        return (now.astimezone(ZoneInfo(self.note_zone)) if self.note_zone else now.astimezone()).date()
+
     def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
         """Notes of today and the ``days - 1`` days before, newest first."""
         return self._do(self._recent_daily_notes_op(days))
@@ -551,7 +586,7 @@ class OracleStore:
     def _recent_daily_notes_op(self, days: int = 3) -> Op:
         if days <= 0:
             return _known([])
-        today = date.today()
+        today = self._today()
 
         async def work(tx: Tx) -> list[DailyNote]:
             rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1),
@@ -695,13 +730,19 @@ class OracleStore:
                 first = int(row[0] if row else 0) + 1
                 seqs = list(range(first, first + len(messages)))
                 now = utc_stamp()
+                binds: list[dict[str, Any]] = [
+                    {"session_key": key, "agent_id": self.agent_id, "sequence_num": seq, "role": message.role,
+                     "content": message.content, "now": now,
+                     "message_json": json.dumps(codec.message_to_json(message), ensure_ascii=False)}
+                    for seq, message in zip(seqs, messages, strict=True)]
                 try:
-                    # One execute per message: a tool result over 4000 bytes goes as a temporary CLOB, and
-                    # array DML wants one bind type per column across rows; a turn appends only a few.
-                    for seq, message in zip(seqs, messages, strict=True):
-                        await tx.run(q.TRANSCRIPT_INSERT, session_key=key, agent_id=self.agent_id, sequence_num=seq,
-                                     role=message.role, content=message.content, now=now,
-                                     message_json=json.dumps(codec.message_to_json(message), ensure_ascii=False))
+                    if len(binds) > 1 and not any(_long(b["content"]) or _long(b["message_json"]) for b in binds):
+                        await tx.run_many(q.TRANSCRIPT_INSERT, binds)  # one round trip (an import's batch)
+                    else:
+                        # A text over 4000 bytes goes as a temporary CLOB, which array DML cannot mix with
+                        # strings (ORA-01478): one execute per message, as a turn's few messages are.
+                        for one in binds:
+                            await tx.run(q.TRANSCRIPT_INSERT, **one)
                     return seqs
                 except Exception as exc:
                     if error_code(exc) != _UNIQUE_VIOLATED:
@@ -995,6 +1036,10 @@ class OracleStore:
             await self._rewrite_session(tx, key, lambda old, _: (old, summary))
 
         return Op(work, "save the session summary")
+
+    def leases(self) -> OracleLeases:
+        """Leases in PICO_LEASES, scoped by this store's agent id (a person's store: theirs)."""
+        return OracleLeases(self._db, self.agent_id)
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         """None: several gateways on one database are not refused here (a separate question: who runs the jobs)."""

@@ -1,0 +1,221 @@
+"""Several gateways on one database (the strict fake): leases, a claim per due cron run, one holder per
+singleton duty with takeover, and a session's turns in order across nodes.
+
+Each node is its own ``OracleStore`` (its own ``Database``: pool, private event loop and thread) over one
+``FakeOracle``, as separate gateways share one Autonomous Database. Time moves on the database's clock
+(``fake.clock_offset``), never by sleeping out a lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from picoora.gateway.runtime import duties
+from picoora.gateway.runtime.duties import SingletonDuty, session_turn
+from picoora.gateway.runtime.scheduler import SchedulerService
+from picoora.gateway.runtime.turns import SessionBusy
+from picoora.messages import Message
+from picoora.scheduler.jobs import JobBook
+from picoora.store.aio import AsyncStore
+from tests.fakes.runtime_kit import ScriptedTurns, recording_delivery
+from tests.oracle.conftest import scenario
+
+NODES = 3
+
+
+@pytest.fixture
+def nodes(open_store):
+    return [open_store() for _ in range(NODES)]
+
+
+@scenario
+async def test_a_lease_is_held_by_one_node_renewed_and_taken_over_once_expired(nodes, fake):
+    a, b, c = (node.leases() for node in nodes)
+    assert await a.acquire("duty", "node-a", 30)
+    assert not await b.acquire("duty", "node-b", 30) and not await c.acquire("duty", "node-c", 30)
+    fake.clock_offset += timedelta(seconds=20)
+    assert await a.acquire("duty", "node-a", 30)  # renewed: 30 s from now on the database's clock
+    fake.clock_offset += timedelta(seconds=20)
+    assert not await b.acquire("duty", "node-b", 30)  # 40 s after it was taken, but renewed at 20
+    fake.clock_offset += timedelta(seconds=11)
+    assert await b.acquire("duty", "node-b", 30)  # node-a stopped renewing: taken over
+    assert not await a.acquire("duty", "node-a", 30)
+    await b.release("duty", "node-b")
+    assert await c.acquire("duty", "node-c", 30)  # released: free at once
+    [row] = [r for r in fake.rows("PICO_LEASES") if r["lease_name"] == "default/duty"]
+    assert row["holder"] == "node-c"
+
+
+@scenario
+async def test_leases_are_scoped_by_agent_and_long_names_fit(nodes, fake):
+    owner, person = nodes[0].leases(), nodes[1].for_agent("default.ana").leases()
+    assert await owner.acquire("session:telegram:42", "n1", 30)
+    assert await person.acquire("session:telegram:42", "n2", 30)  # someone else's session of the same name
+    long_name = "session:" + "k" * 1000
+    assert await owner.acquire(long_name, "n1", 30)
+    assert not await nodes[2].leases().acquire(long_name, "n3", 30)  # kept as its hash: still one lease
+    assert all(len(r["lease_name"]) <= 300 for r in fake.rows("PICO_LEASES"))
+
+
+@scenario
+async def test_a_claim_is_won_once_and_spent_claims_are_purged(nodes, fake):
+    results = await asyncio.gather(*(node.leases().claim("cron:job:2026-12-01T08:00", 3600) for node in nodes))
+    assert sorted(results) == [False, False, True]
+    fake.clock_offset += timedelta(days=2)
+    assert await nodes[0].leases().claim("cron:job:2026-12-03T08:00", 3600)
+    assert [r["lease_name"] for r in fake.rows("PICO_LEASES")] == ["default/cron:job:2026-12-03T08:00"]
+
+
+@scenario
+async def test_three_nodes_fire_each_of_100_due_runs_exactly_once(nodes):
+    now = datetime.now(timezone.utc)
+    book = JobBook(nodes[0], _clock=lambda: now - timedelta(minutes=5))
+    jobs = [book.add("at", (now - timedelta(minutes=1)).isoformat(), f"reminder {n}", "telegram", "42",
+                     action="reminder") for n in range(100)]
+    services, deliveries = [], []
+    for node in nodes:
+        astore = AsyncStore(node)
+        delivery, recorders = recording_delivery(astore)
+        services.append(SchedulerService(JobBook(node), astore, submit=ScriptedTurns().submit, delivery=delivery,
+                                         missed_grace=timedelta(minutes=30), clock=lambda: now,
+                                         leases=node.leases()))
+        deliveries.append(recorders)
+    await asyncio.gather(*(service.catch_up() for service in services))
+    await asyncio.gather(*(service.wait_idle() for service in services))
+    sent = [s.text for recorders in deliveries for s in recorders.sent]
+    assert sorted(sent) == sorted(f"⏰ reminder {n}" for n in range(100))  # each once, whichever node
+    assert {book.run_record(job.id).runs for job in jobs} == {1}  # one run record each, not three
+
+
+class Poller:
+    """Stands in for a long-polling channel: counts how many nodes poll at once."""
+
+    def __init__(self):
+        self.polling: set[str] = set()
+        self.most_at_once = 0
+        self.turns: list[str] = []
+
+    def work(self, node: str):
+        async def poll() -> None:
+            self.polling.add(node)
+            self.most_at_once = max(self.most_at_once, len(self.polling))
+            self.turns.append(node)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self.polling.discard(node)
+        return poll
+
+
+@scenario
+async def test_one_poller_at_a_time_taken_over_within_a_lease_period_after_its_node_dies(nodes, fake):
+    telegram, heartbeat = Poller(), Poller()
+    fleet = [(SingletonDuty(node.leases(), "channel.telegram", f"n{i}", telegram.work(f"n{i}")),
+              SingletonDuty(node.leases(), "heartbeat", f"n{i}", heartbeat.work(f"n{i}")))
+             for i, node in enumerate(nodes)]
+
+    async def round_of(alive):
+        for i in alive:
+            for duty in fleet[i]:
+                await duty.tick()
+        await asyncio.sleep(0.01)  # let the started work run
+
+    await round_of([0, 1, 2])
+    await round_of([0, 1, 2])
+    assert telegram.polling == {"n0"} and heartbeat.polling == {"n0"}
+    first = [duty for duty in fleet[0]]
+    for duty in first:  # node 0 dies: its work stops, nothing is released, nobody renews
+        await duty._stop()
+    fake.clock_offset += timedelta(seconds=duties.LEASE_SECONDS * 0.8)
+    await round_of([1, 2])
+    assert telegram.polling == set()  # still node 0's lease: nobody may poll yet
+    fake.clock_offset += timedelta(seconds=duties.LEASE_SECONDS * 0.2 + 0.001)
+    await round_of([1, 2])  # one lease period after node 0's last renewal: taken over
+    assert telegram.polling == {"n1"} and heartbeat.polling == {"n1"}
+    for _ in range(3):
+        await round_of([1, 2])
+    assert telegram.most_at_once == heartbeat.most_at_once == 1
+    assert telegram.turns == heartbeat.turns == ["n0", "n1"]
+    for node_duties in fleet[1:]:
+        for duty in node_duties:
+            await duty._stop()
+
+
+@scenario
+async def test_a_holder_that_cannot_renew_stops_before_its_lease_can_expire(nodes, fake):
+    telegram = Poller()
+    duty = SingletonDuty(nodes[0].leases(), "channel.telegram", "n0", telegram.work("n0"), seconds=30)
+    assert await duty.tick()
+    await asyncio.sleep(0.01)
+    fake.down = True
+    duty._valid_until = asyncio.get_running_loop().time() + 10  # the last renewal was 20 s ago
+    assert not await duty.tick()
+    assert telegram.polling == set()
+    fake.down = False
+
+
+@scenario
+async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, monkeypatch):
+    monkeypatch.setattr(duties, "SESSION_POLL_SECONDS", 0.005)
+    inside: set[str] = set()
+    overlaps: list[str] = []
+    seen_history: dict[str, list[int]] = {}
+
+    in_order_here = [collections.defaultdict(asyncio.Lock) for _ in nodes]  # each node's turn service
+
+    async def turn(node: int, session: str) -> None:
+        store = nodes[node]
+        async with in_order_here[node][session], session_turn(store.leases(), session, f"n{node}"):
+            if session in inside:
+                overlaps.append(session)
+            inside.add(session)
+            history = await asyncio.to_thread(store.load_session, session)
+            seen_history.setdefault(session, []).append(len(history.messages))
+            await asyncio.sleep(0.001)  # the model call
+            await asyncio.to_thread(store.append_session, session, [Message(role="user", content=f"n{node}")])
+            inside.discard(session)
+
+    sessions = [f"telegram:{n}" for n in range(50)]
+    await asyncio.gather(*(turn((s + k) % NODES, key) for k in range(4) for s, key in enumerate(sessions)))
+    assert overlaps == []
+    for key in sessions:
+        assert seen_history[key] == [0, 1, 2, 3], key  # each turn saw every earlier turn, never half of them
+        assert len(nodes[0].load_session(key).messages) == 4
+
+
+@scenario
+async def test_a_session_busy_elsewhere_past_the_wait_answers_busy(nodes):
+    await nodes[0].leases().acquire("session:web:1", "n0", 30)
+    with pytest.raises(SessionBusy, match="another of my servers"):
+        async with session_turn(nodes[1].leases(), "web:1", "n1", wait_seconds=0.05):
+            pytest.fail("the turn must not run while another node holds its session")
+
+
+def test_rows_are_stamped_on_the_database_clock_not_the_nodes(fake, open_store):
+    fake.clock_offset = timedelta(seconds=0.5)  # this node's clock is half a second behind the database's
+    store = open_store()
+    store.set_state("k", "v")
+    [row] = [r for r in fake.rows("PICO_STATE") if r["state_key"] == "k"]
+    assert row["updated_at"] - datetime.now(timezone.utc).replace(tzinfo=None) > timedelta(seconds=0.3)
+    assert "database_time" in fake.names()
+
+
+def test_the_daily_note_date_is_in_the_configured_zone_whatever_the_nodes_zone(fake, config, open_store,
+                                                                                 monkeypatch):
+    import time as clock
+    from zoneinfo import ZoneInfo
+
+    config.agents.defaults.timezone = "Pacific/Kiritimati"  # UTC+14: often another date than UTC's
+    for machine_zone in ("Pacific/Pago_Pago", "UTC"):  # two nodes set up in different zones (UTC-11, UTC)
+        monkeypatch.setenv("TZ", machine_zone)
+        clock.tzset()
+        note = open_store(config=config).append_daily_note(f"from a node in {machine_zone}")
+        assert note.day == datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
+    monkeypatch.delenv("TZ")
+    clock.tzset()
+    [row] = fake.rows("PICO_DAILY_NOTES")  # one note for the day, both lines in it
+    assert "Pago_Pago" in row["content"] and "in UTC" in row["content"]
