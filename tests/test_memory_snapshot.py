@@ -211,6 +211,7 @@ def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tm
     from picoora.store import memory_snapshot
 
     monkeypatch.setattr(memory_snapshot, "SCAN_ROWS", 96)  # 144 KB chunks, the last one short: 11 reads
+    monkeypatch.setattr(memory_snapshot, "MAPPED_SCAN_BYTES", 1 << 20)  # the 1.5 MB matrix counts as large
     log = tmp_path / "memories.jsonl"
     vectors = _seeded_log(log, 1000, "test-hash-384")
     memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors),
@@ -223,6 +224,8 @@ def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tm
     index = memories.searchable()
     assert index.find_duplicate("the seeded memory number 123", query).id == "s00123"  # dedup scans too
     assert int(np.argmax(snapshot.similarities(query))) == 123
+    monkeypatch.setattr(memory_snapshot, "MAPPED_SCAN_BYTES", 2 << 20)  # small enough to scan through the map
+    np.testing.assert_allclose(snapshot.similarities(vectors[:3]), vectors @ vectors[:3].T, atol=1e-6)
 
 
 def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_path, monkeypatch):
