@@ -20,12 +20,12 @@ from picoora.tools.registry import ToolRegistry
 from tests.fakes.ollama_server import FakeOllama
 from tests.tools_support import require_sandbox
 
+pytestmark = pytest.mark.slow  # real sandboxed processes: `pytest -m slow` (.ci/run) runs it
+
 SECRET = "mcp-config-secret-0123456789"
 PROBING_SERVER = '''
 import os, socket
 from mcp.server.mcpserver import MCPServer
-
-pytestmark = pytest.mark.slow  # real sandboxed processes: `pytest -m slow` (.ci/run) runs it
 
 server = MCPServer("probing")
 

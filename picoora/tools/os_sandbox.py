@@ -203,26 +203,29 @@ def _cover(paths: list[Path]) -> list[str]:
     return args
 
 
-def install_prefix(command: str, hidden: tuple[Path, ...]) -> Path | None:
-    """The installation a server's command runs from (``<prefix>/bin/<command>``), when the sandbox may
-    show it read-only: never a home folder itself or a folder holding a hidden path (config, store)."""
+def install_prefixes(command: str, hidden: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The installations a server's command runs from (``<prefix>/bin/<command>``), when the sandbox may
+    show them read-only: the one its path names (a virtualenv, which may lie under /tmp, a fresh tmpfs in the
+    sandbox) and the one it resolves to (the interpreter the venv links to); never a home folder itself or a
+    folder holding a hidden path (config, store)."""
     found = shutil.which(command)
     if found is None:
-        return None
-    binary = Path(os.path.realpath(found))
-    prefix = binary.parent.parent if binary.parent.name == "bin" else binary.parent
+        return ()
     homes = {Path("/"), Path("/root"), Path("/home"), Path.home().resolve()}
-    if prefix in homes or prefix.parent == Path("/home") or any(h == prefix or h.is_relative_to(prefix)
-                                                                 for h in hidden):
-        return None
-    return prefix
+    prefixes = []
+    for binary in (Path(os.path.abspath(found)), Path(os.path.realpath(found))):
+        prefix = binary.parent.parent if binary.parent.name == "bin" else binary.parent
+        if prefix in homes or prefix.parent == Path("/home") or any(h == prefix or h.is_relative_to(prefix)
+                                                                     for h in hidden):
+            continue
+        prefixes.append(prefix)
+    return tuple(dict.fromkeys(prefixes))
 
 
 def server_argv(command: list[str], workspace: Path, hidden: tuple[Path, ...], *, network: bool) -> list[str]:
     """The argv that runs a long-lived server (a stdio MCP server) in the sandbox exec uses: the workspace
     read-write and its directory, the system read-only, the same covers; its own installation readable
     when it lies under a cover (a Python in root's home, say)."""
-    prefix = install_prefix(command[0], hidden)
-    mounts = Mounts(workspace, hidden, writable_system=False, readable=(prefix,) if prefix else ())
+    mounts = Mounts(workspace, hidden, writable_system=False, readable=install_prefixes(command[0], hidden))
     cwd = workspace if workspace.is_dir() else Path("/")
     return bwrap_argv(command, cwd, mounts, network=network, tmp_bytes=SERVER_TMP_BYTES)
