@@ -203,29 +203,32 @@ def _cover(paths: list[Path]) -> list[str]:
     return args
 
 
-def install_prefixes(command: str, hidden: tuple[Path, ...]) -> tuple[Path, ...]:
-    """The installations a server's command runs from (``<prefix>/bin/<command>``), when the sandbox may
-    show them read-only: the one its path names (a virtualenv, which may lie under /tmp, a fresh tmpfs in the
-    sandbox) and the one it resolves to (the interpreter the venv links to); never a home folder itself or a
-    folder holding a hidden path (config, store)."""
-    found = shutil.which(command)
+def install_prefixes(command: list[str], hidden: tuple[Path, ...]) -> tuple[Path, ...]:
+    """What a server's command needs to see, when the sandbox may show it read-only: the installation its
+    program's path names (a virtualenv, which may lie under /tmp, a fresh tmpfs in the sandbox), the one that
+    resolves to (the interpreter the venv links to), and the folder of each script it is given by path
+    (``python ~/mcp/server.py``); never a home folder itself or a folder holding a hidden path (config, store)."""
+    found = shutil.which(command[0])
     if found is None:
         return ()
-    homes = {Path("/"), Path("/root"), Path("/home"), Path.home().resolve()}
-    prefixes = []
+    wanted = []
     for binary in (Path(os.path.abspath(found)), Path(os.path.realpath(found))):
-        prefix = binary.parent.parent if binary.parent.name == "bin" else binary.parent
-        if prefix in homes or prefix.parent == Path("/home") or any(h == prefix or h.is_relative_to(prefix)
-                                                                     for h in hidden):
-            continue
-        prefixes.append(prefix)
-    return tuple(dict.fromkeys(prefixes))
+        wanted.append(binary.parent.parent if binary.parent.name == "bin" else binary.parent)
+    for argument in command[1:]:
+        path = Path(argument).expanduser()
+        if path.is_absolute() and path.is_file():
+            wanted += [path.parent, Path(os.path.realpath(path)).parent]
+    homes = {Path("/"), Path("/root"), Path("/home"), Path.home().resolve()}
+    shown = [folder for folder in wanted
+             if folder not in homes and folder.parent != Path("/home")
+             and not any(h == folder or h.is_relative_to(folder) for h in hidden)]
+    return tuple(dict.fromkeys(shown))
 
 
 def server_argv(command: list[str], workspace: Path, hidden: tuple[Path, ...], *, network: bool) -> list[str]:
     """The argv that runs a long-lived server (a stdio MCP server) in the sandbox exec uses: the workspace
     read-write and its directory, the system read-only, the same covers; its own installation readable
     when it lies under a cover (a Python in root's home, say)."""
-    mounts = Mounts(workspace, hidden, writable_system=False, readable=install_prefixes(command[0], hidden))
+    mounts = Mounts(workspace, hidden, writable_system=False, readable=install_prefixes(command, hidden))
     cwd = workspace if workspace.is_dir() else Path("/")
     return bwrap_argv(command, cwd, mounts, network=network, tmp_bytes=SERVER_TMP_BYTES)
