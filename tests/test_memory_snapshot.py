@@ -220,7 +220,8 @@ def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tm
     snapshot = memories._base
     query = vectors[123]
     np.testing.assert_allclose(snapshot.similarities(query), vectors @ query, atol=1e-6)
-    assert _mapped_kb("vectors.npy") <= 8  # read into a buffer: the map's 1.5 MB were not touched
+    # Read into a buffer: of the map's 1.5 MB at most the kernel's fault-around near the header (64 KB) is mapped.
+    assert _mapped_kb("vectors.npy") <= 128
     index = memories.searchable()
     assert index.find_duplicate("the seeded memory number 123", query).id == "s00123"  # dedup scans too
     assert int(np.argmax(snapshot.similarities(query))) == 123
