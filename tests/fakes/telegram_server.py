@@ -189,6 +189,9 @@ class FakeTelegram(FakeServer):
         self._ok(exchange, True)
 
     def _sendChatAction(self, exchange: Exchange) -> None:
+        if "action" not in exchange.body:  # a request the client gave up on halfway (its typing was stopped)
+            exchange.send_json(400, {"ok": False, "error_code": 400, "description": "Bad Request: action is empty"})
+            return
         self.actions.append(dict(exchange.body))
         self._ok(exchange, True)
 
