@@ -130,7 +130,7 @@ def test_a_long_answer_streams_into_one_message_by_edits(isolated_home):
 
 
 class RecordingChannel:
-    name, edits = "fake", True
+    name = "fake"
 
     def __init__(self):
         self.posted, self.edited, self.delivered = [], [], []

@@ -18,10 +18,9 @@ The base also shows a typing indicator while the assistant works on a chat, stop
 Adding a platform is one module: subclass ``Channel`` (or ``socket_channel.SocketChannel`` for one that
 pushes events over a websocket, as Discord and Slack do), implement ``run`` (receive until cancelled),
 ``deliver`` (send one piece of text) and optionally ``show_typing``, and register it in ``CHANNELS``
-(``picoora/gateway/channels/__init__.py``). A platform that can edit a sent message sets ``edits`` and
-implements ``start_message``/``edit_message``/``split``: its answers then stream into one message
-(``picoora.gateway.channels.streaming``). Chat commands (``/new`` ...) are the runtime's: a channel passes
-the text through.
+(``picoora/gateway/channels/__init__.py``). A platform that can edit a sent message also subclasses
+``EditsMessages`` (its answers then stream into one message), one with buttons ``AsksApprovals``. Chat
+commands (``/new`` ...) are the runtime's: a channel passes the text through.
 """
 
 from __future__ import annotations
@@ -61,8 +60,6 @@ class ChannelLinks:
 
 class Channel(abc.ABC):
     name: str
-    edits = False  # answers stream into one message by edits (start_message, edit_message, split)
-    asks = False  # can ask the owner to approve a tool call with buttons (ask_approval, settle_approval)
 
     def __init__(self, config: ChannelConfig, links: ChannelLinks):
         self.config = config
@@ -100,27 +97,6 @@ class Channel(abc.ABC):
 
     async def show_typing(self, chat_id: str) -> None:  # noqa: B027 - an optional hook: doing nothing is right
         """Tell the chat the assistant is working (once; the base repeats it). Optional."""
-
-    def split(self, text: str) -> list[str]:
-        """``text`` in pieces the platform takes as one message each."""
-        return [text]
-
-    async def start_message(self, chat_id: str, text: str) -> str:
-        """Post ``text`` (plain) as a message that will be edited, and stop typing; its id. Only where ``edits``."""
-        raise NotImplementedError
-
-    async def edit_message(self, chat_id: str, message_id: str, text: str, *, final: bool) -> None:
-        """Replace the message's text (``final``: the answer, formatted as a reply is). Only where ``edits``."""
-        raise NotImplementedError
-
-    async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
-        """Post ``question`` with a button per choice (key -> label); presses go to ``links.answer_approval``
-        with ``request_id``. Returns the message's id. Only where ``asks``."""
-        raise NotImplementedError
-
-    async def settle_approval(self, chat_id: str, message_id: str, text: str) -> None:
-        """Replace the question with its outcome, without buttons. Only where ``asks``."""
-        raise NotImplementedError
 
     async def receive(self, sender: Sender, chat_id: str, text: str, *, private: bool = False,
                       **metadata: object) -> bool:
@@ -182,3 +158,34 @@ class Channel(abc.ABC):
 
 def _who(sender: Sender) -> str:
     return f"@{sender.username} (id {sender.sender_id})" if sender.username else f"user {sender.sender_id}"
+
+
+class EditsMessages(Channel):
+    """A channel whose platform can edit a sent message: its answers stream into one message
+    (``picoora.gateway.channels.streaming``)."""
+
+    @abc.abstractmethod
+    def split(self, text: str) -> list[str]:
+        """``text`` in pieces the platform takes as one message each."""
+
+    @abc.abstractmethod
+    async def start_message(self, chat_id: str, text: str) -> str:
+        """Post ``text`` (plain) as a message that will be edited, and stop typing; its id."""
+
+    @abc.abstractmethod
+    async def edit_message(self, chat_id: str, message_id: str, text: str, *, final: bool) -> None:
+        """Replace the message's text (``final``: the answer, formatted as a reply is)."""
+
+
+class AsksApprovals(Channel):
+    """A channel that can ask the owner to approve a tool call with buttons
+    (``picoora.gateway.runtime.approvals``)."""
+
+    @abc.abstractmethod
+    async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
+        """Post ``question`` with a button per choice (key -> label); presses go to ``links.answer_approval``
+        with ``request_id``. Returns the message's id."""
+
+    @abc.abstractmethod
+    async def settle_approval(self, chat_id: str, message_id: str, text: str) -> None:
+        """Replace the question with its outcome, without buttons."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from picoora.agent.events import Event, TokenEvent, ToolCallStarted
 
 if TYPE_CHECKING:
-    from picoora.gateway.channels.base import Channel
+    from picoora.gateway.channels.base import EditsMessages
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ STREAMING_MARK = " …"
 
 
 class EditedReply:
-    def __init__(self, channel: Channel, chat_id: str, *, interval: float = EDIT_SECONDS,
+    def __init__(self, channel: EditsMessages, chat_id: str, *, interval: float = EDIT_SECONDS,
                  clock: Callable[[], float] = time.monotonic):
         self.channel, self.chat_id = channel, chat_id
         self.interval, self.clock = interval, clock

@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Any
 
-from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, Channel
+from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, AsksApprovals, EditsMessages
 from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
 from picoora.gateway.runtime.commands import COMMANDS
@@ -38,10 +38,8 @@ SEND_ATTEMPTS = 5
 PUBLIC_API = "https://api.telegram.org"
 
 
-class TelegramChannel(Channel):
+class TelegramChannel(EditsMessages, AsksApprovals):
     name = "telegram"
-    edits = True
-    asks = True
 
     def __init__(self, *args: Any, sleep: Any = asyncio.sleep, **kwargs: Any):
         super().__init__(*args, **kwargs)

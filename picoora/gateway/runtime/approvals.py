@@ -2,7 +2,7 @@
 
 A turn that came from a chat channel listed in ``tools.approvals.channels`` gets an ``approve`` callable
 (``Approvals.for_turn``), which the tool registry awaits before each call. For a tool listed in
-``tools.approvals.tools`` it asks the owner (``Channel.ask_approval``: Telegram's inline keyboard) and
+``tools.approvals.tools`` it asks the owner (``AsksApprovals.ask_approval``: Telegram's inline keyboard) and
 waits up to ``timeout_seconds``:
 
 - **approve once**: this call runs;
@@ -29,7 +29,7 @@ from picoora.scheduler.jobs import last_chat
 if TYPE_CHECKING:
     from picoora.agent.loop import Approve
     from picoora.config import ApprovalsConfig
-    from picoora.gateway.channels.base import Channel
+    from picoora.gateway.channels.base import AsksApprovals
     from picoora.gateway.runtime.envelopes import Inbound
     from picoora.people import Person, Sender
     from picoora.store.base import KeyValueStore
@@ -46,7 +46,7 @@ class Approvals:
         self.settings = settings
         self.owner_store = owner_store
         self.is_owner = is_owner
-        self.channels: dict[str, Channel] = {}  # the channels that can ask (``Channel.asks``)
+        self.channels: dict[str, AsksApprovals] = {}  # the channels that can ask
         self._pending: dict[str, asyncio.Future[str]] = {}
         self._granted: set[tuple[str, str, str]] = set()  # (person, session, tool) approved for the session
 
@@ -104,7 +104,7 @@ class Approvals:
             log.warning("could not mark the approval of %s as settled: %s", tool, exc)
         return choice
 
-    def _owner_chat(self, inbound: Inbound) -> tuple[Channel, str] | None:
+    def _owner_chat(self, inbound: Inbound) -> tuple[AsksApprovals, str] | None:
         own = inbound.person is None or inbound.person.owner
         if own and inbound.channel in self.channels:
             return self.channels[inbound.channel], inbound.chat_id

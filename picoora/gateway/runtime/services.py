@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from picoora.agent import TurnResult
     from picoora.agent.events import EventSink
     from picoora.assistant import Assistant
-    from picoora.gateway.channels.base import Channel
+    from picoora.gateway.channels.base import Channel, EditsMessages
     from picoora.gateway.runtime.heartbeat import HeartbeatService
     from picoora.gateway.runtime.scheduler import SchedulerService
     from picoora.people import Sender
@@ -63,7 +63,7 @@ class GatewayRuntime:
         self.delivery = Delivery(assistant.astore, assistant.agent.secrets)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
         self.channels: list[Channel] = []
-        self._editors: dict[str, Channel] = {}  # channels whose answers stream into one message by edits
+        self._editors: dict[str, EditsMessages] = {}  # channels whose answers stream into one message
         self._said: set[asyncio.Task[None]] = set()
         self.scheduler: SchedulerService | None = None
         self.heartbeat: HeartbeatService | None = None
@@ -147,7 +147,7 @@ class GatewayRuntime:
 
     async def start(self) -> None:
         from picoora.gateway.channels import CHANNELS
-        from picoora.gateway.channels.base import ChannelLinks
+        from picoora.gateway.channels.base import AsksApprovals, ChannelLinks, EditsMessages
 
         config, astore = self.assistant.config, self.assistant.astore
         self.assistant.enable_messaging(self.messenger)
@@ -159,9 +159,9 @@ class GatewayRuntime:
             channel = getattr(importlib.import_module(module), class_name)(getattr(config.channels, name), links)
             self.channels.append(channel)
             self.delivery.register(name, channel.send)
-            if channel.edits:
+            if isinstance(channel, EditsMessages):
                 self._editors[name] = channel
-            if channel.asks:
+            if isinstance(channel, AsksApprovals):
                 self.approvals.channels[name] = channel
             self._spawn(f"channel {name}", self._singleton(f"channel.{name}", channel.run))
         await self._note_channel_states()
