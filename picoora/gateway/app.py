@@ -39,6 +39,7 @@ def create_app(gateway: Gateway) -> FastAPI:
                   openapi_url=None,
                   description="The assistant over HTTP. Every route but /health needs 'Authorization: Bearer <token>'.")
     app.state.gateway = gateway
+    app.state.openai = routes_openai.EndpointState()
     install_error_handlers(app, [*secret_values(gateway.config), gateway.token])
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])

@@ -60,10 +60,7 @@ class EndpointState:
 
 
 def _state(request: Request) -> EndpointState:
-    app_state = request.app.state
-    if not hasattr(app_state, "openai"):
-        app_state.openai = EndpointState()
-    state: EndpointState = app_state.openai
+    state: EndpointState = request.app.state.openai  # made with the app (create_app)
     return state
 
 
