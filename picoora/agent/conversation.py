@@ -15,7 +15,7 @@ what the model sees and what is stored:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from picoora.llm.base import DEFAULT_OPTIONS, CallOptions, ToolSchema
@@ -34,4 +34,3 @@ class ClientConversation:
     tools: list[ToolSchema] | None = None  # the client's tools; None: picoora's own
     options: CallOptions = DEFAULT_OPTIONS
     model: ModelChoice | None = None  # None: the session's model
-    labels: dict[str, str] = field(default_factory=dict)  # for the trace: where the turn came from
