@@ -125,13 +125,13 @@ def test_an_open_mcp_stream_does_not_hold_the_shutdown(isolated_home):
 
 
 def test_the_readme_mcp_client_example_runs_as_written(isolated_home):
-    """The README's `mcp` SDK example, with a person's token: it remembers, then recalls by meaning."""
+    """The `mcp` SDK example in docs/mcp.md, with a person's token: it remembers, then recalls by meaning."""
     path = write_config(isolated_home, ollama_url=closed_port_url(), embedder="minilm")
     data = json.loads(path.read_text())
     data["gateway"] = {"token": TOKEN}
     data["users"] = [{"name": "sam"}]
     path.write_text(json.dumps(data))
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.DOTALL)
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", (REPO / "docs" / "mcp.md").read_text(), re.DOTALL)
               if "streamable_http_client" in b]
     assert len(blocks) == 1
     with RunningGateway(load_config(path)) as running:
