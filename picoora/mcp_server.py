@@ -137,8 +137,7 @@ def build_memory_server(store_for: StoreFor, *, secrets: list[str] | None = None
 def _refusing_extras(function: dict[str, Any]) -> dict[str, Any]:
     """The tool's schema saying what the registry does: an argument it does not name is refused. (Only for
     MCP clients: the model's own schemas stay as they are, every word of them costs prompt tokens.)"""
-    function["parameters"] = {**function["parameters"], "additionalProperties": False}
-    return function
+    return {**function, "parameters": {**function["parameters"], "additionalProperties": False}}
 
 
 def _caller(ctx: Any) -> Person | None:

@@ -139,3 +139,25 @@ def test_default_registry_cap_fits_the_largest_configured_result():
     config = Config()
     config.tools.web_fetch.max_chars = 200_000
     assert default_registry(config).max_result_chars > 200_000
+
+
+def test_shared_schemas_survive_every_adapter_unchanged(tmp_path: Path) -> None:
+    """Tools hand out one schema dict each (no copy per call): every provider's adapter and the MCP server's
+    listing must build their own dicts from it, never change it."""
+    import json
+
+    from picoora.llm.anthropic import to_anthropic_tool
+    from picoora.llm.ollama import _prebuilt_tool, to_ollama_tool
+    from picoora.mcp_server import _refusing_extras
+
+    registry = default_registry(Config())
+    schemas = registry.schemas()
+    before = json.dumps(schemas, sort_keys=True)
+    for schema in schemas:
+        to_ollama_tool(schema)
+        _prebuilt_tool(schema)
+        to_anthropic_tool(schema)
+        _refusing_extras(schema["function"])
+    assert json.dumps(registry.schemas(), sort_keys=True) == before
+    assert all(a is b for a, b in zip(registry.schemas(), schemas, strict=True))  # shared, so nothing was copied
+    assert "additionalProperties" not in json.dumps(schemas)  # only the MCP listing adds it, to its own copy

@@ -103,7 +103,7 @@ class OllamaLLM:
         request: dict[str, Any] = {
             "model": model,
             "messages": to_ollama_messages(messages),
-            "tools": [to_ollama_tool(t) for t in tools or []] or None,
+            "tools": [_prebuilt_tool(t) for t in tools or []] or None,
             "think": True if caps and "thinking" in caps else None,
             "options": {
                 "temperature": self._settings.temperature if options.temperature is None else options.temperature,
@@ -233,6 +233,24 @@ def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 item["tool_name"] = name
         native.append(item)
     return native
+
+
+# The client validates every tool dict into its own model on every call (half a millisecond a turn with the
+# default tools); a prebuilt ollama.Tool passes through. Keyed by the schema dict, which tools build once
+# and share; the dict is kept in the entry so its id cannot be reused while the entry lives.
+_PREBUILT: dict[int, tuple[ToolSchema, ollama.Tool]] = {}
+MAX_PREBUILT = 256
+
+
+def _prebuilt_tool(schema: ToolSchema) -> ollama.Tool:
+    entry = _PREBUILT.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    tool = ollama.Tool.model_validate(to_ollama_tool(schema))
+    if len(_PREBUILT) >= MAX_PREBUILT:
+        _PREBUILT.pop(next(iter(_PREBUILT)))
+    _PREBUILT[id(schema)] = (schema, tool)
+    return tool
 
 
 def to_ollama_tool(schema: ToolSchema) -> dict[str, Any]:

@@ -209,14 +209,21 @@ def skill_roots(workspace: Path, user_dir: Path, builtin: bool = True) -> list[t
 
 
 class SkillCatalog:
-    """The skills of a workspace, scanned again on every ``scan`` (cheap: parsed files are cached)."""
+    """The skills of a workspace, looked at again on every ``scan``: a skill installed, edited or removed while
+    running is seen at once. ``scan`` is called several times a turn, so it first compares a cheap stamp of
+    the roots (their entries and each SKILL.md's stat, by os.scandir) and reuses the last result when nothing
+    changed; parsed files are cached by their stat too."""
 
     def __init__(self, roots: list[tuple[str, Path]]):
         self.roots = roots
         self._cache: dict[Path, tuple[tuple[int, int], Skill | SkillProblem]] = {}
         self._reported: set[tuple[Path, str]] = set()
+        self._last: tuple[tuple[object, ...], SkillSet] | None = None
 
     def scan(self) -> SkillSet:
+        stamp = tuple(_root_stamp(root) for _, root in self.roots)
+        if self._last is not None and self._last[0] == stamp:
+            return self._last[1]
         skills: dict[str, Skill] = {}
         problems: list[SkillProblem] = []
         for source, root in self.roots:
@@ -227,7 +234,9 @@ class SkillCatalog:
                     self._report(found)
                 else:
                     skills.setdefault(found.name, found)  # an earlier root wins
-        return SkillSet(skills, problems)
+        result = SkillSet(skills, problems)
+        self._last = (stamp, result)
+        return result
 
     def _parsed(self, folder: Path, source: str) -> Skill | SkillProblem:
         path = folder / SKILL_FILE
@@ -254,6 +263,23 @@ class SkillCatalog:
         if key not in self._reported:
             self._reported.add(key)
             log.warning("skill skipped: %s: %s", problem.path, problem.reason)
+
+
+def _root_stamp(root: Path) -> tuple[object, ...]:
+    """What a scan of ``root`` depends on: each entry's name and kind, and its SKILL.md's stat (None if absent)."""
+    try:
+        with os.scandir(root) as entries:
+            listed = sorted((entry.name, entry.is_dir(), entry.is_symlink()) for entry in entries)
+    except OSError:
+        return ()
+    stamp: list[object] = []
+    for name, is_dir, is_link in listed:
+        try:
+            st = os.stat(os.path.join(root, name, SKILL_FILE), follow_symlinks=False) if is_dir else None
+        except OSError:
+            st = None
+        stamp.append((name, is_dir, is_link, None if st is None else (st.st_mode, st.st_mtime_ns, st.st_size)))
+    return tuple(stamp)
 
 
 def _skill_folders(root: Path) -> list[Path]:

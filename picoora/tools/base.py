@@ -8,7 +8,6 @@ or model can cause (bad path, timeout, refused URL) comes back as ``ToolResult(.
 from __future__ import annotations
 
 import abc
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,13 +100,15 @@ class Tool(abc.ABC):
     def schema(cls) -> dict[str, Any]:
         # Built once per tool class: pydantic's schema generation costs ~0.7 ms a tool, every turn, on the
         # event loop (8 ms a turn with the default tools, which a gateway serving many chats pays serially).
+        # The one dict is shared, not copied (a deep copy of every schema was 1-2 ms a model call): callers
+        # that adapt it for a provider build new dicts and never change this one.
         cached = _SCHEMAS.get(cls)
         if cached is None:
             params = _without_titles(cls.Args.model_json_schema())
             cached = _SCHEMAS[cls] = {"type": "function",
                                       "function": {"name": cls.name, "description": cls.description,
                                                    "parameters": params}}
-        return copy.deepcopy(cached)  # callers may adapt it for their provider
+        return cached
 
 
 def _without_titles(schema: Any) -> Any:

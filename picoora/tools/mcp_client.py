@@ -288,13 +288,17 @@ class McpTool(Tool):
         validator_class = validator_for(self.parameters)
         validator_class.check_schema(self.parameters)  # a broken schema: this tool is left out
         self._validator = validator_class(self.parameters)
+        self._schema: dict[str, Any] | None = None
 
     def available(self) -> bool:
         return self.connection.state == "up"
 
     def schema(self) -> dict[str, Any]:  # type: ignore[override]
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": self.parameters}}
+        # One dict per tool, like the built-in tools' (providers' adapters build their own from it).
+        if self._schema is None:
+            self._schema = {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                             "parameters": self.parameters}}
+        return self._schema
 
     def check_arguments(self, arguments: dict[str, Any]) -> list[str]:
         """What is wrong with ``arguments`` by the server's schema (the registry calls this)."""
