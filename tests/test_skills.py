@@ -232,3 +232,29 @@ def test_plain_frontmatter_is_read_without_yaml_exactly_as_yaml_reads_it():
             assert plain == yaml.safe_load(header), value
     assert _plain_mapping("name: a-skill\ndescription: Reviews the day's notes.") == {
         "name": "a-skill", "description": "Reviews the day's notes."}
+
+
+def test_a_catalog_sees_every_change_between_two_scans(ws):
+    """``scan`` reuses its last result only while the folders are unchanged: a skill added, edited, broken,
+    swapped for a symlink or removed is seen by the very next scan."""
+    import os
+
+    root = ws / "skills"
+    catalog = SkillCatalog([("workspace", root)])
+    assert catalog.scan().skills == {}
+    write_skill(root, "first")
+    assert list(catalog.scan().skills) == ["first"]
+    same = catalog.scan()
+    assert catalog.scan() is same  # nothing changed: not looked at again
+    write_skill(root, "first", description="Now says something else entirely")
+    assert catalog.scan().skills["first"].description == "Now says something else entirely"
+    (root / "later").mkdir()  # a folder first, its SKILL.md after
+    assert "later" not in catalog.scan().skills
+    write_skill(root, "later")
+    assert set(catalog.scan().skills) == {"first", "later"}
+    (root / "first" / "SKILL.md").write_text("no frontmatter now\n")
+    assert list(catalog.scan().skills) == ["later"]
+    (root / "later" / "SKILL.md").unlink()
+    os.symlink(root / "first" / "SKILL.md", root / "later" / "SKILL.md")
+    found = catalog.scan()
+    assert found.skills == {} and any("symlink" in p.reason for p in found.problems)
