@@ -258,3 +258,32 @@ def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_pat
         for record in store.list_memories():
             tail_only.add(record, HashEmbedder().embed([record.content])[0])
         assert [r and r.id for r in tail_only.find_duplicates(contents, vectors)] == [r and r.id for r in batched]
+
+
+def test_an_import_sized_check_through_the_projection_finds_exactly_what_the_full_scan_finds(tmp_path, monkeypatch):
+    """``dedup_prefilter``: a batched duplicate check first compares 64 projected dimensions, then only the
+    rows that pass in full. The bound is exact, so the answers are the full product's, row for row."""
+    from picoora.store import log_index
+
+    log = tmp_path / "memories.jsonl"
+    vectors = _seeded_log(log, 3000, "test-hash-384")
+    memories = file_memories.MemoryLog(log, lambda anchors=None: MemoryIndex(HashEmbedder(), anchors=anchors),
+                                       "test-hash-384")
+    memories.refresh()
+    index = memories.searchable()
+    rng = np.random.default_rng(7)
+    rows = rng.choice(3000, size=60, replace=False)
+    queries, contents = [], []
+    for k, row in enumerate(rows):
+        noise = rng.standard_normal(384).astype(np.float32)
+        # cosines from ~0.99 (a duplicate) down to ~0.9 (close, not a duplicate), some texts naming another number
+        query = vectors[row] + noise / np.linalg.norm(noise) * (0.1 + 0.4 * (k % 4) / 3)
+        queries.append(query / np.linalg.norm(query))
+        contents.append(f"the seeded memory number {row if k % 5 else row + 1}")
+    matrix = np.stack(queries).astype(np.float32)
+    projected = [r and r.id for r in index.find_duplicates(contents, matrix)]
+    monkeypatch.setattr(log_index, "PREFILTER_QUERIES", 10**9)  # the full product for every text
+    scanned = [r and r.id for r in index.find_duplicates(contents, matrix)]
+    assert projected == scanned
+    assert 10 < sum(found is not None for found in projected) < 60  # both kinds were asked
+    assert memories._base.near_rows(matrix[:1], 0.95)[0].size < 30  # and the projection let few rows through

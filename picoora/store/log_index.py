@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 # Ranking a candidate costs tokenizing it (~0.2 ms): these bound a query's work at any store size.
 VECTOR_CANDIDATES = 24  # nearest snapshot rows by cosine (at least 4x the limit)
+# A duplicate check of at least this many texts at once (an import's) goes through the snapshot's projection
+# first (``dedup_prefilter``); one remember scans the matrix once, which costs no kept projection.
+PREFILTER_QUERIES = 8
 KEYWORD_CANDIDATES = 24  # rows holding the most IDF-weighted query terms (codes and names are rare, so weigh most)
 
 
@@ -155,7 +158,11 @@ class LogIndex:
             found[j] = record
         if vectors is None or base is None or not self._base_vectors:
             return found
-        for batch in product_batches(base.rows, [j for j, record in enumerate(found) if record is None]):
+        unknown = [j for j, record in enumerate(found) if record is None]
+        if len(unknown) >= PREFILTER_QUERIES:
+            self._find_near_duplicates(base, contents, vectors, unknown, found, dead, changed)
+            return found
+        for batch in product_batches(base.rows, unknown):
             sims = self._base_similarities(base, vectors[batch], dead)
             for column, j in enumerate(batch):
                 record = ranking.closest_same_fact(contents[j], sims[:, column],
@@ -163,3 +170,24 @@ class LogIndex:
                                                    self._tail.dedup_similarity)
                 found[j] = None if record is None else replace(record)
         return found
+
+    def _find_near_duplicates(self, base: Snapshot, contents: list[str], vectors: np.ndarray, unknown: list[int],
+                              found: list[MemoryRecord | None], dead: list[int],
+                              changed: dict[int, MemoryRecord]) -> None:
+        """The snapshot's part of a batched check (an import's): only the rows the projection lets through are
+        compared in full, so a record's cost no longer grows with the store's size."""
+        import numpy as np
+
+        threshold = self._tail.dedup_similarity
+        gone = set(dead)
+        sims = np.full(base.rows, -np.inf, dtype=np.float32)
+        for batch in product_batches(base.rows, unknown):
+            for j, rows in zip(batch, base.near_rows(vectors[batch], threshold), strict=True):
+                rows = rows[[int(r) not in gone for r in rows]] if gone else rows
+                if not len(rows):
+                    continue
+                sims[rows] = base.vectors[rows] @ vectors[j]
+                record = ranking.closest_same_fact(contents[j], sims, lambda row: changed.get(row) or base.record(row),
+                                                   threshold)
+                sims[rows] = -np.inf
+                found[j] = None if record is None else replace(record)

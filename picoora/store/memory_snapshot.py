@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
 from picoora.store.base import MemoryRecord
+from picoora.store.dedup_prefilter import Projection
 from picoora.store.file_memories import add_op
 from picoora.store.keywords import tokenize
 from picoora.store.ranking import normalise_text
@@ -161,6 +162,23 @@ class Snapshot:
             self._read_rows(start, chunk)
             np.matmul(chunk, queries.T, out=out[start : start + len(chunk)])
         return out
+
+    @functools.cached_property
+    def _projection(self) -> Projection:
+        """The rows for ``near_rows`` (64 floats a row, made by one scan on the first batched duplicate check)."""
+        import numpy as np
+
+        def read(start: int, end: int) -> np.ndarray:
+            block = np.empty((end - start, self.vectors.shape[1]), dtype=np.float32)
+            self._read_rows(start, block)
+            return block
+
+        return Projection(self.rows, self.vectors.shape[1], read, self.has_vector)
+
+    def near_rows(self, queries: np.ndarray, min_similarity: float) -> list[np.ndarray]:
+        """For each of ``queries`` (k, dim), the rows with a vector whose cosine to it may reach
+        ``min_similarity``: every such row, and a few more (``dedup_prefilter``)."""
+        return self._projection.near(queries, min_similarity)
 
     def _read_rows(self, start: int, into: np.ndarray) -> None:
         view = into.data.cast("B")
