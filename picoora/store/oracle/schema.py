@@ -116,7 +116,8 @@ async def current_version(tx: Tx) -> int | None:
 
 async def run_ddl(tx: Tx, stmt: q.Sql) -> bool:
     """Run one DDL statement; False when Oracle says it was already done (a tolerated error code).
-    A table busy beyond the session's DDL_LOCK_TIMEOUT (ORA-00054) is tried again a few times."""
+    A table busy beyond the session's DDL_LOCK_TIMEOUT (ORA-00054) is tried again a few times; an ONLINE
+    index build the database refuses is run in its plain form (``Sql.offline``)."""
     for attempt in range(_BUSY_ATTEMPTS):
         try:
             await tx.run(stmt)
@@ -124,6 +125,8 @@ async def run_ddl(tx: Tx, stmt: q.Sql) -> bool:
             code = error_code(exc)
             if code in stmt.tolerate:
                 return False
+            if stmt.offline is not None and code in q.ONLINE_REFUSED:
+                return await run_ddl(tx, stmt.offline)
             if code != _BUSY or attempt == _BUSY_ATTEMPTS - 1:
                 raise
             await asyncio.sleep(1.0 + attempt)
