@@ -12,7 +12,8 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
     commit/rollback, an insert of a key another session's uncommitted insert holds waits for it (then
     ORA-00001), unique keys raise ORA-00001, and every call yields to the event loop so concurrent
     operations interleave;
-  * lock waits end: ``FOR UPDATE WAIT n`` after n seconds (ORA-30006, ``wait_scale`` shortens them), any
+  * lock waits end: ``FOR UPDATE WAIT n`` and ``LOCK TABLE ... WAIT n`` after n seconds (ORA-30006,
+    ``wait_scale`` shortens them), any
     call at the connection's ``call_timeout`` (DPY-4024); a pool closed with ``force`` kills the sessions
     it lent, failing their running calls (DPY-4011) and rolling their work back; a plain close with
     connections out is refused (DPY-1005);
@@ -142,7 +143,7 @@ def driver_error(number: int, **args: Any) -> Exception:
 # handler reads, and which uncommitted rows it may see, depend on them.
 _session: contextvars.ContextVar[FakeConnection | None] = contextvars.ContextVar("fake_session", default=None)
 _lock_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("fake_lock_wait", default=None)
-_FOR_UPDATE_WAIT = re.compile(r"FOR UPDATE WAIT (\d+)$")
+_FOR_UPDATE_WAIT = re.compile(r"(?:FOR UPDATE|MODE) WAIT (\d+)$")  # a row lock, or LOCK TABLE ... WAIT n
 _database_loop: asyncio.AbstractEventLoop | None = None
 _database_loop_guard = threading.Lock()
 

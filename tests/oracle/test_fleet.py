@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from picoora.gateway.runtime import duties
 from picoora.gateway.runtime.duties import SingletonDuty, session_turn
+from picoora.gateway.runtime.heartbeat import LAST_BEAT, HeartbeatService
 from picoora.gateway.runtime.scheduler import SchedulerService
 from picoora.gateway.runtime.turns import SessionBusy
 from picoora.messages import Message
@@ -143,6 +145,47 @@ async def test_one_poller_at_a_time_taken_over_within_a_lease_period_after_its_n
     for node_duties in fleet[1:]:
         for duty in node_duties:
             await duty._stop()
+
+
+class CountedHeartbeat(HeartbeatService):
+    """The real heartbeat (an empty HEARTBEAT.md: each beat is a "skipped" record in the store), noting
+    which node beat and when (the loop's clock)."""
+
+    def __init__(self, node: str, astore: AsyncStore, workspace, beats: list, enough: asyncio.Event):
+        super().__init__(astore, submit=None, delivery=None, interval_minutes=BEAT_SECONDS / 60,  # type: ignore[arg-type]
+                         workspace=workspace)
+        self.node, self.beats, self.enough = node, beats, enough
+
+    async def beat(self):
+        self.beats.append((self.node, asyncio.get_running_loop().time()))
+        if len(self.beats) >= 5:
+            self.enough.set()
+        return await super().beat()
+
+
+BEAT_SECONDS = 0.06
+
+
+@scenario
+async def test_three_nodes_beat_the_heartbeat_once_per_interval(nodes, tmp_path):
+    beats: list[tuple[str, float]] = []
+    enough = asyncio.Event()
+    astores = [AsyncStore(node) for node in nodes]
+    runs = [asyncio.create_task(SingletonDuty(node.leases(), "heartbeat", f"n{i}", CountedHeartbeat(
+        f"n{i}", astore, tmp_path, beats, enough).run, seconds=2.0).run())
+        for i, (node, astore) in enumerate(zip(nodes, astores, strict=True))]
+    try:
+        await asyncio.wait_for(enough.wait(), 30)
+    finally:
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        for astore in astores:
+            astore.close()
+    assert len({node for node, _ in beats}) == 1  # one node beats; the others hold back
+    gaps = [later - earlier for (_, earlier), (_, later) in zip(beats, beats[1:], strict=False)]
+    assert min(gaps) >= BEAT_SECONDS - 0.001  # never two beats in one interval (three nodes: ~0 s gaps)
+    assert json.loads(nodes[1].get_state(LAST_BEAT))["outcome"] == "skipped"  # the beat's record, shared
 
 
 @scenario

@@ -417,3 +417,9 @@ def test_a_schema_newer_than_this_picoora_is_refused(fake, config, onnx_file):
     with pytest.raises(OracleUnavailable, match=f"version {LATEST_VERSION + 1}, newer than this picoora"):
         open_oracle_store(config)
     assert "take_migration_lock" not in fake.names()  # nothing was "upgraded" down or over
+    code, out = picoora("setup-oracle")  # setup-oracle on this node refuses it too, before touching anything
+    assert code == 1, out
+    assert any(line.startswith("✗ Schema initialization failed: ") and "newer than this picoora" in line
+               for line in _steps(out))
+    assert not any(line.startswith("✓ Schema") for line in _steps(out))
+    assert not {"meta_set", "prompt_set", "background_insert"} & set(fake.names())
