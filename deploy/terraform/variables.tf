@@ -120,6 +120,16 @@ variable "use_autonomous_db" {
   default     = false
 }
 
+variable "gateway_count" {
+  description = "How many gateway VMs; above 1 they share the Autonomous Database behind a load balancer (health check /ready)."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.gateway_count == floor(var.gateway_count) && var.gateway_count >= 1 && var.gateway_count <= 8
+    error_message = "gateway_count must be a whole number from 1 to 8."
+  }
+}
+
 variable "adb_admin_password" {
   description = "ADMIN password of the Autonomous Database; empty generates one (output adb_admin_password)."
   type        = string
