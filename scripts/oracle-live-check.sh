@@ -14,8 +14,12 @@ runs the live tier (pytest -m oracle tests/oracle/test_live.py): the store contr
 end, and the checks of issue 11 on a real database: TIMESTAMP precision, 1000-character and non-ASCII
 keys, multibyte embedding text, a pasted paragraph in keyword recall, an 8 KB prompt and a 100 KB tool
 result in CLOBs, None into VECTOR, the missing-model error code, and EXPLAIN PLAN showing the vector
-index on 2000 rows after a rebuild. Then prints the calibration grid of automatic recall's push rule for
-the in-database model (bench/oracle_calibrate.py: the line to paste into ranking.ORACLE_PUSH).
+index on 2000 rows after a rebuild; and the fleet checks of issue 25: leases on the database clock, two
+holders of a session row with a timeout (ORA-30006), a multi-byte value in a MERGE, a 2,000-message
+import, the vector index's INDEX_SUBTYPE, an index build (ONLINE where taken) during inserts, and a text
+index marked unusable (the scan answers, the rebuilt index is used again). Then prints the calibration
+grid of automatic recall's push rule for the in-database model (bench/oracle_calibrate.py: the line to
+paste into ranking.ORACLE_PUSH).
 
 Without a container engine the check is skipped (exit 0, a SKIPPED line); --require (or
 PICO_TEST_ORACLE_REQUIRED=1) makes that, and every skipped live test, a failure. --keep leaves the

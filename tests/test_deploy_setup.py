@@ -28,7 +28,9 @@ pytestmark = pytest.mark.slow  # deploy scripts run for real: `pytest -m slow` (
 
 TOKEN = "tok3nFromTheVaultNeverPrinted0123456789abcd"
 ADB_ADMIN = "Adb_Adm1n_Passw0rd#x"
-ADB_SETTINGS = {**SAMPLE_SETTINGS, "database_mode": "adb", "adb_admin_secret": "ocid1.vaultsecret.oc1..adbadmin"}
+ADB_USER = "PadbUserPassw0rdFromTheVault9"
+ADB_SETTINGS = {**SAMPLE_SETTINGS, "database_mode": "adb", "adb_admin_secret": "ocid1.vaultsecret.oc1..adbadmin",
+                "adb_user_secret": "ocid1.vaultsecret.oc1..adbuser"}
 ONNX_URL = "https://models.example.invalid/all_MiniLM_L12_v2_augmented.zip"
 
 STUBS = {
@@ -80,8 +82,24 @@ secret = json.loads(os.environ["FAKE_SECRETS"]).get(sys.argv[sys.argv.index("--s
 sys.exit(1) if secret is None else print(base64.b64encode(secret.encode()).decode())
 """
 
-# python-oracledb against the Autonomous Database: records who connected where and the SQL it ran.
-FAKE_ORACLEDB = """import json, os
+# python-oracledb against the Autonomous Database: records who connected where and the SQL it ran; its
+# users (FAKE_ORACLE_USERS, a file several VMs share) refuse a second CREATE USER (ORA-01920) and an
+# ALTER to the password the user has (ORA-28007), as ADB's default profile does.
+FAKE_ORACLEDB = """import json, os, re
+
+class _Error:
+    def __init__(self, code):
+        self.code = code
+
+class DatabaseError(Exception):
+    pass
+
+def _users():
+    path = os.environ["FAKE_ORACLE_USERS"]
+    return json.load(open(path)) if os.path.exists(path) else {}
+
+def _save(users):
+    json.dump(users, open(os.environ["FAKE_ORACLE_USERS"], "w"))
 
 class _Connection:
     def __init__(self, record):
@@ -95,8 +113,17 @@ class _Connection:
         return self
     def execute(self, sql):
         self.record["sql"].append(sql)
-    def fetchone(self):
-        return (0,)
+        users = _users()
+        made = re.match(r'(CREATE|ALTER) USER (\\w+)(?: IDENTIFIED BY "([^"]+)")?', sql)
+        if made:
+            verb, name, password = made.groups()
+            if verb == "CREATE" and name in users:
+                raise DatabaseError(_Error(1920))
+            if verb == "ALTER" and password is not None and users.get(name) == password:
+                raise DatabaseError(_Error(28007))
+            if password is not None:
+                users[name] = password
+                _save(users)
 
 def connect(user, password, dsn, **options):
     return _Connection({"user": user, "password": password, "dsn": dsn, "sql": []})
@@ -137,12 +164,14 @@ class VM:
         (base / "modules").mkdir()
         (base / "modules" / "oracledb.py").write_text(FAKE_ORACLEDB)
         self.oracle_log = base / "oracle.log"
-        secrets = {settings["gateway_token_secret"]: TOKEN, settings["adb_admin_secret"] or "-": ADB_ADMIN}
+        secrets = {settings["gateway_token_secret"]: TOKEN, settings["adb_admin_secret"] or "-": ADB_ADMIN,
+                   settings["adb_user_secret"] or "--": ADB_USER}
         _tarball(base / "picoora.tar.gz")
         self.env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SETUP_ROOT": str(self.root),
                     "CALLS": str(self.calls), "FAKE_HOME": str(self.home), "FAKE_PYTHON": sys.executable,
                     "FAKE_TARBALL": str(base / "picoora.tar.gz"), "FAKE_SECRETS": json.dumps(secrets),
-                    "FAKE_MODULES": str(base / "modules"), "FAKE_ORACLE_LOG": str(self.oracle_log)}
+                    "FAKE_MODULES": str(base / "modules"), "FAKE_ORACLE_LOG": str(self.oracle_log),
+                    "FAKE_ORACLE_USERS": str(base / "adb-users.json")}
 
     def run(self, **extra: str) -> subprocess.CompletedProcess[str]:
         script = self.root / "opt/picoora-setup/setup.sh"
@@ -239,26 +268,50 @@ def test_settings_are_data_never_code(tmp_path, key, trick):
     assert "Installing packages" in vm.log
 
 
-def test_autonomous_database_path_creates_its_own_user_and_keeps_every_password_out_of_sight(tmp_path):
+def test_autonomous_database_path_creates_its_user_and_keeps_every_password_out_of_sight(tmp_path):
     vm = VM(tmp_path, ADB_SETTINGS)
     done = vm.run()
     assert done.returncode == 0, vm.log
     [session] = [json.loads(line) for line in vm.oracle_log.read_text().splitlines()]
     assert (session["user"], session["password"], session["dsn"]) == ("ADMIN", ADB_ADMIN, ADB_SETTINGS["adb_dsn"])
     oracle = vm.config["oracle"]
-    assert {k: oracle[k] for k in ("enabled", "mode", "user", "dsn")} == {
-        "enabled": True, "mode": "dsn", "user": "picoora", "dsn": ADB_SETTINGS["adb_dsn"]}
-    password = oracle["password"]
-    assert len(password) >= 20 and password.isalnum() and password != ADB_ADMIN  # made on the VM
-    assert f'CREATE USER picoora IDENTIFIED BY "{password}" QUOTA UNLIMITED ON data' in session["sql"]
-    assert "GRANT DB_DEVELOPER_ROLE, CREATE MINING MODEL TO picoora" in session["sql"]
+    assert {k: oracle[k] for k in ("enabled", "mode", "user", "dsn", "required")} == {
+        "enabled": True, "mode": "dsn", "user": "picoora", "dsn": ADB_SETTINGS["adb_dsn"], "required": False}
+    assert oracle["password"] == ADB_USER  # the stack's, from the Vault: every gateway VM has the same
+    assert session["sql"] == [f'CREATE USER picoora IDENTIFIED BY "{ADB_USER}" QUOTA UNLIMITED ON data',
+                              "GRANT DB_DEVELOPER_ROLE, CREATE MINING MODEL TO picoora"]
     calls = vm.called()
     assert f"picoora setup-oracle --onnx-url {ONNX_URL}" in calls
     assert not [c for c in calls if c.startswith(("podman", "setup-oracle.sh"))]
     # Neither password, nor the token, is on a command line, in the log or in a file but config.json
-    # (the fake database's own record aside).
-    for secret in (ADB_ADMIN, password, TOKEN):
+    # (the fake database's own records aside).
+    for secret in (ADB_ADMIN, ADB_USER, TOKEN):
         assert secret not in vm.calls.read_text() and secret not in vm.log
-        holders = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink() and p != vm.oracle_log
-                   and secret.encode() in p.read_bytes()]
+        holders = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()
+                   and p not in (vm.oracle_log, tmp_path / "adb-users.json") and secret.encode() in p.read_bytes()]
         assert holders == ([] if secret == ADB_ADMIN else [vm.home / ".picoora" / "config.json"]), secret
+
+
+def test_gateways_of_a_fleet_share_the_database_user_and_never_fall_back_to_files(tmp_path):
+    settings = {**ADB_SETTINGS, "database_required": "yes"}
+    first, second = VM(tmp_path / "vm1", settings), VM(tmp_path / "vm2", settings)
+    second.env["FAKE_ORACLE_USERS"] = first.env["FAKE_ORACLE_USERS"]  # one Autonomous Database
+    assert first.run().returncode == 0, first.log
+    assert second.run().returncode == 0, second.log
+    [session] = [json.loads(line) for line in second.oracle_log.read_text().splitlines()]
+    assert session["sql"] == [  # the user exists (ORA-01920) with this password (ORA-28007): unlocked, kept
+        f'CREATE USER picoora IDENTIFIED BY "{ADB_USER}" QUOTA UNLIMITED ON data',
+        f'ALTER USER picoora IDENTIFIED BY "{ADB_USER}" ACCOUNT UNLOCK', "ALTER USER picoora ACCOUNT UNLOCK",
+        "GRANT DB_DEVELOPER_ROLE, CREATE MINING MODEL TO picoora"]
+    for vm in (first, second):
+        assert vm.config["oracle"]["password"] == ADB_USER and vm.config["oracle"]["required"] is True
+        assert vm.config["gateway"]["host"] == "0.0.0.0"  # the load balancer reaches it
+
+
+def test_an_older_stacks_user_gets_the_shared_password(tmp_path):
+    vm = VM(tmp_path, ADB_SETTINGS)
+    (tmp_path / "adb-users.json").write_text(json.dumps({"picoora": "MadeOnTheVmBefore123"}))
+    assert vm.run().returncode == 0, vm.log
+    [session] = [json.loads(line) for line in vm.oracle_log.read_text().splitlines()]
+    assert f'ALTER USER picoora IDENTIFIED BY "{ADB_USER}" ACCOUNT UNLOCK' in session["sql"]
+    assert json.loads((tmp_path / "adb-users.json").read_text()) == {"picoora": ADB_USER}

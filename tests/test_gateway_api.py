@@ -69,7 +69,9 @@ def test_every_endpoint_but_health_refuses_a_missing_or_wrong_token(gw, authoriz
     headers = {"Authorization": authorization} if authorization else {}
     with httpx.Client(base_url=gw.url, headers=headers, timeout=30) as http:
         assert http.get("/health").status_code == 200
-        for method, path in [("GET", "/ready"), ("GET", "/v1/sessions"), ("GET", "/v1/sessions/web:a"),
+        anonymous_ready = http.get("/ready")  # a load balancer's health check: the status alone
+        assert anonymous_ready.status_code == 401 if authorization else anonymous_ready.json()["checks"] == []
+        for method, path in [("GET", "/v1/sessions"), ("GET", "/v1/sessions/web:a"),
                              ("DELETE", "/v1/sessions/web:a"), ("GET", "/v1/sessions/web:a/model"),
                              ("GET", "/v1/memory"), ("DELETE", "/v1/memory/x"), ("GET", "/v1/traces/abc"),
                              ("GET", "/v1/models"), ("GET", "/openapi.json")]:
@@ -327,6 +329,42 @@ def test_ready_is_200_when_store_and_model_answer(gw):
     with client(gw) as http:
         response = http.get("/ready")
     assert response.status_code == 200 and response.json()["ready"] is True
+
+
+class CountingOllama(FakeOllama):
+    """Counts the readiness probes (/api/tags) it is sent."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.tags_asked = 0
+
+    def route(self, exchange) -> None:
+        if exchange.path == "/api/tags":
+            self.tags_asked += 1
+        super().route(exchange)
+
+
+def test_ready_without_a_token_is_the_status_alone_checked_once_however_often_asked(isolated_home):
+    with CountingOllama(responder=scripted) as ollama, \
+            RunningGateway(gateway_config(isolated_home, ollama.url)) as gw, client(gw, token=None) as anonymous:
+        before = ollama.tags_asked
+        answers = [anonymous.get("/ready") for _ in range(20)]  # a flood without a token
+        assert {(a.status_code, a.text) for a in answers} == {(200, '{"ready":true,"checks":[]}')}
+        assert ollama.tags_asked - before == 1  # one check for all twenty
+        with client(gw) as owner:
+            detailed = owner.get("/ready").json()
+        assert {c["name"] for c in detailed["checks"]} >= {"store", "model"}  # the token's holder sees each check
+        assert ollama.tags_asked - before == 2
+
+
+def test_ready_without_a_token_says_503_and_nothing_of_what_failed(isolated_home):
+    with RunningGateway(gateway_config(isolated_home, closed_port_url())) as gw, client(gw, token=None) as anonymous:
+        response = anonymous.get("/ready")
+        assert response.status_code == 503 and response.json() == {"ready": False, "checks": []}
+        assert "127.0.0.1" not in response.text and "ollama" not in response.text
+        gw.gateway.request_stop()
+        stopping = anonymous.get("/ready")
+    assert stopping.status_code == 503 and stopping.json() == {"ready": False, "checks": []}
 
 
 def test_the_transcript_is_on_disk_in_the_workspace(gw, isolated_home):

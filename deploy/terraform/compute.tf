@@ -5,8 +5,10 @@ locals {
     ollama_model         = var.ollama_model
     gateway_port         = tostring(var.gateway_port)
     gateway_exposed      = length(local.gateway_cidrs) > 0 ? "yes" : "no"
+    database_required    = local.fleet ? "yes" : "no"
     gateway_token_secret = oci_vault_secret.gateway_token.id
     adb_admin_secret     = var.use_autonomous_db ? oci_vault_secret.adb_admin_password[0].id : ""
+    adb_user_secret      = var.use_autonomous_db ? oci_vault_secret.adb_picoora_password[0].id : ""
     adb_dsn              = local.adb_dsn
     picoora_repository   = var.picoora_repository
     picoora_ref          = var.picoora_ref
@@ -17,10 +19,12 @@ locals {
   })
 }
 
+# One VM, or gateway_count of them (the same set-up each) sharing the Autonomous Database behind lb.tf.
 resource "oci_core_instance" "picoora" {
+  count               = var.gateway_count
   compartment_id      = var.compartment_ocid
-  availability_domain = data.oci_identity_availability_domains.all.availability_domains[0].name
-  display_name        = "picoora"
+  availability_domain = data.oci_identity_availability_domains.all.availability_domains[count.index % length(data.oci_identity_availability_domains.all.availability_domains)].name
+  display_name        = local.fleet ? "picoora-${count.index + 1}" : "picoora"
   shape               = var.instance_shape
 
   dynamic "shape_config" {
@@ -40,7 +44,7 @@ resource "oci_core_instance" "picoora" {
   create_vnic_details {
     subnet_id        = oci_core_subnet.public.id
     assign_public_ip = true
-    hostname_label   = "picoora"
+    hostname_label   = local.fleet ? "picoora${count.index + 1}" : "picoora"
   }
 
   # Data between the instance and its boot volume is encrypted in transit.
@@ -70,4 +74,10 @@ resource "oci_core_instance" "picoora" {
     # A newer image or edited set-up must not replace a running VM (and its data) on the next apply.
     ignore_changes = [source_details[0].source_id, metadata["user_data"]]
   }
+}
+
+# The one VM of earlier versions of this stack is the first of gateway_count: kept, never replaced.
+moved {
+  from = oci_core_instance.picoora
+  to   = oci_core_instance.picoora[0]
 }

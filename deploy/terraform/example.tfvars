@@ -10,3 +10,4 @@ ssh_allowed_cidrs = ["203.0.113.7/32"]
 
 ollama_model      = "qwen3:4b"
 use_autonomous_db = false
+# gateway_count     = 3                           # with use_autonomous_db = true: 3 gateways behind a load balancer

@@ -1,4 +1,5 @@
-# One VCN with one public subnet. Ingress: SSH and the gateway port from the allowed networks only.
+# One VCN with one public subnet. Ingress: SSH and the gateway port from the allowed networks only (and,
+# with several gateways, the gateway port from the subnet itself, where the load balancer is).
 resource "oci_core_vcn" "picoora" {
   compartment_id = var.compartment_ocid
   cidr_blocks    = [var.vcn_cidr]
@@ -77,6 +78,20 @@ resource "oci_core_security_list" "picoora" {
     }
   }
 
+  # The load balancer (in this subnet) reaches each gateway and its /ready health check.
+  dynamic "ingress_security_rules" {
+    for_each = local.fleet ? toset([local.subnet_cidr]) : toset([])
+    content {
+      description = "load balancer to the gateways"
+      protocol    = "6"
+      source      = ingress_security_rules.value
+      tcp_options {
+        min = var.gateway_port
+        max = var.gateway_port
+      }
+    }
+  }
+
   # Path MTU discovery ("fragmentation needed") from the same networks, so large replies are not lost.
   dynamic "ingress_security_rules" {
     for_each = toset(concat(var.ssh_allowed_cidrs, local.gateway_cidrs))
@@ -95,7 +110,7 @@ resource "oci_core_security_list" "picoora" {
 resource "oci_core_subnet" "public" {
   compartment_id    = var.compartment_ocid
   vcn_id            = oci_core_vcn.picoora.id
-  cidr_block        = cidrsubnet(var.vcn_cidr, 24 - tonumber(split("/", var.vcn_cidr)[1]), 0)
+  cidr_block        = local.subnet_cidr
   display_name      = "picoora-public"
   dns_label         = "public"
   route_table_id    = oci_core_route_table.picoora.id

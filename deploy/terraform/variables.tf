@@ -120,6 +120,18 @@ variable "use_autonomous_db" {
   default     = false
 }
 
+# At most 6: an Always Free Autonomous Database takes 30 sessions, and each gateway's pool holds up to 4
+# (oracle.pool_max), so 6 gateways (24) leave room for setup-oracle and a CLI on the VMs.
+variable "gateway_count" {
+  description = "How many gateway VMs (1-6); above 1 they share the Autonomous Database behind a load balancer (health check /ready). The Always Free Arm allowance (4 OCPUs, 24 GB) fits two VMs of the default size."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.gateway_count == floor(var.gateway_count) && var.gateway_count >= 1 && var.gateway_count <= 6
+    error_message = "gateway_count must be a whole number from 1 to 6 (an Always Free Autonomous Database takes 30 sessions; each gateway may hold 4)."
+  }
+}
+
 variable "adb_admin_password" {
   description = "ADMIN password of the Autonomous Database; empty generates one (output adb_admin_password)."
   type        = string

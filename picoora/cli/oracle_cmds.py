@@ -67,6 +67,9 @@ def setup_oracle(
         help="Let the database fetch the model (DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD)."),
     hnsw: bool = typer.Option(
         False, "--hnsw", help="HNSW vector indexes (in memory; need vector_memory_size). Default: IVF."),
+    rebuild_indexes: bool = typer.Option(
+        False, "--rebuild-indexes",
+        help="Drop and create the vector indexes that exist (as IVF, or HNSW with --hnsw), from the data now there."),
     import_files: bool = typer.Option(
         False, "--import-files", help="Copy everything the file backend holds into Oracle."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the SQL for a fresh database; connect to nothing."),
@@ -96,11 +99,11 @@ def setup_oracle(
                        "(or PICO_ORACLE_ENABLED=true), or run scripts/setup-oracle.sh")
     if onnx_file and not onnx_dir and not onnx_file.is_file():
         raise CLIError(f"--onnx-file {onnx_file}: no such file", EXIT_USAGE)
-    raise typer.Exit(_run_setup(config, onnx_file, onnx_dir, onnx_url, hnsw, import_files, force))
+    raise typer.Exit(_run_setup(config, onnx_file, onnx_dir, onnx_url, hnsw, import_files, force, rebuild_indexes))
 
 
 def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onnx_url: str | None,
-               hnsw: bool, import_files: bool, force: bool = False) -> int:
+               hnsw: bool, import_files: bool, force: bool = False, rebuild_indexes: bool = False) -> int:
     from picoora.store.base import StoreError
     from picoora.store.oracle import OracleUnavailable, open_database
     from picoora.store.oracle.setup import OracleSetup
@@ -129,7 +132,7 @@ def _run_setup(config: Config, onnx_file: Path | None, onnx_dir: str | None, onn
                 _import_files(config, store, steps)
         finally:
             store.close()
-        _optional_steps(setup, steps, hnsw)  # after the import: vector indexes are built from the data
+        _optional_steps(setup, steps, hnsw, rebuild_indexes)  # after the import: vector indexes are built from the data
     except StoreError as err:  # the database went away between steps
         raise steps.fail(str(err)) from None
     finally:
@@ -208,23 +211,23 @@ def _background_step(setup: OracleSetup, steps: _Steps) -> None:
              else "Background questions for automatic recall already embedded")
 
 
-def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool) -> None:
+def _optional_steps(setup: OracleSetup, steps: _Steps, hnsw: bool, rebuild: bool) -> None:
     kind = "HNSW" if hnsw else "IVF"
-    for outcome in setup.vector_indexes(hnsw):
+    for outcome in setup.vector_indexes(hnsw, rebuild):
         if outcome.error:
             hint = (" (HNSW needs a vector pool: ALTER SYSTEM SET vector_memory_size=512M SCOPE=SPFILE as SYSDBA and "
                     "restart, or drop --hnsw for IVF)") if hnsw else ""
             steps.warn(f"Vector index {outcome.name} not created: {outcome.error}{hint}")
         elif hnsw and not outcome.created and not outcome.deferred and outcome.kind != "HNSW":
             # Never a ✓ for an index that is not what was asked: the search would not be what they expect.
-            steps.warn(f"Vector index {outcome.name} exists as {outcome.kind or 'an organisation not recorded'}, "
-                       f"not the HNSW asked for; it was kept. To rebuild it as HNSW: DROP INDEX {outcome.name}, "
-                       "then run `picoora setup-oracle --hnsw` again")
+            steps.warn(f"Vector index {outcome.name} exists as {outcome.kind or 'an unknown organisation'}, not the "
+                       "HNSW asked for; it was kept. To rebuild it as HNSW: picoora setup-oracle --hnsw "
+                       "--rebuild-indexes")
         elif outcome.deferred:
             steps.ok(f"Vector index {outcome.name} ({kind}) deferred: no vectors stored yet (searches are exact "
                      "until then; run `picoora setup-oracle` or `picoora memory reindex` once there is data)")
         else:
-            steps.ok(f"Vector index {outcome.name} ({outcome.kind or 'organisation not recorded'}) "
+            steps.ok(f"Vector index {outcome.name} ({outcome.kind or 'organisation unknown'}) "
                      + ("created" if outcome.created else "already exists"))
     text = setup.text_index()
     if text.error:

@@ -18,6 +18,7 @@ from fastapi import Depends, FastAPI
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import install_error_handlers
 from picoora.gateway.limits import BodyLimit
+from picoora.gateway.readiness import AnonymousReadiness
 from picoora.gateway.state import Gateway
 from picoora.gateway.timing import StampArrival
 
@@ -37,9 +38,11 @@ def create_app(gateway: Gateway) -> FastAPI:
     settings = gateway.config.gateway
     app = FastAPI(title="picoora gateway", version=__version__, lifespan=_lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None,
-                  description="The assistant over HTTP. Every route but /health needs 'Authorization: Bearer <token>'.")
+                  description="The assistant over HTTP. Every route but /health needs 'Authorization: Bearer <token>' "
+                              "(/ready without one gives its status alone).")
     app.state.gateway = gateway
     app.state.openai = routes_openai.EndpointState()
+    app.state.ready = AnonymousReadiness()
     install_error_handlers(app, [*secret_values(gateway.config), gateway.token])
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])

@@ -1,9 +1,10 @@
 """Who is calling: the gateway token is the owner, a person's API token (``picoora token``) that person.
 
-Every route but ``/health`` depends on ``caller`` (through ``require_token`` where only "authenticated"
-matters); FastAPI runs it once per request however many dependencies name it. The gateway token is
-compared in constant time; a person's token is looked up by its hash in the owner's store on every
-request (one state key), so a token made or revoked from the CLI counts from the next request on.
+Every route but ``/health`` and ``/ready`` depends on ``caller`` (through ``require_token`` where only
+"authenticated" matters; ``/ready`` on ``caller_if_any``: without a token it gives the status alone);
+FastAPI runs it once per request however many dependencies name it. The gateway token is compared in
+constant time; a person's token is looked up by its hash in the owner's store on every request (one state
+key), so a token made or revoked from the CLI counts from the next request on.
 """
 
 from __future__ import annotations
@@ -50,6 +51,15 @@ async def caller(request: Request, credentials: HTTPAuthorizationCredentials | N
         raise ApiError(401, "unauthorized", WRONG, CHALLENGE)
     request.state.person = person
     return person
+
+
+async def caller_if_any(request: Request,
+                        credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Person | None:
+    """None for a request without an Authorization header (``/ready``'s load balancer); else ``caller``: a
+    header that names nobody is still 401, never taken for an anonymous request."""
+    if "authorization" not in request.headers:
+        return None
+    return await caller(request, credentials)
 
 
 async def require_token(_person: Person = Depends(caller)) -> None:

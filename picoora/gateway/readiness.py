@@ -2,12 +2,19 @@
 
 The store answers a ping; the model provider answers HTTP and, on Ollama, has the default model pulled;
 every enabled channel is connected (a refused token is named). Each check is cheap (no counts, no model
-call) and bounded by a deadline, so a load balancer may poll."""
+call) and bounded by a deadline, so a load balancer may poll.
+
+A caller without a token (a load balancer's health check: OCI's sends no headers) gets the status alone,
+200 or 503 with ``{"ready": ...}`` and no checks: what is broken, and where, is for the token's holders.
+Those answers come from checks run at most once every ``ANONYMOUS_SECONDS`` (``AnonymousReadiness``), so a
+flood of unauthenticated requests costs the database and the model server one check per period."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import math
+import time
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from picoora.gateway.schemas import ReadyCheck
@@ -19,6 +26,25 @@ if TYPE_CHECKING:
     from picoora.gateway.channels.base import Channel
 
 CHECK_SECONDS = 3.0
+ANONYMOUS_SECONDS = 5.0  # well under a load balancer's usual 10-30 s interval
+
+
+class AnonymousReadiness:
+    """The status /ready gives a caller without a token, checked at most once a period (one check at a time;
+    the others wait for its answer). Made with the app (``app.state.ready``)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._checked = -math.inf
+        self._ready = False
+        self._lock = asyncio.Lock()
+
+    async def ready(self, assistant: Assistant, channels: Iterable[Channel] = ()) -> bool:
+        async with self._lock:
+            if self._clock() - self._checked >= ANONYMOUS_SECONDS:
+                self._ready = all(check.ok for check in await run_checks(assistant, channels))
+                self._checked = self._clock()
+            return self._ready
 
 
 async def run_checks(assistant: Assistant, channels: Iterable[Channel] = ()) -> list[ReadyCheck]:

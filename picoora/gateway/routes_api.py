@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from picoora.gateway.auth import require_token
+from picoora.gateway.auth import caller_if_any, require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.runtime.envelopes import Inbound
@@ -31,12 +31,14 @@ from picoora.gateway.schemas import (
     ModelBody,
     ModelInfo,
     Ready,
+    ReadyCheck,
     SessionHistory,
     SessionInfo,
 )
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn
 from picoora.gateway.timing import server_timing
+from picoora.people import Person  # at run time: FastAPI reads the dependencies' annotations
 from picoora.store.base import time_to_json
 
 if TYPE_CHECKING:
@@ -59,16 +61,20 @@ async def health(request: Request) -> Health:
     return Health(status="ok", version=__version__, uptime_seconds=round(gateway_of(request).uptime, 3))
 
 
-@public.get("/ready", response_model=Ready, tags=["service"], dependencies=[Depends(require_token)],
-            responses={503: {"model": Ready, "description": "a check failed (named in checks)"}})
-async def ready(request: Request) -> Any:
-    """200 when the store, the model (pulled, on Ollama) and every channel work; 503 naming the failing check."""
+@public.get("/ready", response_model=Ready, tags=["service"],
+            responses={503: {"model": Ready, "description": "a check failed (named in checks, for a token's holder)"}})
+async def ready(request: Request, person: Person | None = Depends(caller_if_any)) -> Any:
+    """200 when the store, the model (pulled, on Ollama) and every channel work; 503 naming the failing check.
+    Without a token (a load balancer's health check) the status alone: ``{"ready": ..., "checks": []}``."""
     from picoora.gateway.readiness import run_checks
 
     gateway = gateway_of(request)
     if gateway.assistant is None or gateway.runtime is None or not gateway.runtime.turns.accepting:
-        body = Ready(ready=False, checks=[{"name": "gateway", "ok": False, "detail": "shutting down"}])
-        return JSONResponse(body.model_dump(), status_code=503)
+        stopping = [ReadyCheck(name="gateway", ok=False, detail="shutting down")] if person else []
+        return JSONResponse(Ready(ready=False, checks=stopping).model_dump(), status_code=503)
+    if person is None:
+        ok = await request.app.state.ready.ready(gateway.assistant, gateway.runtime.channels)
+        return JSONResponse(Ready(ready=ok, checks=[]).model_dump(), status_code=200 if ok else 503)
     checks = await run_checks(gateway.assistant, gateway.runtime.channels)
     body = Ready(ready=all(c.ok for c in checks), checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)

@@ -12,7 +12,8 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
     commit/rollback, an insert of a key another session's uncommitted insert holds waits for it (then
     ORA-00001), unique keys raise ORA-00001, and every call yields to the event loop so concurrent
     operations interleave;
-  * lock waits end: ``FOR UPDATE WAIT n`` after n seconds (ORA-30006, ``wait_scale`` shortens them), any
+  * lock waits end: ``FOR UPDATE WAIT n`` and ``LOCK TABLE ... WAIT n`` after n seconds (ORA-30006,
+    ``wait_scale`` shortens them), any
     call at the connection's ``call_timeout`` (DPY-4024); a pool closed with ``force`` kills the sessions
     it lent, failing their running calls (DPY-4011) and rolling their work back; a plain close with
     connections out is refused (DPY-1005);
@@ -21,6 +22,8 @@ What makes it a fair stand-in rather than a mock that agrees with everything:
   * every fake database runs its sessions on one shared event loop (``database_loop``), so several
     ``Database`` objects on their own loops (several nodes) can share one fake schema; ``systimestamp()``
     is the database clock (``clock_offset`` moves it);
+  * vector indexes have an INDEX_SUBTYPE (HNSW or IVF, from the DDL); ONLINE is refused (ORA-02158) for
+    HNSW and for the index kinds in ``offline_only``;
   * ``VECTOR_EMBEDDING`` needs the model in USER_MINING_MODELS (else ORA-40284) and embeds with the
     deterministic hash embedder of ``tests/fakes/hash_embedder.py``; VECTOR(384, ...) columns check
     dimensions (ORA-51803).
@@ -100,6 +103,7 @@ _ORA_TEXT = {
     40204: "model {name} already exists",
     40284: "model {name} does not exist",
     51950: "Vector memory area is not enabled",
+    2158: "invalid CREATE INDEX option",
     54: "resource busy and acquire with NOWAIT specified or timeout expired",
     932: "inconsistent datatypes: expected - got CLOB",
     1400: "cannot insert NULL into ({name})",
@@ -139,7 +143,7 @@ def driver_error(number: int, **args: Any) -> Exception:
 # handler reads, and which uncommitted rows it may see, depend on them.
 _session: contextvars.ContextVar[FakeConnection | None] = contextvars.ContextVar("fake_session", default=None)
 _lock_wait: contextvars.ContextVar[float | None] = contextvars.ContextVar("fake_lock_wait", default=None)
-_FOR_UPDATE_WAIT = re.compile(r"FOR UPDATE WAIT (\d+)$")
+_FOR_UPDATE_WAIT = re.compile(r"(?:FOR UPDATE|MODE) WAIT (\d+)$")  # a row lock, or LOCK TABLE ... WAIT n
 _database_loop: asyncio.AbstractEventLoop | None = None
 _database_loop_guard = threading.Lock()
 
@@ -262,6 +266,11 @@ class FakeOracle:
         self.open_connections = 0
         self.approx_misses = 0  # how many of the nearest rows an approximate search leaves out
         self.unusable_indexes: set[str] = set()  # indexes that exist but whose status is not VALID
+        self.index_subtypes: dict[str, str] = {}  # vector index name -> USER_INDEXES.INDEX_SUBTYPE
+        # index kinds ("NORMAL", "VECTOR", "DOMAIN") this database builds only offline: ONLINE is ORA-02158,
+        # as on a release before ONLINE vector index builds
+        self.offline_only: set[str] = set()
+        self.online_builds: list[str] = []  # indexes created ONLINE, in order
         self.delay: dict[str, float] = {}  # statement name -> seconds it takes
         self.in_flight = self.most_in_flight = 0  # delayed statements running at once (now, at most)
         # statement name -> how many sessions its first calls hold until they have all arrived (a race made certain)
@@ -433,6 +442,7 @@ class FakeOracle:
         if m := re.match(r"DROP INDEX (\w+)$", sql):
             if self.indexes.pop(m.group(1), None) is None:
                 raise ora_error(1418)
+            self.index_subtypes.pop(m.group(1), None)
             return 0
         if re.match(r"ALTER SESSION SET DDL_LOCK_TIMEOUT = \d+$", sql):
             return 0
@@ -471,11 +481,19 @@ class FakeOracle:
         kind = "VECTOR" if vector else "DOMAIN" if "INDEXTYPE IS CTXSYS.CONTEXT" in rest else "NORMAL"
         if kind == "DOMAIN" and not self.oracle_text:
             raise ora_error(29833)
+        online = re.search(r"\bONLINE\b", rest) is not None
+        if online and (kind in self.offline_only or "INMEMORY NEIGHBOR GRAPH" in rest):
+            raise ora_error(2158)  # HNSW's syntax has no ONLINE at all
         if name in self.indexes:
             raise ora_error(955)
         if any(t == table_name and c == cols and k == kind for t, c, k in self.indexes.values()):
             raise ora_error(1408)
         self.indexes[name] = (table_name, cols, kind)
+        if kind == "VECTOR":
+            self.index_subtypes[name] = ("INMEMORY_NEIGHBOR_GRAPH_HNSW" if "INMEMORY NEIGHBOR GRAPH" in rest
+                                         else "NEIGHBOR_PARTITIONS_IVF")
+        if online:
+            self.online_builds.append(name)
         return 0
 
     def _add_constraint(self, table: Table, name: str, kind: str, columns: str) -> int:
@@ -1106,6 +1124,11 @@ class FakeOracle:
     async def _pico_indexes(self, conn, b):
         return [(name, table, kind, "UNUSABLE" if name in self.unusable_indexes else "VALID")
                 for name, (table, _, kind) in sorted(self.indexes.items()) if name.startswith("IDX_PICO_")]
+
+    async def _vector_index_kinds(self, conn, b):
+        return [(name, self.index_subtypes.get(name), "UNUSABLE" if name in self.unusable_indexes else "VALID")
+                for name, (_, _, kind) in sorted(self.indexes.items())
+                if kind == "VECTOR" and name.startswith("IDX_PICO_")]
 
     async def _self_test(self, conn, b):
         return [(len(self.embed(b["text"])),)]

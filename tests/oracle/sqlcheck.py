@@ -21,10 +21,10 @@ _VECTOR_INDEX = re.compile(
     r"(?: DISTANCE (?:COSINE|DOT|EUCLIDEAN|EUCLIDEAN_SQUARED|MANHATTAN|HAMMING|JACCARD))?"
     r"(?: WITH TARGET ACCURACY \d{1,3})?"
     r"(?: PARAMETERS \((?:TYPE (?:HNSW|IVF)[^()]*)\))?"
-    r"(?: PARALLEL \d+)?$"
+    r"(?: PARALLEL \d+)?(?: ONLINE)?$"  # ONLINE: 26ai, for IVF ("Create IVF Index Online")
 )
 _TEXT_INDEX = re.compile(
-    rf"^CREATE INDEX {_IDENT} ON {_IDENT}\s*\({_IDENT}\) INDEXTYPE IS CTXSYS\.CONTEXT"
+    rf"^CREATE INDEX {_IDENT} ON {_IDENT}\s*\({_IDENT}\) INDEXTYPE IS CTXSYS\.CONTEXT(?: ONLINE)?"
     r"(?: PARAMETERS \('[^']*'\))?$"
 )
 _DROP_PRIMARY_KEY = re.compile(rf"^ALTER TABLE {_IDENT} DROP PRIMARY KEY$")
@@ -117,6 +117,8 @@ def problems(sql: str) -> list[str]:
         if not all(values):
             return found + ["PL/SQL arguments must all be named (name => value)"]
         sql = f"SELECT {call.group(1).replace('.', '_')}({', '.join(v.group(1) for v in values)}) FROM DUAL"
+    if re.match(r"^CREATE (?:UNIQUE )?INDEX\b", sql) and sql.endswith(" ONLINE"):
+        sql = sql.removesuffix(" ONLINE")  # SQL Reference CREATE INDEX: ONLINE after the columns; sqlglot lacks it
     try:
         trees = sqlglot.parse(rewrite_23ai(sql), read="oracle", error_level=ErrorLevel.RAISE)
     except sqlglot.errors.ParseError as err:

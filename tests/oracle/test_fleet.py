@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from picoora.config import ChannelConfig
+from picoora.gateway.channels.telegram import TelegramChannel
 from picoora.gateway.runtime import duties
 from picoora.gateway.runtime.duties import SingletonDuty, session_turn
+from picoora.gateway.runtime.heartbeat import LAST_BEAT, HeartbeatService
 from picoora.gateway.runtime.scheduler import SchedulerService
 from picoora.gateway.runtime.turns import SessionBusy
 from picoora.messages import Message
 from picoora.scheduler.jobs import JobBook
 from picoora.store.aio import AsyncStore
+from tests.fakes.channel_kit import ChannelHarness
 from tests.fakes.runtime_kit import ScriptedTurns, recording_delivery
+from tests.fakes.telegram_server import FakeTelegram
 from tests.oracle.conftest import scenario
 
 NODES = 3
@@ -143,6 +150,126 @@ async def test_one_poller_at_a_time_taken_over_within_a_lease_period_after_its_n
     for node_duties in fleet[1:]:
         for duty in node_duties:
             await duty._stop()
+
+
+class CountedHeartbeat(HeartbeatService):
+    """The real heartbeat (an empty HEARTBEAT.md: each beat is a "skipped" record in the store), noting
+    which node beat and when (the loop's clock)."""
+
+    def __init__(self, node: str, astore: AsyncStore, workspace, beats: list, enough: asyncio.Event):
+        super().__init__(astore, submit=None, delivery=None, interval_minutes=BEAT_SECONDS / 60,  # type: ignore[arg-type]
+                         workspace=workspace)
+        self.node, self.beats, self.enough = node, beats, enough
+
+    async def beat(self):
+        self.beats.append((self.node, asyncio.get_running_loop().time()))
+        if len(self.beats) >= 5:
+            self.enough.set()
+        return await super().beat()
+
+
+BEAT_SECONDS = 0.06
+
+
+@scenario
+async def test_three_nodes_beat_the_heartbeat_once_per_interval(nodes, tmp_path):
+    beats: list[tuple[str, float]] = []
+    enough = asyncio.Event()
+    astores = [AsyncStore(node) for node in nodes]
+    runs = [asyncio.create_task(SingletonDuty(node.leases(), "heartbeat", f"n{i}", CountedHeartbeat(
+        f"n{i}", astore, tmp_path, beats, enough).run, seconds=2.0).run())
+        for i, (node, astore) in enumerate(zip(nodes, astores, strict=True))]
+    try:
+        await asyncio.wait_for(enough.wait(), 30)
+    finally:
+        for run in runs:
+            run.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        for astore in astores:
+            astore.close()
+    assert len({node for node, _ in beats}) == 1  # one node beats; the others hold back
+    gaps = [later - earlier for (_, earlier), (_, later) in zip(beats, beats[1:], strict=False)]
+    assert min(gaps) >= BEAT_SECONDS - 0.001  # never two beats in one interval (three nodes: ~0 s gaps)
+    assert json.loads(nodes[1].get_state(LAST_BEAT))["outcome"] == "skipped"  # the beat's record, shared
+
+
+class SharedBot(FakeTelegram):
+    """One bot polled by every node, each with a token of its own that the fake takes for the bot's: the
+    test can tell which node sent each getUpdates."""
+
+    def __init__(self, tokens: list[str]):
+        super().__init__(tokens[0])
+        self.node_of = {token: f"n{i}" for i, token in enumerate(tokens)}
+        self.polls: list[str] = []  # the node of each getUpdates, in arrival order
+
+    def route(self, exchange) -> None:
+        for token, node in self.node_of.items():
+            if exchange.path.startswith(f"/bot{token}/"):
+                if exchange.path.endswith("/getUpdates"):
+                    self.polls.append(node)
+                exchange.path = exchange.path.replace(token, self.token, 1)
+        super().route(exchange)
+
+
+async def _until(condition, seconds: float = 15.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        assert loop.time() < deadline, "the condition did not come true"
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.slow  # the fake Bot API holds each empty poll up to 1 s: about 2.5 s in all
+@scenario
+async def test_the_real_telegram_channel_polls_from_one_node_and_a_killed_nodes_poll_is_taken_over(nodes, fake,
+                                                                                                   tmp_path):
+    tokens = [f"123456:TEST-token-node{i}" for i in range(NODES)]
+    with SharedBot(tokens) as bot:
+        harnesses, astores = [], []
+        for i, node in enumerate(nodes):
+            harness = ChannelHarness(tmp_path / f"n{i}", TelegramChannel,
+                                     ChannelConfig(enabled=True, token=tokens[i], allow_from=["5"], api_base=bot.url))
+            astore = AsyncStore(node)  # the offset lives in the fleet's database, as the gateway keeps it
+            astores.append(astore)
+            harness.channel.links = replace(harness.channel.links, get_state=astore.get_state,
+                                            set_state=astore.set_state)
+            harnesses.append(harness)
+        fleet = [SingletonDuty(node.leases(), "channel.telegram", f"n{i}", h.channel.run)
+                 for i, (node, h) in enumerate(zip(nodes, harnesses, strict=True))]
+
+        async def round_of(alive):
+            for i in alive:
+                await fleet[i].tick()
+
+        try:
+            await round_of([0, 1, 2])
+            await _until(lambda: "n0" in bot.polls)
+            bot.push(5, "first")
+            await _until(lambda: harnesses[0].admitted)
+            polled = len(bot.polls)
+            await _until(lambda: len(bot.polls) > polled)  # the next poll confirms "first" (its offset)
+            await round_of([0, 1, 2])
+            await fleet[0]._stop()  # node 0 is killed: its polling stops, its lease is not released
+            fake.clock_offset += timedelta(seconds=duties.LEASE_SECONDS * 0.8)
+            await round_of([1, 2])
+            assert not fleet[1].running and not fleet[2].running  # still node 0's lease: nobody polls
+            fake.clock_offset += timedelta(seconds=duties.LEASE_SECONDS * 0.2 + 0.001)
+            await round_of([1, 2])  # a lease period after node 0's last renewal: taken over
+            assert fleet[1].running and not fleet[2].running
+            bot.push(5, "second")
+            await _until(lambda: harnesses[1].admitted)
+            await round_of([1, 2])
+        finally:
+            for duty in fleet:
+                await duty._stop()
+            for harness in harnesses:
+                await harness.channel.close()
+            for astore in astores:
+                astore.close()
+    assert [m.text for m in harnesses[0].admitted] == ["first"]
+    assert [m.text for m in harnesses[1].admitted] == ["second"]  # from the stored offset: "first" not again
+    assert harnesses[2].admitted == [] and "n2" not in bot.polls
+    assert bot.polls == sorted(bot.polls)  # every poll of node 0 came before any of node 1: never both
 
 
 @scenario

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 import uuid
 from datetime import date
 from pathlib import Path
@@ -26,6 +28,7 @@ from picoora.store import limits
 from picoora.store.oracle import OracleUnavailable, indexes, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Tx, error_code
+from picoora.store.oracle.schema import run_ddl
 from picoora.store.oracle.setup import OracleSetup
 from picoora.store.oracle.store import _MODEL_MISSING
 from tests.oracle.sqlcheck import check_binds
@@ -164,21 +167,26 @@ def plan_statement(model: str, agent_id: str, statement_id: str) -> str:
     return f"EXPLAIN PLAN SET STATEMENT_ID = '{statement_id}' FOR {search}"
 
 
+def _load_rows(store, agent: str, count: int = PLAN_ROWS) -> None:
+    """``count`` memories of ``agent``, embedded by the database, in one executemany."""
+    insert = ("INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, embedding, embedding_model) "
+              f"VALUES (:memory_id, :agent_id, :content, VECTOR_EMBEDDING({store.model} USING :content AS data), "
+              ":embedding_model)")
+    rows = [{"memory_id": f"{agent}_{n}", "agent_id": agent,
+             "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}", "embedding_model": store.model}
+            for n in range(count)]
+    check_binds(insert, rows[0])
+
+    async def load(tx: Tx) -> None:  # VECTOR_EMBEDDING in the database, one round trip per batch
+        await tx._conn.cursor().executemany(insert, rows)
+
+    store._db.run(load, what="load rows", timeout=900.0)
+
+
 def test_approximate_search_uses_the_vector_index(live_db, agent):
     store = open_oracle_store(live_config(agent))
     try:
-        insert = ("INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, embedding, embedding_model) "
-                  f"VALUES (:memory_id, :agent_id, :content, VECTOR_EMBEDDING({store.model} USING :content AS data), "
-                  ":embedding_model)")
-        rows = [{"memory_id": f"{agent}_{n}", "agent_id": agent,
-                 "content": f"Item {uuid.uuid4().hex[:6]} is in box {n % 97}", "embedding_model": store.model}
-                for n in range(PLAN_ROWS)]
-        check_binds(insert, rows[0])
-
-        async def load(tx: Tx) -> None:  # VECTOR_EMBEDDING in the database, one round trip per batch
-            await tx._conn.cursor().executemany(insert, rows)
-
-        store._db.run(load, what="load rows for the plan check", timeout=900.0)
+        _load_rows(store, agent)
         indexes.rebuild_memory_index(store._db)  # centroids from the data now there
         assert store.recall("which box holds the item", limit=3).matches
     finally:
@@ -350,4 +358,101 @@ def test_live_a_multibyte_value_in_a_merge_and_a_2000_message_import(agent, tmp_
         assert [e.seq for e in store.read_transcript("long")] == list(range(1, 2001))
     finally:
         source.close()
+        store.close()
+
+
+def test_live_the_vector_index_organisation_comes_from_the_dictionary(live_db, agent):
+    store = open_oracle_store(live_config(agent))
+    db = open_database(live_db)
+    try:
+        store.add_memory("The spare key is under the blue flowerpot")
+        [outcome] = [o for o in indexes.build_vector_indexes(db) if o.name == indexes.MEMORIES.name]
+        assert outcome.error is None, outcome.error
+        [(subtype,)] = _raw(live_db, [("SELECT index_subtype FROM USER_INDEXES WHERE index_name = :name",
+                                       {"name": indexes.MEMORIES.name})])[0]
+        print(f"\nUSER_INDEXES.INDEX_SUBTYPE of {indexes.MEMORIES.name}: {subtype}")
+        assert indexes.organisation(subtype) in ("IVF", "HNSW") and outcome.kind == indexes.organisation(subtype)
+    finally:
+        db.close()
+        store.close()
+
+
+def test_live_an_index_build_lets_inserts_go_on(live_db, agent):
+    """The IVF index rebuilt over 2,000 rows while another session keeps inserting: built ONLINE, the inserts
+    go on meanwhile; refused (a code of ONLINE_REFUSED), the plain form is what setup-oracle falls back to."""
+    store, writer = open_oracle_store(live_config(agent)), open_oracle_store(live_config(agent))
+    started, building, built = threading.Event(), threading.Event(), threading.Event()
+    during: list[int] = []
+    errors: list[Exception] = []
+
+    def write() -> None:
+        n = 0
+        while not built.is_set():
+            try:
+                writer.add_memory(f"Written during the build, number {n} ({uuid.uuid4().hex[:6]})")
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+                return
+            if building.is_set() and not built.is_set():
+                during.append(n)
+            n += 1
+            started.set()
+
+    async def rebuild(tx: Tx) -> str:
+        await run_ddl(tx, indexes.MEMORIES.drop)
+        try:
+            await tx.run(q.IVF_MEMORIES)
+        except Exception as exc:
+            if error_code(exc) not in q.ONLINE_REFUSED:
+                raise
+            await tx.run(q.IVF_MEMORIES.offline)
+            return f"offline (ONLINE refused: {error_code(exc)})"
+        return "ONLINE"
+
+    thread = threading.Thread(target=write)
+    try:
+        _load_rows(store, agent)
+        thread.start()
+        assert started.wait(60), errors
+        building.set()
+        began = time.monotonic()
+        how = store._db.run(rebuild, what="rebuild the memories' vector index", timeout=900.0)
+        took = time.monotonic() - began
+        built.set()
+        thread.join(60)
+        print(f"\nIVF index over {PLAN_ROWS} rows built {how} in {took:.1f} s; {len(during)} inserts meanwhile")
+        assert not errors, errors
+        if how == "ONLINE":
+            assert during, "no insert finished while the ONLINE build ran"
+    finally:
+        built.set()
+        thread.join(60)
+        writer.close()
+        store.close()
+
+
+def test_live_a_text_index_marked_unusable_falls_back_to_the_scan_and_is_used_again(live_db, agent, monkeypatch):
+    """A text index that breaks after the store opened (ALTER INDEX ... UNUSABLE stands in for a failed sync):
+    the CONTAINS query fails with a code of TEXT_INDEX_BROKEN, recall answers from the plain scan, and the
+    index rebuilt is used again."""
+    db = open_database(live_db)
+    try:
+        outcome = OracleSetup(db).text_index()
+    finally:
+        db.close()
+    if outcome.error:
+        _skip(f"no usable Oracle Text index here: {outcome.error}")
+    store = open_oracle_store(live_config(agent))
+    try:
+        assert store.text_index
+        store.add_memory("Locker code A7-4421 is for the gym")
+        _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT UNUSABLE", {})])
+        assert store.recall("locker A7-4421", limit=1).matches  # the scan answered the failed query
+        assert not store.text_index
+        _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT REBUILD", {})])
+        monkeypatch.setattr(indexes, "TEXT_INDEX_RECHECK_SECONDS", 0.0)
+        assert store.recall("locker A7-4421", limit=1).matches
+        assert store.text_index  # checked again in USER_INDEXES, and used
+    finally:
+        _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT REBUILD", {})])
         store.close()

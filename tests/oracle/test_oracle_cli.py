@@ -308,21 +308,70 @@ def test_inspect_reads_the_file_backend_too(fake, config):
     assert {m["content"] for m in json.loads(listed)} == {"The user's dog is called Pixel", "Favourite editor is Helix"}
 
 
-def test_an_existing_index_is_reported_with_its_own_organisation_not_the_one_asked_for(fake, config, onnx_file):
+def _with_a_memory(config, onnx_file) -> None:
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
     store.add_memory("The spare key is under the blue flowerpot")
     store.close()
+
+
+def test_hnsw_over_an_ivf_index_fails_saying_so_and_rebuilds_when_asked(fake, config, onnx_file):
+    _with_a_memory(config, onnx_file)
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in _steps(picoora("setup-oracle")[1])
     code, out = picoora("setup-oracle", "--hnsw")  # HNSW asked over the IVF index: said so, never a ✓
     assert code == 3, out
     assert ("⚠ Vector index IDX_PICO_MEMORIES_VEC exists as IVF, not the HNSW asked for; it was kept. To rebuild "
-            "it as HNSW: DROP INDEX IDX_PICO_MEMORIES_VEC, then run `picoora setup-oracle --hnsw` again") in _steps(out)
+            "it as HNSW: picoora setup-oracle --hnsw --rebuild-indexes") in _steps(out)
+    assert fake.index_subtypes["IDX_PICO_MEMORIES_VEC"] == "NEIGHBOR_PARTITIONS_IVF"
+    code, out = picoora("setup-oracle", "--hnsw", "--rebuild-indexes")
+    assert code == 0, out
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (HNSW) created" in _steps(out)
+    assert fake.index_subtypes["IDX_PICO_MEMORIES_VEC"] == "INMEMORY_NEIGHBOR_GRAPH_HNSW"
     fake.executed.clear()
     store = open_oracle_store(config)
     store.reindex()
     store.close()
-    assert "ivf_memories" in fake.names() and "hnsw_memories" not in fake.names()  # rebuilt as it was
+    assert "hnsw_memories" in fake.names() and "ivf_memories" not in fake.names()  # rebuilt as it is
+
+
+def test_the_organisation_is_what_the_dictionary_says_not_what_picoora_remembers(fake, config, onnx_file):
+    _with_a_memory(config, onnx_file)
+    assert picoora("setup-oracle")[0] == 0
+    assert not [row for row in fake.rows("PICO_META") if "index_kind" in row["meta_key"]]
+    fake.index_subtypes["IDX_PICO_MEMORIES_VEC"] = "INMEMORY_NEIGHBOR_GRAPH_HNSW"  # rebuilt by hand as HNSW
+    code, out = picoora("setup-oracle", "--hnsw")
+    assert code == 0, out
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (HNSW) already exists" in _steps(out)
+    fake.executed.clear()
+    store = open_oracle_store(config)
+    store.reindex()
+    store.close()
+    assert "hnsw_memories" in fake.names()
+
+
+def test_indexes_are_built_online_and_offline_where_the_database_refuses_online(fake, config, onnx_file):
+    _with_a_memory(config, onnx_file)
+    assert picoora("setup-oracle")[0] == 0
+    assert {"IDX_PICO_MEMORIES_VEC", "IDX_PICO_MEMORIES_TEXT", "IDX_PICO_MEMORIES_HASH"} <= set(fake.online_builds)
+    for name in ("IDX_PICO_MEMORIES_VEC", "IDX_PICO_MEMORIES_TEXT"):
+        fake.indexes.pop(name)
+    fake.index_subtypes.clear()
+    fake.online_builds.clear()
+    fake.offline_only.update({"VECTOR", "DOMAIN"})  # an older release: ONLINE is ORA-02158 for these
+    fake.executed.clear()
+    code, out = picoora("setup-oracle")
+    assert code == 0, out
+    assert "✓ Vector index IDX_PICO_MEMORIES_VEC (IVF) created" in _steps(out)
+    assert "✓ Oracle Text index IDX_PICO_MEMORIES_TEXT created" in _steps(out)
+    assert {"ivf_memories_offline", "text_index_memories_offline"} <= set(fake.names())
+    assert fake.online_builds == [] and "ORA-02158" in fake.raised
+
+
+def test_hnsw_is_built_without_online_its_syntax_has_none(fake, config, onnx_file):
+    _with_a_memory(config, onnx_file)
+    code, out = picoora("setup-oracle", "--hnsw")
+    assert code == 0, out
+    assert "IDX_PICO_MEMORIES_VEC" not in fake.online_builds and "ORA-02158" not in fake.raised
 
 
 def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, onnx_file):
@@ -368,3 +417,9 @@ def test_a_schema_newer_than_this_picoora_is_refused(fake, config, onnx_file):
     with pytest.raises(OracleUnavailable, match=f"version {LATEST_VERSION + 1}, newer than this picoora"):
         open_oracle_store(config)
     assert "take_migration_lock" not in fake.names()  # nothing was "upgraded" down or over
+    code, out = picoora("setup-oracle")  # setup-oracle on this node refuses it too, before touching anything
+    assert code == 1, out
+    assert any(line.startswith("✗ Schema initialization failed: ") and "newer than this picoora" in line
+               for line in _steps(out))
+    assert not any(line.startswith("✓ Schema") for line in _steps(out))
+    assert not {"meta_set", "prompt_set", "background_insert"} & set(fake.names())

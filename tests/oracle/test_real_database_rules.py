@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import re
 import threading
 import time
 from datetime import date, datetime
@@ -21,7 +22,7 @@ from picoora.store.files import FileStore
 from picoora.store.oracle import OracleUnavailable, connection, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import MIN_DRIVER_VERSION, explain_connect_failure, require_driver
-from picoora.store.oracle.schema import LATEST_VERSION, MIGRATIONS, run_ddl, upgrade
+from picoora.store.oracle.schema import LATEST_VERSION, MIGRATION_SECONDS, MIGRATIONS, run_ddl, upgrade
 from picoora.store.oracle.setup import OracleSetup
 from picoora.store.oracle.store import embedding_text
 from tests.cli_support import REPO
@@ -254,9 +255,7 @@ async def _no_sleep(seconds: float) -> None:
     return None
 
 
-def test_two_processes_migrating_at_once_take_turns(fake, config):
-    _go_schema(fake, config)
-    fake.delay["renumber_transcripts"] = 0.2  # long enough for the other to arrive mid-migration
+def _two_upgrades_at_once(fake, config) -> list:
     db = open_database(config, pool_factory=fake.pool_factory)
     results: list = []
     try:
@@ -267,8 +266,26 @@ def test_two_processes_migrating_at_once_take_turns(fake, config):
             thread.join(10)
     finally:
         db.close()
+    return results
+
+
+def test_two_processes_migrating_at_once_take_turns(fake, config):
+    _go_schema(fake, config)
+    fake.delay["renumber_transcripts"] = 0.2  # long enough for the other to arrive mid-migration
+    results = _two_upgrades_at_once(fake, config)
     assert sorted(len(applied) for _, applied in results) == [0, LATEST_VERSION - 1]
     assert fake.names().count("renumber_transcripts") == 1
+
+
+def test_the_migration_lock_waits_as_long_as_a_migration_may_run(fake, config):
+    wait = re.search(r"WAIT (\d+)$", q.TAKE_MIGRATION_LOCK.text)
+    assert wait and int(wait.group(1)) >= MIGRATION_SECONDS
+    _go_schema(fake, config)
+    fake.wait_scale = 1 / 1000  # the lock's WAIT 900 lasts 0.9 s here
+    fake.delay["renumber_transcripts"] = 0.3  # a 300 s migration (the lock once gave up after 120 s)
+    results = _two_upgrades_at_once(fake, config)
+    assert sorted(len(applied) for _, applied in results) == [0, LATEST_VERSION - 1]  # the other waited it out
+    assert "ORA-30006" not in fake.raised
 
 
 # ---- 10. dedup with exact search -----------------------------------------------------------------------

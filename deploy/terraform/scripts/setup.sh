@@ -128,24 +128,44 @@ if [ "$(setting database_mode)" = adb ]; then
   step "Preparing the Autonomous Database (user picoora, TLS without a wallet)"
   ADB_ADMIN_PASSWORD=""
   read_secret "$(setting adb_admin_secret)" ADB_ADMIN_PASSWORD
-  # The picoora user's password is made here and stays here (config.json, 0600).
-  DB_PASSWORD="$("$VENV_PYTHON" -c 'import secrets; print("Pico" + secrets.token_urlsafe(18).replace("-", "x").replace("_", "y") + "9")')"
+  # The picoora user's password is the stack's (one for every gateway VM), from the Vault.
+  DB_PASSWORD=""
+  read_secret "$(setting adb_user_secret)" DB_PASSWORD
+  [ -n "$DB_PASSWORD" ] || die "the picoora database password in the Vault is empty"
   ADMIN_PASSWORD="$ADB_ADMIN_PASSWORD" DB_PASSWORD="$DB_PASSWORD" DSN="$(setting adb_dsn)" "$VENV_PYTHON" - <<'PY'
 import os
 import oracledb
 
+ALREADY_A_USER, SAME_PASSWORD = 1920, 28007  # ORA-01920: made by an earlier run or another gateway VM
+
+def code(exc):
+    return getattr(exc.args[0], "code", None) if exc.args else None
+
+password = os.environ["DB_PASSWORD"]  # letters and digits only (terraform): safe inside the quotes
 with oracledb.connect(user="ADMIN", password=os.environ["ADMIN_PASSWORD"], dsn=os.environ["DSN"], tcp_connect_timeout=20) as conn:
     cursor = conn.cursor()
-    cursor.execute("SELECT COUNT(*) FROM dba_users WHERE username = 'PICOORA'")
-    verb = "ALTER" if cursor.fetchone()[0] else "CREATE"
-    # DDL takes no binds; the password is ours (letters and digits only), quoted as an identifier.
-    cursor.execute(f'{verb} USER picoora IDENTIFIED BY "{os.environ["DB_PASSWORD"]}"'
-                   + (" QUOTA UNLIMITED ON data" if verb == "CREATE" else " ACCOUNT UNLOCK"))
+    # DDL takes no binds; the password is quoted as an identifier.
+    try:
+        cursor.execute(f'CREATE USER picoora IDENTIFIED BY "{password}" QUOTA UNLIMITED ON data')
+    except oracledb.DatabaseError as exc:
+        if code(exc) != ALREADY_A_USER:
+            raise
+        try:  # the stack's password (an older stack made one per VM), unlocked
+            cursor.execute(f'ALTER USER picoora IDENTIFIED BY "{password}" ACCOUNT UNLOCK')
+        except oracledb.DatabaseError as again:
+            if code(again) != SAME_PASSWORD:  # it has this password already: the profile refuses "reuse"
+                raise
+            cursor.execute("ALTER USER picoora ACCOUNT UNLOCK")
     cursor.execute("GRANT DB_DEVELOPER_ROLE, CREATE MINING MODEL TO picoora")
 print("Database user picoora is ready.")
 PY
   unset ADB_ADMIN_PASSWORD
-  SECTION=oracle DB_PASSWORD="$DB_PASSWORD" DSN="$(setting adb_dsn)" VALUES='{"enabled": true, "mode": "dsn", "user": "picoora"}' \
+  # Several gateways on one database: a gateway that loses it waits for it (503) rather than fall back
+  # to files on its own VM, which would split the data.
+  required=false
+  [ "$(setting database_required)" != yes ] || required=true
+  SECTION=oracle DB_PASSWORD="$DB_PASSWORD" DSN="$(setting adb_dsn)" \
+    VALUES="{\"enabled\": true, \"mode\": \"dsn\", \"user\": \"picoora\", \"required\": $required}" \
     FROM_ENV='{"password": "DB_PASSWORD", "dsn": "DSN"}' config_set
   unset DB_PASSWORD
   # The database fetches the embedding model itself, from the address scripts/setup-oracle.sh uses.

@@ -91,9 +91,7 @@ def _upgrade_if_needed(db: Database, version: int | None) -> None:
         raise OracleUnavailable("schema", f"Oracle at {db.target} has no picoora schema (no PICO_META table). "
                                           "Run: picoora setup-oracle")
     if version > schema.LATEST_VERSION:  # a newer picoora on another node upgraded it: its rows may not fit ours
-        raise OracleUnavailable("schema", f"The picoora schema in {db.target} is version {version}, newer than "
-                                          f"this picoora understands ({schema.LATEST_VERSION}): another node runs "
-                                          "a newer picoora. Upgrade picoora here (pip install -U picoora)")
+        raise OracleUnavailable("schema", schema.newer_than_understood(version, db.target))
     if version == schema.LATEST_VERSION:
         return
     try:

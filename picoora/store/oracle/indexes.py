@@ -4,8 +4,9 @@ An IVF index computes its partition centroids from the rows present when it is c
 them, so one created on an empty table sends every later row to arbitrary partitions and approximate
 search misses neighbours. So an index is created only once its table holds vectors (``setup-oracle``
 defers it otherwise and says so), and ``memory reindex`` rebuilds the memories' index (drop, create) from
-the data now there. Which organisation was chosen (IVF or HNSW) is recorded in PICO_META, because
-USER_INDEXES reports only "VECTOR" and guessing from the index name would be wrong.
+the data now there. Which organisation an index has (IVF or HNSW) is read from the dictionary
+(USER_INDEXES.INDEX_SUBTYPE), never remembered by picoora: an index dropped or made by hand is then
+reported as it is. IVF builds ONLINE where the database takes it (``sql.ONLINE_REFUSED`` falls back).
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ from dataclasses import dataclass
 
 from picoora.store.base import StoreError
 from picoora.store.oracle import sql as q
-from picoora.store.oracle.codec import utc_stamp
 from picoora.store.oracle.connection import Database, Tx
 from picoora.store.oracle.schema import run_ddl
 
-KIND_PREFIX = "schema.index_kind."  # + index name -> "IVF" or "HNSW", in PICO_META
 INDEX_SECONDS = 300.0
 
 
@@ -30,7 +29,7 @@ class IndexOutcome:
     created: bool  # False: it already existed (or was deferred)
     error: str | None = None  # set when it could not be created
     deferred: bool = False  # the table has no vectors yet: built by a later setup-oracle or memory reindex
-    kind: str | None = None  # "IVF" / "HNSW" as created or as recorded; None: an index picoora did not record
+    kind: str | None = None  # "IVF" / "HNSW" as the dictionary says (or its INDEX_SUBTYPE when neither)
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,27 @@ def create_statements(hnsw: bool) -> tuple[q.Sql, ...]:
     return tuple(index.hnsw if hnsw else index.ivf for index in (MEMORIES, DAILY_NOTES))
 
 
+def organisation(subtype: str | None) -> str | None:
+    """"HNSW" or "IVF" from USER_INDEXES.INDEX_SUBTYPE (INMEMORY_NEIGHBOR_GRAPH_HNSW, NEIGHBOR_PARTITIONS_IVF);
+    another subtype is returned as it is, so it is shown rather than guessed."""
+    if not subtype:
+        return None
+    upper = subtype.upper()
+    return "HNSW" if "GRAPH" in upper or "HNSW" in upper else "IVF" if "PARTITION" in upper or "IVF" in upper \
+        else subtype
+
+
+@dataclass(frozen=True)
+class _Found:
+    kind: str | None
+    status: str
+
+
+async def _dictionary(tx: Tx) -> dict[str, _Found]:
+    return {str(name): _Found(organisation(subtype), str(status))
+            for name, subtype, status in await tx.rows(q.VECTOR_INDEX_KINDS)}
+
+
 def _vector_counts(db: Database) -> tuple[int, int]:
     async def work(tx: Tx) -> tuple[int, int]:
         row = await tx.one(q.VECTORS_STORED)
@@ -59,54 +79,37 @@ def _vector_counts(db: Database) -> tuple[int, int]:
 
 
 def _build(db: Database, index: _VectorIndex, hnsw: bool, rebuild: bool) -> bool:
-    """True when the index was created; False when one existed (its kind is then left as recorded: an
-    existing IVF index must not be reported, or rebuilt, as the HNSW one asked for)."""
+    """True when the index was created; False when one existed (whatever its organisation: an existing IVF
+    index is never reported, or silently rebuilt, as the HNSW one asked for)."""
     async def work(tx: Tx) -> bool:
         if rebuild:
             await run_ddl(tx, index.drop)
-        created = await run_ddl(tx, index.hnsw if hnsw else index.ivf)
-        if created:
-            await tx.run(q.META_SET, meta_key=_kind_key(index), meta_value="HNSW" if hnsw else "IVF", now=utc_stamp())
-        return created
+        return await run_ddl(tx, index.hnsw if hnsw else index.ivf)
 
     return db.run(work, what=f"{'rebuild' if rebuild else 'create'} index {index.name}", timeout=INDEX_SECONDS)
 
 
-def _kind_key(index: _VectorIndex) -> str:
-    return f"{KIND_PREFIX}{index.name}"
+def found_indexes(db: Database) -> dict[str, _Found]:
+    return db.run(_dictionary, what="read the vector indexes from USER_INDEXES")
 
 
-def _status(db: Database, index: _VectorIndex) -> str:
-    """USER_INDEXES.status of ``index`` ("VALID", "UNUSABLE", ...; "MISSING" when there is none)."""
-    async def work(tx: Tx) -> str:
-        return next((str(row[3]) for row in await tx.rows(q.PICO_INDEXES) if row[0] == index.name), "MISSING")
-
-    return db.run(work, what=f"check index {index.name}")
-
-
-def recorded_kind(db: Database, index: _VectorIndex) -> str | None:
-    async def work(tx: Tx) -> str | None:
-        row = await tx.one(q.META_GET, meta_key=_kind_key(index))
-        return str(row[0]) if row and row[0] else None
-
-    return db.run(work, what="read the vector index kind")
-
-
-def build_vector_indexes(db: Database, hnsw: bool = False) -> list[IndexOutcome]:
-    """Create the memories' and daily notes' vector indexes where their tables hold vectors. A failure is an
-    outcome with ``error`` (recall still works without an index, only slower)."""
+def build_vector_indexes(db: Database, hnsw: bool = False, rebuild: bool = False) -> list[IndexOutcome]:
+    """Create the memories' and daily notes' vector indexes where their tables hold vectors. An existing
+    index of another organisation than an asked-for HNSW is kept unless ``rebuild`` (drop, create from the
+    data now there, which ``rebuild`` does for any existing index). A failure is an outcome with ``error``
+    (recall still works without an index, only slower)."""
     outcomes = []
     for index, count in zip((MEMORIES, DAILY_NOTES), _vector_counts(db), strict=True):
         if not count:
             outcomes.append(IndexOutcome(index.name, False, deferred=True))
             continue
         try:
-            created = _build(db, index, hnsw, rebuild=False)
-            kind = ("HNSW" if hnsw else "IVF") if created else recorded_kind(db, index)
-            status = _status(db, index)
-            problem = None if status == "VALID" else (f"it exists but its status is {status}: run `picoora memory "
-                                                      "reindex` (memories) or drop it and run setup-oracle again")
-            outcomes.append(IndexOutcome(index.name, created, problem, kind=kind))
+            before = found_indexes(db).get(index.name)
+            created = _build(db, index, hnsw, rebuild=rebuild and before is not None)
+            found = found_indexes(db).get(index.name) or _Found(None, "MISSING")
+            problem = None if found.status == "VALID" else (
+                f"it exists but its status is {found.status}: run `picoora setup-oracle --rebuild-indexes`")
+            outcomes.append(IndexOutcome(index.name, created, problem, kind=found.kind))
         except StoreError as exc:
             outcomes.append(IndexOutcome(index.name, False, str(exc)))
     return outcomes
@@ -148,9 +151,10 @@ class TextIndexHealth:
 
 
 def rebuild_memory_index(db: Database) -> None:
-    """Drop and create the memories' vector index with the recorded organisation (IVF if none was)."""
+    """Drop and create the memories' vector index with the organisation it has (IVF if there is none)."""
     try:
-        _build(db, MEMORIES, recorded_kind(db, MEMORIES) == "HNSW", rebuild=True)
+        found = found_indexes(db).get(MEMORIES.name)
+        _build(db, MEMORIES, found is not None and found.kind == "HNSW", rebuild=True)
     except StoreError as exc:
         raise StoreError(f"The memories were re-embedded, but rebuilding their vector index failed: {exc} "
                          "Run: picoora setup-oracle") from None

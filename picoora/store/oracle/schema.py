@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from picoora.store.base import StoreError
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, text, utc_stamp
 from picoora.store.oracle.connection import Tx, error_code
@@ -116,7 +117,8 @@ async def current_version(tx: Tx) -> int | None:
 
 async def run_ddl(tx: Tx, stmt: q.Sql) -> bool:
     """Run one DDL statement; False when Oracle says it was already done (a tolerated error code).
-    A table busy beyond the session's DDL_LOCK_TIMEOUT (ORA-00054) is tried again a few times."""
+    A table busy beyond the session's DDL_LOCK_TIMEOUT (ORA-00054) is tried again a few times; an ONLINE
+    index build the database refuses is run in its plain form (``Sql.offline``)."""
     for attempt in range(_BUSY_ATTEMPTS):
         try:
             await tx.run(stmt)
@@ -124,6 +126,8 @@ async def run_ddl(tx: Tx, stmt: q.Sql) -> bool:
             code = error_code(exc)
             if code in stmt.tolerate:
                 return False
+            if stmt.offline is not None and code in q.ONLINE_REFUSED:
+                return await run_ddl(tx, stmt.offline)
             if code != _BUSY or attempt == _BUSY_ATTEMPTS - 1:
                 raise
             await asyncio.sleep(1.0 + attempt)
@@ -132,9 +136,18 @@ async def run_ddl(tx: Tx, stmt: q.Sql) -> bool:
     return True  # not reached: the last attempt returns or raises
 
 
+def newer_than_understood(version: int, target: str) -> str:
+    """Why this picoora must not use (or "upgrade") a schema a newer picoora on another node upgraded."""
+    return (f"The picoora schema in {target} is version {version}, newer than this picoora understands "
+            f"({LATEST_VERSION}): another node runs a newer picoora. Upgrade picoora here (pip install -U picoora)")
+
+
 async def migrate(tx: Tx, embedding_model: str) -> list[Migration]:
-    """Bring the schema to ``LATEST_VERSION``; returns the migrations applied (empty when up to date)."""
+    """Bring the schema to ``LATEST_VERSION``; returns the migrations applied (empty when up to date).
+    Raises StoreError for a schema newer than this picoora: its rows may not fit ours."""
     version = await current_version(tx) or 0
+    if version > LATEST_VERSION:
+        raise StoreError(newer_than_understood(version, "the database"))
     applied = []
     if version < LATEST_VERSION:
         await tx.run(q.DDL_WAIT)

@@ -125,10 +125,10 @@ class OracleSetup:
 
         return self.db.run(work, what="embed the background questions", timeout=_MODEL_LOAD_SECONDS)
 
-    def vector_indexes(self, hnsw: bool = False) -> list[IndexOutcome]:
+    def vector_indexes(self, hnsw: bool = False, rebuild: bool = False) -> list[IndexOutcome]:
         """IVF (on disk; works on a default Free container) unless ``hnsw`` (needs a vector pool); deferred
-        for a table that holds no vectors yet (see ``indexes``)."""
-        return indexes.build_vector_indexes(self.db, hnsw)
+        for a table that holds no vectors yet; ``rebuild``: existing ones dropped and created (see ``indexes``)."""
+        return indexes.build_vector_indexes(self.db, hnsw, rebuild)
 
     def text_index(self) -> IndexOutcome:
         """The Oracle Text index keyword recall uses when present (absent from "slim" images)."""

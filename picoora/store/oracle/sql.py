@@ -25,18 +25,32 @@ class Sql:
     text: str
     kind: Kind
     tolerate: frozenset[str] = frozenset()  # ORA codes that mean "already done" (DDL only)
+    offline: Sql | None = None  # an ONLINE index build: the plain form for a database that refuses ONLINE
 
     def render(self, model: str) -> str:
         return self.text.replace("{model}", model)
 
 
-def _sql(name: str, kind: Kind, text: str, tolerate: tuple[str, ...] = ()) -> Sql:
+def _sql(name: str, kind: Kind, text: str, tolerate: tuple[str, ...] = (), offline: Sql | None = None) -> Sql:
     if name in REGISTRY:
         raise ValueError(f"duplicate SQL statement name {name}")
-    stmt = Sql(name, " ".join(text.split()), kind, frozenset(tolerate))
+    stmt = Sql(name, " ".join(text.split()), kind, frozenset(tolerate), offline)
     REGISTRY[name] = stmt
     return stmt
 
+
+def _online_index(name: str, text: str) -> Sql:
+    """An index built ONLINE (writes to its table go on meanwhile: several nodes keep working through a
+    setup or a migration), with the plain form registered as ``<name>_offline`` for a database that refuses
+    ONLINE for it (``ONLINE_REFUSED``); ``{online}`` marks where the keyword goes."""
+    offline = _sql(f"{name}_offline", "ddl", text.replace("{online}", ""), _INDEXED)
+    return _sql(name, "ddl", text.replace("{online}", "ONLINE"), _INDEXED, offline)
+
+
+# What a database says to an ONLINE it does not take for that index: not for this index's feature
+# (ORA-51940), an option it does not know (ORA-02158 / ORA-00922 / ORA-00933, releases before ONLINE vector
+# index builds), or an edition without online index builds (ORA-00439).
+ONLINE_REFUSED = frozenset({"ORA-51940", "ORA-02158", "ORA-00922", "ORA-00933", "ORA-00439"})
 
 _EXISTS = ("ORA-00955",)
 _INDEXED = ("ORA-00955", "ORA-01408")
@@ -139,8 +153,8 @@ ADD_MEMORIES_HASH = _sql("add_memories_hash", "ddl",
                          "ALTER TABLE PICO_MEMORIES ADD (content_hash VARCHAR2(64))", _COLUMN_EXISTS)
 ADD_MEMORIES_MODEL = _sql("add_memories_model", "ddl",
                           "ALTER TABLE PICO_MEMORIES ADD (embedding_model VARCHAR2(128))", _COLUMN_EXISTS)
-INDEX_MEMORIES_HASH = _sql("index_memories_hash", "ddl",
-                           "CREATE INDEX IDX_PICO_MEMORIES_HASH ON PICO_MEMORIES(agent_id, content_hash)", _INDEXED)
+INDEX_MEMORIES_HASH = _online_index("index_memories_hash", """
+    CREATE INDEX IDX_PICO_MEMORIES_HASH ON PICO_MEMORIES(agent_id, content_hash) {online}""")
 UNHASHED_MEMORIES = _sql("unhashed_memories", "query", """
     SELECT memory_id, content FROM PICO_MEMORIES WHERE content_hash IS NULL""")
 SET_MEMORY_HASH = _sql("set_memory_hash", "dml", """
@@ -220,21 +234,24 @@ DROP_MEMORIES_VECTOR_INDEX = _sql("drop_memories_vector_index", "ddl", "DROP IND
                                   ("ORA-01418",))
 DROP_DAILY_NOTES_VECTOR_INDEX = _sql("drop_daily_notes_vector_index", "ddl", "DROP INDEX IDX_PICO_DAILY_NOTES_VEC",
                                      ("ORA-01418",))
-IVF_MEMORIES = _sql("ivf_memories", "ddl", """
+# IVF builds ONLINE where the database documents it (26ai "Create IVF Index Online"); HNSW's syntax has no
+# ONLINE (an in-memory graph, built from a snapshot), so it is built as before.
+IVF_MEMORIES = _online_index("ivf_memories", """
     CREATE VECTOR INDEX IDX_PICO_MEMORIES_VEC ON PICO_MEMORIES(embedding)
-    ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
-IVF_DAILY_NOTES = _sql("ivf_daily_notes", "ddl", """
+    ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95 {online}""")
+IVF_DAILY_NOTES = _online_index("ivf_daily_notes", """
     CREATE VECTOR INDEX IDX_PICO_DAILY_NOTES_VEC ON PICO_DAILY_NOTES(embedding)
-    ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
+    ORGANIZATION NEIGHBOR PARTITIONS DISTANCE COSINE WITH TARGET ACCURACY 95 {online}""")
 HNSW_MEMORIES = _sql("hnsw_memories", "ddl", """
     CREATE VECTOR INDEX IDX_PICO_MEMORIES_VEC ON PICO_MEMORIES(embedding)
     ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
 HNSW_DAILY_NOTES = _sql("hnsw_daily_notes", "ddl", """
     CREATE VECTOR INDEX IDX_PICO_DAILY_NOTES_VEC ON PICO_DAILY_NOTES(embedding)
     ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95""", _INDEXED)
-TEXT_INDEX_MEMORIES = _sql("text_index_memories", "ddl", """
+# Oracle Text takes ONLINE right after the indextype, before PARAMETERS (Oracle Text Reference, CREATE INDEX).
+TEXT_INDEX_MEMORIES = _online_index("text_index_memories", """
     CREATE INDEX IDX_PICO_MEMORIES_TEXT ON PICO_MEMORIES(content)
-    INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('SYNC (ON COMMIT)')""", _INDEXED)
+    INDEXTYPE IS CTXSYS.CONTEXT {online} PARAMETERS ('SYNC (ON COMMIT)')""")
 
 # ---------------------------------------------------------------------------------------------------
 # Leases (schema version 10): which node of a fleet does a singleton duty now, on the database's clock (never
@@ -460,8 +477,8 @@ INDEX_TRACES_SESSION = _sql("index_traces_session", "ddl",
                             _INDEXED)
 # Version 9: ``trace last`` over all sessions reads this index backwards and stops at the first row (the
 # session index above has session_key between agent_id and created_at, so it could not give that order).
-INDEX_TRACES_RECENT = _sql("index_traces_recent", "ddl",
-                           "CREATE INDEX idx_pico_traces_recent ON PICO_TRACES(agent_id, created_at)", _INDEXED)
+INDEX_TRACES_RECENT = _online_index("index_traces_recent",
+                                    "CREATE INDEX idx_pico_traces_recent ON PICO_TRACES(agent_id, created_at) {online}")
 TRACE_INSERT = _sql("trace_insert", "dml", """
     INSERT INTO PICO_TRACES (trace_id, agent_id, session_key, trace_json, created_at)
     VALUES (:trace_id, :agent_id, :session_key, :trace_json, :now)""")
@@ -536,6 +553,11 @@ TEXT_INDEX_USABLE = _sql("text_index_usable", "query", """
     SELECT COUNT(*) FROM USER_INDEXES
     WHERE table_name = 'PICO_MEMORIES' AND index_type = 'DOMAIN' AND ityp_name = 'CONTEXT'
       AND status = 'VALID' AND NVL(domidx_status, 'VALID') = 'VALID' AND NVL(domidx_opstatus, 'VALID') = 'VALID'""")
+# The organisation of each vector index, as the dictionary says it: INDEX_SUBTYPE is
+# INMEMORY_NEIGHBOR_GRAPH_HNSW or NEIGHBOR_PARTITIONS_IVF ("Guidelines for Using Vector Indexes").
+VECTOR_INDEX_KINDS = _sql("vector_index_kinds", "query", """
+    SELECT index_name, index_subtype, status FROM USER_INDEXES
+    WHERE index_type = 'VECTOR' AND index_name LIKE 'IDX_PICO_%' ORDER BY index_name""")
 PICO_INDEXES = _sql("pico_indexes", "query", """
     SELECT index_name, table_name, index_type, status FROM USER_INDEXES
     WHERE index_name LIKE 'IDX_PICO_%' ORDER BY index_name""")
