@@ -295,7 +295,7 @@ class ApprovalsConfig(_Section):
     The terminal, the HTTP API, jobs and the heartbeat are not asked (their ``channels`` are not listed)."""
 
     channels: list[str] = ["telegram", "discord", "slack"]
-    tools: list[str] = ["exec", "write_file", "edit_file", "append_file", "cron", "message", "spawn", "subagent"]
+    tools: list[str] = ["exec", "write_file", "edit_file", "append_file", "cron", "message", "spawn"]
     timeout_seconds: float = Field(120.0, gt=0, le=3600)  # no answer by then: not run
 
 

@@ -66,7 +66,7 @@ class ToolContext:
     settings: ToolSettings = field(default_factory=ToolSettings)
     # Limits this turn's tool calls running at once; the registry creates it on first use.
     turn_slots: Any = None
-    # Where ``message``/``spawn``/``subagent`` act (picoora.tools.messaging.Messenger); None: nowhere.
+    # Where ``message``/``spawn`` act (picoora.tools.messaging.Messenger); None: nowhere.
     messenger: Any = None
     # Asked before every call (picoora.gateway.runtime.approvals): None to run it, else why it may not run.
     approve: Any = None

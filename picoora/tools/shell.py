@@ -216,9 +216,8 @@ class ExecArgs(BaseModel):
 class Exec(Tool):
     name = "exec"
     description = (
-        "Execute a shell command in the workspace and return its output (stdout, stderr, exit code). "
-        "Commands are time-limited and their output is capped; in the sandbox only the workspace is "
-        "writable and there is no network unless the user allowed it."
+        "Run a shell command in the workspace: stdout, stderr, exit code. Time-limited, output capped; "
+        "sandboxed: only the workspace is writable, no network unless the user allowed it."
     )
     Args = ExecArgs
 
