@@ -62,8 +62,9 @@ class TraceRecorder:
             ok=not result.is_error, result_preview=self._clean(result.content),
         ))
 
-    def finish(self, stop_reason: str, error: str | None) -> TurnTrace:
+    def finish(self, stop_reason: str, error: str | None, detail: str | None = None) -> TurnTrace:
         self.trace.latency_ms = self._since_start_ms()
         self.trace.stop_reason = stop_reason
         self.trace.error = self._clean(error) if error else None
+        self.trace.stop_detail = self._clean(detail) if detail else None
         return self.trace

@@ -51,7 +51,7 @@ def render(t: TurnTrace) -> list[str]:
         f"Model     {t.provider}/{t.model}: {t.model_calls} call(s), {t.prompt_tokens} prompt + "
         f"{t.completion_tokens} completion tokens",
         f"Latency   {t.latency_ms:.0f} ms total, first token {first}",
-        f"Ended     {t.stop_reason}" + (f": {t.error}" if t.error else ""),
+        f"Ended     {t.stop_reason}" + (f": {t.error or t.stop_detail}" if t.error or t.stop_detail else ""),
         "Recalled" + (f" (degraded: {t.recall_note})" if t.recall_note else ""),
     ]
     lines += [f"  {m.score:6.1%}  {m.memory_id}  {m.content}" for m in t.recalled] or ["  (no memories)"]

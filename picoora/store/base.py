@@ -198,6 +198,7 @@ class TurnTrace:
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
     stop_reason: str = ""
     error: str | None = None
+    stop_detail: str | None = None  # a turn stopped by a limit or a stop condition: why, as the user was told
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
