@@ -85,6 +85,7 @@ from picoora.messages import Message, ToolCall
 from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
+from picoora.tools.tool_outputs import KEPT_MARK
 
 if TYPE_CHECKING:
     from picoora.agent.conversation import ClientConversation
@@ -394,6 +395,7 @@ class _Turn:
         self.open_calls: list[ToolCall] = []  # the batch being executed
         self.finished: dict[str, Message] = {}  # results of the open batch that have returned
         self.stops = StopConditions(agent.settings.max_turn_tokens)
+        self.offers_kept_outputs = False  # read_tool_output is among the offered tools
         self.streamed: list[str] = []  # answer text of the model call in progress, as the user saw it
         self.iterations = 0
         self.tool_rounds = 0
@@ -402,6 +404,7 @@ class _Turn:
             workspace=agent.workspace,
             store=agent.store,
             session_key=session_key,
+            turn_id=emit.turn_id,
             restrict_to_workspace=agent.settings.restrict_to_workspace,
             secrets=list(agent.secrets),
             settings=agent.tool_settings,
@@ -431,6 +434,8 @@ class _Turn:
                                           with_session=conversation is None)
             self.trace.recalled(inputs.recall)
             self._use_context(inputs)
+            if any(m.role == "tool" and KEPT_MARK in m.content for m in self.history):
+                self._offer_kept_outputs()
             self._check_message_fits()
             result = await self._loop()
         except _MessageTooLarge as exc:
@@ -476,6 +481,13 @@ class _Turn:
         for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
             await self.emit(NoticeEvent(self.key, notice))
         return [] if self.options.tool_choice == "none" else self.agent.tools.schemas()
+
+    def _offer_kept_outputs(self) -> None:
+        """Offer the on-demand tools (``read_tool_output``) from now on: a kept output is there to read. Not when
+        no tools are offered (``tool_choice: none``) or the client brought its own."""
+        if self.schemas and not self.hands_calls_back and not self.offers_kept_outputs:
+            self.schemas = self.agent.tools.schemas(on_demand=True)
+            self.offers_kept_outputs = True
 
     @property
     def hands_calls_back(self) -> bool:
@@ -539,6 +551,8 @@ class _Turn:
             stop = self.stops.after_round()
             if stop is not None:
                 return await self._stop(stop.reason, stop.text)
+            if any(KEPT_MARK in m.content for m in self.produced[-len(calls):]):
+                self._offer_kept_outputs()
 
     def _prompt_budget(self) -> int:
         """Tokens a request may take: the window less room for the answer (Ollama's num_ctx holds both)."""

@@ -62,6 +62,8 @@ def render(t: TurnTrace) -> list[str]:
         lines.append(f"  {call.name}({arguments})  {call.duration_ms:.0f} ms  {mark}")
         if call.result_preview:
             lines.append(f"    → {' '.join(call.result_preview.split())[:160]}")
+        if call.output_handle:
+            lines.append(f"    whole output kept as {call.output_handle} (read_tool_output)")
     if not t.tool_calls:
         lines.append("  (no tool calls)")
     return lines
