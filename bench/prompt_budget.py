@@ -5,7 +5,8 @@ tokens are ``picoora.agent.tokens``'s estimate (the one compaction uses). Measur
 recalled memories, no daily notes and no workspace prompt files (those are the user's), for: the core
 tools alone (no skills, no web_search, no MCP), the defaults (the core tools, the built-in skills and
 web_search), the owner in the gateway or the terminal (the defaults and the messaging tools: every
-default tool), a guest, and the owner's tools plus one MCP server with 5 tools (the test-suite's server).
+default tool), the same on a turn with a kept tool output to read (``read_tool_output`` is offered only then),
+a guest, and the owner's tools plus one MCP server with 5 tools (the test-suite's server).
 The budget for "every default tool" is 9,500 characters.
 
     .venv/bin/python bench/prompt_budget.py [--show]    # --show prints each system prompt
@@ -27,7 +28,8 @@ sys.path.insert(0, str(REPO))
 TEST_SERVER = REPO / "tests" / "fakes" / "mcp_test_server.py"
 
 
-async def measure(label: str, overrides: dict, show: bool, *, messaging: bool = False, guest: bool = False) -> None:
+async def measure(label: str, overrides: dict, show: bool, *, messaging: bool = False, guest: bool = False,
+                  on_demand: bool = False) -> None:
     from picoora.agent.context import ContextInputs, build_system_prompt
     from picoora.agent.tokens import estimate_tokens
     from picoora.config import Config, workspace_path
@@ -41,7 +43,7 @@ async def measure(label: str, overrides: dict, show: bool, *, messaging: bool = 
         registry.register(tool_class())
     try:
         await registry.prepare()
-        schemas = registry.schemas()
+        schemas = registry.schemas(on_demand=on_demand)
         inputs = ContextInputs(session=Session("cli:default"), prompts=[], recall=None, daily_notes=[])
         system = build_system_prompt(inputs, tools=schemas, workspace=workspace_path(config),
                                      settings=config.agents.defaults, model_label="ollama/qwen3:latest",
@@ -67,6 +69,7 @@ def main() -> None:
         ("core tools only: no skills, no web_search", core, {}),
         ("defaults: built-in skills + web_search", {}, {}),
         ("every default tool: defaults + messaging", {}, {"messaging": True}),
+        ("every default tool + read_tool_output", {}, {"messaging": True, "on_demand": True}),
         ("a guest: memory and the web", {}, {"guest": True}),
         ("every default tool + 1 MCP server, 5 tools", {"tools": {"mcp_servers": {"data": server}}},
          {"messaging": True}),

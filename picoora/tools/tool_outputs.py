@@ -55,14 +55,14 @@ async def keep(tool: str, shown: str, full: str, ctx: ToolContext) -> tuple[str,
 
 class ReadToolOutputArgs(BaseModel):
     handle: str = Field(max_length=64)
-    offset: int = Field(0, ge=0, description="first character")
+    offset: int = Field(0, ge=0)
     length: int = Field(READ_CHARS, ge=1, le=MAX_READ_CHARS)
-    find: str = Field("", max_length=200, description="instead: the lines holding this text")
+    find: str = Field("", max_length=200)
 
 
 class ReadToolOutput(Tool):
     name = "read_tool_output"
-    description = "Read part of a long tool output kept by its handle: from offset, or the lines holding find."
+    description = "Read part of a long tool output by its handle: from offset (characters), or the lines with find."
     Args = ReadToolOutputArgs
     on_demand = True
 
