@@ -162,3 +162,31 @@ def test_on_files_outputs_are_bounded_in_age_and_in_size(tmp_path, monkeypatch):
         store.save_tool_output(ToolOutput(handle, KEY, "t2", "exec", LOG))
     assert [p.stem for p in store.layout.tool_outputs.iterdir()] == [handles[-1]]  # the newest; the old one went
     assert store.get_tool_output(handles[-1]).content == LOG
+
+
+def test_a_secret_deep_in_a_long_output_is_scrubbed_before_it_is_kept(tmp_path):
+    secret = "sk-live-0123456789abcdef"
+
+    class Leaky(Dump):
+        name = "leaky"
+
+        async def run(self, args, ctx):
+            return ToolResult(LOG, full=LOG + f"token={secret}\n")
+
+    tools = registry()
+    tools.register(Leaky())
+    store = FileStore(tmp_path / "ws")
+    result = asyncio.run(tools.execute("leaky", {}, make_ctx(tmp_path, store, secrets=[secret])))
+    kept = store.get_tool_output(result.handle).content
+    assert secret not in kept and kept.startswith(LOG) and "token=" in kept
+    assert not any(secret in path.read_text() for path in store.layout.tool_outputs.iterdir())
+
+
+def test_picoora_trace_names_the_kept_output():
+    from picoora.cli.trace_cmd import render
+    from picoora.store.base import ToolCallTrace, TurnTrace
+
+    handle = new_handle()
+    trace = TurnTrace("t1", KEY, tool_calls=[ToolCallTrace("c1", "exec", {"command": "journalctl"}, 12.0, True,
+                                                           "lots", output_handle=handle)], stop_reason="answer")
+    assert f"    whole output kept as {handle} (read_tool_output)" in render(trace)
