@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from picoora.agent.repair import repair_history
+from picoora.cli.trace_cmd import render
 from picoora.llm.base import Usage
 from picoora.tools.base import ToolResult
 from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent
@@ -48,6 +49,7 @@ def test_two_calls_taking_turns_stop_the_turn_with_the_reason(tmp_path):
     assert len(tools.executed) == 3  # A, B, A ran; the second B was not
     assert events.events[-1].stop_reason == "oscillation" and events.events[-1].text == result.text
     assert (trace.stop_reason, trace.stop_detail) == ("oscillation", result.text)
+    assert f"Ended     oscillation: {result.text}" in render(trace)  # what `picoora trace` prints
 
 
 def test_going_on_after_two_different_steps_is_not_oscillation(tmp_path):
