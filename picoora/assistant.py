@@ -77,7 +77,7 @@ class Assistant:
         return _scoped_assistant(self, person)
 
     def enable_messaging(self, messenger: Any) -> None:
-        """Offer the messaging tools (``message``, ``spawn``, ``subagent``) to the owner's turns, acting
+        """Offer the messaging tools (``message``, ``spawn``) to the owner's turns, acting
         through ``messenger`` (the gateway's or the terminal's). Guests never get them: they could write to
         any chat or run up the owner's model time."""
         from picoora.tools.messaging import MESSAGING_TOOLS

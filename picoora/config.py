@@ -53,6 +53,7 @@ class AgentDefaults(_Section):
     context_window: int = Field(16384, ge=1024)  # tokens; drives compaction and Ollama's num_ctx
     max_tool_iterations: int = Field(20, ge=1)
     turn_timeout_seconds: float = Field(300.0, gt=0)  # wall-clock limit per turn
+    max_turn_tokens: int = Field(0, ge=0)  # prompt + completion tokens a turn may spend; 0: no budget
     summarize_message_threshold: int = Field(40, ge=4)
     summarize_token_percent: int = Field(75, ge=10, le=95)
     keep_recent_messages: int = Field(8, ge=2)  # kept verbatim after compaction
@@ -295,7 +296,7 @@ class ApprovalsConfig(_Section):
     The terminal, the HTTP API, jobs and the heartbeat are not asked (their ``channels`` are not listed)."""
 
     channels: list[str] = ["telegram", "discord", "slack"]
-    tools: list[str] = ["exec", "write_file", "edit_file", "append_file", "cron", "message", "spawn", "subagent"]
+    tools: list[str] = ["exec", "write_file", "edit_file", "append_file", "cron", "message", "spawn"]
     timeout_seconds: float = Field(120.0, gt=0, le=3600)  # no answer by then: not run
 
 

@@ -426,6 +426,19 @@ class StoreContract:
             assert reader.last_trace().turn_id == "two19"
             assert (reader.last_trace("web:0").turn_id, reader.last_trace("web:1").turn_id) == ("two18", "two19")
 
+    def test_whole_tool_outputs_round_trip_by_handle_only(self, store, reopen):
+        from picoora.store.base import ToolOutput
+
+        handle = "out_" + "A1b2_-" * 4
+        content = "".join(f"line {n}: café ✓ {'x' * 40}\n" for n in range(4000))  # ~220k chars, multi-byte
+        store.save_tool_output(ToolOutput(handle, "web:a", "turn1", "exec", content))
+        kept = reopen().get_tool_output(handle)
+        assert (kept.handle, kept.session_key, kept.turn_id, kept.tool, kept.content) == (
+            handle, "web:a", "turn1", "exec", content)
+        assert kept.created_at is not None
+        for other in ("out_" + "A1b2_-" * 3 + "A1b2_x", "../../config", "out_", handle + "x", handle.upper()):
+            assert store.get_tool_output(other) is None
+
     def test_recall_without_touch_leaves_access_counts(self, store):
         memory = store.add_memory("The spare key is under the blue flowerpot").memory
         store.recall("spare key flowerpot", touch=False)

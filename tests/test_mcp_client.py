@@ -13,6 +13,7 @@ import pytest
 
 from picoora.config import McpServerConfig
 from picoora.secrets import REDACTED
+from picoora.store.files import FileStore
 from picoora.tools.base import ToolContext
 from picoora.tools.mcp_client import DESCRIPTION_CHARS, McpServers
 from picoora.tools.registry import ToolRegistry
@@ -38,7 +39,7 @@ async def started(tmp_path: Path, **servers: McpServerConfig) -> tuple[ToolRegis
 
 
 def ctx(tmp_path: Path, secrets: list[str] | None = None) -> ToolContext:
-    return ToolContext(workspace=tmp_path, store=None, secrets=secrets or [])
+    return ToolContext(workspace=tmp_path, store=FileStore(tmp_path / "store"), secrets=secrets or [])
 
 
 def test_stdio_tools_are_listed_with_a_prefix_validated_called_and_capped(tmp_path, monkeypatch):
@@ -72,7 +73,9 @@ def test_stdio_tools_are_listed_with_a_prefix_validated_called_and_capped(tmp_pa
     assert "a: 'two' is not of type 'integer'" in results["bad"].content
     assert results["env"].content == "hello-from-config"
     assert results["parent"].content == "<unset>"  # the parent's environment is not passed on
-    assert len(results["huge"].content) < 600 and "result truncated" in results["huge"].content
+    huge = results["huge"]
+    assert len(huge.content) < 700 and "characters left out here" in huge.content
+    assert FileStore(tmp_path / "store").get_tool_output(huge.handle).content == "x" * 5000  # kept whole
     assert results["fails"].is_error
 
 

@@ -1,6 +1,6 @@
-"""message, spawn and subagent: in the gateway through the turn service (the final reply never sent twice, a
-spawned task's result delivered to the chat that asked), and in the terminal (printed; one-shot waits for
-tasks)."""
+"""message and spawn (background, or waited for): in the gateway through the turn service (the final reply
+never sent twice, a spawned task's result delivered to the chat that asked), and in the terminal (printed;
+one-shot waits for tasks)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _model(body: dict) -> Reply:
     if user.startswith("background"):
         return Reply(tool_calls=[("spawn", {"task": "count the sheep"})])
     if user.startswith("nested"):
-        return Reply(tool_calls=[("subagent", {"task": "spawn another"})])
+        return Reply(tool_calls=[("spawn", {"task": "spawn another", "wait": True})])
     if user.startswith("spawn another"):
         return Reply(tool_calls=[("spawn", {"task": "forever"})])
     if user == "count the sheep":
@@ -64,10 +64,10 @@ def test_a_spawned_task_reports_to_the_chat_that_asked(isolated_home):
     # Both reach the chat; the task may finish before the turn that started it has replied.
     assert len(sent) == 2 and any(s.startswith("done after: Started background task") for s in sent)
     assert any(s.startswith("Background task") and "42 sheep" in s for s in sent)
-    assert not {"message", "spawn", "subagent"} & set(guest_tools)
+    assert not {"message", "spawn"} & set(guest_tools)
 
 
-def test_a_subagent_is_waited_for_and_cannot_start_tasks_of_its_own(isolated_home):
+def test_a_waited_for_task_is_waited_for_and_cannot_start_tasks_of_its_own(isolated_home):
     sent, _ = _gateway(isolated_home, ["nested work"])
     assert len(sent) == 1 and "cannot start another one" in sent[0]
 

@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from picoora.config import Config
+from picoora.store.files import FileStore
 from picoora.tools import default_registry, tool_settings
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.registry import ToolRegistry
@@ -114,9 +115,20 @@ def test_secrets_are_scrubbed_from_results_and_errors(tmp_path):
     assert "sk-abcdef" not in run(registry(), "broken", {"text": "sk-abcdef"}, ctx).content
 
 
-def test_results_are_capped(tmp_path):
+def test_results_over_the_cap_are_cut_and_kept_whole(tmp_path):
+    store = FileStore(tmp_path / "store")
+    text = "".join(f"{n:04d}" for n in range(100))  # 400 characters
+    result = run(registry(max_result_chars=100), "echo", {"text": text}, make_ctx(tmp_path, store, turn_id="t1"))
+    assert result.content.startswith(text[:80]) and text[80:-20] not in result.content
+    assert f"{text[-20:]}\n[400 characters in all kept as {result.handle}: read_tool_output" in result.content
+    kept = store.get_tool_output(result.handle)
+    assert (kept.content, kept.tool, kept.turn_id) == (text, "echo", "t1")
+
+
+def test_without_a_store_a_long_result_is_cut_and_says_so(tmp_path):
     result = run(registry(max_result_chars=10), "echo", {"text": "0123456789abcdef"}, make_ctx(tmp_path))
-    assert result.content == "0123456789\n... (result truncated: 6 more characters)"
+    assert result.content.startswith("01234567\n… [6 characters left out here] …\nef")
+    assert "could not be kept: there is no store here" in result.content and result.handle is None
 
 
 def test_default_registry_and_settings(tmp_path):

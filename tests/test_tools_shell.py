@@ -8,6 +8,7 @@ import time
 import pytest
 
 from picoora.config import Config
+from picoora.store.files import FileStore
 from picoora.tools import default_registry, shell
 from picoora.tools.command_guard import destructive_reason
 from picoora.tools.os_sandbox import ExecMode
@@ -117,13 +118,17 @@ def test_background_children_do_not_outlive_the_command(tmp_path, exec_mode_name
     assert _all_gone("sleep 38.125")
 
 
-def test_output_is_capped_with_a_truncation_note(tmp_path):
-    ctx = exec_ctx(tmp_path, exec={"max_output_chars": 200})
+def test_output_is_capped_with_a_truncation_note_and_kept_whole(tmp_path):
+    store = FileStore(tmp_path / "store")
+    ctx = exec_ctx(tmp_path, exec={"max_output_chars": 200}, store=store)
     result = call(Exec(), ctx, command="yes x | head -c 100000; echo tail-marker >&2")
     out, err = result.content.split("STDERR:\n")
     assert "... (truncated, " in out and len(out) < 400
     assert "tail-marker" in err  # a flood on stdout does not hide stderr
-    assert result.content.endswith("Exit code: 0")
+    shown, kept_line = result.content.rsplit("\n", 1)
+    assert shown.endswith("Exit code: 0") and result.handle in kept_line
+    whole = store.get_tool_output(result.handle).content
+    assert whole.count("x\n") == 50_000 and whole.endswith("STDERR:\ntail-marker\n\nExit code: 0")
 
 
 def test_environment_has_no_secrets(tmp_path, monkeypatch, exec_mode_name):

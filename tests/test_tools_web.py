@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from picoora.config import Config
+from picoora.store.files import FileStore
 from picoora.tools import default_registry
 from picoora.tools.html_text import html_to_text
 from picoora.tools.netguard import blocked_reason
@@ -77,9 +78,9 @@ def server():
     httpd.server_close()
 
 
-def web_ctx(tmp_path, allow=("127.0.0.1",), **web):
+def web_ctx(tmp_path, allow=("127.0.0.1",), store=None, **web):
     settings = {"web_fetch": {"allow_hosts": list(allow), "timeout_seconds": 5, **web}}
-    return make_ctx(tmp_path, settings=settings)
+    return make_ctx(tmp_path, store, settings=settings)
 
 
 def test_html_page_becomes_text_inside_the_untrusted_marker(tmp_path, server):
@@ -117,8 +118,12 @@ def test_size_cap_while_streaming_and_max_chars(tmp_path, server):
     capped = call(WebFetch(), web_ctx(tmp_path, max_bytes=1000), url=f"{server}/big").content
     assert "body cut at 1000 bytes" in capped
     assert "y" * 1000 in capped and "y" * 1001 not in capped
-    short = call(WebFetch(), web_ctx(tmp_path), url=f"{server}/big", max_chars=100).content
-    assert "text cut at 100 of 50000 chars" in short and "y" * 101 not in short
+    store = FileStore(tmp_path / "store")
+    short = call(WebFetch(), web_ctx(tmp_path, store=store), url=f"{server}/big", max_chars=100)
+    assert "text cut at 100 of 50000 chars" in short.content and "y" * 101 not in short.content
+    whole = store.get_tool_output(short.handle).content  # the rest is kept, still marked as untrusted
+    assert "y" * 50000 in whole and whole.startswith(short.content.split("\n", 1)[0])
+    assert whole.count("untrusted") == short.content.count("untrusted")
 
 
 def test_binary_content_is_refused(tmp_path, server):

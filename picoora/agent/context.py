@@ -1,15 +1,15 @@
 """What the model sees at the start of a turn: the system prompt, the session history, the user message.
 
-The system prompt, part by part (joined by horizontal rules, as in the Go version):
-identity header (name, runtime, workspace), the tools and the rules, the workspace prompt files in
-the store's order, memories recalled for this message (within a token budget, shown as data with
-their scores), recent daily notes, the session's summary of older conversation, and the current
-local time. Memories, notes and the summary are data anyone's words may have reached (a model wrote
-them, a web page may have steered it), so each is fenced (``picoora.untrusted``): memories as
-one-line bullets, notes and the summary as quote blocks, so none can open a section of its own. What
+The system prompt, part by part (joined by horizontal rules, as in the Go version): identity header
+(name, runtime, workspace), the rules (the tools' schemas go beside the prompt, not in it), the
+workspace prompt files in the store's order, memories recalled for this message (within a token budget,
+shown as data with their scores), recent daily notes, the session's summary of older conversation, and
+the current local time. Memories, notes and the summary are data anyone's words may have reached (a
+model wrote them, a web page may have steered it), so each is fenced (``picoora.untrusted``): memories
+as one-line bullets, notes and the summary as quote blocks, so none can open a section of its own. What
 changes from turn to turn comes last (the time last of all, unlike the Go version's header): local
-servers such as Ollama reuse the cached prompt up to the first changed token, so a stable beginning saves
-recomputing it on every turn.
+servers such as Ollama reuse the cached prompt up to the first changed token, so a stable beginning
+saves recomputing it on every turn.
 
 Store reads are synchronous; ``gather_inputs`` does them all in one go so the loop can run it in a
 worker thread, and ``build_system_prompt`` is pure so tests can pin its output.
@@ -169,11 +169,9 @@ def _identity(workspace: Path, model_label: str, tool_names: set[str]) -> str:
 
 
 def _tools_and_rules(tools: list[ToolSchema], tool_names: set[str]) -> str:
-    if not tools:
-        listing = "No tools are available in this conversation: answer from what you know and what is below."
-    else:
-        entries = sorted((_tool_name(s), _first_line(s.get("function", {}).get("description", ""))) for s in tools)
-        listing = "You can call these tools:\n\n" + "\n".join(f"- `{name}`: {desc}" for name, desc in entries)
+    # The tools themselves are not listed: every provider gets their schemas (descriptions included) beside
+    # the prompt, and a second copy here cost ~1,700 characters on every turn.
+    none = "No tools are available in this conversation: answer from what you know and what is below.\n\n"
     rules = [
         "**Use tools to act.** When a request needs an action (files, commands, web pages, memory), call the "
         "tool; never say you did something you did not do.",
@@ -190,7 +188,7 @@ def _tools_and_rules(tools: list[ToolSchema], tool_names: set[str]) -> str:
         "**Be brief and accurate.** When you use tools, say in a few words what you are doing.",
     ]
     numbered = "\n".join(f"{i}. {rule}" for i, rule in enumerate(rules, 1))
-    return f"## Available tools\n\n{listing}\n\n## Rules\n\n{numbered}"
+    return f"{'' if tools else none}## Rules\n\n{numbered}"
 
 
 def _memories(recall: RecallResult | None, budget_tokens: int) -> str:
@@ -242,7 +240,3 @@ def _daily_notes(notes: list[DailyNote], budget_tokens: int) -> str:
 
 def _tool_name(schema: ToolSchema) -> str:
     return str(schema.get("function", {}).get("name", ""))
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""

@@ -71,7 +71,7 @@ class NoticeEvent(Event):
 @dataclass
 class FinalAnswer(Event):
     text: str
-    stop_reason: str = "answer"  # answer | max_iterations | time_limit | repeated_tool_call | error | cancelled
+    stop_reason: str = "answer"  # answer | error | a limit or stop condition (picoora.agent.loop) | cancelled
     calls: list[ToolCall] = field(default_factory=list)  # stop_reason "tool_calls": a client's calls
 
 

@@ -12,9 +12,10 @@ The turn's own messages are not part of the session yet, so they stay in the req
 second overflow, or a failed summary, ends the turn with an error that says what to do.
 
 Stop reasons (``TurnResult.stop_reason`` and ``FinalAnswer.stop_reason``): ``answer``,
-``max_iterations``, ``time_limit``, ``repeated_tool_call``, ``error``. Every turn ends with exactly one
-``FinalAnswer`` event; on an error an ``ErrorEvent`` with the same text comes just before it (a
-renderer shows one of the two).
+``max_iterations``, ``time_limit``, ``error``, and those of ``picoora.agent.stops``
+(``repeated_tool_call``, ``oscillation``, ``no_progress``, ``token_budget``); the trace keeps the answer
+that says why (``stop_detail``). Every turn ends with exactly one ``FinalAnswer`` event; on an error an
+``ErrorEvent`` with the same text comes just before it (a renderer shows one of the two).
 
 Persistence: the transcript gets each message as it is produced; the session gets the turn's
 well-formed messages at the end, or on an error or cancellation the user message and the complete
@@ -64,6 +65,7 @@ from picoora.agent.events import (
     TurnStarted,
 )
 from picoora.agent.repair import complete_pairs, interrupted_result, repair_history
+from picoora.agent.stops import Stop, StopConditions
 from picoora.agent.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_tokens
 from picoora.agent.trace import TraceRecorder
 from picoora.config import AgentDefaults
@@ -83,6 +85,7 @@ from picoora.messages import Message, ToolCall
 from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
+from picoora.tools.tool_outputs import KEPT_MARK
 
 if TYPE_CHECKING:
     from picoora.agent.conversation import ClientConversation
@@ -93,7 +96,6 @@ log = logging.getLogger(__name__)
 # Asked before a tool call with its name and arguments: None to run it, else why it may not run.
 Approve = Callable[[str, dict[str, Any]], Awaitable[str | None]]
 
-REPEAT_LIMIT = 3  # the third identical call in a turn stops it
 RAW_PREVIEW_CHARS = 200
 # After an overflow, the stored history kept verbatim plus this turn may fill this share of the window
 # (the rest is for the system prompt, the summary and the answer).
@@ -352,6 +354,14 @@ class _TimeLimitReached(Exception):
     pass
 
 
+class _Stopped(Exception):
+    """A stop condition (``picoora.agent.stops``) ended the turn before a model call."""
+
+    def __init__(self, stop: Stop):
+        super().__init__(stop.text)
+        self.stop = stop
+
+
 class _MessageTooLarge(Exception):
     """The user's message alone does not fit the model's context window."""
 
@@ -384,7 +394,8 @@ class _Turn:
         self.overflow_compacted = False  # a context overflow already compacted the session this turn
         self.open_calls: list[ToolCall] = []  # the batch being executed
         self.finished: dict[str, Message] = {}  # results of the open batch that have returned
-        self.call_counts: dict[str, int] = {}
+        self.stops = StopConditions(agent.settings.max_turn_tokens)
+        self.offers_kept_outputs = False  # read_tool_output is among the offered tools
         self.streamed: list[str] = []  # answer text of the model call in progress, as the user saw it
         self.iterations = 0
         self.tool_rounds = 0
@@ -393,6 +404,7 @@ class _Turn:
             workspace=agent.workspace,
             store=agent.store,
             session_key=session_key,
+            turn_id=emit.turn_id,
             restrict_to_workspace=agent.settings.restrict_to_workspace,
             secrets=list(agent.secrets),
             settings=agent.tool_settings,
@@ -422,6 +434,8 @@ class _Turn:
                                           with_session=conversation is None)
             self.trace.recalled(inputs.recall)
             self._use_context(inputs)
+            if any(m.role == "tool" and KEPT_MARK in m.content for m in self.history):
+                self._offer_kept_outputs()
             self._check_message_fits()
             result = await self._loop()
         except _MessageTooLarge as exc:
@@ -446,12 +460,15 @@ class _Turn:
                 log.warning("could not save the interrupted turn of %s: %s", self.key, exc)
             await self._save_trace("cancelled", None)
             raise
-        await self._save_trace(result.stop_reason, result.text if result.stop_reason == "error" else None)
+        if result.stop_reason == "error":
+            await self._save_trace("error", result.text)
+        else:  # a limit or a stop condition: the trace says why, in the words the user got
+            await self._save_trace(result.stop_reason, None, None if result.stop_reason == "answer" else result.text)
         return result
 
-    async def _save_trace(self, stop_reason: str, error: str | None) -> None:
+    async def _save_trace(self, stop_reason: str, error: str | None, detail: str | None = None) -> None:
         try:
-            await self.store.append_trace(self.trace.finish(stop_reason, error))
+            await self.store.append_trace(self.trace.finish(stop_reason, error, detail))
         except StoreError as exc:  # a lost trace must not cost the answer
             log.warning("could not save the trace of turn %s: %s", self.emit.turn_id, exc)
 
@@ -464,6 +481,13 @@ class _Turn:
         for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
             await self.emit(NoticeEvent(self.key, notice))
         return [] if self.options.tool_choice == "none" else self.agent.tools.schemas()
+
+    def _offer_kept_outputs(self) -> None:
+        """Offer the on-demand tools (``read_tool_output``) from now on: a kept output is there to read. Not when
+        no tools are offered (``tool_choice: none``) or the client brought its own."""
+        if self.schemas and not self.hands_calls_back and not self.offers_kept_outputs:
+            self.schemas = self.agent.tools.schemas(on_demand=True)
+            self.offers_kept_outputs = True
 
     @property
     def hands_calls_back(self) -> bool:
@@ -499,6 +523,8 @@ class _Turn:
                 response = await self._call_model(on_delta)
             except _TimeLimitReached:
                 return await self._stop("time_limit", self._time_limit_text())
+            except _Stopped as stopped:
+                return await self._stop(stopped.stop.reason, stopped.stop.text)
             await self._notice_once(response.notice)
             calls = distinct_ids(response.tool_calls)
             if not calls:
@@ -513,20 +539,20 @@ class _Turn:
                     "(agents.defaults.max_tool_iterations). Ask me to continue, or raise the limit.",
                     unrun_reason="Not run: the turn reached its limit of tool-call rounds.",
                 )
-            repeated = self._count_repeats(calls)
-            if repeated is not None:
-                return await self._stop(
-                    "repeated_tool_call",
-                    f"I stopped because I asked for `{repeated.name}` with the same arguments a third time in "
-                    "this turn, so I was going in circles. Try rephrasing the request or giving more detail.",
-                    unrun_reason="Not run: the same call was already made twice in this turn.",
-                )
+            stop = self.stops.before_round(calls)
+            if stop is not None:
+                return await self._stop(stop.reason, stop.text, unrun_reason=stop.unrun)
             try:
                 await self._run_tools(calls)
             except _TimeLimitReached:
                 return await self._stop(
                     "time_limit", self._time_limit_text(), unrun_reason="Interrupted: the turn hit its time limit."
                 )
+            stop = self.stops.after_round()
+            if stop is not None:
+                return await self._stop(stop.reason, stop.text)
+            if any(KEPT_MARK in m.content for m in self.produced[-len(calls):]):
+                self._offer_kept_outputs()
 
     def _prompt_budget(self) -> int:
         """Tokens a request may take: the window less room for the answer (Ollama's num_ctx holds both)."""
@@ -552,11 +578,15 @@ class _Turn:
         A request that would not fit the window by our own estimate counts as an overflow before it is sent,
         since Ollama never reports one."""
         request = join_user_runs(repair_history(build_messages(self.system, self.history, self.produced)))
-        if estimate_messages_tokens(request) > self._prompt_budget():
+        request_tokens = estimate_messages_tokens(request)
+        if request_tokens > self._prompt_budget():
             if self.overflow_compacted:
                 raise self._context_full("even after the older conversation was summarised")
             await self._compact_for_overflow()
             return await self._call_model(on_delta)
+        stop = self.stops.over_budget(self.usage.prompt_tokens + self.usage.completion_tokens, request_tokens)
+        if stop is not None:
+            raise _Stopped(stop)
         self.iterations += 1
         self.streamed = []
         try:
@@ -642,6 +672,7 @@ class _Turn:
             result = await self.agent.tools.execute(call.name, dict(call.arguments), self.ctx)
             self.executed += 1
             self.trace.tool_call(call, result, time.monotonic() - started)
+        self.stops.result(result.content, result.is_error)
         self.finished[call.id] = Message(role="tool", content=result.content, tool_call_id=call.id, name=call.name)
         await self.emit(ToolCallFinished(self.key, call.id, call.name, result.content, ok=not result.is_error))
 
@@ -660,16 +691,6 @@ class _Turn:
             self.streamed.append(text)
         event = TokenEvent(self.key, text) if kind == "token" else ReasoningEvent(self.key, text)
         await self.emit(event)
-
-    def _count_repeats(self, calls: list[ToolCall]) -> ToolCall | None:
-        """Count this answer's calls; the first one now requested for the third time, if any."""
-        repeated = None
-        for call in calls:
-            signature = call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
-            self.call_counts[signature] = self.call_counts.get(signature, 0) + 1
-            if self.call_counts[signature] >= REPEAT_LIMIT and repeated is None:
-                repeated = call
-        return repeated
 
     @staticmethod
     def _assistant(response: LLMResponse, calls: list[ToolCall]) -> Message:

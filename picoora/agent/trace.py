@@ -59,11 +59,12 @@ class TraceRecorder:
         arguments: Any = json.loads(self._clean(json.dumps(call.arguments, ensure_ascii=False), limit=1 << 30))
         self.trace.tool_calls.append(ToolCallTrace(
             call_id=call.id, name=call.name, arguments=arguments, duration_ms=round(seconds * 1000, 1),
-            ok=not result.is_error, result_preview=self._clean(result.content),
+            ok=not result.is_error, result_preview=self._clean(result.content), output_handle=result.handle,
         ))
 
-    def finish(self, stop_reason: str, error: str | None) -> TurnTrace:
+    def finish(self, stop_reason: str, error: str | None, detail: str | None = None) -> TurnTrace:
         self.trace.latency_ms = self._since_start_ms()
         self.trace.stop_reason = stop_reason
         self.trace.error = self._clean(error) if error else None
+        self.trace.stop_detail = self._clean(detail) if detail else None
         return self.trace

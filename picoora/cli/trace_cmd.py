@@ -51,7 +51,7 @@ def render(t: TurnTrace) -> list[str]:
         f"Model     {t.provider}/{t.model}: {t.model_calls} call(s), {t.prompt_tokens} prompt + "
         f"{t.completion_tokens} completion tokens",
         f"Latency   {t.latency_ms:.0f} ms total, first token {first}",
-        f"Ended     {t.stop_reason}" + (f": {t.error}" if t.error else ""),
+        f"Ended     {t.stop_reason}" + (f": {t.error or t.stop_detail}" if t.error or t.stop_detail else ""),
         "Recalled" + (f" (degraded: {t.recall_note})" if t.recall_note else ""),
     ]
     lines += [f"  {m.score:6.1%}  {m.memory_id}  {m.content}" for m in t.recalled] or ["  (no memories)"]
@@ -62,6 +62,8 @@ def render(t: TurnTrace) -> list[str]:
         lines.append(f"  {call.name}({arguments})  {call.duration_ms:.0f} ms  {mark}")
         if call.result_preview:
             lines.append(f"    → {' '.join(call.result_preview.split())[:160]}")
+        if call.output_handle:
+            lines.append(f"    whole output kept as {call.output_handle} (read_tool_output)")
     if not t.tool_calls:
         lines.append("  (no tool calls)")
     return lines

@@ -169,6 +169,7 @@ class ToolCallTrace:
     duration_ms: float
     ok: bool
     result_preview: str = ""  # the start of the result (scrubbed), so a bad tool output can be seen
+    output_handle: str | None = None  # the model got the start of a longer output, kept whole under this handle
 
 
 @dataclass
@@ -198,6 +199,7 @@ class TurnTrace:
     tool_calls: list[ToolCallTrace] = field(default_factory=list)
     stop_reason: str = ""
     error: str | None = None
+    stop_detail: str | None = None  # a turn stopped by a limit or a stop condition: why, as the user was told
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -210,6 +212,19 @@ class TurnTrace:
         fields["recalled"] = [RecalledMemory(**r) for r in data.get("recalled") or []]
         fields["tool_calls"] = [ToolCallTrace(**c) for c in data.get("tool_calls") or []]
         return cls(**fields)
+
+
+@dataclass
+class ToolOutput:
+    """A tool's whole output, kept when the model was given only its start (``read_tool_output`` reads the rest).
+    ``handle`` is unguessable (``tools.tool_outputs.new_handle``) and looked up only in its person's store."""
+
+    handle: str
+    session_key: str
+    turn_id: str
+    tool: str
+    content: str  # scrubbed of secrets, at most ``limits.TOOL_OUTPUT_CHARS``
+    created_at: datetime | None = None
 
 
 @dataclass
@@ -318,6 +333,13 @@ class TraceStore(Protocol):
     def last_trace(self, session_key: str | None = None) -> TurnTrace | None: ...
 
 
+class ToolOutputStore(Protocol):
+    """Whole tool outputs, kept ``limits.TOOL_OUTPUT_DAYS`` days (and within a size bound on files); never listed."""
+
+    def save_tool_output(self, output: ToolOutput) -> None: ...
+    def get_tool_output(self, handle: str) -> ToolOutput | None: ...  # None: no such output (or it expired)
+
+
 class KeyValueStore(Protocol):
     """State, config and meta: small key/value families."""
 
@@ -340,8 +362,8 @@ class PromptStore(Protocol):
 
 
 @runtime_checkable
-class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceStore, KeyValueStore, PromptStore,
-            Protocol):
+class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceStore, ToolOutputStore, KeyValueStore,
+            PromptStore, Protocol):
     """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
     which backend they have (``display_name`` is for titles only)."""
 

@@ -48,6 +48,7 @@ from picoora.store.base import (
     Session,
     StoreError,
     StoreStats,
+    ToolOutput,
     TranscriptEntry,
     TurnTrace,
     VectorStatus,
@@ -60,6 +61,7 @@ from picoora.store.file_memories import MemoryLog, embed, now_utc
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
+from picoora.store.tool_output_files import ToolOutputFiles
 from picoora.store.trace_log import TraceLog
 
 if TYPE_CHECKING:
@@ -136,11 +138,12 @@ class FileStore:
         self._secrets = tuple(secrets)
         self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
         self._traces = TraceLog(self.layout.traces)
+        self._tool_outputs = ToolOutputFiles(self.layout.tool_outputs)
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
             for directory in [self.workspace, layout.sessions, layout.state, layout.memory, layout.notes,
-                              layout.traces]:
+                              layout.traces, layout.tool_outputs]:
                 atomic.remove_stale_temp_files(directory)
             for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
@@ -564,6 +567,16 @@ class FileStore:
     def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
         with self._lock:
             return self._traces.last(session_key)
+
+    # ---- whole tool outputs (``tool_output_files``) ---------------------------------------------------
+
+    def save_tool_output(self, output: ToolOutput) -> None:
+        limits.check_session_key(output.session_key)
+        with self._lock:
+            self._tool_outputs.save(replace(output, created_at=output.created_at or now_utc()))
+
+    def get_tool_output(self, handle: str) -> ToolOutput | None:
+        return self._tool_outputs.get(handle)  # one whole file, written by an atomic replace: no lock needed
 
     def ping(self) -> None:
         if not self.workspace.is_dir():

@@ -80,6 +80,10 @@ class FileLayout:
         return self.private / "traces"
 
     @property
+    def tool_outputs(self) -> Path:
+        return self.private / "tool_outputs"
+
+    @property
     def people(self) -> Path:
         return self.private / "people"
 

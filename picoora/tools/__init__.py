@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from picoora.config import Config
-from picoora.tools.base import ToolSettings
+from picoora.tools.base import Tool, ToolSettings
 from picoora.tools.registry import DEFAULT_MAX_RESULT_CHARS, ToolRegistry, tool_settings
+from picoora.tools.tool_outputs import ReadToolOutput
 
 __all__ = ["ToolRegistry", "default_registry", "guest_registry", "guest_tool_settings", "tool_settings"]
 
@@ -23,7 +24,8 @@ def default_registry(config: Config) -> ToolRegistry:
 
     tools_cfg = config.tools
     registry = _registry(max(tools_cfg.web_fetch.max_chars, tools_cfg.exec.max_output_chars))
-    for tool_class in (*FILE_TOOLS, *MEMORY_TOOLS):
+    always: tuple[type[Tool], ...] = (*FILE_TOOLS, *MEMORY_TOOLS, ReadToolOutput)
+    for tool_class in always:
         registry.register(tool_class())
     if exec_mode(tools_cfg.exec).runs:
         registry.register(Exec())
@@ -45,7 +47,8 @@ def guest_registry(config: Config) -> ToolRegistry:
     from picoora.tools.web_search import WebSearch, usable
 
     registry = _registry(config.tools.web_fetch.max_chars)
-    for tool_class in MEMORY_TOOLS:
+    own: tuple[type[Tool], ...] = (*MEMORY_TOOLS, ReadToolOutput)  # read_tool_output: a guest's store is theirs
+    for tool_class in own:
         registry.register(tool_class())
     if config.tools.web_fetch.enabled:
         registry.register(WebFetch())

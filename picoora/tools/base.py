@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 class ToolResult:
     content: str
     is_error: bool = False
+    full: str | None = None  # the whole output when ``content`` is a cut of it: kept for ``read_tool_output``
+    handle: str | None = None  # set by the registry: where the whole output was kept
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
@@ -57,6 +59,7 @@ class ToolContext:
     workspace: Path
     store: Store
     session_key: str = "cli:default"
+    turn_id: str = ""  # the turn the call belongs to (kept with a long output)
     restrict_to_workspace: bool = True
     # Values that must never reach the model (API keys, passwords); tools scrub them from output.
     secrets: list[str] = field(default_factory=list)
@@ -65,7 +68,7 @@ class ToolContext:
     settings: ToolSettings = field(default_factory=ToolSettings)
     # Limits this turn's tool calls running at once; the registry creates it on first use.
     turn_slots: Any = None
-    # Where ``message``/``spawn``/``subagent`` act (picoora.tools.messaging.Messenger); None: nowhere.
+    # Where ``message``/``spawn`` act (picoora.tools.messaging.Messenger); None: nowhere.
     messenger: Any = None
     # Asked before every call (picoora.gateway.runtime.approvals): None to run it, else why it may not run.
     approve: Any = None
@@ -83,6 +86,7 @@ class Tool(abc.ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[BaseModel]]
+    on_demand: ClassVar[bool] = False  # offered only when the turn asks for it (``ToolRegistry.schemas``)
 
     @abc.abstractmethod
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:

@@ -72,10 +72,7 @@ class ReadFileArgs(PathArgs):
 
 class ReadFile(_PathTool):
     name = "read_file"
-    description = (
-        "Read a text file. Large files come back in pieces: the result says which lines it holds "
-        "and the offset to continue from."
-    )
+    description = "Read a text file; a large one comes in pieces, each saying the offset to go on from."
     Args = ReadFileArgs
 
     def work(self, path: Path, args: ReadFileArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]
@@ -143,7 +140,7 @@ class EditFileArgs(PathArgs):
 
 class EditFile(_PathTool):
     name = "edit_file"
-    description = "Edit a file by replacing old_text with new_text. The old_text must exist exactly in the file."
+    description = "Edit a file: replace old_text with new_text."
     Args = EditFileArgs
 
     def work(self, path: Path, args: EditFileArgs, ctx: ToolContext, sandbox: Sandbox) -> ToolResult:  # type: ignore[override]

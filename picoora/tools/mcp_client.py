@@ -35,8 +35,8 @@ from picoora.config import McpServerConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.os_sandbox import probe as probe_sandbox
 from picoora.tools.os_sandbox import server_argv
-from picoora.tools.registry import cap
 from picoora.tools.sandbox import Sandbox
+from picoora.tools.tool_outputs import head_and_tail
 from picoora.untrusted import one_line
 
 if TYPE_CHECKING:
@@ -245,8 +245,10 @@ class McpConnection:
                 return ToolResult.error(f"{self.name} {name}: {describe_error(exc)}")
             self.fail(f"the connection ended ({describe_error(exc)}){self._stderr_tail()}")
             return ToolResult.error(f"MCP server {self.name} stopped while running {name}: {self.error}")
-        text = cap(render_result(result), self.cfg.max_output_chars)
-        return ToolResult(f"Error: {text}" if result.is_error else text, is_error=bool(result.is_error))
+        whole = render_result(result)
+        text = head_and_tail(whole, self.cfg.max_output_chars) if len(whole) > self.cfg.max_output_chars else whole
+        prefix = "Error: " if result.is_error else ""
+        return ToolResult(prefix + text, is_error=bool(result.is_error), full=prefix + whole if text != whole else None)
 
     async def close(self) -> None:
         self.stop.set()

@@ -1,5 +1,5 @@
-"""Tools that reach beyond the current reply: ``message`` (say something to a chat now), ``spawn`` (a task
-that runs its own turn in the background and reports back) and ``subagent`` (the same, waited for).
+"""Tools that reach beyond the current reply: ``message`` (say something to a chat now) and ``spawn`` (a task
+that runs its own turn, in the background and reporting back, or with ``wait`` waited for).
 
 They act through the turn's ``Messenger`` (``ToolContext.messenger``): the gateway's delivers to its front
 doors and runs tasks as turns of its turn service; the terminal's prints. Without one (a bare library Agent)
@@ -9,7 +9,6 @@ further tasks, so a model cannot fork itself without end.
 
 from __future__ import annotations
 
-import abc
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -59,9 +58,15 @@ class SendMessage(Tool):
 
 class TaskArgs(BaseModel):
     task: str = Field(min_length=1, description="what to do, self-contained")
+    wait: bool = Field(False, description="wait for its answer instead of having it sent here")
 
 
-class _TaskTool(Tool):
+class Spawn(Tool):
+    """One tool for both ways of running a task as a turn of its own (they were ``spawn`` and ``subagent``:
+    two schemas on every prompt for one action with one switch)."""
+
+    name = "spawn"
+    description = "Run a task as its own agent turn, in the background (result sent to this chat) or waited for."
     Args = TaskArgs
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
@@ -71,30 +76,12 @@ class _TaskTool(Tool):
         if TASK_MARK in ctx.session_key:
             return ToolResult.error("a background task cannot start another one; do the work here")
         try:
-            return await self.start(ctx.messenger, args.task, ctx.session_key)
+            if args.wait:
+                return ToolResult(await ctx.messenger.run_subagent(args.task, ctx.session_key))
+            task_id = ctx.messenger.spawn(args.task, ctx.session_key)
         except TaskRefused as exc:
             return ToolResult.error(str(exc))
-
-    @abc.abstractmethod
-    async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:
-        """Hand ``task`` to ``messenger`` (checked: there is one, and this is not a task already)."""
-
-
-class Spawn(_TaskTool):
-    name = "spawn"
-    description = "Start a background task (its own agent turn); its result is sent to this chat when done."
-
-    async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:
-        task_id = messenger.spawn(task, origin_session)
         return ToolResult(f"Started background task {task_id}; its result will be sent here when it is done.")
 
 
-class Subagent(_TaskTool):
-    name = "subagent"
-    description = "Run a task as a separate agent turn and wait for its answer."
-
-    async def start(self, messenger: Messenger, task: str, origin_session: str) -> ToolResult:
-        return ToolResult(await messenger.run_subagent(task, origin_session))
-
-
-MESSAGING_TOOLS = (SendMessage, Spawn, Subagent)
+MESSAGING_TOOLS = (SendMessage, Spawn)

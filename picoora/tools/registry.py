@@ -3,7 +3,8 @@
 ``execute`` never raises for anything a model can cause: an unknown tool, arguments that do not
 fit the tool's pydantic ``Args`` (the same model its JSON schema came from), or an exception inside
 the tool all come back as an error ``ToolResult``. Every result then has the known secret values
-(``ctx.secrets``) scrubbed out (``picoora.secrets``) and is capped in size before it can reach the model.
+(``ctx.secrets``) scrubbed out (``picoora.secrets``) and is capped in size before it can reach the model;
+a longer output is kept whole in the store for ``read_tool_output`` (``picoora.tools.tool_outputs``).
 
 Calls wait for a slot before they run: at most ``tools.max_parallel_calls_per_turn`` of one turn
 (one ``ToolContext``) and ``tools.max_parallel_calls`` of the whole process (per event loop) at
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from picoora.config import Config
 from picoora.secrets import scrub
 from picoora.tools.base import Tool, ToolContext, ToolResult, ToolSettings
+from picoora.tools.tool_outputs import head_and_tail, keep
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +49,6 @@ def _slots(ctx: ToolContext) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
     if loop not in _process_slots:
         _process_slots[loop] = asyncio.Semaphore(tools.max_parallel_calls)
     return ctx.turn_slots, _process_slots[loop]
-
-
-def cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n... (result truncated: {len(text) - limit} more characters)"
 
 
 def _describe_errors(exc: ValidationError) -> str:
@@ -107,13 +103,14 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def names(self) -> list[str]:
-        """The tools offered now, sorted."""
-        return sorted(name for name, tool in self._tools.items() if tool.available())
+    def names(self, *, on_demand: bool = False) -> list[str]:
+        """The tools offered now, sorted; ``on_demand``: those offered only when asked for too."""
+        return sorted(name for name, tool in self._tools.items()
+                      if tool.available() and (on_demand or not tool.on_demand))
 
-    def schemas(self) -> list[dict[str, Any]]:
+    def schemas(self, *, on_demand: bool = False) -> list[dict[str, Any]]:
         """OpenAI-style function schemas, sorted by name (a stable prompt prefix caches better)."""
-        return [self._tools[name].schema() for name in self.names()]
+        return [self._tools[name].schema() for name in self.names(on_demand=on_demand)]
 
     async def execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
         if ctx.approve is not None:  # before taking a slot: the owner may take minutes to answer
@@ -123,7 +120,14 @@ class ToolRegistry:
         turn_slots, process_slots = _slots(ctx)
         async with turn_slots, process_slots:
             result = await self._execute(name, raw_args, ctx)
-        return ToolResult(cap(scrub(result.content, ctx.secrets), self.max_result_chars), result.is_error)
+        content = scrub(result.content, ctx.secrets)
+        full = scrub(result.full, ctx.secrets) if result.full is not None else None
+        if full is None and len(content) > self.max_result_chars:
+            full, content = content, head_and_tail(content, self.max_result_chars)
+        if full is None:
+            return ToolResult(content, result.is_error)
+        content, handle = await keep(name, content, full, ctx)
+        return ToolResult(content, result.is_error, handle=handle)
 
     async def _execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)

@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 
 from picoora.config import ENV_PREFIX
 from picoora.secrets import meaningful
+from picoora.store.limits import TOOL_OUTPUT_CHARS
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.command_guard import REFUSED, destructive_reason, path_escape_reason
 from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, PidsCgroup, Watchdog, after_exit_note
@@ -216,9 +217,8 @@ class ExecArgs(BaseModel):
 class Exec(Tool):
     name = "exec"
     description = (
-        "Execute a shell command in the workspace and return its output (stdout, stderr, exit code). "
-        "Commands are time-limited and their output is capped; in the sandbox only the workspace is "
-        "writable and there is no network unless the user allowed it."
+        "Run a shell command in the workspace: stdout, stderr, exit code. Time-limited, output capped; "
+        "sandboxed: only the workspace is writable, no network unless the user allowed it."
     )
     Args = ExecArgs
 
@@ -254,9 +254,14 @@ class Exec(Tool):
         cgroup = await asyncio.to_thread(PidsCgroup.create, limits.processes + WALL_HEADROOM)
         try:
             watchdog = Watchdog(limits, sandbox.workspace, cgroup)
+            # Captured up to what is kept whole for read_tool_output; the model sees max_output_chars of it.
             outcome = await run_shell(cgroup.wrap(argv) if cgroup else argv, cwd, env, settings.timeout_seconds,
-                                      settings.max_output_chars, watchdog.check)
+                                      max(settings.max_output_chars, TOOL_OUTPUT_CHARS), watchdog.check)
         finally:
             if cgroup is not None:
                 await cgroup.remove()
-        return format_outcome(outcome, settings.max_output_chars, settings.timeout_seconds, limits)
+        shown = format_outcome(outcome, settings.max_output_chars, settings.timeout_seconds, limits)
+        whole = format_outcome(outcome, TOOL_OUTPUT_CHARS, settings.timeout_seconds, limits)
+        if whole.content != shown.content:
+            shown.full = whole.content
+        return shown

@@ -1004,6 +1004,20 @@ class FakeOracle:
     async def _trace_last_in_session(self, conn, b):
         return self._newest_trace(self._session(b))
 
+    async def _tool_output_insert(self, conn, b):
+        await self.insert(conn, "PICO_TOOL_OUTPUTS", {**{k: v for k, v in b.items() if k != "now"},
+                                                      "created_at": b["now"]})
+        return 1
+
+    async def _tool_output_get(self, conn, b):
+        rows = self._select("PICO_TOOL_OUTPUTS", lambda r: r["agent_id"] == b["agent_id"]
+                            and r["handle"] == b["handle"] and r["created_at"] >= b["oldest"])
+        return [(r["session_key"], r["turn_id"], r["tool_name"], r["content"], r["created_at"]) for r in rows]
+
+    async def _tool_output_expire(self, conn, b):
+        return await self.delete(conn, "PICO_TOOL_OUTPUTS",
+                                 lambda r: r["agent_id"] == b["agent_id"] and r["created_at"] < b["oldest"])
+
     async def _memory_vectors_missing(self, conn, b):
         rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and (
             r["embedding"] is None or r["embedding_model"] != b["embedding_model"]))

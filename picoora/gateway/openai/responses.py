@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from picoora.messages import ToolCall
 
 # How a turn's stop reason reads as OpenAI's finish_reason.
-FINISH = {"answer": "stop", "tool_calls": "tool_calls", "max_iterations": "length", "time_limit": "length"}
+FINISH = {"answer": "stop", "tool_calls": "tool_calls", "max_iterations": "length", "time_limit": "length",
+          "token_budget": "length"}
 
 
 class CompletionUsage(BaseModel):

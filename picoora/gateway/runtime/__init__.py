@@ -6,6 +6,6 @@
   goes back to the chat (``GatewayRuntime._submit_chat`` / ``_run`` / ``_reply``);
 - ``people``: admission of channel senders and each person's assistant (bounded, least recently used);
 - ``delivery``: results to any front door (a running channel, the web chat, the terminal);
-- ``messenger``: the ``message`` / ``spawn`` / ``subagent`` tools' side of the gateway;
+- ``messenger``: the ``message`` / ``spawn`` tools' side of the gateway;
 - ``scheduler`` and ``heartbeat``: the turns that come from the clock, with their real outcomes recorded.
 """

@@ -3,7 +3,7 @@
 - ``message`` goes out through outbound delivery to any front door; what it told the asking chat during
   a turn is remembered, so the chat's reply is not sent a second time with the same words;
 - ``spawn`` submits a background turn to the turn service (session ``<session>:task-<id>``) whose result
-  is delivered to the chat that asked, ``subagent`` submits one and waits for its answer; both are
+  is delivered to the chat that asked, or with ``wait`` submits one and waits for its answer; both are
   drained at shutdown like every other turn, and refused once the gateway stops taking turns.
 """
 

@@ -92,6 +92,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "background questions for automatic recall: PICO_BACKGROUND_QUESTIONS", (q.CREATE_BACKGROUND,)),
     Migration(9, "turn traces: an index for the newest trace of an agent", (q.INDEX_TRACES_RECENT,)),
     Migration(10, "leases for a fleet of gateways: PICO_LEASES", (q.CREATE_LEASES,)),
+    Migration(12, "whole tool outputs for read_tool_output: PICO_TOOL_OUTPUTS", (
+        q.CREATE_TOOL_OUTPUTS, q.INDEX_TOOL_OUTPUTS_AGE,
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -492,6 +492,33 @@ TRACE_LAST_IN_SESSION = _sql("trace_last_in_session", "query", """
     ORDER BY created_at DESC FETCH FIRST 1 ROWS ONLY""")
 
 # ---------------------------------------------------------------------------------------------------
+# Whole tool outputs (schema version 12): what the model got only the start of, read back by handle by
+# ``read_tool_output``; scoped by agent_id like everything of a person's, kept ``limits.TOOL_OUTPUT_DAYS``
+# (each save deletes the agent's expired rows, through the (agent_id, created_at) index).
+
+CREATE_TOOL_OUTPUTS = _sql("create_tool_outputs", "ddl", """
+    CREATE TABLE PICO_TOOL_OUTPUTS (
+        handle      VARCHAR2(64) NOT NULL,
+        agent_id    VARCHAR2(64) NOT NULL,
+        session_key VARCHAR2(1000 CHAR) NOT NULL,
+        turn_id     VARCHAR2(64) NOT NULL,
+        tool_name   VARCHAR2(255 CHAR) NOT NULL,
+        content     CLOB,
+        created_at  TIMESTAMP DEFAULT SYSTIMESTAMP,
+        PRIMARY KEY (handle, agent_id))""", _EXISTS)
+INDEX_TOOL_OUTPUTS_AGE = _sql("index_tool_outputs_age", "ddl",
+                              "CREATE INDEX idx_pico_tool_outputs_age ON PICO_TOOL_OUTPUTS(agent_id, created_at)",
+                              _INDEXED)
+TOOL_OUTPUT_INSERT = _sql("tool_output_insert", "dml", """
+    INSERT INTO PICO_TOOL_OUTPUTS (handle, agent_id, session_key, turn_id, tool_name, content, created_at)
+    VALUES (:handle, :agent_id, :session_key, :turn_id, :tool_name, :content, :now)""")
+TOOL_OUTPUT_GET = _sql("tool_output_get", "query", """
+    SELECT session_key, turn_id, tool_name, content, created_at FROM PICO_TOOL_OUTPUTS
+    WHERE agent_id = :agent_id AND handle = :handle AND created_at >= :oldest""")
+TOOL_OUTPUT_EXPIRE = _sql("tool_output_expire", "dml",
+                          "DELETE FROM PICO_TOOL_OUTPUTS WHERE agent_id = :agent_id AND created_at < :oldest")
+
+# ---------------------------------------------------------------------------------------------------
 # Background questions (schema version 8): store/data/background_queries.txt embedded by the in-database model,
 # schema-wide (no agent_id: the same for everyone), one set per model. ``set_hash`` says which version of the
 # texts a row belongs to, so changed texts are re-embedded. About 120 rows a model: the nearest one is found

@@ -47,6 +47,7 @@ from picoora.store.base import (
     Session,
     StoreError,
     StoreStats,
+    ToolOutput,
     TranscriptEntry,
     TurnTrace,
     VectorStatus,
@@ -174,7 +175,8 @@ ASYNC_METHODS = (
     "search_daily_notes", "load_session", "append_session", "compact_session", "reset_session", "list_sessions",
     "append_transcript", "read_transcript", "transcript_keys", "get_state", "set_state", "delete_state", "all_state",
     "get_config", "set_config", "all_config", "get_meta", "set_meta", "all_meta", "list_prompts", "get_prompt",
-    "set_prompt", "stats", "append_trace", "get_trace", "last_trace", "set_summary",
+    "set_prompt", "stats", "append_trace", "get_trace", "last_trace", "set_summary", "save_tool_output",
+    "get_tool_output",
 )
 
 
@@ -1025,6 +1027,42 @@ class OracleStore:
                                                 session_key=session_key))
 
         return Op(work, "read the turn trace")
+
+    # ---- whole tool outputs ----------------------------------------------------------------------
+
+    def save_tool_output(self, output: ToolOutput) -> None:
+        self._do(self._save_tool_output_op(output))
+
+    def _save_tool_output_op(self, output: ToolOutput) -> Op:
+        limits.check_session_key(output.session_key)
+
+        async def work(tx: Tx) -> None:
+            now = utc_stamp()
+            await tx.run(q.TOOL_OUTPUT_EXPIRE, agent_id=self.agent_id,
+                         oldest=now - timedelta(days=limits.TOOL_OUTPUT_DAYS))
+            await tx.run(q.TOOL_OUTPUT_INSERT, handle=output.handle, agent_id=self.agent_id,
+                         session_key=output.session_key, turn_id=output.turn_id[:64], tool_name=output.tool[:255],
+                         content=output.content[: limits.TOOL_OUTPUT_CHARS], now=now)
+
+        return Op(work, "keep the whole tool output")
+
+    def get_tool_output(self, handle: str) -> ToolOutput | None:
+        return self._do(self._get_tool_output_op(handle))
+
+    def _get_tool_output_op(self, handle: str) -> Op:
+        if not re.fullmatch(limits.HANDLE_PATTERN, handle):
+            return _known(None)
+
+        async def work(tx: Tx) -> ToolOutput | None:
+            row = await tx.one(q.TOOL_OUTPUT_GET, agent_id=self.agent_id, handle=handle,
+                               oldest=utc_stamp() - timedelta(days=limits.TOOL_OUTPUT_DAYS))
+            if row is None:
+                return None
+            session_key, turn_id, tool, content, created_at = row
+            return ToolOutput(handle, codec.text(session_key), codec.text(turn_id), codec.text(tool),
+                              codec.text(content), codec.to_utc(created_at))
+
+        return Op(work, "read the whole tool output")
 
     def set_summary(self, key: str, summary: str) -> None:
         self._do(self._set_summary_op(key, summary))
