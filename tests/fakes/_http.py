@@ -195,6 +195,12 @@ def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             self._dispatch("POST")
 
+        def do_PATCH(self) -> None:
+            self._dispatch("PATCH")
+
+        def do_PUT(self) -> None:
+            self._dispatch("PUT")
+
         def _dispatch(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
