@@ -11,15 +11,20 @@ import asyncio
 import pytest
 
 from picoora.assistant import build_assistant
-from picoora.config import Config, save_config
+from picoora.config import ChannelConfig, Config, SlackChannelConfig, save_config
+from picoora.gateway.channels.discord import DiscordChannel
+from picoora.gateway.channels.slack import SlackChannel
+from picoora.gateway.channels.slack_format import SLACK_PIECE
+from picoora.gateway.runtime.commands import COMMANDS
 from picoora.gateway.runtime.services import GatewayRuntime
+from tests.fakes.channel_kit import ChannelHarness, wait_for
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.slack_server import TEAM, FakeSlack
 
 DISCORD_TOKEN = "ODk5.fake-discord-token.value"
-# Words of 49 characters: a 2,500-character answer streams in 50 pieces.
-LONG = " ".join(f"{i:02d}" + "x" * 46 for i in range(50))
+# Words of 48 characters: a 3,919-character answer streams in 80 pieces (two messages on either platform).
+LONG = " ".join(f"{i:02d}" + "x" * 46 for i in range(80))
 
 
 def respond(body: dict) -> Reply:
@@ -27,7 +32,7 @@ def respond(body: dict) -> Reply:
     if last["role"] == "tool":
         return Reply(content=f"tool said: {last['content']}")
     if last["content"] == "long":
-        return Reply(content=LONG, piece_delay=0.05)
+        return Reply(content=LONG, piece_delay=0.02)
     name = last["content"].split()[-1]
     return Reply(tool_calls=[("write_file", {"path": f"{name}.txt", "content": "hello"})])
 
@@ -36,6 +41,7 @@ class DiscordChat:
     """The owner is user 42 (DM channel 742); 61 is a guest; "5550001" a server channel."""
 
     name, owner, stranger, dm, room = "discord", "42", "61", "742", "5550001"
+    limit = 2000
 
     def __init__(self) -> None:
         self.fake = FakeDiscord(DISCORD_TOKEN)
@@ -64,11 +70,21 @@ class DiscordChat:
         """What only a clicker saw (ephemeral answers)."""
         return [c["data"]["content"] for c in self.fake.callbacks if c["type"] == 4]
 
+    def edits(self) -> list[str]:
+        return [e["content"] for e in self.fake.edits]
+
+    def within_edit_limit(self) -> bool:
+        return self.fake.limited == 0  # the fake answers 429 to a sixth edit within 5 s, as Discord does
+
+    def fail_next_write(self) -> None:
+        self.fake.fail_next(429, retry_after=0.3)
+
 
 class SlackChat:
     """The owner is U7 (DM "DU7"); U8 is a guest; "CGENERAL" a channel (its answers in the mention's thread)."""
 
     name, owner, stranger, dm, room = "slack", "U7", "U8", "DU7", "CGENERAL"
+    limit = SLACK_PIECE
 
     def __init__(self) -> None:
         self.fake = FakeSlack()
@@ -96,6 +112,17 @@ class SlackChat:
 
     def refusals(self) -> list[str]:
         return [e["text"] for e in self.fake.ephemeral]
+
+    def edits(self) -> list[str]:
+        return [u["text"] for u in self.fake.updates]
+
+    def within_edit_limit(self) -> bool:
+        """About one chat.update a second per message: previews at least 1 s apart (the final follows at once)."""
+        times = [u["at"] for u in self.fake.updates[:-1]]
+        return all(later - earlier >= 1.0 for earlier, later in zip(times, times[1:], strict=False))
+
+    def fail_next_write(self) -> None:
+        self.fake.fail_next(429, retry_after=1)
 
 
 PLATFORMS = [DiscordChat, SlackChat]
@@ -201,3 +228,118 @@ def test_a_strangers_click_changes_nothing_and_only_they_are_told(platform, isol
     assert not ran_early and still_asking and not (workspace / "fourth.txt").exists()
     assert chat.refusals() == ["Only the owner can answer this."]
     assert any("the owner denied" in t for t in chat.texts(chat.room))
+
+
+def streamed(chat, where):
+    return lambda: " ".join(chat.texts(where)) == LONG
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_long_answer_streams_by_edits_within_the_rate_and_ends_complete_and_split(platform, isolated_home):
+    async def play(chat, workspace):
+        chat.say(chat.owner, "long", chat.dm)
+        assert await until(streamed(chat, chat.dm))
+
+    _, chat = scenario(platform, play)
+    first, second = chat.texts(chat.dm)  # the streamed message, then the rest of the answer
+    assert len(first) <= chat.limit and len(second) <= chat.limit
+    edits = chat.edits()
+    assert len(edits) >= 2 and edits[0].endswith(" …") and edits[-1] == first
+    assert chat.within_edit_limit()
+
+
+@pytest.mark.slow  # ~2 s each: a stream long enough to be edited
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_429_on_an_edit_is_waited_out_and_the_answer_still_arrives_whole(platform, isolated_home):
+    async def play(chat, workspace):
+        chat.say(chat.owner, "long", chat.dm)
+        assert await until(lambda: chat.texts(chat.dm))  # the stream's message is posted: the next write is an edit
+        chat.fail_next_write()
+        assert await until(streamed(chat, chat.dm))
+
+    _, chat = scenario(platform, play)
+    assert not chat.fake.failures and chat.edits()[-1] == chat.texts(chat.dm)[0]
+
+
+def test_discord_registers_the_slash_commands_and_answers_one_in_its_thinking_message(isolated_home):
+    async def play(chat, workspace):
+        assert await until(lambda: chat.fake.commands)
+        chat.fake.slash(chat.owner, "whoami")
+        chat.fake.slash(chat.stranger, "model", "llama3.2")  # a guest may not switch the model
+        assert await until(lambda: len(chat.fake.webhooks) >= 2)
+
+    _, chat = scenario(DiscordChat, play)
+    fake = chat.fake
+    assert [c["name"] for c in fake.commands] == list(COMMANDS)
+    assert [o["name"] for o in next(c for c in fake.commands if c["name"] == "model")["options"]] == ["name"]
+    assert [c["type"] for c in fake.callbacks] == [5, 5]  # "thinking" at once, within Discord's 3 s
+    owner, guest = sorted(fake.webhooks, key=lambda h: h["path"])
+    assert owner["content"].startswith("You are the owner (discord:42)") and guest["content"] == (
+        "Only the owner can switch the model.")
+    assert all(h["method"] == "PATCH" and h["path"].endswith("/messages/@original") for h in (owner, guest))
+    assert fake.sent == []  # nothing went to the channel itself
+
+
+def test_slack_takes_a_slash_command_from_socket_mode_and_answers_in_that_chat(isolated_home):
+    async def play(chat, workspace):
+        envelope = chat.fake.slash(chat.owner, "/whoami")
+        unknown = chat.fake.slash(chat.owner, "/frobnicate")
+        assert await until(lambda: chat.texts(chat.dm) and unknown in chat.fake.acks)
+        return envelope
+
+    envelope, chat = scenario(SlackChat, play)
+    assert envelope in chat.fake.acks
+    [reply] = chat.texts(chat.dm)
+    assert reply.startswith(f"You are the owner (slack:{TEAM}:U7)")
+
+
+def test_a_guests_risky_call_is_asked_in_the_owners_last_private_chat(isolated_home):
+    async def play(chat, workspace):
+        chat.say(chat.owner, "/help", chat.dm)  # the owner's private chat, remembered
+        assert await until(lambda: chat.texts(chat.dm))
+        chat.say(chat.stranger, "please write fifth", chat.room)
+        assert await until(lambda: chat.buttons(chat.dm))
+        question = next(t for t in chat.texts(chat.dm) if "wants to run" in t)
+        chat.press(chat.owner, chat.dm, "deny")
+        assert await until(answered(chat, chat.room))
+        return question
+
+    question, chat = scenario(DiscordChat, play)
+    assert question.startswith("guest-discord-61 wants to run write_file") and chat.buttons(chat.room) == []
+    assert any("the owner denied" in t for t in chat.texts(chat.room))
+
+
+def test_forged_or_broken_interactions_change_nothing_and_the_socket_goes_on(tmp_path):
+    def script():
+        fake.dm("42", "hi")
+        wait_for(lambda: fake.texts("742"))
+        fake.click("61", "1", "ap:no-such-request:once")  # a button the bot never made, on its message
+        fake.push({"op": 0, "t": "INTERACTION_CREATE", "s": 99, "d": {  # a token that would leave the path
+            "id": "5", "type": 2, "token": "../../channels/742/messages", "channel_id": "742",
+            "user": {"id": "42"}, "data": {"name": "new"}}})
+        fake.dm("42", "still there?")
+
+    with FakeDiscord(DISCORD_TOKEN) as fake:
+        config = ChannelConfig(enabled=True, token=DISCORD_TOKEN, allow_from=["42"], api_base=fake.url)
+        h = ChannelHarness(tmp_path, DiscordChannel, config)
+        asyncio.run(h.run(lambda: len(fake.texts("742")) == 2, seconds=5, meanwhile=script))
+    assert fake.texts("742") == ["echo: hi", "echo: still there?"]
+    assert [(c["type"], c["data"]["content"]) for c in fake.callbacks] == [(4, "This button does nothing any more.")]
+    assert fake.messages["1"]["content"] == "echo: hi" and fake.edits == [] and fake.webhooks == []
+
+
+def test_a_slack_press_on_a_message_that_is_not_a_question_is_acknowledged_and_ignored(tmp_path):
+    def script():
+        fake.dm("U7", "hi")
+        wait_for(lambda: fake.texts("DU7"))
+        pressed.append(fake.press("U8", next(iter(fake.messages)), "ap:no-such-request:once"))
+        fake.dm("U7", "still there?")
+
+    pressed: list[str] = []
+    with FakeSlack() as fake:
+        config = SlackChannelConfig(enabled=True, token=fake.bot_token, app_token=fake.app_token,
+                                    allow_from=[f"{TEAM}:U7"], api_base=fake.url)
+        h = ChannelHarness(tmp_path, SlackChannel, config)
+        asyncio.run(h.run(lambda: len(fake.texts("DU7")) == 2, seconds=5, meanwhile=script))
+    assert fake.texts("DU7") == ["echo: hi", "echo: still there?"]
+    assert pressed[0] in fake.acks and fake.updates == [] and fake.ephemeral == []

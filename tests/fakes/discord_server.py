@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -33,6 +34,7 @@ BOT_ID = "900000000000000001"
 APP_ID = "900000000000000002"
 MESSAGE_CONTENT = 1 << 15
 COMMAND, COMPONENT = 2, 3  # interaction types
+EDITS_PER_WINDOW, EDIT_WINDOW_SECONDS = 5, 5.0  # Discord's edits per channel
 
 
 class FakeDiscord(SocketPlatformFake):
@@ -55,6 +57,8 @@ class FakeDiscord(SocketPlatformFake):
         self._next_id = 1000
         self.messages: dict[str, dict[str, Any]] = {}  # message id -> its current state
         self.edits: list[dict[str, Any]] = []
+        self.limited = 0  # edits refused with 429 for going over EDITS_PER_WINDOW
+        self._edit_times: dict[str, deque[float]] = {}
         self.commands: list[dict[str, Any]] = []
         self.callbacks: list[dict[str, Any]] = []  # {"interaction": id, **the callback's body}
         self.webhooks: list[dict[str, Any]] = []  # {"method", "path", **body}
@@ -218,6 +222,8 @@ class FakeDiscord(SocketPlatformFake):
             else:
                 exchange.send_json(status, {"message": f"fake error {status}", "code": 0})
             return
+        if message_id is not None and self._over_edit_rate(exchange, channel_id):
+            return
         content = str(exchange.body.get("content") or "")
         if len(content) > 2000:
             exchange.send_json(400, {"message": "Invalid Form Body", "code": 50035})
@@ -234,6 +240,19 @@ class FakeDiscord(SocketPlatformFake):
         exchange.send_json(200, {"id": message_id, "channel_id": channel_id,
                                  "content": self.messages[message_id].get("content", "")}, headers=budget)
 
+    def _over_edit_rate(self, exchange: Exchange, channel_id: str) -> bool:
+        """More than Discord's edits in a channel within its window: a 429, as Discord answers."""
+        now, times = time.monotonic(), self._edit_times.setdefault(channel_id, deque())
+        while times and now - times[0] >= EDIT_WINDOW_SECONDS:
+            times.popleft()
+        if len(times) >= EDITS_PER_WINDOW:
+            self.limited += 1
+            exchange.send_json(429, {"message": "You are being rate limited.", "global": False,
+                                     "retry_after": round(EDIT_WINDOW_SECONDS - (now - times[0]), 3)})
+            return True
+        times.append(now)
+        return False
+
     def _answer_interaction(self, exchange: Exchange, interaction: Any, hook: Any) -> None:
         token = (interaction or hook).group(2 if interaction else 1)
         if token not in self._tokens:
@@ -242,7 +261,7 @@ class FakeDiscord(SocketPlatformFake):
             self.callbacks.append({"interaction": interaction.group(1), **exchange.body})
             if exchange.body.get("type") == 7:  # "update message": the clicked message changes
                 self.messages[self._tokens[token]].update(exchange.body.get("data") or {})
-            exchange.send_json(204, {})
+            exchange.send_no_content()
         else:
             self.webhooks.append({"method": exchange.method, "path": exchange.path, **exchange.body})
             exchange.send_json(200, {"id": "0", "content": exchange.body.get("content", "")})

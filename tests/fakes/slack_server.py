@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -177,7 +178,7 @@ class FakeSlack(SocketPlatformFake):
             if self.messages.get(ts, {}).get("channel") != body.get("channel"):
                 exchange.send_json(200, {"ok": False, "error": "message_not_found"})
                 return
-            self.updates.append(body)
+            self.updates.append({**body, "at": time.monotonic()})
             self.messages[ts] = {**self.messages[ts], **body}
             exchange.send_json(200, {"ok": True, "channel": body.get("channel"), "ts": ts})
             return

@@ -1,7 +1,8 @@
 """Discord's buttons, slash commands and message edits, for ``DiscordChannel``.
 
 - Answers stream into one message by ``PATCH /channels/{id}/messages/{id}`` (``channels.streaming``), at
-  most once a second: Discord allows about five edits per five seconds in a channel, and a 429's
+  most every 1.25 s: Discord allows five edits per five seconds in a channel, and the final edit follows
+  the last preview at once, so six edits must span five seconds. A 429's
   ``retry_after`` (or a spent route budget) is waited out by ``web_api.WebApi``.
 - An approval question is a message with one button per choice (``custom_id`` ``ap:<request>:<choice>``).
   A click arrives as an ``INTERACTION_CREATE`` on the gateway socket and is answered with
@@ -44,7 +45,7 @@ _TOKEN = re.compile(r"^[A-Za-z0-9._-]{1,600}$")
 class DiscordInteractions(EditsMessages, AsksApprovals):
     api: WebApi
     _auth: str
-    edit_interval = 1.0  # Discord allows ~5 edits per 5 s per channel
+    edit_interval = 1.25  # Discord allows 5 edits per 5 s in a channel: 4 previews and the final fit in 5 s
 
     def init_interactions(self) -> None:
         self._app_id = ""
