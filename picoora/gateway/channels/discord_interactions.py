@@ -103,7 +103,7 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
         if not admitted and self._thinking.get(chat_id, ("", 0.0))[0] == token:  # nothing will reply to it
             del self._thinking[chat_id]
             await self._webhook("PATCH", token, "messages/@original",
-                                {"content": "Not now: I am not taking this from you (yet)."})
+                                {"content": "I don't know you yet: ask my owner to approve your pairing code."})
 
     async def answer_thinking(self, chat_id: str, pieces: list[str]) -> bool:
         """Put a reply into the chat's "thinking" command answer, if one is waiting; False if none is."""

@@ -125,4 +125,5 @@ class SlackInteractions(EditsMessages, AsksApprovals):
 
 
 def _section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": to_mrkdwn(text)[:SECTION_LIMIT]}}
+    """The question as plain text: the call's arguments are shown as they are, and nothing in them can ping."""
+    return {"type": "section", "text": {"type": "plain_text", "text": text[:SECTION_LIMIT], "emoji": False}}
