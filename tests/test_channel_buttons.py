@@ -343,3 +343,22 @@ def test_a_slack_press_on_a_message_that_is_not_a_question_is_acknowledged_and_i
         asyncio.run(h.run(lambda: len(fake.texts("DU7")) == 2, seconds=5, meanwhile=script))
     assert fake.texts("DU7") == ["echo: hi", "echo: still there?"]
     assert pressed[0] in fake.acks and fake.updates == [] and fake.ephemeral == []
+
+
+def test_each_discord_command_gets_its_own_answer_and_a_stranger_a_pairing_code_then_a_no(tmp_path):
+    def script():
+        fake.slash("42", "help")
+        fake.slash("42", "model", "llama3.2")
+        fake.slash("5", "whoami")
+        wait_for(lambda: len(fake.webhooks) == 3)
+        fake.slash("5", "whoami")  # again, before the owner let them in: no second code
+
+    with FakeDiscord(DISCORD_TOKEN) as fake:
+        config = ChannelConfig(enabled=True, token=DISCORD_TOKEN, allow_from=["42"], api_base=fake.url)
+        h = ChannelHarness(tmp_path, DiscordChannel, config)
+        asyncio.run(h.run(lambda: len(fake.webhooks) == 4, seconds=5, meanwhile=script))
+    by_token = {h["path"].split("/")[3]: h["content"] for h in fake.webhooks}
+    assert [by_token[f"itoken-{n}.x_y"] for n in (1001, 1002)] == ["echo: /help", "echo: /model llama3.2"]
+    assert "pair approve" in by_token["itoken-1003.x_y"]
+    assert by_token["itoken-1004.x_y"].startswith("I don't know you yet")
+    assert [m.text for m in h.admitted] == ["/help", "/model llama3.2"] and fake.sent == []

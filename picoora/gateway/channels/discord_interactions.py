@@ -49,7 +49,7 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
 
     def init_interactions(self) -> None:
         self._app_id = ""
-        self._thinking: dict[str, tuple[str, float]] = {}  # chat id -> (interaction token, when)
+        self._thinking: dict[str, list[tuple[str, float]]] = {}  # chat id -> (interaction token, when), oldest first
         self._settled: set[str] = set()  # approval messages a click already updated
         self._registering: asyncio.Task[None] | None = None
 
@@ -93,26 +93,34 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
             return
         argument = " ".join(str(o.get("value") or "") for o in body.get("options") or [] if isinstance(o, dict))
         chat_id = str(data["channel_id"])
-        await self._callback(interaction, token, THINKING, {"flags": EPHEMERAL})
-        self._thinking[chat_id] = (token, asyncio.get_running_loop().time())
+        if not await self._callback(interaction, token, THINKING, {"flags": EPHEMERAL}):
+            return
+        waiting = self._thinking.setdefault(chat_id, [])
+        waiting.append((token, asyncio.get_running_loop().time()))
         try:
             admitted = await self.receive(sender, chat_id, f"/{name} {argument}".strip(),
                                           private=not data.get("guild_id"), username=sender.username)
         except ShuttingDown:
             admitted = False
-        if not admitted and self._thinking.get(chat_id, ("", 0.0))[0] == token:  # nothing will reply to it
-            del self._thinking[chat_id]
+        mine = next((entry for entry in waiting if entry[0] == token), None)
+        if not admitted and mine is not None:  # nothing will reply to it
+            waiting.remove(mine)
             await self._webhook("PATCH", token, "messages/@original",
                                 {"content": "I don't know you yet: ask my owner to approve your pairing code."})
 
     async def answer_thinking(self, chat_id: str, pieces: list[str]) -> bool:
         """Put a reply into the chat's "thinking" command answer, if one is waiting; False if none is."""
-        pending = self._thinking.pop(chat_id, None)
-        if pending is None or asyncio.get_running_loop().time() - pending[1] > INTERACTION_TOKEN_SECONDS:
+        waiting = self._thinking.get(chat_id)
+        if not waiting:
             return False
-        await self._webhook("PATCH", pending[0], "messages/@original", {"content": pieces[0]})
+        token, since = waiting.pop(0)  # commands are answered in their order
+        if not waiting:
+            del self._thinking[chat_id]
+        if asyncio.get_running_loop().time() - since > INTERACTION_TOKEN_SECONDS:
+            return False
+        await self._webhook("PATCH", token, "messages/@original", {"content": pieces[0]})
         for piece in pieces[1:]:
-            await self._webhook("POST", pending[0], "", {"content": piece, "flags": EPHEMERAL})
+            await self._webhook("POST", token, "", {"content": piece, "flags": EPHEMERAL})
         return True
 
     async def _webhook(self, method: str, token: str, path: str, body: dict[str, Any]) -> None:
@@ -144,16 +152,19 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
         if answer != CHOICES.get(choice):  # refused (a stranger, or too late): only the clicker hears why
             await self._callback(interaction, token, REPLY, {"content": answer, "flags": EPHEMERAL})
             return
-        self._settled.add(str(message.get("id") or ""))
         content = f"{message.get('content') or ''}\n\n→ {answer}"[:DISCORD_LIMIT]
-        await self._callback(interaction, token, UPDATE, {"content": content, "components": []})
+        if await self._callback(interaction, token, UPDATE, {"content": content, "components": []}):
+            self._settled.add(str(message.get("id") or ""))
 
-    async def _callback(self, interaction: str, token: str, kind: int, data: dict[str, Any]) -> None:
+    async def _callback(self, interaction: str, token: str, kind: int, data: dict[str, Any]) -> bool:
+        """Answer the interaction; False (logged) when Discord did not take it."""
         try:
             await self.api.call("POST", f"interactions/{interaction}/{token}/callback", token=self._auth,
                                 json={"type": kind, "data": {**data, "allowed_mentions": NO_MENTIONS}}, attempts=2)
         except Exception as exc:  # past Discord's 3 s the token is dead: the click or command simply shows failed
             log.warning("discord: could not answer an interaction: %s", self.api.clean(str(exc)))
+            return False
+        return True
 
     # -- edits --------------------------------------------------------------------------------
 
