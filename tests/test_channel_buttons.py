@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import yaml
 
 from picoora.assistant import build_assistant
 from picoora.config import ChannelConfig, Config, SlackChannelConfig, save_config
@@ -17,6 +18,7 @@ from picoora.gateway.channels.slack import SlackChannel
 from picoora.gateway.channels.slack_format import SLACK_PIECE
 from picoora.gateway.runtime.commands import COMMANDS
 from picoora.gateway.runtime.services import GatewayRuntime
+from tests.cli_support import REPO
 from tests.fakes.channel_kit import ChannelHarness, wait_for
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -362,3 +364,13 @@ def test_each_discord_command_gets_its_own_answer_and_a_stranger_a_pairing_code_
     assert "pair approve" in by_token["itoken-1003.x_y"]
     assert by_token["itoken-1004.x_y"].startswith("I don't know you yet")
     assert [m.text for m in h.admitted] == ["/help", "/model llama3.2"] and fake.sent == []
+
+
+def test_the_slack_app_manifest_declares_every_command_and_what_the_channel_uses():
+    manifest = yaml.safe_load((REPO / "deploy" / "slack" / "app-manifest.yaml").read_text())
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == [f"/{name}" for name in COMMANDS]
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_mentions:read", "chat:write", "commands", "im:history"} <= scopes
+    settings = manifest["settings"]
+    assert settings["socket_mode_enabled"] and settings["interactivity"]["is_enabled"]  # buttons need it
+    assert set(settings["event_subscriptions"]["bot_events"]) == {"app_mention", "message.im"}

@@ -12,6 +12,7 @@
 - Slash commands arrive as ``slash_commands`` envelopes once the app's manifest declares them (``/new``,
   ``/model``, ``/stop``, ``/whoami``, ``/help``); each goes in as the typed text would, in the chat it was
   run in (a direct message with the app, or a channel the bot is in: that is where the reply is posted).
+  ``deploy/slack/app-manifest.yaml`` declares them, with the scopes, events and interactivity used here.
 """
 
 from __future__ import annotations
