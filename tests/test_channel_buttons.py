@@ -65,8 +65,7 @@ class DiscordChat:
         self.fake.click(user, message, custom_id, guild=chat != self.dm)
 
     def texts(self, chat: str) -> list[str]:
-        """Every message of ``chat`` as it stands now."""
-        return [str(m.get("content")) for m in self.fake.messages.values() if m["channel_id"] == chat]
+        return self.fake.texts(chat)
 
     def refusals(self) -> list[str]:
         """What only a clicker saw (ephemeral answers)."""

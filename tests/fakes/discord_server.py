@@ -103,7 +103,8 @@ class FakeDiscord(SocketPlatformFake):
         self.failures.append((status, retry_after))
 
     def texts(self, channel_id: str) -> list[str]:
-        return [m["content"] for m in self.sent if m["channel_id"] == channel_id]
+        """The messages of ``channel_id`` as they read now (after any edits), oldest first."""
+        return [m["content"] for m in self.messages.values() if m["channel_id"] == channel_id]
 
     # -- the gateway ----------------------------------------------------------------------------
 

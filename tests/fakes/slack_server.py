@@ -92,7 +92,9 @@ class FakeSlack(SocketPlatformFake):
         self.failures.append((status, retry_after))
 
     def texts(self, channel: str, thread_ts: str = "") -> list[str]:
-        return [m["text"] for m in self.posted if m["channel"] == channel and m.get("thread_ts", "") == thread_ts]
+        """The messages of ``channel`` (in thread ``thread_ts``) as they read now (after any edits), oldest first."""
+        return [m["text"] for m in self.messages.values()
+                if m["channel"] == channel and m.get("thread_ts", "") == thread_ts]
 
     # -- Socket Mode ----------------------------------------------------------------------------
 
