@@ -373,3 +373,20 @@ def test_the_slack_app_manifest_declares_every_command_and_what_the_channel_uses
     settings = manifest["settings"]
     assert settings["socket_mode_enabled"] and settings["interactivity"]["is_enabled"]  # buttons need it
     assert set(settings["event_subscriptions"]["bot_events"]) == {"app_mention", "message.im"}
+
+
+def test_a_slack_strangers_command_gets_a_pairing_code_and_a_hostile_one_nothing(tmp_path):
+    def script():
+        envelopes.append(fake.slash("U9", "/whoami", channel="C../../chat.delete"))  # not a channel id
+        envelopes.append(fake.slash("U9", "/new"))
+
+    envelopes: list[str] = []
+    with FakeSlack() as fake:
+        config = SlackChannelConfig(enabled=True, token=fake.bot_token, app_token=fake.app_token,
+                                    allow_from=[f"{TEAM}:U7"], api_base=fake.url)
+        h = ChannelHarness(tmp_path, SlackChannel, config)
+        asyncio.run(h.run(lambda: fake.texts("DU9") and set(envelopes) <= set(fake.acks), seconds=5,
+                          meanwhile=script))
+    [reply] = fake.texts("DU9")
+    assert "pair approve" in reply and h.admitted == [] and len(fake.posted) == 1
+    assert set(envelopes) <= set(fake.acks)
