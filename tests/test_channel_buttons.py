@@ -341,7 +341,8 @@ def test_a_slack_press_on_a_message_that_is_not_a_question_is_acknowledged_and_i
         config = SlackChannelConfig(enabled=True, token=fake.bot_token, app_token=fake.app_token,
                                     allow_from=[f"{TEAM}:U7"], api_base=fake.url)
         h = ChannelHarness(tmp_path, SlackChannel, config)
-        asyncio.run(h.run(lambda: len(fake.texts("DU7")) == 2, seconds=5, meanwhile=script))
+        asyncio.run(h.run(lambda: len(fake.texts("DU7")) == 2 and set(pressed) <= set(fake.acks), seconds=5,
+                          meanwhile=script))
     assert fake.texts("DU7") == ["echo: hi", "echo: still there?"]
     assert pressed[0] in fake.acks and fake.updates == [] and fake.ephemeral == []
 
