@@ -97,16 +97,16 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
             return
         waiting = self._thinking.setdefault(chat_id, [])
         waiting.append((token, asyncio.get_running_loop().time()))
+        unanswered = "I don't know you yet: ask my owner to approve your pairing code."
         try:
             admitted = await self.receive(sender, chat_id, f"/{name} {argument}".strip(),
                                           private=not data.get("guild_id"), username=sender.username)
         except ShuttingDown:
-            admitted = False
+            admitted, unanswered = False, "I am restarting: try again in a minute."
         mine = next((entry for entry in waiting if entry[0] == token), None)
         if not admitted and mine is not None:  # nothing will reply to it
             waiting.remove(mine)
-            await self._webhook("PATCH", token, "messages/@original",
-                                {"content": "I don't know you yet: ask my owner to approve your pairing code."})
+            await self._webhook("PATCH", token, "messages/@original", {"content": unanswered})
 
     async def answer_thinking(self, chat_id: str, pieces: list[str]) -> bool:
         """Put a reply into the chat's "thinking" command answer, if one is waiting; False if none is."""
