@@ -75,6 +75,18 @@ def test_the_gateway_and_an_enabled_channel_name_their_extras(without, isolated_
     assert "pip install 'picoora[telegram]'" in no_telegram.stderr and "Traceback" not in no_telegram.stderr
 
 
+@pytest.mark.slow  # a real CLI process
+def test_discord_and_slack_need_no_extra_of_their_own(without, isolated_home):
+    path = write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+    data = json.loads(path.read_text())
+    data["channels"] = {"discord": {"enabled": True, "token": "x"},
+                        "slack": {"enabled": True, "token": "xoxb-1", "app_token": "xapp-1"}}
+    path.write_text(json.dumps(data))
+    no_web = without("gateway", home=isolated_home)
+    assert no_web.returncode == 1 and "Traceback" not in no_web.stderr
+    assert "pip install 'picoora[gateway]'" in no_web.stderr and "discord" not in no_web.stderr
+
+
 @pytest.mark.slow  # real CLI processes
 def test_a_hosted_provider_without_its_sdk_names_its_extra(without, isolated_home):
     write_config(isolated_home, ollama_url="http://127.0.0.1:9", provider="openai", model="gpt-4o-mini")

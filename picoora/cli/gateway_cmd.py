@@ -88,10 +88,11 @@ def gateway(
 
 def _require_extras(config: Config) -> None:
     """The gateway's web stack and each enabled channel's package, or one line naming the extra to install."""
-    from picoora.extras import missing
+    from picoora.extras import EXTRAS, missing
     from picoora.gateway.channels import CHANNELS
 
-    needed = ["gateway"] + [name for name in CHANNELS if getattr(config.channels, name).enabled]
+    # Discord and Slack need only websockets + httpx, which every install has: they have no extra.
+    needed = ["gateway"] + [name for name in CHANNELS if getattr(config.channels, name).enabled and name in EXTRAS]
     problems = [problem for problem in map(missing, needed) if problem is not None]
     if problems:
         raise CLIError("; ".join(problems))

@@ -99,6 +99,11 @@ class Exchange:
         self._handler.end_headers()
         self._handler.wfile.write(data)
 
+    def send_no_content(self) -> None:
+        """204, with no body at all (a body would corrupt the next response on the kept-alive connection)."""
+        self._handler.send_response(204)
+        self._handler.end_headers()
+
     def send_stream(self, content_type: str, pieces: Iterable[str], headers: dict[str, str] | None = None,
                     cut_after: int = -1) -> None:
         """Chunked transfer encoding, one chunk per piece, flushed as it goes; with ``cut_after`` >= 0 the
@@ -194,6 +199,12 @@ def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             self._dispatch("POST")
+
+        def do_PATCH(self) -> None:
+            self._dispatch("PATCH")
+
+        def do_PUT(self) -> None:
+            self._dispatch("PUT")
 
         def _dispatch(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)

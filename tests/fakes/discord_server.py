@@ -5,12 +5,17 @@ REST: ``GET /gateway/bot`` (checks ``Authorization: Bot <token>``, gives the soc
 ``POST /channels/{id}/messages`` (recorded; more than 2,000 characters is a 400, as on Discord) and
 ``POST /channels/{id}/typing`` (recorded); ``fail_next(429, retry_after=1.5)`` or ``fail_next(500)``
 scripts failures of the next message sends; ``spent_budget_seconds`` makes every send answer with
-Discord's "budget spent" headers (``X-RateLimit-Remaining: 0``).
+Discord's "budget spent" headers (``X-RateLimit-Remaining: 0``). ``PATCH /channels/{id}/messages/{id}``
+edits a sent message (recorded in ``edits``; the same failures and limit apply), ``PUT
+/applications/{id}/commands`` registers slash commands, ``POST /interactions/{id}/{token}/callback`` and
+``/webhooks/{app}/{token}...`` answer interactions (recorded in ``callbacks`` and ``webhooks``).
 
 Gateway: HELLO, then IDENTIFY (a wrong token closes with 4004, missing MESSAGE_CONTENT with 4014) gets
 READY; RESUME with a known session replays the events the client missed, then RESUMED; heartbeats are
 acknowledged (unless ``ack_heartbeats`` is off). The test sends messages with ``dm``, ``mention`` and
-``guild_message``, and breaks the socket with ``drop`` (no close frame, as a network failure).
+``guild_message``, clicks a message's button with ``click`` and runs a slash command with ``slash``
+(both INTERACTION_CREATE, with a token the fake knows), and breaks the socket with ``drop`` (no close
+frame, as a network failure).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -25,7 +31,10 @@ from tests.fakes._http import Exchange
 from tests.fakes.socket_server import SocketPlatformFake
 
 BOT_ID = "900000000000000001"
+APP_ID = "900000000000000002"
 MESSAGE_CONTENT = 1 << 15
+COMMAND, COMPONENT = 2, 3  # interaction types
+EDITS_PER_WINDOW, EDIT_WINDOW_SECONDS = 5, 5.0  # Discord's edits per channel
 
 
 class FakeDiscord(SocketPlatformFake):
@@ -46,6 +55,14 @@ class FakeDiscord(SocketPlatformFake):
         self._session = "fake-session-1"
         self._lock = threading.Lock()
         self._next_id = 1000
+        self.messages: dict[str, dict[str, Any]] = {}  # message id -> its current state
+        self.edits: list[dict[str, Any]] = []
+        self.limited = 0  # edits refused with 429 for going over EDITS_PER_WINDOW
+        self._edit_times: dict[str, deque[float]] = {}
+        self.commands: list[dict[str, Any]] = []
+        self.callbacks: list[dict[str, Any]] = []  # {"interaction": id, **the callback's body}
+        self.webhooks: list[dict[str, Any]] = []  # {"method", "path", **body}
+        self._tokens: dict[str, str] = {}  # interaction token -> the message its click was on ("" for a command)
 
     # -- what the test does ---------------------------------------------------------------------
 
@@ -64,13 +81,48 @@ class FakeDiscord(SocketPlatformFake):
         """Discord no longer knows the session (it timed out): a RESUME gets INVALID_SESSION."""
         self._session = f"fake-session-{len(self.identifies) + 1}"
 
+    def click(self, user_id: str, message_id: str, custom_id: str, guild: bool = False) -> str:
+        """``user_id`` clicks a button of message ``message_id``; the interaction's id."""
+        message = self.messages[message_id]
+        return self._interaction(user_id, COMPONENT, {"custom_id": custom_id, "component_type": 2},
+                                 message["channel_id"], guild, message={"id": message_id, **message})
+
+    def slash(self, user_id: str, name: str, value: str | None = None, channel_id: str = "",
+              guild: bool = False) -> str:
+        """``user_id`` runs ``/name [value]`` (in their DM channel unless ``channel_id``); the interaction's id."""
+        options = [{"type": 3, "name": "name", "value": value}] if value is not None else []
+        return self._interaction(user_id, COMMAND, {"name": name, "type": 1, "options": options},
+                                 channel_id or f"7{user_id}", guild)
+
+    def buttons(self, channel_id: str) -> list[tuple[str, str]]:
+        """(message id, custom id) of every button still on a message in ``channel_id``."""
+        return [(mid, button["custom_id"]) for mid, m in self.messages.items() if m["channel_id"] == channel_id
+                for row in m.get("components") or [] for button in row["components"]]
+
     def fail_next(self, status: int, retry_after: float | None = None) -> None:
         self.failures.append((status, retry_after))
 
     def texts(self, channel_id: str) -> list[str]:
-        return [m["content"] for m in self.sent if m["channel_id"] == channel_id]
+        """The messages of ``channel_id`` as they read now (after any edits), oldest first."""
+        return [m["content"] for m in self.messages.values() if m["channel_id"] == channel_id]
 
     # -- the gateway ----------------------------------------------------------------------------
+
+    def _interaction(self, user_id: str, kind: int, data: dict[str, Any], channel_id: str, guild: bool,
+                     **extra: Any) -> str:
+        with self._lock:
+            self._next_id += 1
+            interaction, token = str(self._next_id), f"itoken-{self._next_id}.x_y"
+        self._tokens[token] = str((extra.get("message") or {}).get("id") or "")
+        user = {"id": user_id, "username": f"user{user_id}"}
+        payload: dict[str, Any] = {"id": interaction, "application_id": APP_ID, "type": kind, "token": token,
+                                   "data": data, "channel_id": channel_id, "version": 1, **extra}
+        if guild:
+            payload.update(guild_id="4440001", member={"user": user, "roles": []})
+        else:
+            payload["user"] = user
+        self.sockets.run(self._dispatch("INTERACTION_CREATE", payload))
+        return interaction
 
     def _message(self, user_id: str, text: str, username: str, *, channel_id: str, guild: bool,
                  mentions: list[dict[str, Any]], webhook: bool = False) -> None:
@@ -116,7 +168,8 @@ class FakeDiscord(SocketPlatformFake):
                 self._events.append({})  # READY takes a sequence number too
                 await ws.send(json.dumps({"op": 0, "t": "READY", "s": len(self._events), "d": {
                     "session_id": self._session, "resume_gateway_url": self.sockets.url,
-                    "user": {"id": BOT_ID, "username": "pico", "bot": True}}}))
+                    "user": {"id": BOT_ID, "username": "pico", "bot": True},
+                    "application": {"id": APP_ID, "flags": 0}}}))
         elif op == 6:
             self.resumes.append(data)
             if data.get("session_id") != self._session or data.get("token") != self.token:
@@ -131,6 +184,11 @@ class FakeDiscord(SocketPlatformFake):
     # -- REST -----------------------------------------------------------------------------------
 
     def route(self, exchange: Exchange) -> None:
+        interaction = re.fullmatch(r".*/interactions/(\d+)/([^/]+)/callback", exchange.path)
+        hook = re.fullmatch(rf".*/webhooks/{APP_ID}/([^/]+)(/messages/@original)?", exchange.path)
+        if interaction is not None or hook is not None:  # the interaction's token is the key, not the bot's
+            self._answer_interaction(exchange, interaction, hook)
+            return
         if exchange.headers.get("authorization") != f"Bot {self.token}":
             exchange.send_json(401, {"message": "401: Unauthorized", "code": 0})
             return
@@ -140,14 +198,22 @@ class FakeDiscord(SocketPlatformFake):
         if exchange.path.endswith("/users/@me"):
             exchange.send_json(200, {"id": BOT_ID, "username": "pico", "bot": True})
             return
-        match = re.fullmatch(r".*/channels/(\d+)/(messages|typing)", exchange.path)
-        if match is None or exchange.method != "POST":
+        if exchange.path.endswith(f"/applications/{APP_ID}/commands") and exchange.method == "PUT":
+            self.commands = list(exchange.body)
+            exchange.send_json(200, self.commands)
+            return
+        match = re.fullmatch(r".*/channels/(\d+)/(messages|typing)(?:/(\d+))?", exchange.path)
+        if match is None or exchange.method not in ("POST", "PATCH") or (exchange.method == "PATCH") != bool(
+                match.group(3)):
             exchange.send_json(404, {"message": "404: Not Found", "code": 0})
             return
-        channel_id, what = match.groups()
+        channel_id, what, message_id = match.groups()
         if what == "typing":
             self.typing.append(channel_id)
             exchange.send_json(200, {})
+            return
+        if message_id is not None and self.messages.get(message_id, {}).get("channel_id") != channel_id:
+            exchange.send_json(404, {"message": "Unknown Message", "code": 10008})
             return
         if self.failures:
             status, retry_after = self.failures.popleft()
@@ -157,12 +223,46 @@ class FakeDiscord(SocketPlatformFake):
             else:
                 exchange.send_json(status, {"message": f"fake error {status}", "code": 0})
             return
+        if message_id is not None and self._over_edit_rate(exchange, channel_id):
+            return
         content = str(exchange.body.get("content") or "")
         if len(content) > 2000:
             exchange.send_json(400, {"message": "Invalid Form Body", "code": 50035})
             return
-        self.sent.append({"channel_id": channel_id, **exchange.body})
         budget = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset-After": str(self.spent_budget_seconds)} \
             if self.spent_budget_seconds else {}
-        exchange.send_json(200, {"id": str(len(self.sent)), "channel_id": channel_id, "content": content},
-                           headers=budget)
+        if message_id is not None:
+            self.edits.append({"channel_id": channel_id, "message_id": message_id, **exchange.body})
+            self.messages[message_id].update(exchange.body)
+        else:
+            self.sent.append({"channel_id": channel_id, **exchange.body})
+            message_id = str(len(self.sent))
+            self.messages[message_id] = {"channel_id": channel_id, **exchange.body}
+        exchange.send_json(200, {"id": message_id, "channel_id": channel_id,
+                                 "content": self.messages[message_id].get("content", "")}, headers=budget)
+
+    def _over_edit_rate(self, exchange: Exchange, channel_id: str) -> bool:
+        """More than Discord's edits in a channel within its window: a 429, as Discord answers."""
+        now, times = time.monotonic(), self._edit_times.setdefault(channel_id, deque())
+        while times and now - times[0] >= EDIT_WINDOW_SECONDS:
+            times.popleft()
+        if len(times) >= EDITS_PER_WINDOW:
+            self.limited += 1
+            exchange.send_json(429, {"message": "You are being rate limited.", "global": False,
+                                     "retry_after": round(EDIT_WINDOW_SECONDS - (now - times[0]), 3)})
+            return True
+        times.append(now)
+        return False
+
+    def _answer_interaction(self, exchange: Exchange, interaction: Any, hook: Any) -> None:
+        token = (interaction or hook).group(2 if interaction else 1)
+        if token not in self._tokens:
+            exchange.send_json(401, {"message": "Invalid Webhook Token", "code": 50027})
+        elif interaction is not None:
+            self.callbacks.append({"interaction": interaction.group(1), **exchange.body})
+            if exchange.body.get("type") == 7:  # "update message": the clicked message changes
+                self.messages[self._tokens[token]].update(exchange.body.get("data") or {})
+            exchange.send_no_content()
+        else:
+            self.webhooks.append({"method": exchange.method, "path": exchange.path, **exchange.body})
+            exchange.send_json(200, {"id": "0", "content": exchange.body.get("content", "")})

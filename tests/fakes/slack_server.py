@@ -3,18 +3,22 @@
 Web API (``POST /<method>``, ``Authorization: Bearer <token>``; errors as Slack gives them, ``ok: false``
 with HTTP 200): ``auth.test`` and ``users.info`` and ``chat.postMessage`` want the bot token,
 ``apps.connections.open`` the app token and answers with the socket's address. ``fail_next(429,
-retry_after=2)`` or ``fail_next(500)`` scripts failures of the next ``chat.postMessage`` calls.
+retry_after=2)`` or ``fail_next(500)`` scripts failures of the next ``chat.postMessage`` or ``chat.update``
+calls; ``chat.update`` edits a posted message (recorded in ``updates``; ``messages`` holds each message as it
+stands now) and ``chat.postEphemeral`` is recorded in ``ephemeral``.
 
 Socket Mode: ``hello`` on connect; the test sends events with ``dm``, ``mention`` and ``channel_message``;
 envelopes not acknowledged are offered again on the next connection (as Slack retries them);
 ``redeliver`` repeats an event, ``drop`` breaks the socket without a close frame, ``refresh`` sends
-Slack's ``disconnect`` message.
+Slack's ``disconnect`` message; ``press`` clicks a message's button (an ``interactive`` envelope) and
+``slash`` runs a slash command (a ``slash_commands`` envelope).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -38,6 +42,9 @@ class FakeSlack(SocketPlatformFake):
         self._sent: dict[str, dict[str, Any]] = {}  # message ts -> its envelope
         self._lock = threading.Lock()
         self._next = 0
+        self.messages: dict[str, dict[str, Any]] = {}  # ts -> the message as it stands
+        self.updates: list[dict[str, Any]] = []
+        self.ephemeral: list[dict[str, Any]] = []
 
     # -- what the test does ---------------------------------------------------------------------
 
@@ -54,6 +61,29 @@ class FakeSlack(SocketPlatformFake):
         return self._event({"type": "message", "channel": channel, "channel_type": "channel", "user": user,
                             "text": text}, "")
 
+    def press(self, user: str, ts: str, action_id: str, user_team: str = TEAM) -> str:
+        """``user`` clicks the button ``action_id`` of message ``ts``; the envelope's id."""
+        message = self.messages[ts]
+        return self._envelope("interactive", {
+            "type": "block_actions", "user": {"id": user, "username": f"u{user}", "team_id": user_team},
+            "team": {"id": TEAM}, "channel": {"id": message["channel"]},
+            "container": {"type": "message", "message_ts": ts, "channel_id": message["channel"]},
+            "message": {"ts": ts, "text": message.get("text"), **({"thread_ts": message["thread_ts"]}
+                                                                 if message.get("thread_ts") else {})},
+            "actions": [{"type": "button", "action_id": action_id, "block_id": "b1", "value": "x"}]})
+
+    def slash(self, user: str, command: str, text: str = "", channel: str = "") -> str:
+        """``user`` runs ``command text`` (in their DM with the app unless ``channel``); the envelope's id."""
+        return self._envelope("slash_commands", {
+            "command": command, "text": text, "user_id": user, "user_name": f"u{user}", "team_id": TEAM,
+            "channel_id": channel or f"D{user}", "response_url": "https://hooks.slack.invalid/x"})
+
+    def buttons(self, channel: str) -> list[tuple[str, str]]:
+        """(message ts, action id) of every button still on a message in ``channel``."""
+        return [(ts, element["action_id"]) for ts, m in self.messages.items() if m["channel"] == channel
+                for block in m.get("blocks") or [] if block.get("type") == "actions"
+                for element in block["elements"]]
+
     def refresh(self) -> None:
         """Slack's own "reconnect, please" (connections are refreshed every few hours)."""
         self.push({"type": "disconnect", "reason": "refresh_requested"})
@@ -62,7 +92,9 @@ class FakeSlack(SocketPlatformFake):
         self.failures.append((status, retry_after))
 
     def texts(self, channel: str, thread_ts: str = "") -> list[str]:
-        return [m["text"] for m in self.posted if m["channel"] == channel and m.get("thread_ts", "") == thread_ts]
+        """The messages of ``channel`` (in thread ``thread_ts``) as they read now (after any edits), oldest first."""
+        return [m["text"] for m in self.messages.values()
+                if m["channel"] == channel and m.get("thread_ts", "") == thread_ts]
 
     # -- Socket Mode ----------------------------------------------------------------------------
 
@@ -77,6 +109,15 @@ class FakeSlack(SocketPlatformFake):
         self._sent[ts] = envelope
         self.push(envelope)
         return ts
+
+    def _envelope(self, kind: str, payload: dict[str, Any]) -> str:
+        with self._lock:
+            self._next += 1
+            envelope = {"envelope_id": f"env-{self._next}", "type": kind, "accepts_response_payload": True,
+                        "payload": payload}
+        self._pending[envelope["envelope_id"]] = envelope
+        self.push(envelope)
+        return str(envelope["envelope_id"])
 
     def redeliver(self, ts: str) -> str:
         """Send the event of message ``ts`` again in a new envelope, as Slack does when it doubts an ack."""
@@ -115,12 +156,15 @@ class FakeSlack(SocketPlatformFake):
                 exchange.send_json(200, {"ok": True, "user": {"id": user, "name": self.usernames[user]}})
             else:
                 exchange.send_json(200, {"ok": False, "error": "user_not_found"})
-        elif method == "chat.postMessage":
-            self._post(exchange)
+        elif method in ("chat.postMessage", "chat.update"):
+            self._post(exchange, method)
+        elif method == "chat.postEphemeral":
+            self.ephemeral.append(dict(exchange.body))
+            exchange.send_json(200, {"ok": True, "message_ts": "1900000.000001"})
         else:
             exchange.send_json(200, {"ok": False, "error": "unknown_method"})
 
-    def _post(self, exchange: Exchange) -> None:
+    def _post(self, exchange: Exchange, method: str) -> None:
         if self.failures:
             status, retry_after = self.failures.popleft()
             headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
@@ -131,5 +175,16 @@ class FakeSlack(SocketPlatformFake):
         if len(str(body.get("text") or "")) > 40_000:
             exchange.send_json(200, {"ok": False, "error": "msg_too_long"})
             return
+        if method == "chat.update":
+            ts = str(body.get("ts") or "")
+            if self.messages.get(ts, {}).get("channel") != body.get("channel"):
+                exchange.send_json(200, {"ok": False, "error": "message_not_found"})
+                return
+            self.updates.append({**body, "at": time.monotonic()})
+            self.messages[ts] = {**self.messages[ts], **body}
+            exchange.send_json(200, {"ok": True, "channel": body.get("channel"), "ts": ts})
+            return
         self.posted.append(body)
-        exchange.send_json(200, {"ok": True, "channel": body.get("channel"), "ts": f"1800000.{len(self.posted):06d}"})
+        ts = f"1800000.{len(self.posted):06d}"
+        self.messages[ts] = body
+        exchange.send_json(200, {"ok": True, "channel": body.get("channel"), "ts": ts})

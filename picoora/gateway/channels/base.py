@@ -164,6 +164,8 @@ class EditsMessages(Channel):
     """A channel whose platform can edit a sent message: its answers stream into one message
     (``picoora.gateway.channels.streaming``)."""
 
+    edit_interval = 1.0  # seconds between edits of a streamed answer, within the platform's rate limit
+
     @abc.abstractmethod
     def split(self, text: str) -> list[str]:
         """``text`` in pieces the platform takes as one message each."""

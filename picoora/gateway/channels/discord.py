@@ -8,6 +8,7 @@
 - A dropped socket is resumed (same session, missed events replayed by Discord) or, when Discord says
   the session is gone, identified anew; heartbeats Discord does not acknowledge count as a dropped socket.
 - REST rate limits (429 ``retry_after``) are honoured by ``web_api.WebApi``.
+- Buttons for approvals, slash commands and answers streamed by edits: ``discord_interactions``.
 - ``channels.discord.api_base`` replaces the REST root (the tests run against a fake); the websocket's
   address comes from ``GET /gateway/bot``, which also checks the token.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from picoora.config import ChannelConfig
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
+from picoora.gateway.channels.discord_interactions import DISCORD_LIMIT, DiscordInteractions, snowflake
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.telegram_format import split_message
 from picoora.gateway.channels.web_api import ApiError, TokenRefused
@@ -32,7 +34,6 @@ from picoora.people import Sender
 log = logging.getLogger(__name__)
 
 PUBLIC_API = "https://discord.com/api/v10"
-DISCORD_LIMIT = 2000
 INTENTS = (1 << 9) | (1 << 12) | (1 << 15)  # GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT
 MAX_FRAME_BYTES = 8 * 1024 * 1024  # a READY of a bot in many servers is large; anything bigger is hostile
 HELLO_SECONDS = 30.0
@@ -55,7 +56,7 @@ class _Reconnect(Exception):
         self.resume = resume
 
 
-class DiscordChannel(SocketChannel):
+class DiscordChannel(SocketChannel, DiscordInteractions):
     name = "discord"
 
     def __init__(self, config: ChannelConfig, links: ChannelLinks, **kwargs: Any):
@@ -70,6 +71,7 @@ class DiscordChannel(SocketChannel):
         self._seq: int | None = None
         self._acked = True
         self._live = False  # this connection's session started (READY or RESUMED)
+        self.init_interactions()
 
     # -- receiving --------------------------------------------------------------------------------
 
@@ -156,12 +158,13 @@ class DiscordChannel(SocketChannel):
             self._bot_id = str((data.get("user") or {}).get("id") or "")
             self._acked = self._live = True
             self.report(CONNECTED)
+            self.on_ready(data)
         elif event == "RESUMED":
             self._acked = self._live = True
             self.report(CONNECTED)
-        elif event == "MESSAGE_CREATE":
+        elif event in ("MESSAGE_CREATE", "INTERACTION_CREATE"):
             try:
-                await self._on_message(data)
+                await (self._on_message if event == "MESSAGE_CREATE" else self.on_interaction)(data)
             except ShuttingDown:
                 log.info("discord: a message arrived while the gateway stops; it is not answered")
             except Exception:  # one bad message must not drop the socket
@@ -180,22 +183,21 @@ class DiscordChannel(SocketChannel):
             return
         username = str(author.get("username") or "")
         await self.receive(Sender("discord", str(author["id"]), username), str(data["channel_id"]), text,
-                           message_id=str(data.get("id") or ""), username=username)
+                           private=not data.get("guild_id"), message_id=str(data.get("id") or ""), username=username)
 
     # -- sending ----------------------------------------------------------------------------------
 
     async def show_typing(self, chat_id: str) -> None:
-        await self.api.call("POST", f"channels/{_snowflake(chat_id)}/typing", token=self._auth, attempts=1)
+        await self.api.call("POST", f"channels/{snowflake(chat_id)}/typing", token=self._auth, attempts=1)
 
     async def deliver(self, chat_id: str, text: str) -> None:
-        chat_id = _snowflake(chat_id)
-        for piece in split_message(text or "(no answer)", DISCORD_LIMIT):
-            await self.api.call("POST", f"channels/{chat_id}/messages", token=self._auth,
-                                json={"content": piece, "allowed_mentions": {"parse": []}})
+        pieces = split_message(text or "(no answer)", DISCORD_LIMIT)
+        if await self.answer_thinking(chat_id, pieces):  # the reply to a slash command
+            return
+        for piece in pieces:
+            await self.post(chat_id, {"content": piece})
 
+    async def close(self) -> None:
+        await self.close_interactions()
+        await super().close()
 
-def _snowflake(chat_id: str) -> str:
-    """A Discord channel id (digits only): anything else could steer the request to another endpoint."""
-    if not chat_id.isdigit() or not chat_id.isascii():
-        raise ValueError(f"not a Discord channel id: {chat_id[:40]!r}")
-    return chat_id

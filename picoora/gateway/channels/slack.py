@@ -10,6 +10,7 @@
   offers it again to the next connection. Redelivered events are recognised and not answered twice.
 - Replies are turned into mrkdwn (``slack_format``) and split; Web API rate limits (429 ``Retry-After``)
   are honoured by ``web_api.WebApi``. ``channels.slack.api_base`` replaces the Web API root (tests).
+- Buttons for approvals, slash commands and answers streamed by edits: ``slack_interactions``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 
 from picoora.config import SlackChannelConfig
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
-from picoora.gateway.channels.slack_format import SLACK_PIECE, to_mrkdwn
+from picoora.gateway.channels.slack_format import SLACK_PIECE
+from picoora.gateway.channels.slack_interactions import SlackInteractions, slack_target
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.telegram_format import split_message
 from picoora.gateway.channels.web_api import ApiError, TokenRefused
@@ -37,11 +39,9 @@ SEEN_EVENTS = 1000  # event ids remembered, so a redelivery is not a second turn
 USERNAMES = 1000  # user id -> username, cached
 _TOKEN_ERRORS = {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                  "not_allowed_token_type", "missing_scope"}
-_SLACK_ID = re.compile(r"^[A-Z0-9]{2,30}$")
-_THREAD_TS = re.compile(r"^\d{1,12}\.\d{1,9}$")
 
 
-class SlackChannel(SocketChannel):
+class SlackChannel(SocketChannel, SlackInteractions):
     name = "slack"
 
     def __init__(self, config: SlackChannelConfig, links: ChannelLinks, **kwargs: Any):
@@ -98,9 +98,17 @@ class SlackChannel(SocketChannel):
 
     async def _take(self, envelope: dict[str, Any]) -> bool:
         """Handle one envelope; False when the gateway stops (not acknowledged: Slack offers it again)."""
-        if envelope.get("type") != "events_api":
-            return True  # slash commands and interactions are not used: acknowledged so Slack stops resending
         payload = envelope.get("payload") or {}
+        if envelope.get("type") in ("interactive", "slash_commands"):
+            try:
+                await (self.on_interactive if envelope["type"] == "interactive" else self.on_slash_command)(payload)
+            except ShuttingDown:
+                return False
+            except Exception:  # one bad press must not drop the socket
+                log.exception("slack: could not handle an interaction")
+            return True
+        if envelope.get("type") != "events_api":
+            return True  # acknowledged so Slack stops resending
         event_id = str(payload.get("event_id") or envelope["envelope_id"])
         if event_id in self._seen:
             return True
@@ -131,7 +139,7 @@ class SlackChannel(SocketChannel):
         # A handle is unique only in its own workspace: someone from a Slack Connect org could take "@alice".
         username = await self._username(user) if team == home else ""
         await self.receive(Sender("slack", f"{team}:{user}", username), chat_id,
-                           _unescape(text), message_id=str(event.get("ts") or ""), username=username)
+                           _unescape(text), private=direct, message_id=str(event.get("ts") or ""), username=username)
 
     async def _username(self, user: str) -> str:
         """The user's Slack handle (``users:read``); empty when Slack will not say."""
@@ -149,15 +157,9 @@ class SlackChannel(SocketChannel):
     # -- sending ----------------------------------------------------------------------------------
 
     async def deliver(self, chat_id: str, text: str) -> None:
-        channel, _, thread = chat_id.partition(":")
-        if not _SLACK_ID.match(channel) or (thread and not _THREAD_TS.match(thread)):
-            raise ValueError(f"not a Slack chat id: {chat_id[:40]!r}")
+        slack_target(chat_id)  # refused before anything is sent
         for piece in split_message(text or "(no answer)", SLACK_PIECE):
-            message: dict[str, Any] = {"channel": channel, "text": to_mrkdwn(piece), "mrkdwn": True,
-                                       "unfurl_links": False}
-            if thread:
-                message["thread_ts"] = thread
-            await self._web("chat.postMessage", json=message)
+            await self.post(chat_id, piece)
 
 
 def _unescape(text: str) -> str:

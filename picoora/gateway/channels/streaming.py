@@ -2,8 +2,9 @@
 "typing..." and then everything at once.
 
 ``EditedReply`` is the turn's event sink: once the answer has ``START_CHARS`` characters it is posted,
-then edited as it grows, at most once per ``EDIT_SECONDS`` (Telegram allows about one message a second
-per chat; an edit is a message for its limits) and only when the text changed. Text of the model calls
+then edited as it grows, at most once per the channel's ``edit_interval`` (Telegram allows about one message
+a second per chat, an edit being a message for its limits; Discord and Slack set their own) and only when
+the text changed. Text of the model calls
 before a tool call stays, the next call's text follows a blank line. ``finish`` puts the final answer in
 its place, complete and formatted: the first piece into the streamed message, the rest (past the
 platform's length limit) as new messages. A stream that never posted leaves the final answer to the usual

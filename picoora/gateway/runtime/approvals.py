@@ -2,8 +2,8 @@
 
 A turn that came from a chat channel listed in ``tools.approvals.channels`` gets an ``approve`` callable
 (``Approvals.for_turn``), which the tool registry awaits before each call. For a tool listed in
-``tools.approvals.tools`` it asks the owner (``AsksApprovals.ask_approval``: Telegram's inline keyboard) and
-waits up to ``timeout_seconds``:
+``tools.approvals.tools`` it asks the owner (``AsksApprovals.ask_approval``: Telegram's inline keyboard,
+Discord's buttons, Slack's Block Kit actions) and waits up to ``timeout_seconds``:
 
 - **approve once**: this call runs;
 - **this session**: this call and the session's later calls of the same tool run without asking;

@@ -97,7 +97,7 @@ class GatewayRuntime:
                 return self._say(inbound, "")  # the stopped turn's own reply says so
             return self._say(inbound, NOTHING_TO_STOP)
         editor = self._editors.get(inbound.channel) if command is None else None
-        stream = EditedReply(editor, inbound.chat_id) if editor is not None else None
+        stream = EditedReply(editor, inbound.chat_id, interval=editor.edit_interval) if editor is not None else None
 
         async def reply(inbound: Inbound, outcome: TurnOutcome) -> None:
             await self._reply(inbound, outcome, stream)
