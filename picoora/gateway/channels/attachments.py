@@ -1,0 +1,68 @@
+"""What a chat channel hands on when a message carries a picture, a voice note or a file: an ``Attachment``
+that says what the platform announced and can fetch the bytes later, and the capped download they share.
+
+The channel does not download anything itself: the runtime (``picoora.gateway.runtime.media``) decides
+after the sender was admitted, after the announced size and type passed the limits, and then fetches at
+most the limit (a file larger than announced is cut off while streaming and refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+from picoora.secrets import scrub
+
+Kind = Literal["image", "audio", "document"]
+DOWNLOAD_SECONDS = 60.0
+# Telegram announces no type for photos and voice notes: it re-encodes photos as JPEG and records voice as Opus.
+TELEGRAM_PHOTO, TELEGRAM_VOICE = "image/jpeg", "audio/ogg"
+
+
+class TooLarge(Exception):
+    """The download passed its limit (the platform announced less, or nothing)."""
+
+
+class DownloadFailed(Exception):
+    """The platform did not give the file; the message says why (and carries no token)."""
+
+
+@dataclass(frozen=True)
+class Attachment:
+    kind: Kind
+    name: str  # as the sender's app called it: untrusted, sanitised before it names a file
+    mime: str  # as announced (lower case, no parameters); "" when the platform says nothing
+    size: int | None  # bytes, as announced; None when the platform does not say
+    fetch: Callable[[int], Awaitable[bytes]]  # the bytes, at most this many (else ``TooLarge``)
+    voice: bool = False  # a voice note recorded in the chat (rather than an audio file sent)
+
+
+def plain_mime(value: str | None) -> str:
+    """``Audio/OGG; codecs=opus`` -> ``audio/ogg``."""
+    return (value or "").split(";")[0].strip().lower()
+
+
+async def download(url: str, limit: int, *, headers: dict[str, str] | None = None, where: str = "the platform",
+                   secret: str = "") -> bytes:
+    """GET ``url``, at most ``limit`` bytes; ``secret`` (a token in the URL) never appears in an error."""
+    try:
+        async with httpx.AsyncClient(timeout=DOWNLOAD_SECONDS, follow_redirects=True) as client, \
+                client.stream("GET", url, headers=headers) as response:
+            if response.status_code >= 400:
+                raise DownloadFailed(f"{where} answered {response.status_code} for the file")
+            announced = response.headers.get("content-length", "")
+            if announced.isdigit() and int(announced) > limit:
+                raise TooLarge()
+            chunks, taken = [], 0
+            async for chunk in response.aiter_bytes():
+                taken += len(chunk)
+                if taken > limit:
+                    raise TooLarge()
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except httpx.HTTPError as exc:
+        detail = scrub(str(exc), [secret]) if secret else str(exc)
+        raise DownloadFailed(f"could not download the file from {where}: {detail or type(exc).__name__}") from None
