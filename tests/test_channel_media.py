@@ -18,6 +18,7 @@ from picoora.gateway.runtime.services import GatewayRuntime
 from picoora.people import Person
 from tests.fakes._http import closed_port_url
 from tests.fakes.channel_kit import wait_for
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.transcription_server import FakeTranscription
@@ -42,9 +43,10 @@ def make_config(telegram: FakeTelegram, ollama: FakeOllama, *, model: str = "qwe
     })
 
 
-def converse(config: Config, telegram: FakeTelegram, script: Any, *, chat: int = OWNER) -> dict[str, Any]:
-    """Run the gateway while ``script`` (in a thread) talks to the fake; the owner's workspace and what the
-    chat's session recorded come back."""
+def converse(config: Config, platform: Any, script: Any, *, chat: int = OWNER, session: str = "") -> dict[str, Any]:
+    """Run the gateway while ``script`` (in a thread) talks to the platform's fake; the owner's workspace and
+    what the chat's session (``telegram:<chat>`` unless given) recorded come back."""
+    session = session or f"telegram:{chat}"
 
     async def scenario() -> dict[str, Any]:
         async with build_assistant(config) as assistant:
@@ -54,10 +56,10 @@ def converse(config: Config, telegram: FakeTelegram, script: Any, *, chat: int =
             await runtime.stop_intake()
             await runtime.turns.drain(5)
             if chat == OWNER:
-                history = await assistant.history(f"telegram:{chat}")
+                history = await assistant.history(session)
             else:
                 async with runtime.people.lease(Person(f"guest-telegram-{chat}")) as theirs:
-                    history = await theirs.history(f"telegram:{chat}")
+                    history = await theirs.history(session)
             await runtime.close()
             return {"workspace": assistant.workspace, "history": [e.message for e in history]}
 
@@ -254,3 +256,36 @@ def test_a_stranger_s_file_is_never_downloaded(isolated_home):
             replies(telegram, 99, 1)()))
     assert "pair approve" in telegram.texts(99)[0]
     assert telegram.downloads == [] and "getFile" not in telegram.calls
+
+
+# -- Discord ----------------------------------------------------------------------------------------------
+
+DISCORD = "ODk5.fake-discord-token.value"
+
+
+def discord_config(discord: FakeDiscord, ollama: FakeOllama) -> Config:
+    return Config.model_validate({
+        "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
+        "memory": {"embedder": "none"},
+        "channels": {"discord": {"enabled": True, "token": DISCORD, "allow_from": ["*"], "api_base": discord.url}},
+        "users": [{"name": "me", "owner": True, "identities": ["discord:61"]}],
+    })
+
+
+def test_a_discord_attachment_is_saved_and_one_pointing_off_discords_cdn_is_never_fetched(isolated_home):
+    with FakeDiscord(DISCORD) as discord, FakeDiscord(DISCORD) as elsewhere, \
+            FakeOllama(responder=lambda b: Reply(content="Got it.")) as ollama:
+        config = discord_config(discord, ollama)
+        elsewhere.files["secret"] = b"internal"
+
+        def script():
+            discord.dm("61", "", files=[{"filename": "plan.md", "content_type": "text/markdown", "data": b"# plan"}])
+            wait_for(lambda: discord.texts("761"))
+            discord.dm("61", "hi", files=[{"filename": "x.txt", "content_type": "text/plain", "data": b"",
+                                           "url": f"{elsewhere.url}/attachments/secret"}])
+            wait_for(lambda: len(discord.texts("761")) >= 2)
+
+        seen = converse(config, discord, script, session="discord:761")
+    assert discord.texts("761") == ["Saved inbox/plan.md.", "Got it."]
+    assert inbox(seen["workspace"]) == {"plan.md": b"# plan"}
+    assert elsewhere.downloads == [] and ollama.requests[-1]["messages"][-1]["content"] == "hi"

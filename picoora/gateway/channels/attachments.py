@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,6 +39,43 @@ class Attachment:
     size: int | None  # bytes, as announced; None when the platform does not say
     fetch: Callable[[int], Awaitable[bytes]]  # the bytes, at most this many (else ``TooLarge``)
     voice: bool = False  # a voice note recorded in the chat (rather than an audio file sent)
+
+
+def kind_of(mime: str) -> Kind:
+    """What a file is by its type, for platforms that send every file the same way (Discord, Slack)."""
+    if mime.startswith("image/"):
+        return "image"
+    return "audio" if mime.startswith("audio/") else "document"
+
+
+def from_host(url: str, roots: tuple[str, ...]) -> bool:
+    """``url`` is under one of ``roots`` (a platform's file hosts): a payload's URL is never fetched from
+    anywhere else, so a forged one cannot make the gateway read an address inside the network."""
+    return any(url.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def from_discord(data: dict[str, Any], roots: tuple[str, ...]) -> tuple[Attachment, ...]:
+    """A Discord message's ``attachments`` (filename, size, content_type, url on Discord's CDN)."""
+    found = []
+    for item in data.get("attachments") or []:
+        url = str(item.get("url") or "") if isinstance(item, dict) else ""
+        if not from_host(url, roots):
+            continue
+        mime = plain_mime(item.get("content_type"))
+        size = item.get("size") if isinstance(item.get("size"), int) else None
+
+        async def fetch(limit: int, url: str = url) -> bytes:
+            return await download(url, limit, where="Discord")
+
+        found.append(Attachment(kind_of(mime), str(item.get("filename") or ""), mime, size, fetch,
+                                voice=bool(item.get("waveform"))))
+    return tuple(found)
 
 
 def plain_mime(value: str | None) -> str:

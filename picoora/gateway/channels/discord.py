@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from picoora.config import ChannelConfig
+from picoora.gateway.channels.attachments import from_discord, origin
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.telegram_format import split_message
@@ -32,6 +33,7 @@ from picoora.people import Sender
 log = logging.getLogger(__name__)
 
 PUBLIC_API = "https://discord.com/api/v10"
+CDN = ("https://cdn.discordapp.com", "https://media.discordapp.net")  # where attachments are fetched from
 DISCORD_LIMIT = 2000
 INTENTS = (1 << 9) | (1 << 12) | (1 << 15)  # GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT
 MAX_FRAME_BYTES = 8 * 1024 * 1024  # a READY of a bot in many servers is large; anything bigger is hostile
@@ -64,6 +66,7 @@ class DiscordChannel(SocketChannel):
         super().__init__(config, links, tokens=[config.token], api_root=PUBLIC_API,
                          user_agent="DiscordBot (https://github.com/picoora/picoora, 0.1)", **kwargs)
         self._auth = f"Bot {config.token}"
+        self._file_roots = CDN + ((origin(config.api_base),) if config.api_base else ())  # a fake's, in tests
         self._bot_id = ""
         self._session_id = ""  # set: the next connection resumes this session
         self._resume_url = ""
@@ -176,11 +179,12 @@ class DiscordChannel(SocketChannel):
             if not any(str(m.get("id")) == self._bot_id for m in data.get("mentions") or []):
                 return
             text = re.sub(rf"<@!?{re.escape(self._bot_id)}>", "", text).strip()
-        if not text.strip():
+        attachments = from_discord(data, self._file_roots)
+        if not text.strip() and not attachments:
             return
         username = str(author.get("username") or "")
         await self.receive(Sender("discord", str(author["id"]), username), str(data["channel_id"]), text,
-                           message_id=str(data.get("id") or ""), username=username)
+                           attachments=attachments, message_id=str(data.get("id") or ""), username=username)
 
     # -- sending ----------------------------------------------------------------------------------
 
