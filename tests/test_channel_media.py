@@ -20,6 +20,7 @@ from tests.fakes._http import closed_port_url
 from tests.fakes.channel_kit import wait_for
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.slack_server import TEAM, FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.transcription_server import FakeTranscription
 
@@ -289,3 +290,33 @@ def test_a_discord_attachment_is_saved_and_one_pointing_off_discords_cdn_is_neve
     assert discord.texts("761") == ["Saved inbox/plan.md.", "Got it."]
     assert inbox(seen["workspace"]) == {"plan.md": b"# plan"}
     assert elsewhere.downloads == [] and ollama.requests[-1]["messages"][-1]["content"] == "hi"
+
+
+# -- Slack ------------------------------------------------------------------------------------------------
+
+BOT, APP = "xoxb-fake-bot-token-1234", "xapp-1-fake-app-token-5678"
+
+
+def test_a_slack_file_is_fetched_with_the_bot_token_from_slack_only_and_saved(isolated_home):
+    with FakeSlack(BOT, APP) as slack, FakeSlack(BOT, APP) as elsewhere, \
+            FakeOllama(responder=lambda b: Reply(content="Noted.")) as ollama:
+        config = Config.model_validate({
+            "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
+            "memory": {"embedder": "none"},
+            "channels": {"slack": {"enabled": True, "token": BOT, "app_token": APP, "allow_from": ["*"],
+                                   "api_base": slack.url}},
+            "users": [{"name": "me", "owner": True, "identities": [f"slack:{TEAM}:U7"]}],
+        })
+        elsewhere.files["F9"] = b"internal"
+
+        def script():
+            slack.dm("U7", "", files=[{"name": "notes.txt", "mimetype": "text/plain", "data": b"buy milk"}])
+            wait_for(lambda: slack.texts("DU7"))
+            slack.dm("U7", "thanks", files=[{"name": "x.txt", "mimetype": "text/plain", "data": b"",
+                                             "url": f"{elsewhere.url}/files-pri/F9"}])
+            wait_for(lambda: len(slack.texts("DU7")) >= 2)
+
+        seen = converse(config, slack, script, session="slack:DU7")
+    assert slack.texts("DU7") == ["Saved inbox/notes.txt.", "Noted."]
+    assert inbox(seen["workspace"]) == {"notes.txt": b"buy milk"}
+    assert elsewhere.downloads == [] and ollama.requests[-1]["messages"][-1]["content"] == "thanks"

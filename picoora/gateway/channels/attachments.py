@@ -62,19 +62,30 @@ def origin(url: str) -> str:
 
 def from_discord(data: dict[str, Any], roots: tuple[str, ...]) -> tuple[Attachment, ...]:
     """A Discord message's ``attachments`` (filename, size, content_type, url on Discord's CDN)."""
+    return _listed(data.get("attachments"), roots, url="url", name="filename", mime="content_type", where="Discord")
+
+
+def from_slack(event: dict[str, Any], roots: tuple[str, ...], token: str) -> tuple[Attachment, ...]:
+    """A Slack message's ``files`` (name, mimetype, size, url_private_download, fetched with the bot token:
+    which is why only Slack's own file host is ever asked)."""
+    return _listed(event.get("files"), roots, url="url_private_download", name="name", mime="mimetype",
+                   where="Slack", headers={"Authorization": f"Bearer {token}"}, secret=token)
+
+
+def _listed(items: Any, roots: tuple[str, ...], *, url: str, name: str, mime: str, where: str,
+            headers: dict[str, str] | None = None, secret: str = "") -> tuple[Attachment, ...]:
     found = []
-    for item in data.get("attachments") or []:
-        url = str(item.get("url") or "") if isinstance(item, dict) else ""
-        if not from_host(url, roots):
+    for item in items if isinstance(items, list) else []:
+        address = str(item.get(url) or "") if isinstance(item, dict) else ""
+        if not from_host(address, roots):
             continue
-        mime = plain_mime(item.get("content_type"))
+        kind = plain_mime(item.get(mime))
         size = item.get("size") if isinstance(item.get("size"), int) else None
 
-        async def fetch(limit: int, url: str = url) -> bytes:
-            return await download(url, limit, where="Discord")
+        async def fetch(limit: int, address: str = address) -> bytes:
+            return await download(address, limit, headers=headers, where=where, secret=secret)
 
-        found.append(Attachment(kind_of(mime), str(item.get("filename") or ""), mime, size, fetch,
-                                voice=bool(item.get("waveform"))))
+        found.append(Attachment(kind_of(kind), str(item.get(name) or ""), kind, size, fetch))
     return tuple(found)
 
 
