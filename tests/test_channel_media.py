@@ -259,64 +259,52 @@ def test_a_stranger_s_file_is_never_downloaded(isolated_home):
     assert telegram.downloads == [] and "getFile" not in telegram.calls
 
 
-# -- Discord ----------------------------------------------------------------------------------------------
+# -- Discord and Slack ------------------------------------------------------------------------------------
 
 DISCORD = "ODk5.fake-discord-token.value"
-
-
-def discord_config(discord: FakeDiscord, ollama: FakeOllama) -> Config:
-    return Config.model_validate({
-        "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
-        "memory": {"embedder": "none"},
-        "channels": {"discord": {"enabled": True, "token": DISCORD, "allow_from": ["*"], "api_base": discord.url}},
-        "users": [{"name": "me", "owner": True, "identities": ["discord:61"]}],
-    })
-
-
-def test_a_discord_attachment_is_saved_and_one_pointing_off_discords_cdn_is_never_fetched(isolated_home):
-    with FakeDiscord(DISCORD) as discord, FakeDiscord(DISCORD) as elsewhere, \
-            FakeOllama(responder=lambda b: Reply(content="Got it.")) as ollama:
-        config = discord_config(discord, ollama)
-        elsewhere.files["secret"] = b"internal"
-
-        def script():
-            discord.dm("61", "", files=[{"filename": "plan.md", "content_type": "text/markdown", "data": b"# plan"}])
-            wait_for(lambda: discord.texts("761"))
-            discord.dm("61", "hi", files=[{"filename": "x.txt", "content_type": "text/plain", "data": b"",
-                                           "url": f"{elsewhere.url}/attachments/secret"}])
-            wait_for(lambda: len(discord.texts("761")) >= 2)
-
-        seen = converse(config, discord, script, session="discord:761")
-    assert discord.texts("761") == ["Saved inbox/plan.md.", "Got it."]
-    assert inbox(seen["workspace"]) == {"plan.md": b"# plan"}
-    assert elsewhere.downloads == [] and ollama.requests[-1]["messages"][-1]["content"] == "hi"
-
-
-# -- Slack ------------------------------------------------------------------------------------------------
-
 BOT, APP = "xoxb-fake-bot-token-1234", "xapp-1-fake-app-token-5678"
 
 
-def test_a_slack_file_is_fetched_with_the_bot_token_from_slack_only_and_saved(isolated_home):
-    with FakeSlack(BOT, APP) as slack, FakeSlack(BOT, APP) as elsewhere, \
-            FakeOllama(responder=lambda b: Reply(content="Noted.")) as ollama:
+def real_then_forged(make: Any, name: str, tokens: dict[str, str], owner: str, session: str, send: Any,
+                     texts: Any, files_path: str) -> Any:
+    """The owner sends a real file alone, then "hi" with a file whose address is another server's (as a forged
+    event would): what the chat was told, the owner's inbox, what the other server was asked, the model's text."""
+    with make() as platform, make() as elsewhere, FakeOllama(responder=lambda b: Reply(content="Got it.")) as ollama:
         config = Config.model_validate({
             "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
             "memory": {"embedder": "none"},
-            "channels": {"slack": {"enabled": True, "token": BOT, "app_token": APP, "allow_from": ["*"],
-                                   "api_base": slack.url}},
-            "users": [{"name": "me", "owner": True, "identities": [f"slack:{TEAM}:U7"]}],
+            "channels": {name: {**tokens, "enabled": True, "allow_from": ["*"], "api_base": platform.url}},
+            "users": [{"name": "me", "owner": True, "identities": [owner]}],
         })
-        elsewhere.files["F9"] = b"internal"
 
         def script():
-            slack.dm("U7", "", files=[{"name": "notes.txt", "mimetype": "text/plain", "data": b"buy milk"}])
-            wait_for(lambda: slack.texts("DU7"))
-            slack.dm("U7", "thanks", files=[{"name": "x.txt", "mimetype": "text/plain", "data": b"",
-                                             "url": f"{elsewhere.url}/files-pri/F9"}])
-            wait_for(lambda: len(slack.texts("DU7")) >= 2)
+            send(platform, "", "plan.md", "text/markdown", b"# plan", "")
+            wait_for(lambda: texts(platform))
+            send(platform, "hi", "x.txt", "text/plain", b"", f"{elsewhere.url}/{files_path}/F9")
+            wait_for(lambda: len(texts(platform)) >= 2)
 
-        seen = converse(config, slack, script, session="slack:DU7")
-    assert slack.texts("DU7") == ["Saved inbox/notes.txt.", "Noted."]
-    assert inbox(seen["workspace"]) == {"notes.txt": b"buy milk"}
-    assert elsewhere.downloads == [] and ollama.requests[-1]["messages"][-1]["content"] == "thanks"
+        seen = converse(config, platform, script, session=session)
+    asked = ollama.requests[-1]["messages"][-1]["content"]
+    return texts(platform), inbox(seen["workspace"]), elsewhere.downloads, asked
+
+
+def test_a_discord_attachment_is_saved_and_one_pointing_off_discords_cdn_is_never_fetched(isolated_home):
+    def send(fake, text, name, mime, data, url):
+        fake.dm("61", text, files=[{"filename": name, "content_type": mime, "data": data, "url": url}])
+
+    told, saved, elsewhere, model_got = real_then_forged(
+        lambda: FakeDiscord(DISCORD), "discord", {"token": DISCORD}, "discord:61", "discord:761", send,
+        lambda fake: fake.texts("761"), "attachments")
+    assert told == ["Saved inbox/plan.md.", "Got it."] and saved == {"plan.md": b"# plan"}
+    assert elsewhere == [] and model_got == "hi"
+
+
+def test_a_slack_file_is_fetched_with_the_bot_token_from_slack_only_and_saved(isolated_home):
+    def send(fake, text, name, mime, data, url):
+        fake.dm("U7", text, files=[{"name": name, "mimetype": mime, "data": data, "url": url}])
+
+    told, saved, elsewhere, model_got = real_then_forged(
+        lambda: FakeSlack(BOT, APP), "slack", {"token": BOT, "app_token": APP}, f"slack:{TEAM}:U7",
+        "slack:DU7", send, lambda fake: fake.texts("DU7"), "files-pri")
+    assert told == ["Saved inbox/plan.md.", "Got it."] and saved == {"plan.md": b"# plan"}
+    assert elsewhere == [] and model_got == "hi"

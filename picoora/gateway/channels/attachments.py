@@ -54,10 +54,11 @@ def from_host(url: str, roots: tuple[str, ...]) -> bool:
     return any(url.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def origin(url: str) -> str:
-    """``scheme://host[:port]`` of ``url``."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+def file_roots(hosts: tuple[str, ...], api_base: str) -> tuple[str, ...]:
+    """Where a platform's files may be fetched from: its own file ``hosts``, and the host of a configured
+    ``api_base`` (a fake in the tests; the bot token is sent there anyway)."""
+    parts = urlsplit(api_base)
+    return hosts + ((f"{parts.scheme}://{parts.netloc}",) if api_base else ())
 
 
 def from_discord(data: dict[str, Any], roots: tuple[str, ...]) -> tuple[Attachment, ...]:

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from picoora.config import ChannelConfig
-from picoora.gateway.channels.attachments import from_discord, origin
+from picoora.gateway.channels.attachments import file_roots, from_discord
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.telegram_format import split_message
@@ -66,7 +66,7 @@ class DiscordChannel(SocketChannel):
         super().__init__(config, links, tokens=[config.token], api_root=PUBLIC_API,
                          user_agent="DiscordBot (https://github.com/picoora/picoora, 0.1)", **kwargs)
         self._auth = f"Bot {config.token}"
-        self._file_roots = CDN + ((origin(config.api_base),) if config.api_base else ())  # a fake's, in tests
+        self._file_roots = file_roots(CDN, config.api_base)
         self._bot_id = ""
         self._session_id = ""  # set: the next connection resumes this session
         self._resume_url = ""

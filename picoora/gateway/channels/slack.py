@@ -21,7 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from picoora.config import SlackChannelConfig
-from picoora.gateway.channels.attachments import from_slack, origin
+from picoora.gateway.channels.attachments import file_roots, from_slack
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.slack_format import SLACK_PIECE, to_mrkdwn
 from picoora.gateway.channels.socket_channel import SocketChannel
@@ -57,7 +57,7 @@ class SlackChannel(SocketChannel):
         super().__init__(config, links, tokens=[config.token, config.app_token], api_root=PUBLIC_API,
                          user_agent="picoora (Slack Socket Mode)", **kwargs)
         self._app_token = config.app_token
-        self._file_roots = FILES + ((origin(config.api_base),) if config.api_base else ())  # the token goes there anyway
+        self._file_roots = file_roots(FILES, config.api_base)
         self._bot_user = ""
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._usernames: OrderedDict[str, str] = OrderedDict()
