@@ -39,7 +39,7 @@ def make_config(telegram: FakeTelegram, ollama: FakeOllama, *, model: str = "qwe
         "memory": {"embedder": "none"},
         "channels": {"telegram": {"enabled": True, "token": TOKEN, "allow_from": ["*"], "api_base": telegram.url}},
         "users": [{"name": "me", "owner": True, "identities": [f"telegram:{OWNER}"]}],
-        "transcription": {"base_url": transcription, "timeout_seconds": stt_seconds},
+        "transcription": {"base_url": transcription, "api_key": "stt-key-123", "timeout_seconds": stt_seconds},
         "media": media,
     })
 
@@ -134,9 +134,19 @@ def test_a_voice_note_is_transcribed_shown_as_heard_and_answered_as_the_turn(iso
     assert telegram.texts(OWNER) == ["heard: add milk to the shopping list", "Milk is on the list."]
     [upload] = stt.uploads
     assert (upload.data, upload.mime, upload.fields["model"]) == (b"OggS-opus-bytes", "audio/ogg", "whisper-1")
-    assert upload.filename.endswith(".ogg")
+    assert upload.filename.endswith(".ogg") and upload.authorization == "Bearer stt-key-123"
     assert ollama.requests[0]["messages"][-1]["content"] == "add milk to the shopping list"
     assert [m.content for m in seen["history"]] == ["add milk to the shopping list", "Milk is on the list."]
+
+
+def test_an_audio_file_is_transcribed_under_its_own_name_and_type(isolated_home):
+    with FakeTelegram(TOKEN) as telegram, FakeOllama(replies=[Reply(content="Noted.")]) as ollama, \
+            FakeTranscription("meeting at noon") as stt:
+        config = make_config(telegram, ollama, transcription=stt.base_url)
+        converse(config, telegram, lambda: (telegram.push_file(OWNER, "audio", b"ID3-mp3", name="memo.mp3",
+                                                               mime="audio/mpeg"), replies(telegram, OWNER, 2)()))
+    assert telegram.texts(OWNER) == ["heard: meeting at noon", "Noted."]
+    assert (stt.uploads[0].filename, stt.uploads[0].mime) == ("memo.mp3", "audio/mpeg")
 
 
 def test_a_voice_note_without_transcription_configured_says_how_to_set_it_up(isolated_home):

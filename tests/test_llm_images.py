@@ -88,3 +88,14 @@ def test_openai_compatible_and_anthropic_models_see_by_the_known_model_rule(prov
 def test_vision_models_in_the_config_replace_the_known_rule():
     llm, _ = make_llm("openai", "http://127.0.0.1:9", model="my-local-vlm", vision_models=["my-local-*"])
     assert asyncio.run(llm.sees_images()) is True
+
+
+def test_a_picture_without_words_goes_alone_to_each_provider():
+    alone = [Message("user", "", images=[Image("dog.png", "image/png", "inbox/dog.png", PNG)])]
+    with FakeOpenAI() as openai_fake, FakeAnthropic() as anthropic_fake:
+        chat(make_llm("openai", openai_fake.url + "/v1", model="gpt-4o")[0], alone)
+        chat(make_llm("anthropic", anthropic_fake.url, model="claude-sonnet-4-5", api_key="k")[0], alone)
+    assert openai_fake.requests[0]["messages"][0]["content"] == [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}}]
+    assert anthropic_fake.requests[0]["messages"][0]["content"] == [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}}]

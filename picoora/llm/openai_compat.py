@@ -185,7 +185,8 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             ]
             native.append({"role": "assistant", "content": message.content or None, "tool_calls": calls})
         elif message.seen_images():
-            parts: list[dict[str, Any]] = [{"type": "text", "text": message.text_with_notes()}]
+            noted = message.text_with_notes()
+            parts: list[dict[str, Any]] = [{"type": "text", "text": noted}] if noted else []  # a photo alone
             parts += [{"type": "image_url", "image_url": {"url": data_url(image)}} for image in message.seen_images()]
             native.append({"role": message.role, "content": parts})
         else:
