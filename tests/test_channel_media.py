@@ -126,12 +126,14 @@ def test_a_file_that_claims_to_be_a_photo_but_is_not_one_is_refused(isolated_hom
 
 def test_a_voice_note_is_transcribed_shown_as_heard_and_answered_as_the_turn(isolated_home):
     answer = Reply(content="Milk is on the list.")
-    with FakeTelegram(TOKEN) as telegram, FakeOllama(replies=[answer]) as ollama, \
+    with FakeTelegram(TOKEN) as telegram, FakeOllama(replies=[answer], delay=0.5) as ollama, \
             FakeTranscription("add milk to the shopping list") as stt:
         config = make_config(telegram, ollama, transcription=stt.base_url)
         seen = converse(config, telegram, lambda: (telegram.push_file(OWNER, "voice", b"OggS-opus-bytes"),
                                                    replies(telegram, OWNER, 2)()))
     assert telegram.texts(OWNER) == ["heard: add milk to the shopping list", "Milk is on the list."]
+    after_heard = telegram.calls[telegram.calls.index("sendMessage"):]
+    assert "sendChatAction" in after_heard  # typing again while the model answers
     [upload] = stt.uploads
     assert (upload.data, upload.mime, upload.fields["model"]) == (b"OggS-opus-bytes", "audio/ogg", "whisper-1")
     assert upload.filename.endswith(".ogg") and upload.authorization == "Bearer stt-key-123"

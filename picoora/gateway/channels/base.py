@@ -126,6 +126,10 @@ class Channel(abc.ABC):
         self._stop_typing(chat_id)
         await self.deliver(chat_id, text)
 
+    def keep_typing(self, chat_id: str) -> None:
+        """Show typing again: an interim message ("heard: ...") was sent and stopped it, the answer is to come."""
+        self._start_typing(chat_id)
+
     async def _deliver_safely(self, chat_id: str, text: str) -> None:
         try:
             await self.deliver(chat_id, text)

@@ -92,6 +92,8 @@ class GatewayRuntime:
                 taken = await media.take(assistant, inbound.session, inbound.text, inbound.attachments)
                 for line in taken.said:
                     await self.delivery.deliver(inbound.channel, inbound.chat_id, line)
+                if taken.said and not taken.reply:
+                    self._keep_typing(inbound)
                 if taken.reply:
                     from picoora.agent import TurnResult
 
@@ -100,6 +102,11 @@ class GatewayRuntime:
             return await assistant.ask(text, session_key=inbound.session, on_event=on_event,
                                        conversation=inbound.conversation, approve=self.approvals.for_turn(inbound),
                                        images=images)
+
+    def _keep_typing(self, inbound: Inbound) -> None:
+        for channel in self.channels:
+            if channel.name == inbound.channel:
+                channel.keep_typing(inbound.chat_id)
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[Any]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""
