@@ -247,6 +247,18 @@ def test_a_file_larger_than_announced_is_cut_off_while_streaming(isolated_home):
     assert telegram.downloads == ["file1"] and inbox(seen["workspace"]) == {}
 
 
+def test_a_bot_api_pointing_at_a_local_file_is_not_followed(isolated_home, tmp_path):
+    private = tmp_path / "id_rsa"
+    private.write_text("PRIVATE KEY")
+    with FakeTelegram(TOKEN) as telegram, FakeOllama() as ollama:
+        telegram.file_path = str(private)
+        config = make_config(telegram, ollama)
+        seen = converse(config, telegram, lambda: (
+            telegram.push_file(OWNER, "document", b"x", name="a.txt", mime="text/plain"),
+            replies(telegram, OWNER, 1)()))
+    assert "Telegram gave no address" in telegram.texts(OWNER)[0] and inbox(seen["workspace"]) == {}
+
+
 def test_a_guests_file_goes_to_their_own_private_folder_not_the_owners_inbox(isolated_home):
     with FakeTelegram(TOKEN) as telegram, FakeOllama() as ollama:
         config = make_config(telegram, ollama)

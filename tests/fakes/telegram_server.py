@@ -55,6 +55,7 @@ class FakeTelegram(FakeServer):
         self._arrived = threading.Condition()
         self.files: dict[str, bytes] = {}  # file_id -> its bytes
         self.announced: dict[str, int] = {}  # file_id -> the size getFile claims
+        self.file_path = ""  # set: getFile answers this path (a hostile or local-mode Bot API)
         self.downloads: list[str] = []  # file paths downloaded, in order
 
     # -- what the test does -----------------------------------------------------------------------
@@ -241,7 +242,7 @@ class FakeTelegram(FakeServer):
             return
         size = self.announced.get(file_id, len(self.files[file_id]))
         self._ok(exchange, {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size,
-                            "file_path": f"documents/{file_id}"})
+                            "file_path": self.file_path or f"documents/{file_id}"})
 
     def _file(self, exchange: Exchange, file_id: str) -> None:
         self.downloads.append(file_id)
