@@ -110,7 +110,7 @@ def test_a_photo_to_a_model_without_vision_gets_a_plain_reply_and_the_model_is_n
                                                    replies(telegram, OWNER, 1)()))
     [reply] = telegram.texts(OWNER)
     assert "ollama/qwen3" in reply and "cannot look at pictures" in reply and "/model" in reply
-    assert ollama.requests == [] and inbox(seen["workspace"]) == {}
+    assert ollama.requests == [] and inbox(seen["workspace"]) == {} and telegram.downloads == []
 
 
 def test_a_file_that_claims_to_be_a_photo_but_is_not_one_is_refused(isolated_home):

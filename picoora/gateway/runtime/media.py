@@ -64,9 +64,7 @@ async def take(assistant: Assistant, session: str, caption: str, attachments: tu
     refusals: list[str] = []
     saved: list[str] = []
     for attachment in attachments:
-        refused = refusal(attachment, media)
-        if not refused and attachment.kind == "audio" and not assistant.config.transcription.base_url:
-            refused = NOT_CONFIGURED  # not downloaded: nothing could be done with it
+        refused = refusal(attachment, media) or await _useless(assistant, session, attachment)
         if refused:
             refusals.append(refused)
             continue
@@ -80,7 +78,7 @@ async def take(assistant: Assistant, session: str, caption: str, attachments: tu
             refusals.append(f"I could not fetch {_label(attachment)}: {exc}")
             continue
         if attachment.kind == "image":
-            refused = await _add_image(assistant, session, attachment, data, folder, taken)
+            refused = _add_image(assistant, attachment, data, folder, taken)
             if refused:
                 refusals.append(refused)
         elif attachment.kind == "audio":
@@ -138,21 +136,29 @@ def _label(attachment: Attachment) -> str:
     return f"the {attachment.kind} {shown!r}" if shown else f"the {attachment.kind}"
 
 
-async def _add_image(assistant: Assistant, session: str, attachment: Attachment, data: bytes, folder: Path,
-                     taken: Taken) -> str:
-    """The picture into ``taken`` for the model; why not, when it cannot go."""
-    mime = sniffed_image(data)
-    if mime is None or mime not in assistant.config.media.image_types:
-        return f"{_label(attachment)} is not a picture I can read (JPEG, PNG, GIF or WebP); I did not take it."
+async def _useless(assistant: Assistant, session: str, attachment: Attachment) -> str:
+    """Why fetching ``attachment`` would be for nothing ("" when it would not): not downloaded then."""
+    if attachment.kind == "audio" and not assistant.config.transcription.base_url:
+        return NOT_CONFIGURED
+    if attachment.kind != "image":
+        return ""
     try:
         sees = await assistant.sees_images(session)
     except LLMError as exc:
         return f"I could not ask the model whether it takes pictures: {exc}"
-    if not sees:
-        model = await assistant.session_model(session)
-        return (f"The model I use here ({model.label}) cannot look at pictures, so I did not take it. "
-                "Pick one that can with /model (for Ollama, e.g. `ollama pull qwen2.5vl` or `llava`; for "
-                "OpenAI-compatible and Anthropic providers, list it in providers.<name>.vision_models).")
+    if sees:
+        return ""
+    model = await assistant.session_model(session)
+    return (f"The model I use here ({model.label}) cannot look at pictures, so I did not take it. Pick one "
+            "that can with /model (for Ollama, e.g. `ollama pull qwen2.5vl` or `llava`; for OpenAI-compatible "
+            "and Anthropic providers, list it in agents.defaults.vision_models if it is not known).")
+
+
+def _add_image(assistant: Assistant, attachment: Attachment, data: bytes, folder: Path, taken: Taken) -> str:
+    """The picture into ``taken`` for the model; why not, when it cannot go."""
+    mime = sniffed_image(data)
+    if mime is None or mime not in assistant.config.media.image_types:
+        return f"{_label(attachment)} is not a picture I can read (JPEG, PNG, GIF or WebP); I did not take it."
     try:
         path = save(folder, attachment.name, data, mime)
     except OSError as exc:
