@@ -38,7 +38,6 @@ class Attachment:
     mime: str  # as announced (lower case, no parameters); "" when the platform says nothing
     size: int | None  # bytes, as announced; None when the platform does not say
     fetch: Callable[[int], Awaitable[bytes]]  # the bytes, at most this many (else ``TooLarge``)
-    voice: bool = False  # a voice note recorded in the chat (rather than an audio file sent)
 
 
 def kind_of(mime: str) -> Kind:

@@ -160,8 +160,7 @@ class TelegramChannel(EditsMessages, AsksApprovals):
             return (self._attachment("image", photo, f"photo-{number}.jpg", TELEGRAM_PHOTO),)
         if message.voice is not None:
             voice = message.voice
-            return (self._attachment("audio", voice, f"voice-{number}.ogg", voice.mime_type or TELEGRAM_VOICE,
-                                     voice=True),)
+            return (self._attachment("audio", voice, f"voice-{number}.ogg", voice.mime_type or TELEGRAM_VOICE),)
         if message.audio is not None:
             audio = message.audio
             return (self._attachment("audio", audio, audio.file_name or f"audio-{number}", audio.mime_type),)
@@ -171,11 +170,11 @@ class TelegramChannel(EditsMessages, AsksApprovals):
                                      document.mime_type),)
         return ()
 
-    def _attachment(self, kind: Kind, file: Any, name: str, mime: str | None, *, voice: bool = False) -> Attachment:
+    def _attachment(self, kind: Kind, file: Any, name: str, mime: str | None) -> Attachment:
         async def fetch(limit: int) -> bytes:
             return await self._download(file.file_id, limit)
 
-        return Attachment(kind, name, plain_mime(mime), file.file_size, fetch, voice=voice)
+        return Attachment(kind, name, plain_mime(mime), file.file_size, fetch)
 
     async def _download(self, file_id: str, limit: int) -> bytes:
         """getFile, then the file itself, at most ``limit`` bytes."""
