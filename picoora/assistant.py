@@ -16,7 +16,7 @@ last trace) is a method here, so each front door behaves the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
 # `picoora --help` must not pay for asyncio.
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from picoora.agent.loop import Approve
     from picoora.config import Config
     from picoora.llm.pool import ModelChoice, ModelPool
+    from picoora.messages import Image
     from picoora.people import PairingRequest, Person
     from picoora.scheduler.jobs import Job, JobBook, RunRecord
     from picoora.session_models import SessionModel
@@ -91,17 +92,24 @@ class Assistant:
     # -- turns ---------------------------------------------------------------------------------------
 
     async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None, *,
-                  conversation: ClientConversation | None = None, approve: Approve | None = None) -> TurnResult:
+                  conversation: ClientConversation | None = None, approve: Approve | None = None,
+                  images: Sequence[Image] = ()) -> TurnResult:
         """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
         ``answer`` or why not; an error is never disguised as an answer, see ``answer``). ``conversation``:
-        the client keeps the history (``picoora.agent.conversation``); ``approve``: asked before each tool call."""
+        the client keeps the history (``picoora.agent.conversation``); ``approve``: asked before each tool call;
+        ``images``: pictures sent with the text (check ``sees_images`` first)."""
         from picoora.outward import Outward
 
         # Everything the turn says goes out scrubbed of secrets (and, for a guest, without provider errors).
         outward = Outward(self.agent.secrets, guest=bool(self.person))
         await self._restore_model(session_key)
         return outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
-                                                        conversation=conversation, approve=approve))
+                                                        conversation=conversation, approve=approve, images=images))
+
+    async def sees_images(self, session_key: str = DEFAULT_SESSION) -> bool:
+        """The session's model takes pictures."""
+        await self._restore_model(session_key)
+        return await self.agent.sees_images(session_key)
 
     async def answer(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> str:
         """The answer's text, or ``TurnFailed`` when the turn stopped without one."""

@@ -43,6 +43,13 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+# Chat models known to take pictures (the 2026 line-ups of OpenAI and Anthropic, and the usual open ones
+# served by OpenAI-compatible servers); o1-mini and o3-mini do not.
+VISION_MODELS = ["gpt-4o*", "gpt-4.1*", "gpt-4-turbo*", "gpt-5*", "o1", "o1-2*", "o3", "o3-2*", "o3-pro*", "o4-mini*",
+                 "claude-3-opus*", "claude-3-sonnet*", "claude-3-haiku*", "claude-3-5-sonnet*", "claude-3-7*",
+                 "claude-*4*", "gemini-*", "*-vl*", "*vision*", "llava*", "pixtral*"]
+
+
 class AgentDefaults(_Section):
     workspace: str = ""  # empty: $PICOORA_HOME/workspace; a relative path is taken from $PICOORA_HOME too
     restrict_to_workspace: bool = True
@@ -60,6 +67,9 @@ class AgentDefaults(_Section):
     memory_context_tokens: int = Field(800, ge=0)  # budget for recalled memories in the prompt
     daily_note_days: int = Field(3, ge=0)
     timezone: str = ""  # IANA name (Europe/Lisbon) for schedules and dates; empty: the machine's
+    # Models that take pictures, as shell-style patterns (matched without a router's "vendor/" prefix), for
+    # the OpenAI-compatible and Anthropic providers; Ollama is asked instead (/api/show lists "vision").
+    vision_models: list[str] = VISION_MODELS
 
     @field_validator("provider")
     @classmethod
@@ -171,6 +181,35 @@ PERSON_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$"
 
 class SlackChannelConfig(ChannelConfig):
     app_token: str = ""  # the app-level xapp- token (scope connections:write) that opens the Socket Mode socket
+
+
+class TranscriptionConfig(_Section):
+    """An OpenAI-compatible speech-to-text endpoint (``POST {base_url}/audio/transcriptions``): a local
+    whisper server or a hosted one. Empty ``base_url``: voice notes are not transcribed."""
+
+    base_url: str = ""  # e.g. http://localhost:8000/v1 (faster-whisper-server), https://api.openai.com/v1
+    api_key: str = ""  # or PICO_TRANSCRIPTION_API_KEY; empty for a local server
+    model: str = "whisper-1"
+    language: str = ""  # ISO-639-1 hint ("en"); empty: the server detects it
+    timeout_seconds: float = Field(120.0, gt=0)
+
+
+class MediaConfig(_Section):
+    """Pictures, voice notes and files sent on the chat channels: the largest taken and the types accepted
+    (checked before downloading when the platform says the size, and again while downloading)."""
+
+    max_image_mb: float = Field(20.0, gt=0)
+    max_audio_mb: float = Field(25.0, gt=0)
+    max_document_mb: float = Field(20.0, gt=0)
+    image_types: list[str] = ["image/jpeg", "image/png", "image/webp", "image/gif"]
+    audio_types: list[str] = ["audio/ogg", "audio/mpeg", "audio/mp4", "audio/x-m4a", "audio/wav", "audio/x-wav",
+                              "audio/webm", "audio/flac", "audio/aac"]
+    document_types: list[str] = [
+        "application/pdf", "text/plain", "text/markdown", "text/csv", "application/json",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/vnd.oasis.opendocument.text", "application/zip", "image/jpeg", "image/png",
+    ]
 
 
 class UserConfig(_Section):
@@ -318,6 +357,8 @@ class Config(_Section):
     oracle: OracleConfig = OracleConfig()
     gateway: GatewayConfig = GatewayConfig()
     channels: Channels = Channels()
+    media: MediaConfig = MediaConfig()
+    transcription: TranscriptionConfig = TranscriptionConfig()
     heartbeat: HeartbeatConfig = HeartbeatConfig()
     cron: CronConfig = CronConfig()
     users: list[UserConfig] = []

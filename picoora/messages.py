@@ -6,6 +6,11 @@ Roles: "system", "user", "assistant", "tool". An assistant message may carry too
 message answers exactly one call through ``tool_call_id``. A message marked ``cancelled`` belongs to a
 turn that was cancelled before its answer: it is kept as the record of what was said, and never sent to
 a model again (``picoora.agent.context.without_cancelled``).
+
+A user message may carry pictures (``Image``): the record keeps only their name, type and where the file
+was saved, never the bytes, so a 10 MB photo costs a transcript line, not 13 MB of base64 in every later
+prompt. The bytes ride along in memory for the turn the picture arrived in; providers send those, and
+older pictures as a short "[image: name]" note (``Image.note``).
 """
 
 from __future__ import annotations
@@ -56,6 +61,30 @@ class ToolCall:
 
 
 @dataclass
+class Image:
+    name: str  # what the person called it, for the "[image: name]" note
+    mime: str  # image/jpeg, image/png, ...
+    path: str = ""  # where it was saved, relative to the workspace ("" when it was not)
+    data: bytes | None = field(default=None, repr=False, compare=False)  # this turn only; never recorded
+
+    @property
+    def note(self) -> str:
+        return f"[image: {self.path or self.name}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "mime": self.mime, "path": self.path}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Image:
+        return cls(name=str(data.get("name") or ""), mime=str(data.get("mime") or ""), path=str(data.get("path") or ""))
+
+
+def images_from(raw: Any) -> list[Image]:
+    """The images of a stored message (anything malformed is dropped: a picture's record is only a note)."""
+    return [Image.from_dict(item) for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
+
+
+@dataclass
 class Message:
     role: str
     content: str = ""
@@ -64,6 +93,16 @@ class Message:
     name: str | None = None  # tool name, on role="tool" messages
     reasoning: str | None = None  # thinking output of reasoning models; kept for the transcript only
     cancelled: bool = False  # its turn was cancelled (Ctrl+C, shutdown): kept, never sent to a model again
+    images: list[Image] = field(default_factory=list)  # on role="user" messages
+
+    def seen_images(self) -> list[Image]:
+        """The images whose bytes are here (this turn's), for a provider to send."""
+        return [image for image in self.images if image.data]
+
+    def text_with_notes(self) -> str:
+        """The content, with a note for each image whose bytes are not here (an earlier turn's)."""
+        notes = [image.note for image in self.images if not image.data]
+        return "\n".join([*notes, self.content] if self.content else notes)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -77,6 +116,8 @@ class Message:
             data["reasoning"] = self.reasoning
         if self.cancelled:
             data["cancelled"] = True
+        if self.images:
+            data["images"] = [image.to_dict() for image in self.images]
         return data
 
     @classmethod
@@ -89,4 +130,5 @@ class Message:
             name=data.get("name"),
             reasoning=data.get("reasoning"),
             cancelled=data.get("cancelled") is True,
+            images=images_from(data.get("images")),
         )

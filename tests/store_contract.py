@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from picoora.messages import Message, ToolCall
+from picoora.messages import Image, Message, ToolCall
 from picoora.store.base import PROMPT_NAMES, MemoryRecord, Session
 
 
@@ -197,6 +197,17 @@ class StoreContract:
         assert other.load_session("cli:default").messages == [*cancelled, _user("something else")]
         assert [e.message for e in other.read_transcript("cli:default")] == [*cancelled, _user("something else")]
         assert [m.cancelled for s in other.list_sessions() for m in s.messages] == [True, True, True, False]
+
+    def test_a_pictures_reference_is_kept_and_its_bytes_never_are(self, store, reopen):
+        sent = Message(role="user", content="what is this?",
+                       images=[Image("cat.jpg", "image/jpeg", "inbox/cat.jpg", b"\xff\xd8\xff" * 1000)])
+        store.append_session("telegram:7", [sent])
+        store.append_transcript("telegram:7", [sent])
+        other = reopen()
+        for kept in (other.load_session("telegram:7").messages[0], other.read_transcript("telegram:7")[0].message):
+            assert [(i.name, i.mime, i.path, i.data) for i in kept.images] == [("cat.jpg", "image/jpeg",
+                                                                                "inbox/cat.jpg", None)]
+            assert kept.text_with_notes() == "[image: inbox/cat.jpg]\nwhat is this?"
 
     def test_compaction_drops_oldest_and_sets_summary(self, store):
         store.append_session("s", _tool_turn("Oslo") + _tool_turn("Rome"))

@@ -3,7 +3,7 @@ under one key whatever the source."""
 
 from __future__ import annotations
 
-from picoora.messages import RAW_ARGUMENTS_KEY, Message, ToolCall, parse_arguments
+from picoora.messages import RAW_ARGUMENTS_KEY, Image, Message, ToolCall, parse_arguments
 from picoora.store.oracle import codec
 
 
@@ -38,3 +38,15 @@ def test_the_cancelled_mark_rides_along_only_when_set():
     for write, read in ((Message.to_dict, Message.from_dict), (codec.message_to_json, codec.message_from_json)):
         assert read(write(cancelled)) == cancelled and read(write(plain)) == plain
     assert Message.from_dict({"role": "user", "content": "hi", "cancelled": "yes"}).cancelled is False  # only true is
+
+
+def test_images_are_written_as_references_without_bytes_and_malformed_ones_are_dropped():
+    message = Message(role="user", content="look", images=[Image("a.png", "image/png", "inbox/a.png", b"\x89PNG")])
+    for write, read in ((Message.to_dict, Message.from_dict), (codec.message_to_json, codec.message_from_json)):
+        written = write(message)
+        assert written["images"] == [{"name": "a.png", "mime": "image/png", "path": "inbox/a.png"}]
+        assert read(written).images[0].data is None and read(written) == message  # bytes are not compared
+    assert "images" not in Message(role="user", content="hi").to_dict()
+    hostile = {"role": "user", "content": "x", "images": ["junk", {"name": 5}, None]}
+    assert [(i.name, i.path) for i in Message.from_dict(hostile).images] == [("5", "")]
+    assert Message.from_dict({"role": "user", "content": "x", "images": "not a list"}).images == []

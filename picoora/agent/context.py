@@ -141,7 +141,8 @@ def join_user_runs(messages: list[Message]) -> list[Message]:
     joined: list[Message] = []
     for message in messages:
         if joined and message.role == "user" and joined[-1].role == "user":
-            joined[-1] = replace(joined[-1], content=f"{joined[-1].content}\n\n{message.content}")
+            joined[-1] = replace(joined[-1], content=f"{joined[-1].content}\n\n{message.content}",
+                                 images=[*joined[-1].images, *message.images])
         else:
             joined.append(message)
     return joined

@@ -37,7 +37,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,7 +81,7 @@ from picoora.llm.base import (
     Usage,
 )
 from picoora.llm.pool import ModelChoice, ModelPool
-from picoora.messages import Message, ToolCall
+from picoora.messages import Image, Message, ToolCall
 from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
@@ -190,6 +190,11 @@ class Agent:
     def session_model(self, session_key: str) -> ModelChoice:
         return self._runtime(session_key).model
 
+    async def sees_images(self, session_key: str) -> bool:
+        """The session's model takes pictures (asked of its provider: Ollama's /api/show, else the config)."""
+        async with self.models.lease(self.session_model(session_key)) as llm:
+            return await llm.sees_images()
+
     def set_session_model(self, session_key: str, choice: ModelChoice) -> None:
         """Use ``choice`` for this session's next turns; a turn already running finishes on its model."""
         runtime = self._sessions.get(session_key)
@@ -206,10 +211,12 @@ class Agent:
     # -- turns ---------------------------------------------------------------------------------------
 
     async def run_turn(self, session_key: str, text: str, on_event: EventSink | None = None, *,
-                       conversation: ClientConversation | None = None, approve: Approve | None = None) -> TurnResult:
+                       conversation: ClientConversation | None = None, approve: Approve | None = None,
+                       images: Sequence[Image] = ()) -> TurnResult:
         """Run one turn; returns once its answer is recorded and its events are delivered. With
         ``conversation`` the client keeps the history (``picoora.agent.conversation``) and ``text`` is
         only what the turn is logged as. ``approve`` is asked before each tool call (``ToolContext.approve``).
+        ``images`` go with the user's message (their bytes to the model this turn only).
 
         Compaction of a session that grew too long runs after that, in the background but still
         holding the session's lock, so the answer never waits for a summary and the session's next
@@ -221,7 +228,7 @@ class Agent:
         self._running += 1
         self._no_turns.clear()
         try:
-            result = await self._locked_turn(session_key, text, lock, emit, conversation, approve)
+            result = await self._locked_turn(session_key, text, lock, emit, conversation, approve, list(images))
         except BaseException:  # cancelled (Ctrl+C, /stop, a shutdown) or a bug: nobody drains the sink now
             emit.abandon()
             raise
@@ -233,7 +240,8 @@ class Agent:
         return result
 
     async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: _Emitter,
-                           conversation: ClientConversation | None, approve: Approve | None) -> TurnResult:
+                           conversation: ClientConversation | None, approve: Approve | None,
+                           images: list[Image]) -> TurnResult:
         await lock.acquire()
         release_later = False
         try:
@@ -242,7 +250,7 @@ class Agent:
             async with self.models.lease(choice) as llm:
                 turn = _Turn(self, session_key, emit, llm, runtime, conversation)
                 turn.ctx.approve = approve
-                result = await turn.run(text)
+                result = await turn.run(text, images)
             if result.stop_reason != "error" and turn.needs_compaction():  # after an error a summary fails too
                 self._in_background(self._compact_then_release(turn, lock))
                 release_later = True
@@ -419,7 +427,7 @@ class _Turn:
         """The model answering, as the events, the prompt and the notices state name it: provider/model."""
         return f"{self.llm.provider}/{self.llm.model}"
 
-    async def run(self, text: str) -> TurnResult:
+    async def run(self, text: str, images: list[Image]) -> TurnResult:
         self.deadline = asyncio.get_running_loop().time() + self.settings.turn_timeout_seconds
         await self.emit(TurnStarted(self.key, model=self.model_label))
         conversation = self.conversation
@@ -427,7 +435,8 @@ class _Turn:
         if refused is not None:  # before anything is recorded: the request is the client's to fix
             return await self._refuse(*refused)
         try:
-            await self._record(conversation.new if conversation else [Message(role="user", content=text)])
+            await self._record(conversation.new if conversation else [Message(role="user", content=text,
+                                                                              images=images)])
             self.schemas = await self._offered_tools()
             query = conversation.query if conversation else text
             inputs = await self.store.run(gather_inputs, self.agent.store, self.key, query, self.settings,

@@ -15,6 +15,9 @@ from picoora.messages import Message
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4  # role markers and separators every chat template adds per message
+# A picture sent with this turn: OpenAI bills a detailed 512-px tile at 765, Claude ~1600 for a 1-megapixel
+# photo, LLaVA-style models take 576 patches; the high end is the safe side.
+IMAGE_TOKENS = 1600
 
 
 def estimate_tokens(text: str) -> int:
@@ -27,7 +30,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_message_tokens(message: Message) -> int:
-    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_tokens(message.content)
+    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_tokens(message.text_with_notes())
+    tokens += IMAGE_TOKENS * len(message.seen_images())
     for call in message.tool_calls:
         tokens += estimate_tokens(call.name) + estimate_tokens(json.dumps(call.arguments, ensure_ascii=False))
     return tokens

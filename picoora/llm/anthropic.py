@@ -25,7 +25,7 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, within_first_response
+from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, base64_of, within_first_response
 from picoora.llm.retry import call_with_retries, classify_api_error
 from picoora.messages import Message, ToolCall, parse_arguments
 
@@ -93,6 +93,9 @@ class AnthropicLLM:
             output_started=lambda: sink.started,
         )
 
+    async def sees_images(self) -> bool:
+        return self._settings.lists_vision(self.model)
+
     async def close(self) -> None:
         await self._clients.close()
 
@@ -154,7 +157,11 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, 
             uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
             add("assistant", text + uses)
         else:
-            add("user", text)
+            pictures = [{"type": "image", "source": {"type": "base64", "media_type": image.mime,
+                                                     "data": base64_of(image.data or b"")}}
+                        for image in message.seen_images()]
+            noted = message.text_with_notes()
+            add("user", pictures + ([{"type": "text", "text": noted}] if noted else []))
     return "\n\n".join(part for part in system if part), native
 
 

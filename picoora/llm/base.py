@@ -79,6 +79,10 @@ class LLM(Protocol):
         """(parameter, why) for the first of ``options`` this provider cannot honour; None when it can."""
         ...
 
+    async def sees_images(self) -> bool:
+        """The model takes pictures with a user message (``Message.images``)."""
+        ...
+
     async def close(self) -> None: ...
 
 

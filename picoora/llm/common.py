@@ -7,6 +7,8 @@ No SDK is imported here, so ``picoora.llm`` stays cheap to import.
 from __future__ import annotations
 
 import asyncio
+import base64
+import fnmatch
 import inspect
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,6 +34,7 @@ class ProviderSettings:
     timeout: float = 120.0  # seconds for one request
     first_response: float = 30.0  # seconds for the first part of an answer
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    vision_models: tuple[str, ...] = ()  # shell-style patterns of the models that take pictures
 
     @classmethod
     def from_config(cls, config: Config, *, provider: str | None = None, model: str | None = None,
@@ -48,7 +51,14 @@ class ProviderSettings:
             timeout=provider_config.timeout_seconds,
             first_response=provider_config.first_response_seconds,
             retry=retry or RetryPolicy(max_retries=provider_config.max_retries),
+            vision_models=tuple(defaults.vision_models),
         )
+
+    def lists_vision(self, model: str) -> bool:
+        """``model`` takes pictures by the configured patterns (OpenAI-compatible and Anthropic providers);
+        a router's ``vendor/`` prefix (OpenRouter's ``openai/gpt-4o``) is not part of the match."""
+        name = model.rsplit("/", 1)[-1].lower()
+        return any(fnmatch.fnmatchcase(name, pattern.lower()) for pattern in self.vision_models)
 
 
 class DeltaSink:
@@ -141,3 +151,8 @@ async def first_of(stream: AsyncIterator[T], **limits: Any) -> T | None:
 def new_call_id() -> str:
     """An id for a tool call whose provider gives none (Ollama), so results can be matched to calls."""
     return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def base64_of(data: bytes) -> str:
+    """Image bytes as the providers' JSON carries them."""
+    return base64.b64encode(data).decode("ascii")

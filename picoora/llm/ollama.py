@@ -28,7 +28,15 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, first_of, new_call_id, within_first_response
+from picoora.llm.common import (
+    DeltaSink,
+    PerLoopClient,
+    ProviderSettings,
+    base64_of,
+    first_of,
+    new_call_id,
+    within_first_response,
+)
 from picoora.llm.ollama_admin import (
     TOOL_MODEL_EXAMPLES,
     capabilities_of,
@@ -122,6 +130,10 @@ class OllamaLLM:
         response = await self._with_retries(partial(self._chat_once, request, sink), model, sink)
         response.notice = notice
         return response
+
+    async def sees_images(self) -> bool:
+        caps = await self._model_capabilities(self.model)  # the probe chats use, asked once per model
+        return caps is not None and "vision" in caps
 
     async def close(self) -> None:
         await self._clients.close()
@@ -219,11 +231,14 @@ def tools_notice(model: str) -> str:
 
 
 def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """picoora messages in Ollama's shape: tool-call arguments as objects, tool results named by ``tool_name``."""
+    """picoora messages in Ollama's shape: tool-call arguments as objects, tool results named by ``tool_name``,
+    this turn's pictures as base64 ``images``."""
     names_by_call: dict[str, str] = {}
     native: list[dict[str, Any]] = []
     for message in messages:
-        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        item: dict[str, Any] = {"role": message.role, "content": message.text_with_notes()}
+        if message.seen_images():
+            item["images"] = [base64_of(image.data or b"") for image in message.seen_images()]
         if message.role == "assistant" and message.tool_calls:
             item["tool_calls"] = [{"function": {"name": c.name, "arguments": c.arguments}} for c in message.tool_calls]
             names_by_call.update((c.id, c.name) for c in message.tool_calls)

@@ -27,9 +27,16 @@ from picoora.llm.base import (
     ToolSchema,
     Usage,
 )
-from picoora.llm.common import DeltaSink, PerLoopClient, ProviderSettings, new_call_id, within_first_response
+from picoora.llm.common import (
+    DeltaSink,
+    PerLoopClient,
+    ProviderSettings,
+    base64_of,
+    new_call_id,
+    within_first_response,
+)
 from picoora.llm.retry import call_with_retries, classify_api_error
-from picoora.messages import Message, ToolCall, parse_arguments
+from picoora.messages import Image, Message, ToolCall, parse_arguments
 
 DEFAULT_BASE = "https://api.openai.com/v1"
 KEY_HINT = "Set providers.openai.api_key (or PICO_PROVIDERS_OPENAI_API_KEY)"
@@ -89,6 +96,9 @@ class OpenAICompatLLM:
                 if (model, refused.param) in self._refused:
                     raise
                 self._refused.add((model, refused.param))
+
+    async def sees_images(self) -> bool:
+        return self._settings.lists_vision(self.model)
 
     async def close(self) -> None:
         await self._clients.close()
@@ -174,9 +184,18 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 for c in message.tool_calls
             ]
             native.append({"role": "assistant", "content": message.content or None, "tool_calls": calls})
+        elif message.seen_images():
+            noted = message.text_with_notes()
+            parts: list[dict[str, Any]] = [{"type": "text", "text": noted}] if noted else []  # a photo alone
+            parts += [{"type": "image_url", "image_url": {"url": data_url(image)}} for image in message.seen_images()]
+            native.append({"role": message.role, "content": parts})
         else:
-            native.append({"role": message.role, "content": message.content})
+            native.append({"role": message.role, "content": message.text_with_notes()})
     return native
+
+
+def data_url(image: Image) -> str:
+    return f"data:{image.mime};base64,{base64_of(image.data or b'')}"
 
 
 def _reasoning_of(message: Any) -> str:

@@ -104,6 +104,25 @@ class Exchange:
         self._handler.send_response(204)
         self._handler.end_headers()
 
+    def send_bytes(self, status: int, data: bytes, content_type: str = "application/octet-stream",
+                   chunked: bool = False) -> None:
+        """``data`` as the body; ``chunked``: in 64 KiB chunks with no length said beforehand."""
+        self._start(status, content_type, None)
+        if not chunked:
+            self._handler.send_header("Content-Length", str(len(data)))
+            self._handler.end_headers()
+            self._handler.wfile.write(data)
+            return
+        self._handler.send_header("Transfer-Encoding", "chunked")
+        self._handler.end_headers()
+        try:
+            for start in range(0, len(data), 65536):
+                piece = data[start:start + 65536]
+                self._handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self._handler.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading (past its limit)
+
     def send_stream(self, content_type: str, pieces: Iterable[str], headers: dict[str, str] | None = None,
                     cut_after: int = -1) -> None:
         """Chunked transfer encoding, one chunk per piece, flushed as it goes; with ``cut_after`` >= 0 the
@@ -211,6 +230,8 @@ def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             if "application/x-www-form-urlencoded" in (self.headers.get("Content-Type") or ""):
                 body = dict(parse_qsl(raw.decode()))  # the Telegram client posts forms
+            elif "multipart/form-data" in (self.headers.get("Content-Type") or ""):
+                body = raw  # file uploads: the fake parses them (``multipart_fields``)
             else:
                 body = json.loads(raw) if raw else {}
             fake.route(Exchange(self, method, self.path.split("?")[0], body))

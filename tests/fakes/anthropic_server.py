@@ -12,6 +12,7 @@ Standalone: ``python -m tests.fakes.anthropic_server [--port N]``; use ``<url>``
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -52,6 +53,10 @@ class FakeAnthropic(FakeServer):
         if sampling:  # API version 2026-10-21 refuses sampling parameters on every model
             _send_error(exchange, 400, f"{sampling[0]}: Extra inputs are not permitted")
             return
+        wrong = _bad_image(exchange.body.get("messages") or [])
+        if wrong:
+            _send_error(exchange, 400, wrong, "invalid_request_error")
+            return
         reply = self.next_reply(exchange.body)
         if reply.status != 200:
             _send_error(exchange, reply.status, reply.error, reply.error_code, reply.headers)
@@ -66,6 +71,22 @@ class FakeAnthropic(FakeServer):
             return
         message = {**_message_head(model), "content": blocks, "stop_reason": stop_reason, "usage": usage}
         exchange.send_json(200, message, reply.headers)
+
+
+def _bad_image(messages: list[dict]) -> str:
+    """What the Messages API rejects in an ``image`` block: a source that is not base64 of a JPEG, PNG, GIF
+    or WebP, or an image in an assistant turn; "" when all is well."""
+    for message in messages:
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if block.get("type") != "image":
+                continue
+            source = block.get("source") or {}
+            if message.get("role") != "user" or source.get("type") != "base64":
+                return "messages: image blocks need a base64 source in a user turn"
+            if source.get("media_type") not in ("image/jpeg", "image/png", "image/gif", "image/webp"):
+                return f"messages: image media_type {source.get('media_type')!r} is not supported"
+            base64.b64decode(source.get("data", ""), validate=True)
+    return ""
 
 
 def _blocks(reply: Reply) -> list[dict[str, Any]]:

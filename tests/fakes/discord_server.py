@@ -63,11 +63,23 @@ class FakeDiscord(SocketPlatformFake):
         self.callbacks: list[dict[str, Any]] = []  # {"interaction": id, **the callback's body}
         self.webhooks: list[dict[str, Any]] = []  # {"method", "path", **body}
         self._tokens: dict[str, str] = {}  # interaction token -> the message its click was on ("" for a command)
+        self.files: dict[str, bytes] = {}  # what /attachments/<name> serves
+        self.downloads: list[str] = []
 
     # -- what the test does ---------------------------------------------------------------------
 
-    def dm(self, user_id: str, text: str, username: str = "") -> None:
-        self._message(user_id, text, username, channel_id=f"7{user_id}", guild=False, mentions=[])
+    def dm(self, user_id: str, text: str, username: str = "", files: list[dict[str, Any]] | None = None) -> None:
+        """A direct message; ``files``: its attachments as {filename, content_type, data[, url]} (served by the
+        fake's /attachments/ unless ``url`` points elsewhere)."""
+        attachments = []
+        for number, file in enumerate(files or []):
+            name = f"{len(self.files)}-{file['filename']}"
+            self.files[name] = file["data"]
+            attachments.append({"id": str(number), "filename": file["filename"], "size": len(file["data"]),
+                                "content_type": file["content_type"],
+                                "url": file.get("url") or f"{self.url}/attachments/{name}"})
+        self._message(user_id, text, username, channel_id=f"7{user_id}", guild=False, mentions=[],
+                      attachments=attachments)
 
     def mention(self, user_id: str, text: str, channel_id: str = "5550001", username: str = "",
                 webhook: bool = False) -> None:
@@ -125,12 +137,13 @@ class FakeDiscord(SocketPlatformFake):
         return interaction
 
     def _message(self, user_id: str, text: str, username: str, *, channel_id: str, guild: bool,
-                 mentions: list[dict[str, Any]], webhook: bool = False) -> None:
+                 mentions: list[dict[str, Any]], webhook: bool = False,
+                 attachments: list[dict[str, Any]] | None = None) -> None:
         with self._lock:
             self._next_id += 1
             data: dict[str, Any] = {"id": str(self._next_id), "channel_id": channel_id, "content": text,
                                     "author": {"id": user_id, "username": username or f"user{user_id}"},
-                                    "mentions": mentions}
+                                    "mentions": mentions, "attachments": attachments or []}
             if guild:
                 data["guild_id"] = "4440001"
             if webhook:  # a webhook's post carries any name and id its poster chose
@@ -184,6 +197,14 @@ class FakeDiscord(SocketPlatformFake):
     # -- REST -----------------------------------------------------------------------------------
 
     def route(self, exchange: Exchange) -> None:
+        if exchange.path.startswith("/attachments/"):  # the CDN: no token needed, as on Discord's
+            self.downloads.append(exchange.path)
+            data = self.files.get(exchange.path.split("/", 2)[2])
+            if data is None:
+                exchange.send_json(404, {"message": "404: Not Found", "code": 0})
+            else:
+                exchange.send_bytes(200, data)
+            return
         interaction = re.fullmatch(r".*/interactions/(\d+)/([^/]+)/callback", exchange.path)
         hook = re.fullmatch(rf".*/webhooks/{APP_ID}/([^/]+)(/messages/@original)?", exchange.path)
         if interaction is not None or hook is not None:  # the interaction's token is the key, not the bot's

@@ -37,6 +37,7 @@ class FakeOllama(FakeServer):
         tool_models: Sequence[str] | None = None,  # None: every model supports tools
         delay: float = 0.0,
         thinking_models: Sequence[str] | None = None,  # None: every model can think
+        vision_models: Sequence[str] = (),  # the models that take pictures ("vision" in /api/show)
         port: int = 0,
         load_seconds: float = 0.0,  # the first chat waits this long "loading the model"; /api/ps shows it after
     ):
@@ -46,6 +47,7 @@ class FakeOllama(FakeServer):
         self.models = [_full_name(m) for m in models]
         self.tool_models = None if tool_models is None else {_full_name(m) for m in tool_models}
         self.thinking_models = None if thinking_models is None else {_full_name(m) for m in thinking_models}
+        self.vision_models = {_full_name(m) for m in vision_models}
 
     def route(self, exchange: Exchange) -> None:
         handlers = {
@@ -68,6 +70,8 @@ class FakeOllama(FakeServer):
             caps.append("tools")
         if self.thinking_models is None or model in self.thinking_models:
             caps.append("thinking")
+        if model in self.vision_models:
+            caps.append("vision")
         return caps
 
     def _known(self, exchange: Exchange) -> str | None:
@@ -86,6 +90,9 @@ class FakeOllama(FakeServer):
         caps = self.capabilities(model)
         if exchange.body.get("tools") and "tools" not in caps:
             exchange.send_json(400, {"error": f"registry.ollama.ai/library/{model} does not support tools"})
+            return
+        if any(m.get("images") for m in exchange.body.get("messages") or []) and "vision" not in caps:
+            exchange.send_json(500, {"error": f"{model} does not support images"})  # as Ollama answers
             return
         if exchange.body.get("think") and "thinking" not in caps:
             exchange.send_json(400, {"error": f'"{model}" does not support thinking'})

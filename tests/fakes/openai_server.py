@@ -10,6 +10,7 @@ Standalone: ``python -m tests.fakes.openai_server [--port N]``; point clients at
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -60,6 +61,10 @@ class FakeOpenAI(FakeServer):
         if self.models is not None and model not in self.models:
             _send_error(exchange, 404, f"The model `{model}` does not exist", code="model_not_found")
             return
+        wrong = _bad_content(exchange.body.get("messages") or [])
+        if wrong:
+            _send_error(exchange, 400, wrong, code="invalid_value")
+            return
         reply = self.next_reply(exchange.body)
         if reply.status != 200:
             _send_error(exchange, reply.status, reply.error, reply.error_code, reply.error_param, reply.headers)
@@ -88,6 +93,27 @@ class FakeOpenAI(FakeServer):
         choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
         exchange.send_json(200, {**_envelope(model, "chat.completion"), "choices": [choice], "usage": usage},
                            reply.headers)
+
+
+def _bad_content(messages: list[dict]) -> str:
+    """What OpenAI would reject in content parts (a picture must be an ``image_url`` with a URL or a base64
+    data: URL, on a user message); "" when all is well."""
+    for message in messages:
+        parts = message.get("content")
+        if not isinstance(parts, list):
+            continue
+        for part in parts:
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                continue
+            url = (part.get("image_url") or {}).get("url", "") if part.get("type") == "image_url" else ""
+            if message.get("role") != "user" or not url:
+                return f"Invalid content part: {str(part)[:80]}"
+            if url.startswith("data:"):
+                head, _, data = url.partition(",")
+                if not head.endswith(";base64") or not head[5:].startswith("image/"):
+                    return "Invalid image data URL"
+                base64.b64decode(data, validate=True)
+    return ""
 
 
 def _as_json(arguments: dict | str) -> str:

@@ -59,8 +59,9 @@ class ScriptedLLM:
     provider = "scripted"
 
     def __init__(self, *steps: Step, respond: Callable[[list[Message]], Any] | None = None,
-                 chunk_size: int = 3, model: str = "scripted-model"):
+                 chunk_size: int = 3, model: str = "scripted-model", vision: bool = False):
         self.model = model
+        self.vision = vision
         self.steps: deque[Step] = deque(steps)
         self.respond = respond
         self.chunk_size = chunk_size
@@ -73,6 +74,9 @@ class ScriptedLLM:
     @staticmethod
     def unsupported(options: CallOptions) -> tuple[str, str] | None:
         return None
+
+    async def sees_images(self) -> bool:
+        return self.vision
 
     async def chat(self, messages: list[Message], tools: list[ToolSchema] | None = None, *,
                    on_delta: OnDelta | None = None, options: CallOptions = DEFAULT_OPTIONS) -> LLMResponse:

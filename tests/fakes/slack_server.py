@@ -45,12 +45,26 @@ class FakeSlack(SocketPlatformFake):
         self.messages: dict[str, dict[str, Any]] = {}  # ts -> the message as it stands
         self.updates: list[dict[str, Any]] = []
         self.ephemeral: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}  # what /files-pri/<id> serves
+        self.downloads: list[str] = []
 
     # -- what the test does ---------------------------------------------------------------------
 
-    def dm(self, user: str, text: str, thread_ts: str = "", user_team: str = TEAM) -> str:
-        event = {"type": "message", "channel": f"D{user}", "channel_type": "im", "user": user, "text": text,
-                 "user_team": user_team}
+    def dm(self, user: str, text: str, thread_ts: str = "", user_team: str = TEAM,
+           files: list[dict[str, Any]] | None = None) -> str:
+        """A direct message; ``files``: shared files as {name, mimetype, data[, url]}, served (to the bot
+        token only) by the fake's /files-pri/ unless ``url`` points elsewhere."""
+        event: dict[str, Any] = {"type": "message", "channel": f"D{user}", "channel_type": "im", "user": user,
+                                 "text": text, "user_team": user_team}
+        if files:
+            event["subtype"] = "file_share"
+            event["files"] = []
+            for file in files:
+                key = f"F{len(self.files)}-{file['name']}"
+                self.files[key] = file["data"]
+                event["files"].append({"id": key, "name": file["name"], "mimetype": file["mimetype"],
+                                       "size": len(file["data"]),
+                                       "url_private_download": file.get("url") or f"{self.url}/files-pri/{key}"})
         return self._event(event, thread_ts)
 
     def mention(self, user: str, text: str, channel: str = "CGENERAL", thread_ts: str = "") -> str:
@@ -141,6 +155,9 @@ class FakeSlack(SocketPlatformFake):
     # -- Web API --------------------------------------------------------------------------------
 
     def route(self, exchange: Exchange) -> None:
+        if exchange.path.startswith("/files-pri/"):
+            self._file(exchange)
+            return
         method = exchange.path.rsplit("/", 1)[-1]
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token
         if exchange.headers.get("authorization") != f"Bearer {wanted}":
@@ -163,6 +180,14 @@ class FakeSlack(SocketPlatformFake):
             exchange.send_json(200, {"ok": True, "message_ts": "1900000.000001"})
         else:
             exchange.send_json(200, {"ok": False, "error": "unknown_method"})
+
+    def _file(self, exchange: Exchange) -> None:
+        self.downloads.append(exchange.path)
+        data = self.files.get(exchange.path.rsplit("/", 1)[-1])
+        if exchange.headers.get("authorization") != f"Bearer {self.bot_token}" or data is None:
+            exchange.send_bytes(200, b"<html>sign in</html>", "text/html")  # Slack's answer: its login page
+            return
+        exchange.send_bytes(200, data)
 
     def _post(self, exchange: Exchange, method: str) -> None:
         if self.failures:

@@ -2,7 +2,10 @@
 
 Implements getMe, deleteWebhook, getUpdates (long polling over a queue the test fills with
 ``push``), sendMessage (recorded; rejects malformed HTML as Telegram does, or plays scripted failures:
-``fail_next(429, retry_after=1)``, ``fail_next(500)``) and sendChatAction (recorded).
+``fail_next(429, retry_after=1)``, ``fail_next(500)``) and sendChatAction (recorded). Files:
+``push_file`` sends a photo, voice note, audio or document whose bytes ``getFile`` and
+``/file/bot<token>/<path>`` serve (chunked, so a file larger than announced shows only while it
+streams); ``downloads`` lists the file fetches.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ class FakeTelegram(FakeServer):
         self.reject_html = False  # answer every HTML message with "can't parse entities"
         self._next_id = 1
         self._arrived = threading.Condition()
+        self.files: dict[str, bytes] = {}  # file_id -> its bytes
+        self.announced: dict[str, int] = {}  # file_id -> the size getFile claims
+        self.file_path = ""  # set: getFile answers this path (a hostile or local-mode Bot API)
+        self.downloads: list[str] = []  # file paths downloaded, in order
 
     # -- what the test does -----------------------------------------------------------------------
 
@@ -64,6 +71,36 @@ class FakeTelegram(FakeServer):
             self.updates.append({"update_id": update_id, "message": {
                 "message_id": update_id, "date": int(time.time()), "text": text, "from": sender,
                 "chat": {"id": chat_id or user_id, "type": chat_type}}})
+            self._arrived.notify_all()
+
+    def push_file(self, user_id: int, kind: str, data: bytes, *, caption: str = "", name: str = "",
+                  mime: str = "", announced: int | None = None, chat_id: int | None = None) -> None:
+        """A message carrying a file: ``kind`` is photo, voice, audio or document; ``announced``: the size
+        the message claims (default: the true one)."""
+        size = len(data) if announced is None else announced
+        with self._arrived:
+            update_id = self._next_id
+            self._next_id += 1
+            file_id = f"file{update_id}"
+            self.files[file_id] = data
+            self.announced[file_id] = size
+            described: dict = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size}
+            if kind == "photo":
+                small = {**described, "file_id": f"{file_id}s", "width": 90, "height": 60, "file_size": 10}
+                self.files[f"{file_id}s"] = data[:10]
+                media: object = [small, {**described, "width": 1280, "height": 960}]
+            elif kind == "voice":
+                media = {**described, "duration": 3, **({"mime_type": mime} if mime else {})}
+            else:
+                media = {**described, **({"mime_type": mime} if mime else {}), **({"file_name": name} if name else {})}
+                if kind == "audio":
+                    media["duration"] = 3
+            message = {"message_id": update_id, "date": int(time.time()), kind: media,
+                       "from": {"id": user_id, "is_bot": False, "first_name": "T"},
+                       "chat": {"id": chat_id or user_id, "type": "private"}}
+            if caption:
+                message["caption"] = caption
+            self.updates.append({"update_id": update_id, "message": message})
             self._arrived.notify_all()
 
     def press(self, user_id: int, data: str, *, chat_id: int | None = None) -> None:
@@ -102,6 +139,9 @@ class FakeTelegram(FakeServer):
             pass  # the client gave up on a long poll (the channel was stopped)
 
     def _route(self, exchange: Exchange) -> None:
+        if exchange.method == "GET" and exchange.path.startswith(f"/file/bot{self.token}/"):
+            self._file(exchange, exchange.path.rsplit("/", 1)[1])
+            return
         prefix = f"/bot{self.token}/"
         if not exchange.path.startswith(prefix):
             self.refused += 1
@@ -194,6 +234,22 @@ class FakeTelegram(FakeServer):
             return
         self.actions.append(dict(exchange.body))
         self._ok(exchange, True)
+
+    def _getFile(self, exchange: Exchange) -> None:
+        file_id = str(exchange.body.get("file_id", ""))
+        if file_id not in self.files:
+            exchange.send_json(400, {"ok": False, "error_code": 400, "description": "Bad Request: invalid file_id"})
+            return
+        size = self.announced.get(file_id, len(self.files[file_id]))
+        self._ok(exchange, {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size,
+                            "file_path": self.file_path or f"documents/{file_id}"})
+
+    def _file(self, exchange: Exchange, file_id: str) -> None:
+        self.downloads.append(file_id)
+        if file_id not in self.files:
+            exchange.send_json(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+            return
+        exchange.send_bytes(200, self.files[file_id], chunked=True)
 
     def _close(self, exchange: Exchange) -> None:
         self._ok(exchange, True)

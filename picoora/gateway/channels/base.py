@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from picoora.config import ChannelConfig
+from picoora.gateway.channels.attachments import Attachment
 from picoora.gateway.runtime.envelopes import Inbound
 from picoora.people import Sender
 
@@ -99,9 +100,10 @@ class Channel(abc.ABC):
         """Tell the chat the assistant is working (once; the base repeats it). Optional."""
 
     async def receive(self, sender: Sender, chat_id: str, text: str, *, private: bool = False,
-                      **metadata: object) -> bool:
+                      attachments: tuple[Attachment, ...] = (), **metadata: object) -> bool:
         """One incoming message: submitted as a turn, or answered with a pairing code. True if admitted.
         ``private``: a one-to-one chat (only those become where jobs and the heartbeat answer; a group never).
+        ``attachments`` are fetched by the turn, never for a sender who was not admitted.
         Raises ``ShuttingDown`` when the gateway takes no more turns (the platform should offer it again)."""
         admission = await self.links.admit(sender, self.config.allow_from)
         if admission.person is None:
@@ -114,7 +116,8 @@ class Channel(abc.ABC):
                 log.info("%s: refused another message from %s (pairing requested)", self.name, _who(sender))
             return False
         self.links.submit(Inbound(self.name, chat_id, text, sender_id=sender.sender_id, person=admission.person,
-                                  from_chat=True, private_chat=private, metadata=dict(metadata)))
+                                  from_chat=True, private_chat=private, metadata=dict(metadata),
+                                  attachments=attachments))
         self._start_typing(chat_id)
         return True
 
@@ -122,6 +125,10 @@ class Channel(abc.ABC):
         """What outbound delivery calls: a reply, a job's result, a ``message`` tool call."""
         self._stop_typing(chat_id)
         await self.deliver(chat_id, text)
+
+    def keep_typing(self, chat_id: str) -> None:
+        """Show typing again: an interim message ("heard: ...") was sent and stopped it, the answer is to come."""
+        self._start_typing(chat_id)
 
     async def _deliver_safely(self, chat_id: str, text: str) -> None:
         try:

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from picoora.config import ChannelConfig
+from picoora.gateway.channels.attachments import file_roots, from_discord
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.discord_interactions import DISCORD_LIMIT, DiscordInteractions, snowflake
 from picoora.gateway.channels.socket_channel import SocketChannel
@@ -34,6 +35,7 @@ from picoora.people import Sender
 log = logging.getLogger(__name__)
 
 PUBLIC_API = "https://discord.com/api/v10"
+CDN = ("https://cdn.discordapp.com", "https://media.discordapp.net")  # where attachments are fetched from
 INTENTS = (1 << 9) | (1 << 12) | (1 << 15)  # GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT
 MAX_FRAME_BYTES = 8 * 1024 * 1024  # a READY of a bot in many servers is large; anything bigger is hostile
 HELLO_SECONDS = 30.0
@@ -65,6 +67,7 @@ class DiscordChannel(SocketChannel, DiscordInteractions):
         super().__init__(config, links, tokens=[config.token], api_root=PUBLIC_API,
                          user_agent="DiscordBot (https://github.com/picoora/picoora, 0.1)", **kwargs)
         self._auth = f"Bot {config.token}"
+        self._file_roots = file_roots(CDN, config.api_base)
         self._bot_id = ""
         self._session_id = ""  # set: the next connection resumes this session
         self._resume_url = ""
@@ -179,11 +182,13 @@ class DiscordChannel(SocketChannel, DiscordInteractions):
             if not any(str(m.get("id")) == self._bot_id for m in data.get("mentions") or []):
                 return
             text = re.sub(rf"<@!?{re.escape(self._bot_id)}>", "", text).strip()
-        if not text.strip():
+        attachments = from_discord(data, self._file_roots)
+        if not text.strip() and not attachments:
             return
         username = str(author.get("username") or "")
         await self.receive(Sender("discord", str(author["id"]), username), str(data["channel_id"]), text,
-                           private=not data.get("guild_id"), message_id=str(data.get("id") or ""), username=username)
+                           private=not data.get("guild_id"), attachments=attachments,
+                           message_id=str(data.get("id") or ""), username=username)
 
     # -- sending ----------------------------------------------------------------------------------
 

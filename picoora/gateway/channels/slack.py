@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import Any
 
 from picoora.config import SlackChannelConfig
+from picoora.gateway.channels.attachments import file_roots, from_slack
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.slack_format import SLACK_PIECE
 from picoora.gateway.channels.slack_interactions import SlackInteractions, slack_target
@@ -34,6 +35,7 @@ from picoora.people import Sender
 log = logging.getLogger(__name__)
 
 PUBLIC_API = "https://slack.com/api"
+FILES = ("https://files.slack.com",)  # the only host a file is fetched from (the request carries the bot token)
 MAX_FRAME_BYTES = 4 * 1024 * 1024
 SEEN_EVENTS = 1000  # event ids remembered, so a redelivery is not a second turn
 USERNAMES = 1000  # user id -> username, cached
@@ -55,6 +57,7 @@ class SlackChannel(SocketChannel, SlackInteractions):
         super().__init__(config, links, tokens=[config.token, config.app_token], api_root=PUBLIC_API,
                          user_agent="picoora (Slack Socket Mode)", **kwargs)
         self._app_token = config.app_token
+        self._file_roots = file_roots(FILES, config.api_base)
         self._bot_user = ""
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._usernames: OrderedDict[str, str] = OrderedDict()
@@ -125,13 +128,15 @@ class SlackChannel(SocketChannel, SlackInteractions):
 
     async def _on_event(self, team: str, event: dict[str, Any]) -> None:
         kind, channel, user = event.get("type"), str(event.get("channel") or ""), str(event.get("user") or "")
-        if event.get("bot_id") or event.get("subtype") or not user or user == self._bot_user or not channel:
-            return  # bots (this one too), edits, joins: not a person's message
+        if event.get("bot_id") or event.get("subtype") not in (None, "file_share") or not user \
+                or user == self._bot_user or not channel:
+            return  # bots (this one too), edits, joins: not a person's message (a file shared is one)
         direct = channel.startswith("D") or event.get("channel_type") == "im"
         if not ((kind == "message" and direct) or (kind == "app_mention" and not direct)):
             return  # a DM mentioning the bot arrives twice: as its message, answered, and as a mention
         text = re.sub(rf"<@{re.escape(self._bot_user)}(\|[^>]*)?>", "", str(event.get("text") or "")).strip()
-        if not text:
+        attachments = from_slack(event, self._file_roots, self.config.token)
+        if not text and not attachments:
             return
         thread = str(event.get("thread_ts") or ("" if direct else event.get("ts") or ""))
         chat_id = f"{channel}:{thread}" if thread else channel
@@ -139,7 +144,8 @@ class SlackChannel(SocketChannel, SlackInteractions):
         # A handle is unique only in its own workspace: someone from a Slack Connect org could take "@alice".
         username = await self._username(user) if team == home else ""
         await self.receive(Sender("slack", f"{team}:{user}", username), chat_id,
-                           _unescape(text), private=direct, message_id=str(event.get("ts") or ""), username=username)
+                           _unescape(text), private=direct, attachments=attachments,
+                           message_id=str(event.get("ts") or ""), username=username)
 
     async def _username(self, user: str) -> str:
         """The user's Slack handle (``users:read``); empty when Slack will not say."""

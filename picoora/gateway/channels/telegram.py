@@ -10,6 +10,8 @@
 - The bot token is part of every request URL: it is scrubbed from every log record and error text.
 - Answers stream into one message by ``editMessageText`` (``channels.streaming``); the chat commands are
   registered with ``setMyCommands`` at start, so Telegram offers them as the user types "/".
+- A photo, voice note, audio file or document becomes an ``Attachment`` (the caption is the text),
+  fetched by ``getFile`` and the file URL only once the runtime takes it (``runtime.media``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,16 @@ import time
 import warnings
 from typing import Any
 
+from picoora.gateway.channels.attachments import (
+    TELEGRAM_PHOTO,
+    TELEGRAM_VOICE,
+    Attachment,
+    DownloadFailed,
+    Kind,
+    TooLarge,
+    download,
+    plain_mime,
+)
 from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, AsksApprovals, EditsMessages
 from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
@@ -49,7 +61,7 @@ class TelegramChannel(EditsMessages, AsksApprovals):
             raise ValueError("channels.telegram.token is empty: set it (or PICO_CHANNELS_TELEGRAM_TOKEN)")
         self._records = TokenScrubbingRecords(self.config.token)
         self._records.install()  # before the Bot exists: it logs its URL when made
-        root = (self.config.api_base or PUBLIC_API).rstrip("/")
+        root = self._root = (self.config.api_base or PUBLIC_API).rstrip("/")
         self.bot = Bot(self.config.token, base_url=f"{root}/bot", base_file_url=f"{root}/file/bot")
         self._sleep = sleep
         self._oldest = 0.0  # messages sent before this (epoch seconds) are not answered
@@ -121,20 +133,61 @@ class TelegramChannel(EditsMessages, AsksApprovals):
             await self._button_pressed(update.callback_query)
             return True
         message = update.message
-        if message is None or not message.text or message.from_user is None:
+        if message is None or message.from_user is None:
             return True
+        attachments = self._attachments(message)
+        text = message.text or message.caption or ""
+        if not text and not attachments:
+            return True  # a sticker, a location, a poll: nothing to answer
         if message.date is not None and message.date.timestamp() < self._oldest:
             return True  # from long before this start
         user = message.from_user
         sender = Sender("telegram", str(user.id), user.username or "")
         try:
-            await self.receive(sender, str(message.chat_id), message.text, private=message.chat.type == "private",
-                               message_id=message.message_id, username=user.username or "")
+            await self.receive(sender, str(message.chat_id), text, private=message.chat.type == "private",
+                               attachments=attachments, message_id=message.message_id, username=user.username or "")
         except ShuttingDown:
             return False
         except Exception:  # one bad update must not stop the polling
             log.exception("telegram: could not handle an update")
         return True
+
+    def _attachments(self, message: Any) -> tuple[Attachment, ...]:
+        """What the message carries beyond text (the largest size of a photo), not yet downloaded."""
+        number = message.message_id
+        if message.photo:
+            photo = max(message.photo, key=lambda size: size.width * size.height)
+            return (self._attachment("image", photo, f"photo-{number}.jpg", TELEGRAM_PHOTO),)
+        if message.voice is not None:
+            voice = message.voice
+            return (self._attachment("audio", voice, f"voice-{number}.ogg", voice.mime_type or TELEGRAM_VOICE),)
+        if message.audio is not None:
+            audio = message.audio
+            return (self._attachment("audio", audio, audio.file_name or f"audio-{number}", audio.mime_type),)
+        if message.document is not None:
+            document = message.document
+            return (self._attachment("document", document, document.file_name or f"file-{number}",
+                                     document.mime_type),)
+        return ()
+
+    def _attachment(self, kind: Kind, file: Any, name: str, mime: str | None) -> Attachment:
+        async def fetch(limit: int) -> bytes:
+            return await self._download(file.file_id, limit)
+
+        return Attachment(kind, name, plain_mime(mime), file.file_size, fetch)
+
+    async def _download(self, file_id: str, limit: int) -> bytes:
+        """getFile, then the file itself, at most ``limit`` bytes."""
+        try:
+            file = await self.bot.get_file(file_id)
+        except Exception as exc:
+            raise DownloadFailed(f"Telegram did not give the file: {self._clean(exc)}") from None
+        if file.file_size is not None and file.file_size > limit:
+            raise TooLarge()
+        url = file.file_path or ""
+        if not url.startswith(f"{self._root}/file/bot"):  # a path elsewhere (a local file) is never read
+            raise DownloadFailed("Telegram gave no address to download the file from")
+        return await download(url, limit, where="Telegram", secret=self.config.token)
 
     async def _button_pressed(self, query: Any) -> None:
         """An approval button: ``ap:<request id>:<choice>``; the presser is told the outcome in a toast."""

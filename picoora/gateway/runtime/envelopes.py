@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
     from picoora.agent.conversation import ClientConversation
+    from picoora.gateway.channels.attachments import Attachment
     from picoora.people import Person
 
 
@@ -30,6 +31,7 @@ class Inbound:
     private_chat: bool = False  # ... in a one-to-one chat: it becomes where their jobs and the heartbeat go
     metadata: dict[str, Any] = field(default_factory=dict)
     conversation: ClientConversation | None = None  # the OpenAI endpoint: the client keeps the history
+    attachments: tuple[Attachment, ...] = ()  # a chat message's pictures, voice notes, files (not yet fetched)
 
     @property
     def session(self) -> str:

@@ -25,6 +25,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from picoora.gateway.channels.streaming import EditedReply
+from picoora.gateway.runtime import media
 from picoora.gateway.runtime.approvals import Approvals
 from picoora.gateway.runtime.commands import parse_command, run_command
 from picoora.gateway.runtime.delivery import Delivery
@@ -86,8 +87,26 @@ class GatewayRuntime:
                 return TurnResult(await run_command(assistant, inbound, *command), "answer", 0, 0)
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
-            return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event,
-                                       conversation=inbound.conversation, approve=self.approvals.for_turn(inbound))
+            text, images = inbound.text, []
+            if inbound.attachments:
+                taken = await media.take(assistant, inbound.session, inbound.text, inbound.attachments)
+                for line in taken.said:
+                    await self.delivery.deliver(inbound.channel, inbound.chat_id, line)
+                if taken.said and not taken.reply:
+                    self._keep_typing(inbound)
+                if taken.reply:
+                    from picoora.agent import TurnResult
+
+                    return TurnResult(taken.reply, "answer", 0, 0)
+                text, images = taken.text, taken.images
+            return await assistant.ask(text, session_key=inbound.session, on_event=on_event,
+                                       conversation=inbound.conversation, approve=self.approvals.for_turn(inbound),
+                                       images=images)
+
+    def _keep_typing(self, inbound: Inbound) -> None:
+        for channel in self.channels:
+            if channel.name == inbound.channel:
+                channel.keep_typing(inbound.chat_id)
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[Any]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""

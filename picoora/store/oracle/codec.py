@@ -13,7 +13,7 @@ import threading
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from picoora.messages import Message, ToolCall
+from picoora.messages import Message, ToolCall, images_from
 from picoora.store.base import MemoryRecord
 from picoora.store.memory_index import normalise_text
 
@@ -101,6 +101,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         data["reasoning"] = message.reasoning
     if message.cancelled:
         data["cancelled"] = True
+    if message.images:
+        data["images"] = [image.to_dict() for image in message.images]
     return data
 
 
@@ -113,6 +115,7 @@ def message_from_json(data: dict[str, Any]) -> Message:
         name=data.get("name"),
         reasoning=data.get("reasoning"),
         cancelled=data.get("cancelled") is True,
+        images=images_from(data.get("images")),
     )
 
 
