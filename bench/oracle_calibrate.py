@@ -43,7 +43,7 @@ from picoora.store import ranking  # noqa: E402
 from picoora.store.base import MemoryRecord, RecallResult  # noqa: E402
 from picoora.store.oracle import open_oracle_store  # noqa: E402
 from picoora.store.oracle.store import OracleStore, RecallEvidence  # noqa: E402
-from precision_bench import FLOOR_ONLY, Sets, best_floor, load_sets, measure  # noqa: E402
+from precision_bench import FLOOR_ONLY, Sets, best_floor, load_sets, measure, shown  # noqa: E402
 from recall_bench import DATA  # noqa: E402
 
 HELDOUT = DATA / "heldout"  # written after the ranking was frozen; only ever measured
@@ -210,7 +210,7 @@ def main() -> None:
     print("\n".join(report(result)))
     if result.best is not None:
         row = confirm(config, heldout, result.best, pool_factory=pool_factory)
-        print(f"{describe(f'held out ({args.heldout})', heldout)}; the chosen floor {row.floor:.2f} margin "
+        print(f"{describe(f'held out ({shown(args.heldout)})', heldout)}; the chosen floor {row.floor:.2f} margin "
               f"{row.margin:+.2f}: recall@1 {row.recall_at_1:.3f} recall@5 {row.recall_at_5:.3f} "
               f"silence {row.silence:.3f}")
 

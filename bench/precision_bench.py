@@ -65,6 +65,12 @@ def load_sets(data: Path = DATA, distractors: int = 0) -> Sets:
     return Sets(pairs, codes, facts, synthetic_memories(distractors) if distractors else [], offtopic)
 
 
+def shown(path: Path) -> str:
+    """``path`` as printed: relative to the repository when inside it (no machine paths in reports)."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 class PrecomputedEmbedder:
     """Embeds every text of the sets once; queries and passages may be embedded differently (e5)."""
 
@@ -158,8 +164,9 @@ def embedders(args, sets: Sets) -> list[tuple[str, PrecomputedEmbedder, ranking.
 def table(args) -> None:
     sets = load_sets(args.set, args.distractors)
     facts = sets.facts
-    print(f"{args.set}: {len(sets.pairs)} paraphrased pairs + {len(sets.codes)} code queries over {len(facts)} facts; "
-          f"{len(sets.offtopic)} off-topic questions; targets: recall@5 >= 0.96, recall@1 >= 0.88, silence >= 0.85\n")
+    print(f"{shown(args.set)}: {len(sets.pairs)} paraphrased pairs + {len(sets.codes)} code queries over "
+          f"{len(facts)} facts; {len(sets.offtopic)} off-topic questions; "
+          "targets: recall@5 >= 0.96, recall@1 >= 0.88, silence >= 0.85\n")
     print("| embedder | store | rule | recall@1 | recall@5 | silence |\n|---|---|---|---|---|---|")
     for name, embedder, chosen in embedders(args, sets):
         for with_distractors in (False, True):
