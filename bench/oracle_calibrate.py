@@ -12,8 +12,10 @@ candidates and background cosine once (one recall each, nothing touched); then r
 for every (floor, margin) of the grid with ``OracleStore.rank``, the code automatic recall runs, and
 measures them with bench/precision_bench.py's ``measure``. Prints the grid, the floor-only comparison, the
 best calibration (highest recall@5 with off-topic silence >= 0.85, then recall@1) with its two-fold
-estimate, and the ``PushCalibration`` line to paste into ``ranking.ORACLE_PUSH``. Deletes the scratch
-agent's memories at the end, also after an error.
+estimate, and the ``PushCalibration`` line to paste into ``ranking.ORACLE_PUSH``. Then, as for the file
+backend, the chosen (floor, margin) is measured once on the held-out set (tests/data/heldout, its own scratch
+agent), never tuned on: paste the line only if that row holds up too. Deletes each scratch agent's memories
+at the end, also after an error.
 
 ``--check-with-bundled-model`` runs the same steps against the test suite's fake database
 (tests/oracle/fake_db.py) with the bundled MiniLM-L6 standing in for the in-database model: the numbers must
@@ -41,8 +43,10 @@ from picoora.store import ranking  # noqa: E402
 from picoora.store.base import MemoryRecord, RecallResult  # noqa: E402
 from picoora.store.oracle import open_oracle_store  # noqa: E402
 from picoora.store.oracle.store import OracleStore, RecallEvidence  # noqa: E402
-from precision_bench import FLOOR_ONLY, Sets, best_floor, measure  # noqa: E402
-from recall_bench import load_pairs, synthetic_memories  # noqa: E402
+from precision_bench import FLOOR_ONLY, Sets, best_floor, load_sets, measure, shown  # noqa: E402
+from recall_bench import DATA  # noqa: E402
+
+HELDOUT = DATA / "heldout"  # written after the ranking was frozen; only ever measured
 
 FLOORS = tuple(round(0.15 + 0.05 * n, 2) for n in range(8))  # 0.15 .. 0.50
 MARGINS = tuple(round(-0.12 + 0.02 * n, 2) for n in range(9))  # -0.12 .. +0.04
@@ -161,7 +165,8 @@ def report(result: Calibration) -> list[str]:
     return lines
 
 
-def check_with_bundled_model(sets: Sets) -> Calibration:
+def bundled_model_database():
+    """(config, pool factory) of the test suite's fake database with the bundled MiniLM-L6 as its model."""
     from picoora.store.embedder import MiniLMEmbedder
     from tests.oracle.conftest import oracle_config, set_up_schema
     from tests.oracle.fake_db import FakeOracle
@@ -171,27 +176,43 @@ def check_with_bundled_model(sets: Sets) -> Calibration:
     config = oracle_config()
     config.memory = config.memory.model_copy(update={"min_similarity": ranking.MINILM_SIMILARITY_FLOOR})
     set_up_schema(fake, config)
-    return calibrate(config, sets, pool_factory=fake.pool_factory)
+    return config, fake.pool_factory
+
+
+def confirm(config: Config, sets: Sets, chosen: GridRow, *, pool_factory=None) -> GridRow:
+    """``chosen`` (picked on the tuning set) measured on the held-out ``sets``, under a scratch agent of its own."""
+    return calibrate(config, sets, (chosen.floor,), (chosen.margin,), pool_factory=pool_factory).grid[0]
+
+
+def describe(name: str, sets: Sets) -> str:
+    return (f"{name}: {len(sets.pairs)} paraphrased pairs + {len(sets.codes)} code queries over {len(sets.facts)} "
+            f"facts, {len(sets.offtopic)} off-topic questions")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--distractors", type=int, default=0, help="look-alike memories stored with the facts")
+    parser.add_argument("--heldout", type=Path, default=HELDOUT, metavar="DIR",
+                        help="the held-out set the chosen calibration is confirmed on (default tests/data/heldout)")
     parser.add_argument("--check-with-bundled-model", action="store_true",
                         help="no database: the test fake with the bundled MiniLM-L6 as its model")
     args = parser.parse_args()
-    pairs, codes, facts = load_pairs()
-    sets = Sets(pairs, codes, facts, synthetic_memories(args.distractors) if args.distractors else [])
-    print(f"{len(pairs)} paraphrased pairs + {len(codes)} code queries over {len(facts)} facts, "
-          f"{len(sets.offtopic)} off-topic questions", flush=True)
+    sets, heldout = load_sets(DATA, args.distractors), load_sets(args.heldout)
+    print(describe("tuning set (tests/data)", sets), flush=True)
     if args.check_with_bundled_model:
         print("A check, not a calibration (do not paste): the fake database with the bundled MiniLM-L6 as its model; "
               "the rows must equal bench/precision_bench.py's for MiniLM-L6 ordered by plain cosine, "
               "same floor and margin.")
-        result = check_with_bundled_model(sets)
+        config, pool_factory = bundled_model_database()
     else:
-        result = calibrate(live_settings(), sets)
+        config, pool_factory = live_settings(), None
+    result = calibrate(config, sets, pool_factory=pool_factory)
     print("\n".join(report(result)))
+    if result.best is not None:
+        row = confirm(config, heldout, result.best, pool_factory=pool_factory)
+        print(f"{describe(f'held out ({shown(args.heldout)})', heldout)}; the chosen floor {row.floor:.2f} margin "
+              f"{row.margin:+.2f}: recall@1 {row.recall_at_1:.3f} recall@5 {row.recall_at_5:.3f} "
+              f"silence {row.silence:.3f}")
 
 
 if __name__ == "__main__":

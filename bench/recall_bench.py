@@ -81,9 +81,10 @@ def synthetic_memories(count: int, seed: int = 7) -> list[str]:
     return out
 
 
-def load_pairs() -> tuple[list[dict], list[dict], list[str]]:
-    pairs = [json.loads(line) for line in (DATA / "recall_pairs.jsonl").read_text().splitlines()]
-    codes = [json.loads(line) for line in (DATA / "recall_codes.jsonl").read_text().splitlines()]
+def load_pairs(data: Path = DATA) -> tuple[list[dict], list[dict], list[str]]:
+    """(paired questions, code queries, every fact once) of the set in ``data`` (tests/data: the tuning set)."""
+    pairs = [json.loads(line) for line in (data / "recall_pairs.jsonl").read_text().splitlines()]
+    codes = [json.loads(line) for line in (data / "recall_codes.jsonl").read_text().splitlines()]
     facts = list(dict.fromkeys([p["fact"] for p in pairs] + [c["fact"] for c in codes]))
     return pairs, codes, facts
 

@@ -30,8 +30,8 @@ def calibration_script():
 
 
 def small_sets(script):
-    pairs, codes, _ = script.load_pairs()
-    pairs, codes = pairs[:12], codes[:4]
+    tuning = script.load_sets()
+    pairs, codes = tuning.pairs[:12], tuning.codes[:4]
     facts = list(dict.fromkeys([p["fact"] for p in pairs] + [c["fact"] for c in codes]))
     return script.Sets(pairs, codes, facts, [], offtopic=["Who invented the telephone?", "hey", "What is DNA made of?",
                                                           "Tell me a joke about penguins"])
