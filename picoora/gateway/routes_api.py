@@ -33,9 +33,10 @@ from picoora.gateway.schemas import (
     Ready,
     SessionHistory,
     SessionInfo,
+    Stopped,
 )
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn
+from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn, turns_of
 from picoora.gateway.timing import server_timing
 from picoora.store.base import time_to_json
 
@@ -105,7 +106,12 @@ async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnOutcome]) -> As
             continue
         finished = event.type == "final_answer"
         yield frame(event.to_dict(), event=event.type, event_id=f"{event.turn_id}:{event.seq}")
-    if not finished:  # the turn broke outside the loop (logged by the turn service) or was cut off
+    if finished:
+        return
+    outcome = task.result() if task.done() and not task.cancelled() else None
+    if outcome is not None and outcome.status == "stopped_by_user":  # POST .../stop, or /stop from another chat
+        yield frame({"type": "stopped", "message": outcome.error}, event="stopped")
+    else:  # the turn broke outside the loop (logged by the turn service) or was cut off
         yield frame({"type": "error", "message": "the turn failed; the gateway log says why"}, event="error")
 
 
@@ -141,6 +147,14 @@ async def reset_session(request: Request, key: str = SessionKey) -> Deleted:
     async with person_assistant(request) as assistant:
         await assistant.new_session(key)
     return Deleted(deleted=key)
+
+
+@api.post("/sessions/{key}/stop", response_model=Stopped, tags=["sessions"])
+async def stop_turn(request: Request, key: str = SessionKey) -> Stopped:
+    """Cancel the turn the caller's session is running now (the web chat's Stop, a chat's ``/stop``); its
+    messages are kept, marked cancelled. ``stopped`` is false when the session runs no turn."""
+    person = caller_of(request)
+    return Stopped(session_key=key, stopped=turns_of(request).stop("" if person.owner else person.name, key))
 
 
 @api.get("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
