@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config  # noqa: E402
 from tests.fakes.ollama_server import FakeOllama  # noqa: E402
-from tests.fakes.web_chat_kit import chromium_path, launch_chromium, scripted_model  # noqa: E402
+from tests.fakes.web_chat_kit import ScriptedModel, chromium_path, launch_chromium  # noqa: E402
 
 MESSAGES = ["remember my favorite color is teal", "what is a good weekend plan?", "show me a trick"]
 
@@ -36,7 +36,7 @@ def main() -> int:
 
     home = Path(tempfile.mkdtemp(prefix="picoora-shot-"))
     os.environ["PICOORA_HOME"] = str(home)
-    with FakeOllama(responder=scripted_model) as fake, RunningGateway(gateway_config(home, fake.url)) as gw:
+    with FakeOllama(responder=ScriptedModel()) as fake, RunningGateway(gateway_config(home, fake.url)) as gw:
         with sync_playwright() as playwright:
             browser = launch_chromium(playwright, chromium)
             page = browser.new_page()
