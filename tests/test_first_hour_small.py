@@ -1,0 +1,20 @@
+"""The first hour's smaller rough edges (issue 24, item 10), each through the real CLI or HTTP."""
+
+from __future__ import annotations
+
+from tests.cli_support import run_cli, write_config
+from tests.fakes.ollama_server import FakeOllama, Reply
+
+
+def test_list_dir_does_not_show_the_stores_private_folder(isolated_home):
+    replies = [Reply(tool_calls=[("list_dir", {"path": "."})]), Reply(content="listed")]
+    with FakeOllama(replies=replies) as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        (isolated_home / "workspace").mkdir()
+        (isolated_home / "workspace" / "notes.txt").write_text("mine")
+        result = run_cli("agent", "-m", "what is in my folder?", home=isolated_home)
+        assert result.returncode == 0, result.stderr
+        assert (isolated_home / "workspace" / ".picoora").is_dir()  # the store's, there while the tool ran
+        listing = next(m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "tool")
+    assert "FILE: notes.txt" in listing
+    assert ".picoora" not in listing
