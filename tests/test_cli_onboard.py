@@ -163,3 +163,26 @@ def test_force_keeps_every_edited_template_as_a_backup_and_never_replaces_one(is
     assert user.read_bytes() == template_files()["USER.md"]
     assert (user.parent / "USER.md.bak").read_text() == "# User\n\nName: Ada. Likes Go.\n"
     assert (user.parent / "USER.md.bak.2").read_text() == "# User\n\nName: Ada. Now likes Rust.\n"
+
+
+BESIDE = os.path.join(os.path.dirname(sys.executable), "picoora")  # this test run's install's command
+
+
+@pytest.mark.skipif(not os.access(BESIDE, os.X_OK), reason="no picoora script beside this Python (not installed)")
+def test_next_steps_name_the_command_the_way_this_install_runs(isolated_home, tmp_path):
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        env = {"PICO_PROVIDERS_OLLAMA_API_BASE": fake.url}
+        not_on_path = run_cli("onboard", "--non-interactive", home=isolated_home,
+                              extra_env={**env, "PATH": "/usr/bin:/bin"})
+        on_path = run_cli("onboard", "--non-interactive", home=isolated_home,
+                          extra_env={**env, "PATH": f"{os.path.dirname(BESIDE)}:/usr/bin:/bin"})
+        quick_start = tmp_path / "checkout"  # `.venv/bin/picoora onboard`, as the quick start says, not activated
+        (quick_start / ".venv" / "bin").mkdir(parents=True)
+        (quick_start / ".venv" / "bin" / "picoora").symlink_to(BESIDE)
+        typed = subprocess.run([".venv/bin/picoora", "onboard", "--non-interactive"], cwd=quick_start,
+                               capture_output=True, text=True, timeout=60,
+                               env={**os.environ, **env, "PICOORA_HOME": str(isolated_home), "PATH": "/usr/bin:/bin",
+                                    "PYTHONPATH": str(REPO)})
+    assert f'{BESIDE} agent -m "Hello!"' in not_on_path.stdout, not_on_path.stderr
+    assert '  2. Chat: picoora agent -m "Hello!"' in on_path.stdout
+    assert "Check the set-up any time: .venv/bin/picoora status" in typed.stdout, typed.stderr

@@ -267,11 +267,13 @@ def _install_templates(workspace: Path, force: bool) -> None:
 
 
 def _print_next_steps(path: Path, provider: str, model: str, problem: str | None) -> None:
+    from picoora.cli.invocation import picoora_command
     from picoora.llm.presets import key_env
 
+    command = picoora_command()  # `.venv/bin/picoora` after the quick start, which activates nothing
     if problem:
         print(f"\npicoora is set up, but cannot chat yet: {problem}.\n"
-              f"Then check with `picoora status`. Model: {model} ({provider}). Settings: {path}")
+              f"Then check with `{command} status`. Model: {model} ({provider}). Settings: {path}")
         return
     variable = key_env(provider)
     if variable and os.environ.get(variable):
@@ -280,7 +282,7 @@ def _print_next_steps(path: Path, provider: str, model: str, problem: str | None
     print(
         "\npicoora is ready. Next steps:\n"
         f"  1. Tell it about yourself: edit USER.md in the workspace.\n"
-        f"  2. Chat: picoora agent -m \"Hello!\"   (or just `picoora agent` for a conversation)\n"
-        f"  3. Check the set-up any time: picoora status\n"
+        f"  2. Chat: {command} agent -m \"Hello!\"   (or just `{command} agent` for a conversation)\n"
+        f"  3. Check the set-up any time: {command} status\n"
         f"Model: {model} ({provider}). Settings: {path}"
     )
