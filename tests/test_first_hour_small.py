@@ -18,3 +18,12 @@ def test_list_dir_does_not_show_the_stores_private_folder(isolated_home):
         listing = next(m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "tool")
     assert "FILE: notes.txt" in listing
     assert ".picoora" not in listing
+
+
+def test_an_unset_reference_is_named_the_same_way_twice_not_scrubbed(isolated_home):
+    (isolated_home / "config.json").write_text('{"providers": {"openai": {"api_key": "${NOPE_KEY}"}}}')
+    result = run_cli("status", home=isolated_home)
+    assert result.returncode != 0
+    assert ("providers.openai.api_key: refers to ${NOPE_KEY}, which is not set in the environment "
+            "(export NOPE_KEY=... or write the value itself)") in result.stderr
+    assert "***" not in result.stderr and "Traceback" not in result.stderr
