@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 
@@ -27,3 +31,23 @@ def test_an_unset_reference_is_named_the_same_way_twice_not_scrubbed(isolated_ho
     assert ("providers.openai.api_key: refers to ${NOPE_KEY}, which is not set in the environment "
             "(export NOPE_KEY=... or write the value itself)") in result.stderr
     assert "***" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow  # three commands, one of them starting the MCP server
+def test_a_broken_mcp_server_and_a_bad_skill_are_each_reported_once(isolated_home):
+    bad_skill = isolated_home / "workspace" / "skills" / "bad" / "SKILL.md"
+    bad_skill.parent.mkdir(parents=True)
+    bad_skill.write_text("---\nname: \n---\nbody\n")
+    with FakeOllama(replies=[Reply(content="hello back")]) as fake:
+        path = write_config(isolated_home, ollama_url=fake.url)
+        data = json.loads(path.read_text())
+        data["tools"] = {"mcp_servers": {"broken": {"command": "/nonexistent/server"}}}
+        path.write_text(json.dumps(data))
+        chat = run_cli("agent", "-m", "hi", home=isolated_home)
+    status = run_cli("status", home=isolated_home)
+    listed = run_cli("skills", "list", home=isolated_home)
+    assert chat.returncode == 0 and "hello back" in chat.stdout, chat.stderr
+    chat_output = chat.stdout + chat.stderr
+    assert chat_output.count("/nonexistent/server") == 1 and chat_output.count(str(bad_skill)) == 1
+    assert (status.stdout + status.stderr).count("/nonexistent/server") == 1
+    assert (listed.stdout + listed.stderr).count(str(bad_skill)) == 1 and "✗" in listed.stdout

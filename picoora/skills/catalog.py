@@ -216,7 +216,9 @@ class SkillCatalog:
         self._cache: dict[Path, tuple[tuple[int, int], Skill | SkillProblem]] = {}
         self._reported: set[tuple[Path, str]] = set()
 
-    def scan(self) -> SkillSet:
+    def scan(self, *, log_problems: bool = True) -> SkillSet:
+        """The skills found now; each problem is logged once per catalog unless the caller shows them
+        itself (``log_problems=False``: `picoora skills list`)."""
         skills: dict[str, Skill] = {}
         problems: list[SkillProblem] = []
         for source, root in self.roots:
@@ -224,7 +226,8 @@ class SkillCatalog:
                 found = self._parsed(folder, source)
                 if isinstance(found, SkillProblem):
                     problems.append(found)
-                    self._report(found)
+                    if log_problems:
+                        self._report(found)
                 else:
                     skills.setdefault(found.name, found)  # an earlier root wins
         return SkillSet(skills, problems)
