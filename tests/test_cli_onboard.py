@@ -186,3 +186,29 @@ def test_next_steps_name_the_command_the_way_this_install_runs(isolated_home, tm
     assert f'{BESIDE} agent -m "Hello!"' in not_on_path.stdout, not_on_path.stderr
     assert '  2. Chat: picoora agent -m "Hello!"' in on_path.stdout
     assert "Check the set-up any time: .venv/bin/picoora status" in typed.stdout, typed.stderr
+
+
+CANNOT_WRITE = 73  # its own code: not NOT_READY (Ollama missing), and with the fix
+
+
+def test_a_home_that_cannot_be_written_stops_first_with_the_fix(isolated_home, tmp_path):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    result = run_cli("onboard", "--non-interactive", home=in_the_way / ".picoora")
+    assert result.returncode == CANNOT_WRITE, result.stderr
+    assert f"cannot write {in_the_way / '.picoora'} (Not a directory)" in result.stderr
+    assert "set PICOORA_HOME to a folder you can write" in result.stderr
+    assert "Ollama" not in result.stdout + result.stderr  # stopped before asking anything
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders (the Not-a-directory case runs)")
+def test_a_read_only_home_stops_with_the_fix(isolated_home, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        result = run_cli("onboard", "--non-interactive", home=locked / ".picoora")
+    finally:
+        locked.chmod(0o755)
+    assert result.returncode == CANNOT_WRITE and "(Permission denied)" in result.stderr
+    assert "set PICOORA_HOME to a folder you can write" in result.stderr

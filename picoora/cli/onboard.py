@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from picoora.cli.errors import EXIT_FAILURE, EXIT_USAGE, CLIError, config_path
+from picoora.cli.errors import EXIT_CANNOT_WRITE, EXIT_FAILURE, EXIT_USAGE, CLIError, config_path
 
 if TYPE_CHECKING:
     from picoora.config import Config, UserConfig
@@ -52,8 +52,12 @@ def onboard(
     path = config_path(ctx) or default_config_path()
     owner_entry = _owner_entry(owner) if owner is not None else None  # a bad name stops before anything is written
     _mention_go_home(path)
+    _check_writable(path.parent, "set PICOORA_HOME to a folder you can write (e.g. PICOORA_HOME=$PWD/.picoora), "
+                                 "or pass --config PATH")
     keep_file = path.exists() and not force
     config = _effective_config(path, force)
+    _check_writable(workspace_path(config), "set agents.defaults.workspace (or PICO_AGENTS_DEFAULTS_WORKSPACE) "
+                                            "to a folder you can write")
     interactive = not non_interactive and sys.stdin.isatty()
     configured_provider = config.agents.defaults.provider
     # The question comes on a first set-up; later, --provider switches.
@@ -219,6 +223,21 @@ def _save_new(config: Config, path: Path) -> None:
         save_config(config, path)
     except ConfigError as err:
         raise CLIError(str(err)) from None
+
+
+def _check_writable(folder: Path, fix: str) -> None:
+    """Stop before asking anything (or reaching Ollama) when ``folder`` cannot be written: a file is made and
+    removed in it, or in the nearest folder above it that exists (nothing is created)."""
+    import tempfile
+
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise CLIError(f"cannot write {folder} ({err.strerror or err}): {fix}.", EXIT_CANNOT_WRITE) from None
 
 
 def _new_token() -> str:
