@@ -51,3 +51,31 @@ def test_a_broken_mcp_server_and_a_bad_skill_are_each_reported_once(isolated_hom
     assert chat_output.count("/nonexistent/server") == 1 and chat_output.count(str(bad_skill)) == 1
     assert (status.stdout + status.stderr).count("/nonexistent/server") == 1
     assert (listed.stdout + listed.stderr).count(str(bad_skill)) == 1 and "✗" in listed.stdout
+
+
+def test_expired_pairing_codes_are_pruned_when_met(isolated_home):
+    from datetime import datetime, timedelta, timezone
+
+    from picoora.people import PAIR_PREFIX, Pairing, PairingRequest, Sender
+    from picoora.store.files import FileStore
+
+    write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+    store = FileStore(isolated_home / "workspace")
+    old = (datetime.now(timezone.utc) - timedelta(days=3)).isoformat()
+
+    def strangers_from_days_ago() -> None:  # each wrote once and never came back
+        for code, sender in (("OLDCODE1", "111"), ("OLDCODE2", "222")):
+            store.set_state(PAIR_PREFIX + code, json.dumps(PairingRequest(code, "telegram", sender, "", old).__dict__))
+
+    def codes_kept() -> set[str]:
+        return {key for key in store.all_state() if key.startswith(PAIR_PREFIX)}
+
+    strangers_from_days_ago()
+    fresh, _ = Pairing(store).request(Sender("telegram", "333", "carol"))  # what the gateway does for a stranger
+    assert codes_kept() == {PAIR_PREFIX + fresh.code}
+    strangers_from_days_ago()
+    listed = run_cli("pair", "list", home=isolated_home)
+    assert listed.returncode == 0, listed.stderr
+    assert "OLDCODE" not in listed.stdout and "@carol (id 333)" in listed.stdout
+    assert codes_kept() == {PAIR_PREFIX + fresh.code}
+    store.close()
