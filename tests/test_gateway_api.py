@@ -306,6 +306,9 @@ def test_sessions_list_history_reset_and_model(isolated_home):
             assert http.put("/v1/sessions/web:a/model", json={"model": "m2"}).json()["model"] == "m2"
             assert http.post("/v1/chat", json={"session_id": "a", "text": "three"}).json()["text"] == "m2 here"
             assert http.post("/v1/chat", json={"session_id": "b", "text": "four"}).json()["text"] == "qwen3:latest here"
+            assert http.put("/v1/sessions/web:b/model", json={"model": "m2"}).json()["model"] == "m2"
+            assert http.delete("/v1/sessions/web:b/model").json() == {"provider": "ollama", "model": "qwen3:latest"}
+            assert http.post("/v1/chat", json={"session_id": "b", "text": "five"}).json()["text"] == "qwen3:latest here"
 
             assert http.delete("/v1/sessions/web:a").json() == {"deleted": "web:a"}
             left = [s["messages"] for s in http.get("/v1/sessions").json() if s["key"] == "web:a"]

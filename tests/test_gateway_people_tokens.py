@@ -108,6 +108,7 @@ def test_each_person_has_their_own_memories_sessions_and_guest_tools(home, gw, f
     assert alice.get("/v1/sessions/web:s1/model").json()["model"] == "qwen3:latest"
     refused = alice.put("/v1/sessions/web:s1/model", json={"model": "llama3.2:latest"})
     assert refused.status_code == 403 and "only the owner" in refused.json()["error"]["message"]
+    assert alice.delete("/v1/sessions/web:s1/model").status_code == 403
     alice_turn = chat(alice, "s2", "what do I drink?")["turn_id"]
     assert bob.get(f"/v1/traces/{alice_turn}").status_code == 404
     assert alice.get(f"/v1/traces/{alice_turn}").status_code == 200

@@ -216,6 +216,11 @@ def test_the_model_switcher_switches_this_chat_and_refuses_a_model_that_is_not_t
     session = page.evaluate("localStorage.getItem('picoora.session')")
     with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
         assert http.get(f"/v1/sessions/web:{session}/model").json() == {"provider": "ollama", "model": "m2"}
+    page.fill("#model-input", "default")  # as /model default: back to the configured one
+    page.click("#model-form button")
+    sync_api.expect(page.locator("#model-input")).to_have_value("ollama/qwen3:latest")
+    with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
+        assert http.get(f"/v1/sessions/web:{session}/model").json()["model"] == "qwen3:latest"
     assert not errors
 
 

@@ -169,11 +169,25 @@ async def get_session_model(request: Request, key: str = SessionKey) -> ModelInf
 async def put_session_model(body: ModelBody, request: Request, key: str = SessionKey) -> ModelInfo:
     """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer.
     Only the owner chooses models (what runs, and what it costs, is theirs): 403 for anyone else."""
-    if not caller_of(request).owner:
-        raise ApiError(403, "forbidden", "only the owner chooses a session's model; yours follow the configured one")
+    _owner_only(request)
     async with person_assistant(request) as assistant:
         choice = await assistant.set_session_model(key, body.model, body.provider)
     return ModelInfo(provider=choice.provider, model=choice.model)
+
+
+@api.delete("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"],
+            responses={403: {"model": ErrorResponse, "description": "a person other than the owner"}})
+async def forget_session_model(request: Request, key: str = SessionKey) -> ModelInfo:
+    """Forget the session's choice: the configured default answers from its next turn on (``/model default``)."""
+    _owner_only(request)
+    async with person_assistant(request) as assistant:
+        choice = await assistant.reset_session_model(key)
+    return ModelInfo(provider=choice.provider, model=choice.model)
+
+
+def _owner_only(request: Request) -> None:
+    if not caller_of(request).owner:
+        raise ApiError(403, "forbidden", "only the owner chooses a session's model; yours follow the configured one")
 
 
 # -- memory and traces --------------------------------------------------------------------------------

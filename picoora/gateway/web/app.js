@@ -350,6 +350,7 @@ async function loadModel() {
     const listed = await api("/v1/models");
     const options = $("model-options");
     options.textContent = "";
+    options.append(el("option", { value: "default", label: "the configured default" }));
     for (const card of listed.data) if (card.id !== "picoora") options.append(el("option", { value: card.id }));
   } catch (err) { handle(err); }
 }
@@ -359,8 +360,9 @@ const PROVIDERS = ["ollama", "openai", "anthropic"];
 async function switchModel(name) {
   const [head, ...rest] = name.split("/");
   const body = PROVIDERS.includes(head) && rest.length ? { provider: head, model: rest.join("/") } : { model: name };
+  const path = "/v1/sessions/" + encodeURIComponent("web:" + session) + "/model";
   try {
-    const model = await api("/v1/sessions/" + encodeURIComponent("web:" + session) + "/model", { method: "PUT", body });
+    const model = await api(path, name === "default" ? { method: "DELETE" } : { method: "PUT", body }); // as /model default
     $("model-input").value = model.provider + "/" + model.model;
     $("model-note").textContent = "this chat now answers with " + model.model;
   } catch (err) {
