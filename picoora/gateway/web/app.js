@@ -129,6 +129,7 @@ class TurnView {
     this.meta = el("div", { class: "meta muted" });
     this.node = el("li", { class: "message assistant streaming" }, this.reasoningBox, this.tools, this.answer, this.meta);
     this.working = null;
+    this.running = new Set(); // the tools running now, named by the indicator
     this.text = "";
     this.tokens = 0;
     this.toolLines = {};
@@ -148,11 +149,13 @@ class TurnView {
     const line = el("details", { class: "tool-line" }, el("summary", { text: `${name}(${briefArgs(args)})` }), result);
     this.toolLines[id] = { line, result };
     this.tools.append(line);
+    this.running.add(name);
   }
 
   toolFinished(id, name, result, ok) {
     if (!this.toolLines[id]) this.toolStarted(id, name, {});
     const entry = this.toolLines[id];
+    this.running.delete(name);
     entry.result.textContent = result;
     if (!ok) entry.line.classList.add("failed");
   }
@@ -165,9 +168,14 @@ class TurnView {
     const label = el("span", { class: "working-label", text: "Thinking... 0 s" });
     const stop = el("button", { class: "stop-turn", type: "button", text: "Stop", onclick: () => { stop.disabled = true; onStop(); } });
     const started = Date.now();
-    const timer = setInterval(() => { label.textContent = `${this.text ? "Answering" : "Thinking"}... ${Math.floor((Date.now() - started) / 1000)} s`; }, 1000);
+    const timer = setInterval(() => { label.textContent = `${this.activity()}... ${Math.floor((Date.now() - started) / 1000)} s`; }, 1000);
     this.working = { node: el("div", { class: "working", role: "status" }, el("span", { class: "dot" }), label, stop), timer };
     this.node.append(this.working.node);
+  }
+
+  activity() {
+    if (this.running.size) return "Running " + [...this.running].join(", ");
+    return this.text ? "Answering" : "Thinking";
   }
 
   stopWorking() {
