@@ -109,6 +109,7 @@ def test_importance_out_of_range_is_a_usage_error(isolated_home):
     assert "--importance" in result.stderr
 
 
+@pytest.mark.slow  # several real CLI runs
 def test_import_lines_without_ids_get_ids_and_a_rerun_adds_nothing(isolated_home, tmp_path):
     write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
     notes = tmp_path / "notes.jsonl"

@@ -67,6 +67,7 @@ class BusyAtFirstOllama(FakeOllama):
         super()._show(exchange)
 
 
+@pytest.mark.slow  # a real REPL on a pty
 def test_a_check_that_only_met_a_busy_server_warns_of_nothing_and_the_message_works(isolated_home):
     with BusyAtFirstOllama([Reply(content="Here I am.")]) as fake:
         write_config(isolated_home, ollama_url=fake.url)

@@ -168,6 +168,7 @@ def test_force_keeps_every_edited_template_as_a_backup_and_never_replaces_one(is
 BESIDE = os.path.join(os.path.dirname(sys.executable), "picoora")  # this test run's install's command
 
 
+@pytest.mark.slow  # several real CLI runs
 @pytest.mark.skipif(not os.access(BESIDE, os.X_OK), reason="no picoora script beside this Python (not installed)")
 def test_next_steps_name_the_command_the_way_this_install_runs(isolated_home, tmp_path):
     with FakeOllama(models=("qwen3:latest",)) as fake:

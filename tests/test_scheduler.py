@@ -227,6 +227,7 @@ def test_at_times_resolve_to_the_next_clock_time_or_from_now(tmp_path):
             resolve_at(spec, now, LISBON)
 
 
+@pytest.mark.slow  # several real CLI runs
 def test_a_fired_at_job_lists_as_done_with_no_next_run(isolated_home):
     import json
 
