@@ -317,13 +317,15 @@ async function loadHistory() {
 
 const TITLES_KEY = "picoora.titles";
 const CANCELLED_MARK = /^\[the turn was cancelled/; // the agent's closing message of a cancelled turn
-const titles = () => JSON.parse(localStorage.getItem(TITLES_KEY) || "{}");
+function titles() {
+  try { return JSON.parse(localStorage.getItem(TITLES_KEY) || "{}"); } catch { return {}; } // hand-edited: start afresh
+}
 
 function chatTitle(id) { return titles()[id] || "New chat"; }
 
-function nameChat(id, text, force = false) {
+function nameChat(id, text) {
   const all = titles();
-  if (all[id] && !force) return;
+  if (all[id]) return;
   const line = text.trim().split("\n")[0];
   all[id] = line.length > 48 ? line.slice(0, 47) + "…" : line;
   localStorage.setItem(TITLES_KEY, JSON.stringify(all));
