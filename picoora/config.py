@@ -414,7 +414,9 @@ def load_config(path: Path | None = None) -> Config:
     unset: list[tuple[Key, str]] = []
     tree = _expand(tree, (), unset)
     secrets = _tree_secrets(tree)
-    if unset:
+    if unset:  # an unset reference is the file's text, not a secret: the message names it, unscrubbed
+        for reference in {f"${{{var}}}" for _, var in unset}:
+            secrets = [secret.replace(reference, "") for secret in secrets]
         raise _report(secrets, [(source(key), key, f"refers to ${{{var}}}, which is not set in the environment "
                                              f"(export {var}=... or write the value itself)")
                        for key, var in unset])

@@ -116,6 +116,8 @@ class Pairing:
         return request, True
 
     def pending(self) -> list[PairingRequest]:
+        """The requests still valid. Expired ones are deleted as they are met: each stranger who wrote once
+        would otherwise leave a state key behind for good."""
         requests = []
         for key, value in self.store.all_state().items():
             if key.startswith(PAIR_PREFIX) and value:
@@ -123,7 +125,9 @@ class Pairing:
                     request = PairingRequest(**json.loads(value))
                 except (ValueError, TypeError):
                     continue
-                if not request.expired:
+                if request.expired:
+                    self.store.delete_state(key)
+                else:
                     requests.append(request)
         return requests
 

@@ -86,9 +86,10 @@ if [ -z "$PASSWORD" ] && [ -n "$REFERENCE" ]; then
 elif [ -z "$PASSWORD" ]; then
   PASSWORD="$STORED"
 fi
-if [ -z "$PASSWORD" ]; then
+GENERATED=""
+if [ -z "$PASSWORD" ]; then  # said once it is stored (step 4): a run that stops before then stored nothing
   PASSWORD="$(python3 -c 'import secrets; print("Pico" + secrets.token_urlsafe(18).replace("-", "x").replace("_", "y") + "9")')"
-  say "Generated a password for database user $DB_USER (stored in $CONFIG)."
+  GENERATED=1
 fi
 case "$PASSWORD" in
   *'"'*|*$'\n'*) die "the password must not contain double quotes or newlines" ;;
@@ -216,6 +217,9 @@ with os.fdopen(fd, "w", encoding="utf-8") as out:
 os.replace(tmp, path)
 PY
 say "Config updated: $CONFIG (oracle.enabled = true, user $DB_USER)."
+if [ -n "$GENERATED" ]; then
+  say "Generated a password for database user $DB_USER and stored it in $CONFIG (oracle.password, readable by you only)."
+fi
 
 # ---- 5. schema, model, self-test, indexes, prompts ------------------------------------------------
 

@@ -125,6 +125,12 @@ class StoreContract:
         assert store.import_memories([MemoryRecord(id="other", content="imported fact about SAILING boats")]) == 0
         assert store.recall("sailing boats", limit=1).matches[0].memory.id == "imp001"
 
+    def test_import_gives_a_record_without_an_id_a_fresh_one(self, store):
+        assert store.import_memories([MemoryRecord(id="", content="An imported fact with no id")]) == 1
+        [stored] = store.list_memories()
+        assert stored.id and stored.content == "An imported fact with no id"
+        assert store.import_memories([MemoryRecord(id="", content="An imported fact with no id")]) == 0
+
     def test_reindex_re_embeds_every_memory(self, store, reopen):
         ids = [store.add_memory(f"reindex me {word} please").memory.id for word in ("one", "two", "three")]
         store.forget(ids[0])

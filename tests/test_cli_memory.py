@@ -107,3 +107,23 @@ def test_importance_out_of_range_is_a_usage_error(isolated_home):
     result = _memory(isolated_home, "add", "something", "--importance", "3")
     assert result.returncode == 2
     assert "--importance" in result.stderr
+
+
+@pytest.mark.slow  # several real CLI runs
+def test_import_lines_without_ids_get_ids_and_a_rerun_adds_nothing(isolated_home, tmp_path):
+    write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"content": "The boiler is serviced every March"}\n'
+                     '{"content": "Rita prefers tea", "category": "person", "id": ""}\n'
+                     '{"id": "keep01", "content": "The car is blue"}\n')
+    first = _memory(isolated_home, "import", str(notes))
+    assert first.returncode == 0 and "Imported 3 memories" in first.stdout, first.stderr
+    again = _memory(isolated_home, "import", str(notes))
+    assert "Imported 0 memories (3 already present)" in again.stdout
+    stored = {m["content"]: m for m in _json(_memory(isolated_home, "list", "--json"))}
+    assert len(stored) == 3 and all(m["id"] for m in stored.values())
+    assert stored["The car is blue"]["id"] == "keep01" and stored["Rita prefers tea"]["category"] == "person"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"id": "x"}\n')
+    refused = _memory(isolated_home, "import", str(empty))
+    assert refused.returncode == 1 and 'line 1: each line needs at least "content"' in refused.stderr

@@ -51,3 +51,26 @@ def test_status_gives_address_advice_for_a_web_server(isolated_home):
     assert result.returncode == 1
     provider = next(line for line in result.stdout.splitlines() if line.startswith("Provider:"))
     assert "with a web page" in provider and "ollama serve" not in provider
+
+
+class BusyAtFirstOllama(FakeOllama):
+    """Ollama that turns the first model check (/api/show) away as busy (its queue was full a moment),
+    then answers as usual."""
+
+    turned_away = False
+
+    def _show(self, exchange):  # noqa: ANN001 - the fake server's exchange
+        if not self.turned_away:
+            self.turned_away = True
+            exchange.send_json(503, {"error": "server busy, please try again.  maximum pending requests exceeded"})
+            return
+        super()._show(exchange)
+
+
+@pytest.mark.slow  # a real REPL on a pty
+def test_a_check_that_only_met_a_busy_server_warns_of_nothing_and_the_message_works(isolated_home):
+    with BusyAtFirstOllama([Reply(content="Here I am.")]) as fake:
+        write_config(isolated_home, ollama_url=fake.url)
+        text, code = repl_session(isolated_home, ["hello"])
+    assert fake.turned_away and code == 0 and "Here I am." in text
+    assert "will fail" not in text and "Note:" not in text

@@ -163,3 +163,53 @@ def test_force_keeps_every_edited_template_as_a_backup_and_never_replaces_one(is
     assert user.read_bytes() == template_files()["USER.md"]
     assert (user.parent / "USER.md.bak").read_text() == "# User\n\nName: Ada. Likes Go.\n"
     assert (user.parent / "USER.md.bak.2").read_text() == "# User\n\nName: Ada. Now likes Rust.\n"
+
+
+BESIDE = os.path.join(os.path.dirname(sys.executable), "picoora")  # this test run's install's command
+
+
+@pytest.mark.slow  # several real CLI runs
+@pytest.mark.skipif(not os.access(BESIDE, os.X_OK), reason="no picoora script beside this Python (not installed)")
+def test_next_steps_name_the_command_the_way_this_install_runs(isolated_home, tmp_path):
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        env = {"PICO_PROVIDERS_OLLAMA_API_BASE": fake.url}
+        not_on_path = run_cli("onboard", "--non-interactive", home=isolated_home,
+                              extra_env={**env, "PATH": "/usr/bin:/bin"})
+        on_path = run_cli("onboard", "--non-interactive", home=isolated_home,
+                          extra_env={**env, "PATH": f"{os.path.dirname(BESIDE)}:/usr/bin:/bin"})
+        quick_start = tmp_path / "checkout"  # `.venv/bin/picoora onboard`, as the quick start says, not activated
+        (quick_start / ".venv" / "bin").mkdir(parents=True)
+        (quick_start / ".venv" / "bin" / "picoora").symlink_to(BESIDE)
+        typed = subprocess.run([".venv/bin/picoora", "onboard", "--non-interactive"], cwd=quick_start,
+                               capture_output=True, text=True, timeout=60,
+                               env={**os.environ, **env, "PICOORA_HOME": str(isolated_home), "PATH": "/usr/bin:/bin",
+                                    "PYTHONPATH": str(REPO)})
+    assert f'{BESIDE} agent -m "Hello!"' in not_on_path.stdout, not_on_path.stderr
+    assert '  2. Chat: picoora agent -m "Hello!"' in on_path.stdout
+    assert "Check the set-up any time: .venv/bin/picoora status" in typed.stdout, typed.stderr
+
+
+CANNOT_WRITE = 73  # its own code: not NOT_READY (Ollama missing), and with the fix
+
+
+def test_a_home_that_cannot_be_written_stops_first_with_the_fix(isolated_home, tmp_path):
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    result = run_cli("onboard", "--non-interactive", home=in_the_way / ".picoora")
+    assert result.returncode == CANNOT_WRITE, result.stderr
+    assert f"cannot write {in_the_way / '.picoora'} (Not a directory)" in result.stderr
+    assert "set PICOORA_HOME to a folder you can write" in result.stderr
+    assert "Ollama" not in result.stdout + result.stderr  # stopped before asking anything
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders (the Not-a-directory case runs)")
+def test_a_read_only_home_stops_with_the_fix(isolated_home, tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        result = run_cli("onboard", "--non-interactive", home=locked / ".picoora")
+    finally:
+        locked.chmod(0o755)
+    assert result.returncode == CANNOT_WRITE and "(Permission denied)" in result.stderr
+    assert "set PICOORA_HOME to a folder you can write" in result.stderr

@@ -105,3 +105,28 @@ def test_picoora_cron_commands(isolated_home):
     assert run_cli("cron", "remove", job_id, home=isolated_home).returncode == 0
     gone = run_cli("cron", "remove", job_id, home=isolated_home)
     assert gone.returncode == 1 and "no job" in gone.stderr
+
+
+@pytest.mark.slow  # several real CLI runs
+def test_cron_at_takes_a_clock_time_or_in_so_long_and_list_shows_the_next_run(isolated_home):
+    from datetime import datetime, timedelta, timezone
+    from zoneinfo import ZoneInfo
+
+    closed_port_url_config(isolated_home)
+    before = datetime.now(timezone.utc)
+    soon = run_cli("cron", "add", "at", "in 5 minutes", "tea", "--reminder", home=isolated_home)
+    evening = run_cli("cron", "add", "at", "20:03", "call mum", "--tz", "Asia/Tokyo", home=isolated_home)
+    after = datetime.now(timezone.utc)
+    assert soon.returncode == 0 and evening.returncode == 0, soon.stderr + evening.stderr
+    listed = {j["text"]: j for j in json.loads(run_cli("cron", "list", "--json", home=isolated_home).stdout)}
+    tea = datetime.fromisoformat(listed["tea"]["spec"])
+    assert before + timedelta(minutes=5) - timedelta(seconds=1) <= tea <= after + timedelta(minutes=5)
+    call = datetime.fromisoformat(listed["call mum"]["next_run"]).astimezone(ZoneInfo("Asia/Tokyo"))
+    assert (call.hour, call.minute) == (20, 3) and before < call <= after + timedelta(days=1)
+    assert [j["state"] for j in listed.values()] == ["on", "on"]
+    text = run_cli("cron", "list", home=isolated_home).stdout
+    assert f"next {call:%Y-%m-%d %H:%M}" in text
+    for when in ("in a while", "25:00"):  # the unit test in test_scheduler reads more
+        bad = run_cli("cron", "add", "at", when, "x", home=isolated_home)
+        assert bad.returncode == 2 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr, when
+    assert len(json.loads(run_cli("cron", "list", "--json", home=isolated_home).stdout)) == 2  # nothing half-added

@@ -10,6 +10,7 @@ import time
 import httpx
 import pytest
 
+from picoora.agent.loop import CANCELLED_MARK
 from picoora.store.files import FileStore
 from tests.fakes._http import closed_port_url
 from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
@@ -110,6 +111,10 @@ def test_the_chat_page_loads_without_a_token_and_forbids_inline_script(gw):
         assert not re.search(r"\.(inner|outer)HTML|insertAdjacentHTML|document\.write|eval\(", script.text)
         assert http.get("/static/../config.json").status_code == 404
         assert http.get("/static/nothing.js").status_code == 404
+        icon = http.get("/favicon.ico")  # asked for by every browser, whatever the page links
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+        assert icon.text.startswith("<svg") and "<script" not in icon.text
+        assert 'rel="icon"' in page.text
 
 
 def test_no_cors_unless_configured(isolated_home, fake):
@@ -248,6 +253,34 @@ def test_a_client_that_disconnects_neither_cancels_nor_loses_the_turn(isolated_h
     assert entries[-1]["message"]["content"] == "the answer nobody waited for"
 
 
+def test_stop_cancels_the_running_turn_keeps_its_message_and_the_stream_says_stopped(isolated_home):
+    release = threading.Event()
+
+    def gated(body: dict) -> Reply:
+        release.wait(10)
+        return Reply(content="too late")
+
+    with FakeOllama(responder=gated) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+        with client(gw) as http, client(gw) as other:
+            assert other.post("/v1/sessions/web:s/stop").json() == {"session_key": "web:s", "stopped": False}
+            with http.stream("POST", "/v1/chat", json={"session_id": "s", "text": "a long question",
+                                                       "stream": True}) as response:
+                lines = response.iter_lines()
+                assert next(line for line in lines if line.startswith("event:")) == "event: turn_started"
+                assert other.post("/v1/sessions/web:other/stop").json()["stopped"] is False  # not this session
+                assert other.post("/v1/sessions/web:s/stop").json() == {"session_key": "web:s", "stopped": True}
+                messages = sse_messages(lines)
+            release.set()
+            assert messages[-1]["event"] == "stopped"
+            assert messages[-1]["data"]["message"] == "stopped at the user's request"
+            entries = http.get("/v1/sessions/web:s").json()["entries"]
+            assert [e["message"]["content"] for e in entries] == ["a long question", CANCELLED_MARK]
+            assert entries[-1]["message"]["cancelled"] is True  # the marker marks the turn; never sent again
+            assert other.post("/v1/sessions/web:s/stop").json()["stopped"] is False  # nothing runs now
+            for bad in ("/v1/sessions/../stop", "/v1/sessions/web:a%20b/stop", "/v1/sessions/x/stop"):
+                assert http.post(bad).status_code in (400, 404, 422), bad
+
+
 def test_no_new_turns_once_shutting_down(gw):
     gw.gateway.request_stop()
     with client(gw) as http:
@@ -275,6 +308,9 @@ def test_sessions_list_history_reset_and_model(isolated_home):
             assert http.put("/v1/sessions/web:a/model", json={"model": "m2"}).json()["model"] == "m2"
             assert http.post("/v1/chat", json={"session_id": "a", "text": "three"}).json()["text"] == "m2 here"
             assert http.post("/v1/chat", json={"session_id": "b", "text": "four"}).json()["text"] == "qwen3:latest here"
+            assert http.put("/v1/sessions/web:b/model", json={"model": "m2"}).json()["model"] == "m2"
+            assert http.delete("/v1/sessions/web:b/model").json() == {"provider": "ollama", "model": "qwen3:latest"}
+            assert http.post("/v1/chat", json={"session_id": "b", "text": "five"}).json()["text"] == "qwen3:latest here"
 
             assert http.delete("/v1/sessions/web:a").json() == {"deleted": "web:a"}
             left = [s["messages"] for s in http.get("/v1/sessions").json() if s["key"] == "web:a"]

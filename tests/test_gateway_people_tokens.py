@@ -108,6 +108,7 @@ def test_each_person_has_their_own_memories_sessions_and_guest_tools(home, gw, f
     assert alice.get("/v1/sessions/web:s1/model").json()["model"] == "qwen3:latest"
     refused = alice.put("/v1/sessions/web:s1/model", json={"model": "llama3.2:latest"})
     assert refused.status_code == 403 and "only the owner" in refused.json()["error"]["message"]
+    assert alice.delete("/v1/sessions/web:s1/model").status_code == 403
     alice_turn = chat(alice, "s2", "what do I drink?")["turn_id"]
     assert bob.get(f"/v1/traces/{alice_turn}").status_code == 404
     assert alice.get(f"/v1/traces/{alice_turn}").status_code == 200
@@ -183,3 +184,32 @@ def test_a_token_whose_person_left_users_or_whose_row_is_damaged_admits_nobody(h
         assert tokens.create("bob", "\x1b[31mred\x1b[0m\nphone\x07")[0].label == "[31mred[0m phone"  # no escapes
     finally:
         store.close()
+
+
+def test_stop_reaches_only_the_callers_own_turn(home):
+    import threading
+
+    release = threading.Event()
+
+    def held(body: dict) -> Reply:
+        release.wait(10)
+        return Reply(content="done")
+
+    path = home / "config.json"
+    with FakeOllama(responder=held) as slow:
+        data = json.loads(path.read_text())
+        data["providers"]["ollama"]["api_base"] = slow.url
+        path.write_text(json.dumps(data))
+        alice_token = make_token(home, "alice")
+        with RunningGateway(load_config(path)) as gw, as_(gw, alice_token) as alice, as_(gw, TOKEN) as owner, \
+                as_(gw, make_token(home, "bob")) as bob:
+            with alice.stream("POST", "/v1/chat", json={"session_id": "s", "text": "think long",
+                                                        "stream": True}) as response:
+                lines = response.iter_lines()
+                assert next(line for line in lines if line.startswith("event:")) == "event: turn_started"
+                for other in (owner, bob):  # the same session name is their own session: nothing runs there
+                    assert other.post("/v1/sessions/web:s/stop").json()["stopped"] is False
+                assert alice.post("/v1/sessions/web:s/stop").json()["stopped"] is True
+                events = [line for line in lines if line.startswith("event:")]
+            release.set()
+    assert events[-1] == "event: stopped"

@@ -1,14 +1,18 @@
-"""The web chat end to end in headless Chromium: streaming, a tool line, memory search and forget,
-the "why" view, sessions, the token handling, and a script-injection answer that runs nothing."""
+"""The web chat end to end in headless Chromium: streaming, the thinking indicator and Stop, a tool line,
+memory search and forget (and its refresh after a remember), the "why" view, sessions named from their
+first message, the model switcher, numbered lists, the token handling, and a script-injection answer that
+runs nothing."""
 
 from __future__ import annotations
+
+import re
 
 import httpx
 import pytest
 
 from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
 from tests.fakes.ollama_server import FakeOllama
-from tests.fakes.web_chat_kit import chromium_path, launch_chromium, scripted_model
+from tests.fakes.web_chat_kit import ScriptedModel, chromium_path, launch_chromium
 
 CHROMIUM = chromium_path()
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -23,7 +27,9 @@ sync_api.expect.set_options(timeout=WAIT_MS)
 
 @pytest.fixture
 def chat(isolated_home):
-    with FakeOllama(responder=scripted_model) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+    model = ScriptedModel()
+    with FakeOllama(responder=model, models=("qwen3:latest", "m2")) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
         with sync_api.sync_playwright() as playwright:
             browser = launch_chromium(playwright, CHROMIUM)
             try:
@@ -37,6 +43,7 @@ def chat(isolated_home):
                 page.wait_for_selector("#app:not([hidden])")
                 yield gw, page, dialogs, errors
             finally:
+                model.release.set()  # a held answer ends, so the gateway can stop
                 browser.close()
 
 
@@ -128,7 +135,7 @@ def test_sessions_new_switch_and_delete(chat):
     sync_api.expect(page.locator("#messages .message")).to_have_count(0)  # (wait_for_function evals: the CSP refuses)
     send(page, "second chat message")
     sync_api.expect(page.locator("#session-list li")).to_have_count(2)
-    page.locator("#session-list li .open", has_text=first).click()
+    page.locator("#session-list li .open", has_text=first).click()  # (named from its first message)
     page.wait_for_selector(".message.user:has-text('first chat message')")
     sync_api.expect(page.locator("#session-list li.current .open")).to_have_text(first)
     page.locator("#session-list li.current .delete-session").click()
@@ -136,4 +143,91 @@ def test_sessions_new_switch_and_delete(chat):
     with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
         left = {s["key"]: s["messages"] for s in http.get("/v1/sessions").json()}
     assert left.get(f"web:{first}", 0) == 0
+    assert not errors
+
+
+def test_a_thinking_indicator_counts_the_seconds_and_stop_cancels_the_turn(chat):
+    gw, page, _, errors = chat
+    page.fill("#input", "take your time")
+    page.press("#input", "Enter")
+    answer = page.locator(".message.assistant").last
+    working = answer.locator(".working")
+    sync_api.expect(working).to_contain_text("Thinking...")
+    sync_api.expect(working.locator(".working-label")).to_have_text(re.compile(r"^Thinking\.\.\. [1-9]\d* s$"))
+    working.locator(".stop-turn").click()
+    sync_api.expect(answer.locator(".stopped-note")).to_have_text("Stopped: not answered. Send it again for an answer.")
+    sync_api.expect(working).to_have_count(0)
+    sync_api.expect(page.locator("#send")).to_be_enabled()
+    page.reload()  # the transcript's cancelled-turn marker reads the same after a reload
+    page.wait_for_selector("#app:not([hidden])")
+    sync_api.expect(page.locator(".message.stopped .stopped-note")).to_have_count(1)
+    assert "[the turn was cancelled" not in page.locator("#messages").inner_text()
+    with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
+        assert http.post("/v1/chat", json={"session_id": "after", "text": "hi"}).status_code == 200  # not stuck
+    assert not errors
+
+
+def test_a_numbered_list_split_by_blank_lines_keeps_counting(chat):
+    _, page, _, errors = chat
+    answer = send(page, "a numbered list").locator(".answer")
+    lists = answer.locator("ol")
+    assert lists.count() == 1 and lists.get_attribute("start") is None
+    items = lists.locator(":scope > li")
+    assert items.count() == 3
+    assert items.nth(0).inner_text() == "Pack the bag."
+    assert items.nth(1).inner_text() == "Check the trains.\nThe early one is cheaper."
+    assert answer.locator("p").first.inner_text() == "Three steps:"
+    assert answer.locator("p").last.inner_text() == "That is all."
+    assert not errors
+
+
+def test_chats_are_named_from_their_first_message_across_reloads(chat):
+    _, page, _, errors = chat
+    sync_api.expect(page.locator("#session-title")).to_have_text("New chat")
+    send(page, "plan a weekend in Lisbon\nwith trains")
+    send(page, "and a second message")
+    current = page.locator("#session-list li.current .open")
+    sync_api.expect(current).to_have_text("plan a weekend in Lisbon")
+    sync_api.expect(page.locator("#session-title")).to_have_text("plan a weekend in Lisbon")
+    page.reload()
+    page.wait_for_selector("#app:not([hidden])")
+    sync_api.expect(current).to_have_text("plan a weekend in Lisbon")
+    page.evaluate("localStorage.removeItem('picoora.titles')")  # as in another browser: named from the history
+    page.click("#new-session")
+    page.reload()
+    page.wait_for_selector("#app:not([hidden])")
+    sync_api.expect(page.locator("#session-list li .open", has_text="plan a weekend in Lisbon")).to_have_count(1)
+    assert not errors
+
+
+def test_the_model_switcher_switches_this_chat_and_refuses_a_model_that_is_not_there(chat):
+    gw, page, _, errors = chat
+    send(page, "hello")
+    sync_api.expect(page.locator("#model-input")).to_have_value("ollama/qwen3:latest")
+    page.fill("#model-input", "not-pulled")
+    page.click("#model-form button")
+    sync_api.expect(page.locator("#model-note")).to_contain_text("ollama pull")
+    page.fill("#model-input", "m2")
+    page.click("#model-form button")
+    sync_api.expect(page.locator("#model-note")).to_have_text("this chat now answers with m2")
+    page.reload()
+    page.wait_for_selector("#app:not([hidden])")
+    sync_api.expect(page.locator("#model-input")).to_have_value("ollama/m2")
+    session = page.evaluate("localStorage.getItem('picoora.session')")
+    with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
+        assert http.get(f"/v1/sessions/web:{session}/model").json() == {"provider": "ollama", "model": "m2"}
+    page.fill("#model-input", "default")  # as /model default: back to the configured one
+    page.click("#model-form button")
+    sync_api.expect(page.locator("#model-input")).to_have_value("ollama/qwen3:latest")
+    with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
+        assert http.get(f"/v1/sessions/web:{session}/model").json()["model"] == "qwen3:latest"
+    assert not errors
+
+
+def test_the_memory_panel_shows_a_remembered_fact_without_a_search(chat):
+    _, page, _, errors = chat
+    sync_api.expect(page.locator("#memory-note")).to_have_text("0 memories")
+    send(page, "remember my favorite color is teal")
+    sync_api.expect(page.locator(".memory-item", has_text="teal")).to_have_count(1)
+    sync_api.expect(page.locator("#memory-note")).to_have_text("1 memories")
     assert not errors

@@ -211,3 +211,37 @@ def test_jobs_name_a_front_door_that_exists(tmp_path):
     with pytest.raises(JobError, match="cannot deliver to fax:1"):
         book.add("every", "1h", "x", "fax", "1")
     assert book.add("every", "1h", "x", "cli", "default").channel == "cli"
+
+
+def test_at_times_resolve_to_the_next_clock_time_or_from_now(tmp_path):
+    from picoora.scheduler.jobs import resolve_at
+
+    now = datetime(2026, 10, 24, 21, 0, tzinfo=timezone.utc)  # 22:00 in Lisbon, the night before summer time ends
+    assert resolve_at("23:30", now, LISBON) == "2026-10-24T23:30:00+01:00"  # later today
+    assert resolve_at("20:03", now, LISBON) == "2026-10-25T20:03:00+00:00"  # tomorrow, in winter time
+    assert resolve_at("in 90m", now, LISBON) == "2026-10-24T23:30:00+01:00"
+    assert resolve_at("in 2 hrs", now, timezone.utc) == "2026-10-24T23:00:00+00:00"
+    assert resolve_at("2026-12-24T18:00", now, LISBON) == "2026-12-24T18:00"  # as given
+    for spec in ("24:00", "in", "in -5m", "at noon"):
+        with pytest.raises(JobError, match="cannot read"):
+            resolve_at(spec, now, LISBON)
+
+
+@pytest.mark.slow  # several real CLI runs
+def test_a_fired_at_job_lists_as_done_with_no_next_run(isolated_home):
+    import json
+
+    from tests.cli_support import closed_port_url_config, run_cli
+
+    closed_port_url_config(isolated_home)
+    added = run_cli("cron", "add", "at", "in 1 minute", "stretch", "--reminder", "--channel", "telegram",
+                    "--chat", "42", home=isolated_home)
+    assert added.returncode == 0, added.stderr
+    job_id = added.stdout.split()[1].rstrip(":")
+    service, _, recorders = _service(JobBook(FileStore(isolated_home / "workspace")), None)
+    asyncio.run(service.fire(job_id))  # what the gateway's scheduler does when it falls due
+    assert [m.text for m in recorders.sent] == ["⏰ stretch"]
+    [job] = json.loads(run_cli("cron", "list", "--json", home=isolated_home).stdout)
+    assert (job["state"], job["next_run"], job["last_status"]) == ("done", None, "ok")
+    line = run_cli("cron", "list", home=isolated_home).stdout
+    assert f"{job_id}  done" in line and "no next run" in line

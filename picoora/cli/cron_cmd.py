@@ -7,6 +7,7 @@ restart, and nothing the scheduler records (last run, outcome) can undo it.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import typer
 
@@ -29,29 +30,39 @@ def list_(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help
     from picoora.cli.opening import command_store
     from picoora.scheduler.jobs import JobBook
 
-    with command_store(load_config(ctx)) as store:
-        book = JobBook(store)
+    config = load_config(ctx)
+    with command_store(config) as store:
+        book = JobBook(store, default_zone=config.agents.defaults.timezone)
         rows = [(job, book.run_record(job.id)) for job in book.jobs()]
+        states = {job.id: book.state(job, run) for job, run in rows}
+        upcoming = {job.id: book.next_run(job, run) for job, run in rows}
     if as_json:
-        print(json.dumps([{**asdict(job), "last_run": run.last_run, "last_status": run.last_status,
+        print(json.dumps([{**asdict(job), "state": states[job.id], "next_run": _iso(upcoming[job.id]),
+                           "last_run": run.last_run, "last_status": run.last_status,
                            "last_error": run.last_error, "runs": run.runs} for job, run in rows], indent=2))
         return
     if not rows:
         print("No scheduled jobs. Add one with: picoora cron add every 1d \"Summarise my notes\"")
     for job, run in rows:
-        state = "on " if job.enabled else "off"
-        last = f"last {run.last_status} {run.last_run[:16]}" if run.last_run else "not run yet"
+        moment = upcoming[job.id]
+        parts = [f"next {moment:%Y-%m-%d %H:%M %Z}".rstrip() if moment else "no next run"]
+        parts.append(f"last {run.last_status} {run.last_run[:16]}" if run.last_run else "not run yet")
         if run.last_error and run.last_status != "ok":
-            last += f": {run.last_error[:120]}"
+            parts[-1] += f": {run.last_error[:120]}"
         zone = f" ({job.timezone})" if job.timezone else ""
-        print(f"{job.id}  {state}  {job.kind:<5} {job.spec}{zone}  → {job.channel}:{job.chat_id}  "
-              f"[{job.action}, {last}]  {job.text}")
+        print(f"{job.id}  {states[job.id]:<4}  {job.kind:<5} {job.spec}{zone}  → {job.channel}:{job.chat_id}  "
+              f"[{job.action}, {', '.join(parts)}]  {job.text}")
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat(timespec="seconds") if moment else None
 
 
 def add(
     ctx: typer.Context,
     kind: str = typer.Argument(..., help="at (once), every (interval) or cron (expression)."),
-    when: str = typer.Argument(..., help="ISO time (2026-12-24T18:00), interval (90m, 2h, 1d) or 5-field cron."),
+    when: str = typer.Argument(..., help="at: an ISO time (2026-12-24T18:00), a clock time (20:03: the next one) or "
+                                          "'in 5 minutes'; every: an interval (90m, 2h, 1d); cron: 5 fields."),
     message: str = typer.Argument(..., help="What the agent should do then (or the reminder's text)."),
     reminder: bool = typer.Option(False, "--reminder", help="Send the message as it is, without the agent."),
     channel: str | None = typer.Option(None, "--channel", help="Where the result goes: telegram, web or cli "

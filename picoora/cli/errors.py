@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2  # bad config or bad arguments, as click uses for usage errors
+EXIT_CANNOT_WRITE = 73  # sysexits' EX_CANTCREAT: a folder picoora must write to is read-only or missing
 
 
 class CLIError(Exception):

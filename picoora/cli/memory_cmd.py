@@ -158,8 +158,8 @@ def import_(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="A JSON Lines file from `picoora memory export` ('-': stdin)."),
 ) -> None:
-    """Add memories from a JSON Lines file, keeping their ids and times; known ones are skipped
-    (so an interrupted import continues when run again)."""
+    """Add memories from a JSON Lines file ({"content": ...} at least), keeping their ids and times (a line
+    without an id gets one); known ones are skipped (so an interrupted import continues when run again)."""
     records = _read_records(file)
     with _store(ctx) as store, progress_bar("Importing") as progress:
         added = store.import_memories(records, progress=progress)
@@ -191,10 +191,11 @@ def record_from_dict(data: dict[str, Any]) -> MemoryRecord:
 
     from picoora.store.base import MemoryRecord
 
-    if not isinstance(data, dict) or not data.get("id") or not str(data.get("content") or "").strip():
-        raise ValueError('each line needs at least "id" and "content"')
+    if not isinstance(data, dict) or not str(data.get("content") or "").strip():
+        raise ValueError('each line needs at least "content" (a JSON object, e.g. {"content": "..."})')
+    # No id: the store gives one (a rerun still adds nothing twice: it skips texts it holds).
     # Vectors are not exported: the importing store embeds with its own model.
-    return replace(MemoryRecord.from_json(data), embedding_model=None)
+    return replace(MemoryRecord.from_json({**data, "id": str(data.get("id") or "")}), embedding_model=None)
 
 
 def _read_records(file: Path) -> list[MemoryRecord]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from picoora.cli.errors import EXIT_FAILURE, EXIT_USAGE, CLIError, config_path
+from picoora.cli.errors import EXIT_CANNOT_WRITE, EXIT_FAILURE, EXIT_USAGE, CLIError, config_path
 
 if TYPE_CHECKING:
     from picoora.config import Config, UserConfig
@@ -52,8 +52,12 @@ def onboard(
     path = config_path(ctx) or default_config_path()
     owner_entry = _owner_entry(owner) if owner is not None else None  # a bad name stops before anything is written
     _mention_go_home(path)
+    _check_writable(path.parent, "set PICOORA_HOME to a folder you can write (e.g. PICOORA_HOME=$PWD/.picoora), "
+                                 "or pass --config PATH")
     keep_file = path.exists() and not force
     config = _effective_config(path, force)
+    _check_writable(workspace_path(config), "set agents.defaults.workspace (or PICO_AGENTS_DEFAULTS_WORKSPACE) "
+                                            "to a folder you can write")
     interactive = not non_interactive and sys.stdin.isatty()
     configured_provider = config.agents.defaults.provider
     # The question comes on a first set-up; later, --provider switches.
@@ -221,6 +225,21 @@ def _save_new(config: Config, path: Path) -> None:
         raise CLIError(str(err)) from None
 
 
+def _check_writable(folder: Path, fix: str) -> None:
+    """Stop before asking anything (or reaching Ollama) when ``folder`` cannot be written: a file is made and
+    removed in it, or in the nearest folder above it that exists (nothing is created)."""
+    import tempfile
+
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise CLIError(f"cannot write {folder} ({err.strerror or err}): {fix}.", EXIT_CANNOT_WRITE) from None
+
+
 def _new_token() -> str:
     """The gateway's bearer token (``picoora gateway`` refuses to listen off loopback without one)."""
     import secrets
@@ -267,11 +286,13 @@ def _install_templates(workspace: Path, force: bool) -> None:
 
 
 def _print_next_steps(path: Path, provider: str, model: str, problem: str | None) -> None:
+    from picoora.cli.invocation import picoora_command
     from picoora.llm.presets import key_env
 
+    command = picoora_command()  # `.venv/bin/picoora` after the quick start, which activates nothing
     if problem:
         print(f"\npicoora is set up, but cannot chat yet: {problem}.\n"
-              f"Then check with `picoora status`. Model: {model} ({provider}). Settings: {path}")
+              f"Then check with `{command} status`. Model: {model} ({provider}). Settings: {path}")
         return
     variable = key_env(provider)
     if variable and os.environ.get(variable):
@@ -280,7 +301,7 @@ def _print_next_steps(path: Path, provider: str, model: str, problem: str | None
     print(
         "\npicoora is ready. Next steps:\n"
         f"  1. Tell it about yourself: edit USER.md in the workspace.\n"
-        f"  2. Chat: picoora agent -m \"Hello!\"   (or just `picoora agent` for a conversation)\n"
-        f"  3. Check the set-up any time: picoora status\n"
+        f"  2. Chat: {command} agent -m \"Hello!\"   (or just `{command} agent` for a conversation)\n"
+        f"  3. Check the set-up any time: {command} status\n"
         f"Model: {model} ({provider}). Settings: {path}"
     )

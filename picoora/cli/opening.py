@@ -24,6 +24,10 @@ def open_assistant(config: Config, path: Path | None = None) -> Assistant:
     from picoora.cli.messenger import TerminalMessenger
     from picoora.llm.base import LLMError
 
+    if config.tools.mcp_servers:
+        from picoora.tools.mcp_client import quiet_failures_told_elsewhere
+
+        quiet_failures_told_elsewhere()  # a turn's notice says it on this screen already
     with _opening_errors(LLMError):
         assistant = build_assistant(config, config_path=path, on_fallback=warn)
     assistant.enable_messaging(TerminalMessenger(assistant, sys.stdout))

@@ -80,11 +80,15 @@ async def run_repl(config: Config, session: str, stream: bool, *, config_path: P
 
 
 async def _say_if_unusable(assistant: Assistant, choice: ModelChoice) -> None:
-    """One line under the banner when the model cannot answer now (Ollama down, model not pulled)."""
-    from picoora.llm.base import LLMError
+    """One line under the banner when the model cannot answer now (Ollama down, model not pulled). A check
+    that only timed out or met a busy server says nothing: the chat waits longer and retries, and a
+    warning followed by an answer teaches people to ignore the warnings."""
+    from picoora.llm.base import LLMError, RetryableError
 
     try:
         await assistant.check_model(choice)
+    except RetryableError:
+        return
     except LLMError as err:
         print(f"Note: the first message will fail: {err}", file=sys.stderr)
 

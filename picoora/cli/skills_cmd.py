@@ -37,7 +37,7 @@ def _root(ctx: typer.Context, user: bool) -> Path:
 
 def list_(ctx: typer.Context) -> None:
     """The skills the assistant sees (workspace, then user-wide, then built-in) and the ones skipped."""
-    found = _catalog(ctx).scan()
+    found = _catalog(ctx).scan(log_problems=False)  # listed below with the others
     if not found.skills:
         print("No skills installed.")
     for skill in sorted(found.skills.values(), key=lambda s: s.name):

@@ -204,8 +204,9 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
     import asyncio
 
     from picoora.config import picoora_home
-    from picoora.tools.mcp_client import probe
+    from picoora.tools.mcp_client import probe, quiet_failures_told_elsewhere
 
+    quiet_failures_told_elsewhere()  # each failure is one of the lines below
     reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs",
                                 config.tools.exec.allow_unsandboxed))
     return [Line("MCP server",

@@ -47,14 +47,15 @@ def _gateway_line(config: Config) -> Line:
 
 
 def _cron_line(config: Config, store: KeyValueStore | None) -> Line:
-    from picoora.scheduler.jobs import JobBook, next_fire
+    from picoora.scheduler.jobs import JobBook
 
-    zone = config.agents.defaults.timezone
-    jobs = JobBook(store, default_zone=zone).jobs() if store is not None else []
-    now = datetime.now(timezone.utc)
-    upcoming = {job.id: next_fire(job, now, zone) if job.enabled else None for job in jobs}
+    book = JobBook(store, default_zone=config.agents.defaults.timezone) if store is not None else None
+    pairs = [(job, book.run_record(job.id)) for job in book.jobs()] if book is not None else []
+    jobs = [job for job, _ in pairs]
+    upcoming = {job.id: book.next_run(job, run) for job, run in pairs if book is not None}
     rows = [{"id": job.id, "kind": job.kind, "spec": job.spec, "enabled": job.enabled,
-             "next_run": _utc(upcoming[job.id])} for job in jobs]
+             "state": book.state(job, run) if book is not None else "off", "next_run": _utc(upcoming[job.id])}
+            for job, run in pairs]
     facts = {"enabled": config.cron.enabled, "jobs": rows}
     if not config.cron.enabled:
         return Line("Cron", f"off (cron.enabled); {count(len(jobs), 'job')} kept", facts=facts)

@@ -34,9 +34,10 @@ from picoora.gateway.schemas import (
     ReadyCheck,
     SessionHistory,
     SessionInfo,
+    Stopped,
 )
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn
+from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn, turns_of
 from picoora.gateway.timing import server_timing
 from picoora.people import Person  # at run time: FastAPI reads the dependencies' annotations
 from picoora.store.base import time_to_json
@@ -111,7 +112,12 @@ async def _event_stream(sink: TurnEvents, task: asyncio.Task[TurnOutcome]) -> As
             continue
         finished = event.type == "final_answer"
         yield frame(event.to_dict(), event=event.type, event_id=f"{event.turn_id}:{event.seq}")
-    if not finished:  # the turn broke outside the loop (logged by the turn service) or was cut off
+    if finished:
+        return
+    outcome = task.result() if task.done() and not task.cancelled() else None
+    if outcome is not None and outcome.status == "stopped_by_user":  # POST .../stop, or /stop from another chat
+        yield frame({"type": "stopped", "message": outcome.error}, event="stopped")
+    else:  # the turn broke outside the loop (logged by the turn service) or was cut off
         yield frame({"type": "error", "message": "the turn failed; the gateway log says why"}, event="error")
 
 
@@ -149,6 +155,14 @@ async def reset_session(request: Request, key: str = SessionKey) -> Deleted:
     return Deleted(deleted=key)
 
 
+@api.post("/sessions/{key}/stop", response_model=Stopped, tags=["sessions"])
+async def stop_turn(request: Request, key: str = SessionKey) -> Stopped:
+    """Cancel the turn the caller's session is running now (the web chat's Stop, a chat's ``/stop``); its
+    messages are kept, marked cancelled. ``stopped`` is false when the session runs no turn."""
+    person = caller_of(request)
+    return Stopped(session_key=key, stopped=turns_of(request).stop("" if person.owner else person.name, key))
+
+
 @api.get("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"])
 async def get_session_model(request: Request, key: str = SessionKey) -> ModelInfo:
     async with person_assistant(request) as assistant:
@@ -161,11 +175,25 @@ async def get_session_model(request: Request, key: str = SessionKey) -> ModelInf
 async def put_session_model(body: ModelBody, request: Request, key: str = SessionKey) -> ModelInfo:
     """Use another model for this session from its next turn on; 400 (nothing changed) when it cannot answer.
     Only the owner chooses models (what runs, and what it costs, is theirs): 403 for anyone else."""
-    if not caller_of(request).owner:
-        raise ApiError(403, "forbidden", "only the owner chooses a session's model; yours follow the configured one")
+    _owner_only(request)
     async with person_assistant(request) as assistant:
         choice = await assistant.set_session_model(key, body.model, body.provider)
     return ModelInfo(provider=choice.provider, model=choice.model)
+
+
+@api.delete("/sessions/{key}/model", response_model=ModelInfo, tags=["sessions"],
+            responses={403: {"model": ErrorResponse, "description": "a person other than the owner"}})
+async def forget_session_model(request: Request, key: str = SessionKey) -> ModelInfo:
+    """Forget the session's choice: the configured default answers from its next turn on (``/model default``)."""
+    _owner_only(request)
+    async with person_assistant(request) as assistant:
+        choice = await assistant.reset_session_model(key)
+    return ModelInfo(provider=choice.provider, model=choice.model)
+
+
+def _owner_only(request: Request) -> None:
+    if not caller_of(request).owner:
+        raise ApiError(403, "forbidden", "only the owner chooses a session's model; yours follow the configured one")
 
 
 # -- memory and traces --------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 router = APIRouter(include_in_schema=False)
 
 _FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "app.css": "text/css; charset=utf-8"}
+          "app.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
                                "img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
@@ -26,7 +26,7 @@ SECURITY_HEADERS = {
 }
 
 
-@functools.cache  # three small files that never change while the gateway runs: read once, not per request
+@functools.cache  # four small files that never change while the gateway runs: read once, not per request
 def _body(name: str) -> bytes:
     # One name per joinpath: Python 3.10's Traversable.joinpath takes only one.
     return resources.files("picoora.gateway").joinpath("web").joinpath(name).read_bytes()
@@ -46,3 +46,9 @@ async def static(name: str) -> Response:
     if name not in _FILES or name == "index.html":
         return Response(status_code=404)
     return _file(name)
+
+
+@router.get("/favicon.ico")
+async def favicon() -> Response:
+    """Browsers ask for this path whatever the page says; an SVG answers it (every current browser draws it)."""
+    return _file("favicon.svg")

@@ -116,3 +116,8 @@ class MemoryAdded(BaseModel):
 
 class Deleted(BaseModel):
     deleted: str
+
+
+class Stopped(BaseModel):
+    session_key: str
+    stopped: bool  # false: the session was running no turn

@@ -31,6 +31,10 @@ MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, 
 MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_IN = re.compile(r"^\s*in\s+(.+)$", re.IGNORECASE)  # "in 5 minutes", "in 2h": from now
+_CLOCK = re.compile(r"^\s*([01]?\d|2[0-3]):([0-5]\d)\s*$")  # "20:03": its next occurrence
+_DURATION_WORDS = re.compile(r"^\s*(\d+)\s*(hrs?|mins?|secs?)\s*$", re.IGNORECASE)  # 2 hrs, 5 mins
+State = Literal["on", "off", "done"]
 
 
 class JobError(ValueError):
@@ -113,6 +117,28 @@ def parse_interval(spec: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def resolve_at(spec: str, now: datetime, tz: tzinfo) -> str:
+    """An ``at`` job's time as the ISO time it is stored as: an ISO time as it is, ``20:03`` as its next
+    occurrence in ``tz`` (today, else tomorrow), ``in 5 minutes`` / ``in 2h`` from ``now``."""
+    relative = _IN.match(spec)
+    if relative:
+        amount = _DURATION_WORDS.sub(lambda m: m.group(1) + m.group(2)[0], relative.group(1))
+        match = _DURATION.match(amount)
+        if not match:
+            raise JobError(f"cannot read {spec!r}: write it like 'in 5 minutes', 'in 90m' or 'in 2h'")
+        delta = timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)[0].lower()])
+        return (now + delta).astimezone(tz).isoformat(timespec="seconds")
+    clock = _CLOCK.match(spec)
+    if clock:
+        local = now.astimezone(tz)
+        moment = local.replace(hour=int(clock.group(1)), minute=int(clock.group(2)), second=0, microsecond=0)
+        if moment <= local:
+            moment += timedelta(days=1)  # same tzinfo: wall-clock arithmetic, 20:03 tomorrow across a DST change
+        return moment.isoformat(timespec="seconds")
+    _parse_time(spec, tz)  # refused here, with the formats, when it is none of them
+    return spec.strip()
+
+
 def zone(name: str, default: str = "") -> tzinfo:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -149,7 +175,8 @@ def _parse_time(text: str, tz: tzinfo) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise JobError(f"cannot read the time {text!r}: write it like 2026-12-24T18:00") from None
+        raise JobError(f"cannot read the time {text!r}: write it like 2026-12-24T18:00, 20:03 (the next one) "
+                       "or 'in 5 minutes'") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=tz)
 
 
@@ -195,6 +222,8 @@ class JobBook:
         if len(text) > MAX_TEXT_CHARS:
             raise JobError(f"a job's message is at most {MAX_TEXT_CHARS} characters; keep the details in a file "
                            "or a memory and refer to it")
+        if kind == "at":
+            spec = resolve_at(spec, self._now(), zone(timezone_name, self.default_zone))
         job = Job(id=secrets.token_hex(4), kind=kind, spec=spec.strip(), text=text.strip(), channel=channel,  # type: ignore[arg-type]
                   chat_id=chat_id, action=action, timezone=timezone_name,  # type: ignore[arg-type]
                   created_at=self._now().isoformat())
@@ -244,6 +273,21 @@ class JobBook:
         job = replace(job, enabled=enabled)
         self.store.set_state(JOB_PREFIX + job_id, job.to_json())
         return job
+
+    def state(self, job: Job, record: RunRecord) -> State:
+        """"done" for an ``at`` job that fired or was missed (it never runs again), else "on" or "off"."""
+        if job.kind == "at" and record.last_status:
+            return "done"
+        return "on" if job.enabled else "off"
+
+    def next_run(self, job: Job, record: RunRecord) -> datetime | None:
+        """When the job runs next (aware), or None: off, done, or never again."""
+        if self.state(job, record) != "on":
+            return None
+        try:
+            return next_fire(job, self._now(), self.default_zone)
+        except JobError:  # a hand-edited spec: listed, never run
+            return None
 
     def run_record(self, job_id: str) -> RunRecord:
         return RunRecord.from_json(self.store.get_state(RUN_PREFIX + job_id))

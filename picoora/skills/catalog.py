@@ -220,22 +220,27 @@ class SkillCatalog:
         self._reported: set[tuple[Path, str]] = set()
         self._last: tuple[tuple[object, ...], SkillSet] | None = None
 
-    def scan(self) -> SkillSet:
+    def scan(self, *, log_problems: bool = True) -> SkillSet:
+        """The skills found now; each problem is logged once per catalog unless the caller shows them
+        itself (``log_problems=False``: `picoora skills list`)."""
         stamp = tuple(_root_stamp(root) for _, root in self.roots)
         if self._last is not None and self._last[0] == stamp:
-            return self._last[1]
-        skills: dict[str, Skill] = {}
-        problems: list[SkillProblem] = []
-        for source, root in self.roots:
-            for folder in _skill_folders(root):
-                found = self._parsed(folder, source)
-                if isinstance(found, SkillProblem):
-                    problems.append(found)
-                    self._report(found)
-                else:
-                    skills.setdefault(found.name, found)  # an earlier root wins
-        result = SkillSet(skills, problems)
-        self._last = (stamp, result)
+            result = self._last[1]
+        else:
+            skills: dict[str, Skill] = {}
+            problems: list[SkillProblem] = []
+            for source, root in self.roots:
+                for folder in _skill_folders(root):
+                    found = self._parsed(folder, source)
+                    if isinstance(found, SkillProblem):
+                        problems.append(found)
+                    else:
+                        skills.setdefault(found.name, found)  # an earlier root wins
+            result = SkillSet(skills, problems)
+            self._last = (stamp, result)
+        if log_problems:
+            for problem in result.problems:
+                self._report(problem)
         return result
 
     def _parsed(self, folder: Path, source: str) -> Skill | SkillProblem:

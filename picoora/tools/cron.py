@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the scheduler's module loads when the tool runs, not with e
 class CronArgs(BaseModel):
     action: Literal["add", "list", "remove", "enable", "disable"]
     kind: Literal["at", "every", "cron"] = "at"
-    when: str = Field("", description="ISO time, interval (2h) or cron expression")
+    when: str = Field("", description="time (ISO, 20:03, in 5m), interval (2h) or cron expression")
     message: str = Field("", description="what to do or say then")
     reminder: bool = Field(False, description="send message as is, no agent run")
     job_id: str = ""

@@ -190,7 +190,9 @@ class ListDir(_PathTool):
             raise NotADirectoryError(path)
         with open_dir(path, sandbox.is_allowed) as dfd:
             with os.scandir(dfd) as scan:
-                entries = sorted(((e.name, e.is_dir(follow_symlinks=False)) for e in scan), key=lambda e: e[0])
+                entries = sorted(((e.name, e.is_dir(follow_symlinks=False)) for e in scan
+                                  if not sandbox.is_protected(path / e.name)),  # .picoora/: not even its name
+                                 key=lambda e: e[0])
         if not entries:
             return ToolResult("(empty directory)")
         cap = ctx.settings.tools.files.max_list_entries

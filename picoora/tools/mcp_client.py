@@ -45,6 +45,18 @@ if TYPE_CHECKING:
     from picoora.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+# A server's failure reaches the user as a turn's notice (or a line of `picoora status`); the log line is
+# for a gateway's operator. A terminal shows the notice or the line on the same screen, so it drops the log.
+_TOLD = "picoora_told_elsewhere"
+
+
+def _not_told(record: logging.LogRecord) -> bool:
+    return not getattr(record, _TOLD, False)
+
+
+def quiet_failures_told_elsewhere() -> None:
+    """For a terminal command: no log line for a server failure it shows anyway."""
+    log.addFilter(_not_told)  # the same function each time: added once
 
 NAME_SEPARATOR = "__"
 MAX_TOOL_NAME = 64  # what OpenAI-style function names allow
@@ -139,7 +151,7 @@ class McpConnection:
     def fail(self, reason: str) -> None:
         if self.state != "failed":
             self.state, self.error = "failed", reason
-            log.warning("MCP server %s: %s", self.name, reason)
+            log.warning("MCP server %s: %s", self.name, reason, extra={_TOLD: True})
         self.ready.set()
         self.stop.set()
 

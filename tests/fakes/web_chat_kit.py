@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from typing import Any
 
 from tests.fakes.ollama_server import Reply
@@ -14,18 +15,34 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--no-first-run", "--disable-dev-shm-usage"]
 
 
-def scripted_model(body: dict) -> Reply:
-    """'remember X' calls the remember tool; 'show me a trick' answers with script injection; else echoes."""
-    last = body["messages"][-1]
-    if last["role"] == "tool":
-        return Reply(content="Noted, I will keep that in mind.")
-    text = last["content"]
-    if text.startswith("remember "):
-        return Reply(tool_calls=[("remember", {"text": text.removeprefix("remember "), "category": "preference"})])
-    if text == "show me a trick":
-        return Reply(content=INJECTION)
-    return Reply(content=f"You said: {text}. Here is an answer in quite a few streamed words.",
-                 thinking="Let me think about that for a moment.")
+NUMBERED = ("Three steps:\n\n1. Pack the **bag**.\n\n2. Check the trains.\n   The early one is cheaper.\n\n"
+            "3. Leave at eight.\n\nThat is all.")
+
+
+class ScriptedModel:
+    """'remember X' calls the remember tool; 'show me a trick' answers with script injection; 'a numbered
+    list' answers with items split by blank lines; 'take your time' waits until ``release`` is set (or 30 s);
+    anything else is echoed with some reasoning."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def __call__(self, body: dict) -> Reply:
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return Reply(content="Noted, I will keep that in mind.")
+        text = last["content"]
+        if text.startswith("remember "):
+            return Reply(tool_calls=[("remember", {"text": text.removeprefix("remember "), "category": "preference"})])
+        if text == "show me a trick":
+            return Reply(content=INJECTION)
+        if text == "a numbered list":
+            return Reply(content=NUMBERED)
+        if text == "take your time":
+            self.release.wait(30)
+            return Reply(content="Finally, an answer nobody waited for.")
+        return Reply(content=f"You said: {text}. Here is an answer in quite a few streamed words.",
+                     thinking="Let me think about that for a moment.")
 
 
 def chromium_path() -> str | None:

@@ -158,6 +158,22 @@ def test_sqlplus_errors_are_shown_masked(env):
     assert not (state / "picoora.log").exists()  # stopped before touching picoora
 
 
+def test_a_generated_password_is_said_to_be_stored_only_once_it_is(env):
+    from tests.fakes._http import closed_port_url
+
+    stopped = _run(env, ONNX_URL=closed_port_url() + "/model.zip")  # no password anywhere; the download fails
+    assert stopped.returncode == 1 and "download failed" in stopped.stderr
+    assert "Generated" not in stopped.stdout + stopped.stderr and "stored" not in stopped.stdout
+    config = Path(env["PICOORA_HOME"]) / "config.json"
+    assert not config.exists()
+    done = _run(env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    stored = json.loads(config.read_text())["oracle"]["password"]
+    assert len(stored) >= 12 and f'IDENTIFIED BY "{stored}"' in (Path(env["FAKE_STATE"]) / "sql.txt").read_text()
+    assert f"Generated a password for database user picoora and stored it in {config}" in done.stdout
+    assert stored not in done.stdout + done.stderr
+
+
 def test_a_failing_setup_oracle_fails_the_script(env):
     result = _run(env, PICO_ORACLE_PASSWORD=PASSWORD, FAKE_SETUP_EXIT="1")
     assert result.returncode == 1 and "picoora setup-oracle failed (exit 1)" in result.stderr

@@ -72,28 +72,50 @@ function renderInline(text) {
   return out;
 }
 
+const LIST_ITEM = /^\s*([-*]|\d+[.)])\s+/;
+
 function renderMarkdown(text) {
   const out = document.createDocumentFragment();
   const blocks = text.split(/^```[^\n]*\n?/m); // odd pieces are fenced code
+  let list = null; // the list the next paragraph may continue (models often put a blank line between items)
   blocks.forEach((block, index) => {
-    if (index % 2 === 1) { out.append(el("pre", {}, el("code", { text: block.replace(/\n$/, "") }))); return; }
+    if (index % 2 === 1) { list = null; out.append(el("pre", {}, el("code", { text: block.replace(/\n$/, "") }))); return; }
     for (const para of block.split(/\n{2,}/)) {
       if (!para.trim()) continue;
       const lines = para.split("\n");
       const heading = para.match(/^(#{1,6})\s+(.*)$/);
-      if (heading && lines.length === 1) { out.append(el("h" + Math.min(6, heading[1].length + 2), {}, renderInline(heading[2]))); continue; }
-      if (lines.every((line) => /^\s*([-*]|\d+\.)\s+/.test(line))) {
-        const list = el(/^\s*\d/.test(lines[0]) ? "ol" : "ul");
-        for (const line of lines) list.append(el("li", {}, renderInline(line.replace(/^\s*([-*]|\d+\.)\s+/, ""))));
-        out.append(list);
-        continue;
-      }
-      const p = el("p");
-      lines.forEach((line, i) => { if (i) p.append(el("br")); p.append(renderInline(line)); });
-      out.append(p);
+      if (heading && lines.length === 1) { list = null; out.append(el("h" + Math.min(6, heading[1].length + 2), {}, renderInline(heading[2]))); continue; }
+      if (LIST_ITEM.test(lines[0])) { list = appendListItems(out, list, lines); continue; }
+      if (list && /^\s+\S/.test(para)) { list.lastChild.append(paragraph(lines.map((line) => line.trim()))); continue; } // an item's indented paragraph
+      list = null;
+      out.append(paragraph(lines));
     }
   });
   return out;
+}
+
+function paragraph(lines) {
+  const p = el("p");
+  lines.forEach((line, i) => { if (i) p.append(el("br")); p.append(renderInline(line)); });
+  return p;
+}
+
+// List lines go into ``list`` when it is of the same kind (a numbered list split by blank lines keeps
+// counting), else into a new list that starts at its first number; a line that is not an item continues
+// the item before it. Returns the list the lines went into.
+function appendListItems(out, list, lines) {
+  const ordered = /^\s*\d/.test(lines[0]);
+  if (!list || (list.tagName === "OL") !== ordered) {
+    list = el(ordered ? "ol" : "ul");
+    const first = parseInt(lines[0], 10);
+    if (ordered && first !== 1) list.setAttribute("start", String(first));
+    out.append(list);
+  }
+  for (const line of lines) {
+    if (LIST_ITEM.test(line)) list.append(el("li", {}, renderInline(line.replace(LIST_ITEM, ""))));
+    else list.lastChild.append(el("br"), renderInline(line.trim()));
+  }
+  return list;
 }
 
 // -- one assistant turn on screen --------------------------------------------------------------------
@@ -106,6 +128,8 @@ class TurnView {
     this.answer = el("div", { class: "answer" });
     this.meta = el("div", { class: "meta muted" });
     this.node = el("li", { class: "message assistant streaming" }, this.reasoningBox, this.tools, this.answer, this.meta);
+    this.working = null;
+    this.running = new Set(); // the tools running now, named by the indicator
     this.text = "";
     this.tokens = 0;
     this.toolLines = {};
@@ -125,18 +149,54 @@ class TurnView {
     const line = el("details", { class: "tool-line" }, el("summary", { text: `${name}(${briefArgs(args)})` }), result);
     this.toolLines[id] = { line, result };
     this.tools.append(line);
+    this.running.add(name);
   }
 
   toolFinished(id, name, result, ok) {
     if (!this.toolLines[id]) this.toolStarted(id, name, {});
     const entry = this.toolLines[id];
+    this.running.delete(name);
     entry.result.textContent = result;
     if (!ok) entry.line.classList.add("failed");
   }
 
   notice(text) { this.tools.append(el("div", { class: "notice", text })); }
 
+  // "Thinking... 12 s" and a Stop button while the turn runs: a model may think for a minute before its
+  // first word, and an empty bubble looks like a hang.
+  startWorking(onStop) {
+    const label = el("span", { class: "working-label", text: "Thinking... 0 s" });
+    const stop = el("button", { class: "stop-turn", type: "button", text: "Stop", onclick: () => { stop.disabled = true; onStop(); } });
+    const started = Date.now();
+    const timer = setInterval(() => { label.textContent = `${this.activity()}... ${Math.floor((Date.now() - started) / 1000)} s`; }, 1000);
+    this.working = { node: el("div", { class: "working", role: "status" }, el("span", { class: "dot" }), label, stop), timer };
+    this.node.append(this.working.node);
+  }
+
+  activity() {
+    if (this.running.size) return "Running " + [...this.running].join(", ");
+    return this.text ? "Answering" : "Thinking";
+  }
+
+  stopWorking() {
+    if (!this.working) return;
+    clearInterval(this.working.timer);
+    this.working.node.remove();
+    this.working = null;
+  }
+
+  // A turn stopped with Stop (or /stop): what had streamed stays, and a marker says it was not finished.
+  stopped() {
+    this.stopWorking();
+    this.node.classList.remove("streaming");
+    this.node.classList.add("stopped");
+    this.answer.textContent = "";
+    if (this.text) this.answer.append(renderMarkdown(this.text));
+    this.meta.append(el("span", { class: "stopped-note", text: this.text ? "Stopped before the end." : "Stopped: not answered. Send it again for an answer." }));
+  }
+
   final(text, stopReason, turnId) {
+    this.stopWorking();
     this.node.classList.remove("streaming");
     this.answer.textContent = "";
     this.answer.append(renderMarkdown(text));
@@ -181,13 +241,20 @@ function addUser(text) { $("messages").append(el("li", { class: "message user", 
 
 function scrollDown() { const list = $("messages"); list.scrollTop = list.scrollHeight; }
 
+const MEMORY_TOOLS = new Set(["remember", "forget"]); // the memory panel is refreshed after these ran
+
 async function send(text) {
+  const chat = session; // the turn stays this chat's if another one is opened meanwhile
+  nameChat(chat, text);
+  showTitle(chat);
   addUser(text);
   const view = new TurnView();
   $("messages").append(view.node);
+  view.startWorking(() => stopTurn(chat));
   $("send").disabled = true;
+  let memoryChanged = false;
   try {
-    const response = await api("/v1/chat", { method: "POST", body: { session_id: session, text, stream: true }, raw: true });
+    const response = await api("/v1/chat", { method: "POST", body: { session_id: chat, text, stream: true }, raw: true });
     if (!response.ok) {
       const data = await response.json().catch(() => ({}));
       throw new Error((data.error && data.error.message) || "HTTP " + response.status);
@@ -196,9 +263,12 @@ async function send(text) {
       if (event.type === "token") view.token(event.text);
       else if (event.type === "reasoning") view.reason(event.text);
       else if (event.type === "tool_call_started") view.toolStarted(event.call_id, event.name, event.arguments);
-      else if (event.type === "tool_call_finished") view.toolFinished(event.call_id, event.name, event.result, event.ok);
-      else if (event.type === "notice") view.notice(event.text);
+      else if (event.type === "tool_call_finished") {
+        view.toolFinished(event.call_id, event.name, event.result, event.ok);
+        memoryChanged = memoryChanged || (event.ok && MEMORY_TOOLS.has(event.name));
+      } else if (event.type === "notice") view.notice(event.text);
       else if (event.type === "final_answer") view.final(event.text, event.stop_reason, event.turn_id);
+      else if (event.type === "stopped") view.stopped();
       else if (event.type === "error" && !event.turn_id) view.final(event.message, "error", "");
       scrollDown();
     }
@@ -206,28 +276,109 @@ async function send(text) {
     if (err instanceof Unauthorized) return askForToken(err.message);
     view.final(String(err.message || err), "error", "");
   } finally {
+    view.stopWorking();
     $("send").disabled = false;
   }
+  if (memoryChanged) searchMemory($("memory-query").value.trim());
   loadSessions();
+}
+
+async function stopTurn(chat) {
+  try { await api("/v1/sessions/" + encodeURIComponent("web:" + chat) + "/stop", { method: "POST" }); } catch (err) { handle(err); }
 }
 
 async function loadHistory() {
   $("messages").textContent = "";
-  $("session-title").textContent = "web:" + session;
+  $("session-title").textContent = chatTitle(session);
   let data;
   try { data = await api("/v1/sessions/" + encodeURIComponent("web:" + session)); } catch (err) { return handle(err); }
   let view = null;
   for (const { message } of data.entries) {
     if (message.role === "user") { addUser(message.content); view = null; continue; }
     if (!view) { view = new TurnView(); $("messages").append(view.node); }
-    if (message.role === "assistant") {
+    if (message.role === "assistant" && message.cancelled && !(message.tool_calls || []).length) {
+      if (CANCELLED_MARK.test(message.content)) { view.stopped(); view = null; } else view.text += message.content; // what had streamed
+    } else if (message.role === "assistant") {
       for (const call of message.tool_calls || []) view.toolStarted(call.id, call.name, call.arguments);
       if (message.reasoning) view.reason(message.reasoning);
       if (message.content && !(message.tool_calls || []).length) view.final(message.content, "answer", "");
     } else if (message.role === "tool") view.toolFinished(message.tool_call_id, message.name || "tool", message.content, true);
   }
   scrollDown();
-  try { const model = await api("/v1/sessions/" + encodeURIComponent("web:" + session) + "/model"); $("model-name").textContent = model.provider + "/" + model.model; } catch (err) { handle(err); }
+  const first = data.entries.find((e) => e.message.role === "user");
+  if (first && !titles()[session]) { // opened in another browser, or named before titles were kept
+    nameChat(session, first.message.content);
+    showTitle(session);
+  }
+  loadModel();
+}
+
+// -- chat names: the first message, kept in this browser (a chat opened elsewhere is named from its history)
+
+const TITLES_KEY = "picoora.titles";
+const CANCELLED_MARK = /^\[the turn was cancelled/; // the agent's closing message of a cancelled turn
+function titles() {
+  try { return JSON.parse(localStorage.getItem(TITLES_KEY) || "{}"); } catch { return {}; } // hand-edited: start afresh
+}
+
+function chatTitle(id) { return titles()[id] || "New chat"; }
+
+function nameChat(id, text) {
+  const all = titles();
+  if (all[id]) return;
+  const line = text.trim().split("\n")[0];
+  all[id] = line.length > 48 ? line.slice(0, 47) + "…" : line;
+  localStorage.setItem(TITLES_KEY, JSON.stringify(all));
+}
+
+function showTitle(id) {
+  if (id === session) $("session-title").textContent = chatTitle(id);
+  for (const item of $("session-list").children) if (item.dataset.session === id) item.querySelector(".open").textContent = chatTitle(id);
+}
+
+function forgetTitle(id) { const all = titles(); delete all[id]; localStorage.setItem(TITLES_KEY, JSON.stringify(all)); }
+
+async function titleFromHistory(id) {
+  let data;
+  try { data = await api("/v1/sessions/" + encodeURIComponent("web:" + id)); } catch (err) { return handle(err); }
+  const first = data.entries.find((e) => e.message.role === "user");
+  if (!first) return;
+  nameChat(id, first.message.content);
+  showTitle(id);
+}
+
+// -- the session's model: shown, and switched (owner only) ---------------------------------------------
+
+async function loadModel() {
+  const path = "/v1/sessions/" + encodeURIComponent("web:" + session) + "/model";
+  try {
+    const model = await api(path);
+    $("model-input").value = model.provider + "/" + model.model;
+    $("model-note").textContent = "";
+  } catch (err) { handle(err); }
+  try {
+    const listed = await api("/v1/models");
+    const options = $("model-options");
+    options.textContent = "";
+    options.append(el("option", { value: "default", label: "the configured default" }));
+    for (const card of listed.data) if (card.id !== "picoora") options.append(el("option", { value: card.id }));
+  } catch (err) { handle(err); }
+}
+
+const PROVIDERS = ["ollama", "openai", "anthropic"];
+
+async function switchModel(name) {
+  const [head, ...rest] = name.split("/");
+  const body = PROVIDERS.includes(head) && rest.length ? { provider: head, model: rest.join("/") } : { model: name };
+  const path = "/v1/sessions/" + encodeURIComponent("web:" + session) + "/model";
+  try {
+    const model = await api(path, name === "default" ? { method: "DELETE" } : { method: "PUT", body }); // as /model default
+    $("model-input").value = model.provider + "/" + model.model;
+    $("model-note").textContent = "this chat now answers with " + model.model;
+  } catch (err) {
+    if (err instanceof Unauthorized) return askForToken(err.message);
+    $("model-note").textContent = String(err.message || err); // nothing changed: the server kept the model
+  }
 }
 
 async function loadSessions() {
@@ -237,11 +388,13 @@ async function loadSessions() {
   list.textContent = "";
   const ids = sessions.filter((s) => s.key.startsWith("web:")).map((s) => s.key.slice(4));
   if (!ids.includes(session)) ids.unshift(session);
+  const named = titles();
   for (const id of ids) {
-    const item = el("li", { class: id === session ? "current" : "", "data-session": id },
-      el("button", { class: "open", type: "button", title: "web:" + id, text: id, onclick: () => switchTo(id) }),
+    const open = el("button", { class: "open", type: "button", title: "web:" + id, text: chatTitle(id), onclick: () => switchTo(id) });
+    const item = el("li", { class: id === session ? "current" : "", "data-session": id }, open,
       el("button", { class: "link delete-session", type: "button", title: "delete this chat", text: "delete", onclick: () => removeSession(id) }));
     list.append(item);
+    if (!named[id] && id !== session) titleFromHistory(id);
   }
 }
 
@@ -255,6 +408,7 @@ function switchTo(id) {
 
 async function removeSession(id) {
   try { await api("/v1/sessions/" + encodeURIComponent("web:" + id), { method: "DELETE" }); } catch (err) { return handle(err); }
+  forgetTitle(id);
   if (id === session) switchTo(newSessionId()); else loadSessions();
 }
 
@@ -346,6 +500,7 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("new-session").addEventListener("click", () => switchTo(newSessionId()));
   $("memory-form").addEventListener("submit", (e) => { e.preventDefault(); searchMemory($("memory-query").value.trim()); });
+  $("model-form").addEventListener("submit", (e) => { e.preventDefault(); const name = $("model-input").value.trim(); if (name) switchModel(name); });
   $("why-close").addEventListener("click", () => { $("why").hidden = true; });
   if (takeTokenFromUrl()) start(); else askForToken("");
 });
