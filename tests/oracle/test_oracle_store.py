@@ -192,11 +192,12 @@ def test_recall_embeds_once_searches_approximately_and_records_access(fake, open
     assert fake.rows("PICO_MEMORIES")[0]["access_count"] == 1
 
 
-def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, open_store):
+def test_add_memory_checks_duplicates_then_what_it_may_supersede_then_inserts(fake, open_store):
     store = open_store()
     fake.executed.clear()
     store.add_memory("Prefers tea over coffee", importance=0.666)
-    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_insert"]
+    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_nearest",
+                            "memory_keyword_scan", "memory_insert"]
     inserted = fake.executed[-1].binds
     assert inserted["importance"] == 0.67 and len(inserted["content_hash"]) == 64
     assert inserted["embedding_model"] == "ALL_MINILM_L12_V2" and len(inserted["embedding"]) == 384
