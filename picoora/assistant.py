@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from picoora.agent import Agent, TurnResult
     from picoora.agent.conversation import ClientConversation
     from picoora.agent.events import EventSink
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from picoora.store.base import (
         AddMemoryResult,
         MemoryRecord,
+        Provenance,
         RecallResult,
         Session,
         Store,
@@ -206,8 +209,10 @@ class Assistant:
 
     # -- memory, pairing and jobs: what the front doors do beside turns ---------------------------------
 
-    async def remember(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
-        return await self.astore.add_memory(content, importance, category)
+    async def remember(self, content: str, importance: float = 0.7, category: str = "general", *,
+                       provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
+        return await self.astore.add_memory(content, importance, category, provenance=provenance,
+                                            expires_at=expires_at)
 
     async def recall(self, query: str, limit: int = 5, *, touch: bool = False) -> RecallResult:
         """Memories by meaning, with scores; looking does not count as an access unless ``touch``."""

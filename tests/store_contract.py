@@ -131,7 +131,8 @@ class StoreContract:
         changed = store.add_memory("The door code is 9981").memory
         back = store.add_memory("The door code is 4421")
         assert back.created and [m.id for m in back.replaced] == [changed.id]
-        assert [m.memory.content for m in store.recall("door code", 5, touch=False).matches] == ["The door code is 4421"]
+        found = store.recall("door code", 5, touch=False).matches
+        assert [m.memory.content for m in found] == ["The door code is 4421"]
 
     def test_an_expired_memory_is_listed_but_not_recalled(self, store, reopen):
         now = datetime.now().astimezone()

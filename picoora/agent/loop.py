@@ -393,6 +393,7 @@ class _Turn:
             workspace=agent.workspace,
             store=agent.store,
             session_key=session_key,
+            turn_id=emit.turn_id,
             restrict_to_workspace=agent.settings.restrict_to_workspace,
             secrets=list(agent.secrets),
             settings=agent.tool_settings,

@@ -162,7 +162,8 @@ class FileStore:
         with self._lock:
             index = self._memories.searchable()
         (vector,), model = embed(index, [content])  # outside the lock: the first call loads the model
-        nearest = index.search(content, supersession.CANDIDATES).matches
+        about = supersession.candidate_query(content)
+        nearest = index.search(about, supersession.CANDIDATES).matches if about else []
         with self._lock:
             added = self._memories.add(content, importance, category or "general", vector, model,
                                        provenance=provenance or Provenance(), expires_at=expires_at)

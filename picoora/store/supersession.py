@@ -108,6 +108,15 @@ def _same_qualifier(new: tuple[str, ...], old: tuple[str, ...]) -> bool:
     return masked[0] == masked[1] or not (_NUMBER.search(" ".join(new)) and _NUMBER.search(" ".join(old)))
 
 
+def candidate_query(new: str) -> str | None:
+    """What to search for the memories ``new`` may supersede: its subject ("door code"), the whole text when
+    the subject is a pronoun; None when it states nothing the rules can compare (no search needed)."""
+    parsed = claim(new)
+    if parsed is None:
+        return None
+    return new if parsed.pronoun else " ".join(sorted(parsed.subject))
+
+
 def superseded_among(new: str, candidates: Iterable[MemoryRecord]) -> list[MemoryRecord]:
     """The current ``candidates`` that ``new`` supersedes."""
     return [m for m in candidates if m.is_current() and m.content.strip() != new.strip() and supersedes(new, m.content)]
