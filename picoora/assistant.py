@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from picoora.agent import Agent, TurnResult
+    from picoora.agent.auto_memory import AutoMemory
     from picoora.agent.conversation import ClientConversation
     from picoora.agent.events import EventSink
     from picoora.agent.loop import Approve
@@ -71,6 +72,7 @@ class Assistant:
     agent: Agent
     person: str = ""  # empty: the owner
     messenger: Any = None  # set by a front door that offers the messaging tools (see ``enable_messaging``)
+    auto_memory: AutoMemory | None = None  # remembers what people state (config memory.auto)
 
     def open_for_person(self, person: str) -> Assistant:
         """A new assistant for ``person`` (not the owner): their own store (their memories, notes, sessions,
@@ -94,17 +96,23 @@ class Assistant:
     # -- turns ---------------------------------------------------------------------------------------
 
     async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None, *,
-                  conversation: ClientConversation | None = None, approve: Approve | None = None) -> TurnResult:
+                  conversation: ClientConversation | None = None, approve: Approve | None = None,
+                  learn: bool = False) -> TurnResult:
         """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
         ``answer`` or why not; an error is never disguised as an answer, see ``answer``). ``conversation``:
-        the client keeps the history (``picoora.agent.conversation``); ``approve``: asked before each tool call."""
+        the client keeps the history (``picoora.agent.conversation``); ``approve``: asked before each tool call.
+        ``learn``: ``text`` is what a person typed (not a job or the heartbeat), so the facts it states are
+        remembered once the turn has answered (``auto_memory``)."""
         from picoora.outward import Outward
 
         # Everything the turn says goes out scrubbed of secrets (and, for a guest, without provider errors).
         outward = Outward(self.agent.secrets, guest=bool(self.person))
         await self._restore_model(session_key)
-        return outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
-                                                        conversation=conversation, approve=approve))
+        result = outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
+                                                          conversation=conversation, approve=approve))
+        if learn and self.auto_memory is not None and result.stop_reason == "answer":
+            self.auto_memory.after_turn(text, session_key, result.turn_id)
+        return result
 
     async def answer(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None) -> str:
         """The answer's text, or ``TurnFailed`` when the turn stopped without one."""
@@ -295,6 +303,8 @@ class Assistant:
         try:
             if self.messenger is not None:  # background tasks the owner started finish and report first
                 await self.messenger.wait_idle()
+            if self.auto_memory is not None:
+                await self.auto_memory.drain()
             await self.agent.aclose()
             await self.tools.aclose()  # stops the MCP servers
             if not self.person:
@@ -340,7 +350,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
         store.close()
         raise
     return Assistant(config=config, workspace=workspace, store=store, astore=astore, models=models, tools=tools,
-                     agent=agent)
+                     agent=agent, auto_memory=_auto_memory(config, astore, ""))
 
 
 def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
@@ -357,5 +367,13 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
                   workspace=owner.workspace, secrets=secret_values(owner.config),
                   tool_settings=guest_tool_settings(owner.config))
     return Assistant(config=owner.config, workspace=owner.workspace, store=store, astore=astore, models=owner.models,
-                     tools=tools, agent=agent, person=person)
+                     tools=tools, agent=agent, person=person, auto_memory=_auto_memory(owner.config, astore, person))
+
+
+def _auto_memory(config: Config, astore: AsyncStore, person: str) -> AutoMemory | None:
+    if config.memory.auto == "off":
+        return None
+    from picoora.agent.auto_memory import AutoMemory
+
+    return AutoMemory(astore, person)
 

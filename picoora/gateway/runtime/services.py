@@ -87,7 +87,8 @@ class GatewayRuntime:
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
             return await assistant.ask(inbound.text, session_key=inbound.session, on_event=on_event,
-                                       conversation=inbound.conversation, approve=self.approvals.for_turn(inbound))
+                                       conversation=inbound.conversation, approve=self.approvals.for_turn(inbound),
+                                       learn=inbound.typed_by_a_person)
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[Any]:
         """A channel's admitted message: a turn whose answer goes back to the chat."""
