@@ -163,6 +163,8 @@ class FileStore:
             index = self._memories.searchable()
         (vector,), model = embed(index, [content])  # outside the lock: the first call loads the model
         about = supersession.candidate_query(content)
+        if about is not None and vector is not None:
+            about = content  # by meaning, the fact itself finds them, and its vector is already made (cached)
         nearest = index.search(about, supersession.CANDIDATES).matches if about else []
         with self._lock:
             added = self._memories.add(content, importance, category or "general", vector, model,

@@ -15,6 +15,7 @@ from picoora.store.base import MemoryRecord, Provenance, StoreError
 from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.schema import LATEST_VERSION, MIGRATIONS, migrate, run_ddl
+from picoora.store.oracle.store import scan_pattern
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import FakeConnection, FakeOracle, driver_error, ora_error
 
@@ -225,9 +226,9 @@ def test_a_fact_with_a_subject_looks_for_current_memories_about_it_before_insert
     old = store.add_memory("The door code is 4421").memory
     fake.executed.clear()
     new = store.add_memory("The door code is now 9981")
-    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "embed", "memory_nearest",
+    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_nearest",
                             "memory_keyword_scan", "memory_insert", "memory_supersede"]
-    assert fake.executed[3].binds["text"] == "code door"  # the subject is what is searched
+    assert fake.executed[4].binds["pattern"] == scan_pattern(["code", "door"])  # the subject's words, by keywords
     assert [m.id for m in new.replaced] == [old.id]
     assert fake.executed[-1].binds["superseded_by"] == new.memory.id
 

@@ -296,9 +296,8 @@ class OracleStore:
             duplicate = await self._find_duplicate(tx, content, vector)
             if duplicate is not None:
                 return AddMemoryResult(await self._raise_importance(tx, duplicate, importance), created=False)
-            about = supersession.candidate_query(content)
-            nearest = {} if about is None else await self._candidates(
-                tx, about, vector if about == content else await self._embed(tx, about), supersession.CANDIDATES)
+            about = supersession.candidate_query(content)  # its subject's words find them by keywords
+            nearest = {} if about is None else await self._candidates(tx, about, vector, supersession.CANDIDATES)
             record = MemoryRecord(id=uuid.uuid4().hex[:_ID_HEX_CHARS], content=content, importance=importance,
                                   category=category, provenance=provenance or Provenance(), expires_at=expires_at)
             record = await self._insert(tx, record, vector)
