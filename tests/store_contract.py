@@ -435,7 +435,7 @@ class StoreContract:
 
         first = TurnTrace("t1", "web:a", started_at=datetime.now().astimezone(), provider="ollama", model="m",
                           prompt_tokens=10, completion_tokens=3, model_calls=1, first_token_ms=12.5, latency_ms=40.0,
-                          recalled=[RecalledMemory("m1", 0.61, 0.55, "a fact")],
+                          recalled=[RecalledMemory("m1", 0.61, 0.55, "a fact", "told by ana in web:a (turn t0)")],
                           tool_calls=[ToolCallTrace("c1", "recall", {"query": "x"}, 3.2, True, "Found 1")],
                           stop_reason="answer")
         store.append_trace(first)
