@@ -32,6 +32,6 @@ def parse_until(text: str, now: datetime | None = None) -> datetime:
             return _end_of(date.fromisoformat(word))
         parsed = datetime.fromisoformat(word.upper())
     except ValueError:
-        raise ValueError(f"cannot read {text!r} as an end: use a date (2026-12-24), a date and time "
+        raise ValueError(f"cannot read {text[:40]!r} as an end: use a date (2026-12-24), a date and time "
                          "(2026-12-24T18:00), today, tomorrow or a weekday") from None
     return parsed if parsed.tzinfo else parsed.astimezone()

@@ -50,7 +50,7 @@ class RememberArgs(BaseModel):
     importance: float = Field(0.7, ge=0.0, le=1.0, description="How important it is, from 0 to 1")
     category: str = Field("general", min_length=1, max_length=64,
                           description="A short label, e.g. preference, person, project")
-    until: str | None = Field(None, max_length=40, description="When it stops being true (date)")
+    until: str = Field("", description="End date, if any")
 
 
 class Remember(Tool):
