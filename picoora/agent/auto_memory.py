@@ -44,7 +44,7 @@ _QUESTION_START = re.compile(
 _NOT_A_STATEMENT = re.compile(
     r"\b(?:please|can you|could you|would you|will you|help me|tell me|show me|let's|let us|if|suppose|imagine|"
     r"pretend|maybe|perhaps|probably|might|i think|i guess|i wonder|i bet|not sure|for example|e\.g|say that|"
-    r"hypothetically|wish|would like|want you|need you|you are|you're|your)\b", re.I)
+    r"hypothetically|wish|would like|you|you're|your|ignore|instructions?)\b", re.I)  # addressed to the assistant
 _NOW = re.compile(r"\b(?:today|tonight|tomorrow|yesterday|right now|just now|this (?:morning|afternoon|evening|week)|"
                   r"at the moment|later|soon)\b", re.I)
 _ANCHORED = re.compile(r"^(?:(?i:my|our|the|i|we|mine)\b|[A-Z][a-z]+'s\b)")
