@@ -350,7 +350,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
         store.close()
         raise
     return Assistant(config=config, workspace=workspace, store=store, astore=astore, models=models, tools=tools,
-                     agent=agent, auto_memory=_auto_memory(config, astore, ""))
+                     agent=agent, auto_memory=_auto_memory(config, astore, "", models))
 
 
 def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
@@ -367,13 +367,14 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
                   workspace=owner.workspace, secrets=secret_values(owner.config),
                   tool_settings=guest_tool_settings(owner.config))
     return Assistant(config=owner.config, workspace=owner.workspace, store=store, astore=astore, models=owner.models,
-                     tools=tools, agent=agent, person=person, auto_memory=_auto_memory(owner.config, astore, person))
+                     tools=tools, agent=agent, person=person,
+                     auto_memory=_auto_memory(owner.config, astore, person, owner.models))
 
 
-def _auto_memory(config: Config, astore: AsyncStore, person: str) -> AutoMemory | None:
+def _auto_memory(config: Config, astore: AsyncStore, person: str, models: ModelPool) -> AutoMemory | None:
     if config.memory.auto == "off":
         return None
-    from picoora.agent.auto_memory import AutoMemory
+    from picoora.agent.auto_memory import AutoMemory, by_model, by_rules
 
-    return AutoMemory(astore, person)
+    return AutoMemory(astore, person, by_model(models) if config.memory.auto == "model" else by_rules)
 

@@ -105,3 +105,31 @@ def test_off_remembers_nothing(isolated_home):
                 return assistant.store.list_memories()
 
         assert asyncio.run(scenario()) == []
+
+
+def test_model_mode_asks_the_default_model_with_the_message_alone(isolated_home):
+    seen: list[list[dict]] = []
+
+    def reply(body: dict) -> Reply:
+        if "List the lasting facts" in body["messages"][0]["content"]:
+            seen.append(body["messages"])
+            return Reply(content="- The person's door code is 4421.\n- Is it safe?\nNONE")
+        return Reply(content="Sure.")
+
+    with FakeOllama(responder=reply) as fake:
+        path = write_config(isolated_home, ollama_url=fake.url)
+        data = json.loads(path.read_text())
+        data["memory"]["auto"] = "model"
+        path.write_text(json.dumps(data))
+
+        async def scenario():
+            async with build_assistant(load_config(path)) as assistant:
+                await assistant.ask("my door code is 4421, ok?", learn=True)
+                await assistant.auto_memory.drain()
+                return assistant.store.list_memories()
+
+        memories = asyncio.run(scenario())
+    assert [m.content for m in memories] == ["The person's door code is 4421."]
+    assert memories[0].provenance.how == "inferred"
+    assert [[m["role"] for m in messages] for messages in seen] == [["system", "user"]]  # no tools, no history
+    assert seen[0][1]["content"] == "my door code is 4421, ok?"

@@ -16,13 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from picoora.messages import Message
 from picoora.store.base import Provenance
 from picoora.store.supersession import claim
 
 if TYPE_CHECKING:
+    from picoora.llm.pool import ModelPool
     from picoora.store.aio import AsyncStore
+
+Extract = Callable[[str], Awaitable[list[str]]]  # a message -> the facts it states
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +101,40 @@ def _states(text: str) -> bool:
     return bool(_ANCHORED.match(text)) and claim(text) is not None
 
 
+async def by_rules(message: str) -> list[str]:
+    return facts_in(message)
+
+
+_EXTRACT_PROMPT = (
+    "List the lasting facts the person states about themselves or their world in the message below, one per "
+    "line, each a short self-contained sentence. Leave out questions, requests and anything about today. "
+    "Answer NONE when there are none; nothing else."
+)
+
+
+def by_model(models: ModelPool) -> Extract:
+    """Facts as the assistant's default model reads them (``memory.auto: "model"``): a model call per turn."""
+    async def extract(message: str) -> list[str]:
+        if len(message) > MAX_MESSAGE_CHARS:
+            return []
+        async with models.lease(models.default) as llm:
+            response = await llm.chat([Message(role="system", content=_EXTRACT_PROMPT),
+                                       Message(role="user", content=message)])
+        lines = [line.strip().lstrip("-*•0123456789.) ").strip() for line in (response.content or "").splitlines()]
+        facts = [line for line in lines if _SENTENCE_CHARS[0] <= len(line) <= _SENTENCE_CHARS[1]
+                 and line.upper().rstrip(".") != "NONE" and not line.endswith("?")]
+        return facts[:MAX_FACTS]
+
+    return extract
+
+
 class AutoMemory:
     """Remembers what people state, in the background after their turns (one at a time, bounded)."""
 
-    def __init__(self, astore: AsyncStore, person: str):
+    def __init__(self, astore: AsyncStore, person: str, extract: Extract = by_rules):
         self._astore = astore
         self._person = person or "owner"
+        self._extract = extract
         self._queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue(MAX_PENDING)
         self._worker: asyncio.Task[None] | None = None
 
@@ -129,7 +162,7 @@ class AutoMemory:
         """Store the facts of ``message`` now; returns the texts stored (new or superseding)."""
         stored = []
         provenance = Provenance(how="inferred", person=self._person, session=session_key, turn_id=turn_id)
-        for fact in facts_in(message):
+        for fact in await self._extract(message):
             added = await self._astore.add_memory(fact, 0.6, "auto", provenance=provenance)
             if added.created:
                 stored.append(fact)
