@@ -120,6 +120,12 @@ class StoreContract:
             assert {m.id for m in view.list_memories()} == {old.id, new.memory.id}  # kept, with the link
             assert not view.get_memory(old.id).is_current() and view.get_memory(new.memory.id).is_current()
 
+    def test_a_fact_restated_in_other_words_is_not_stored_twice(self, store):
+        first = store.add_memory("The user's door code is 4421").memory
+        again = store.add_memory("My door code is 4421.")
+        assert (again.created, again.memory.id, again.replaced) == (False, first.id, [])
+        assert [m.id for m in store.list_memories()] == [first.id]
+
     def test_look_alike_facts_about_different_things_are_both_kept(self, store):
         blue = store.add_memory("The blue bag is in locker 3").memory
         red = store.add_memory("The red bag is in locker 4")

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from picoora.store.base import MemoryRecord
-from picoora.store.supersession import candidate_query, claim, superseded_among, supersedes
+from picoora.store.supersession import (
+    candidate_query,
+    claim,
+    restated_among,
+    restates,
+    superseded_among,
+    supersedes,
+)
 
 DATA = Path(__file__).parent / "data"
 
@@ -41,3 +48,11 @@ def test_only_current_memories_are_superseded_and_never_by_themselves():
     gone = MemoryRecord(id="b", content="The door code is 1111", superseded_by="a")
     same = MemoryRecord(id="c", content="The door code is 9981")
     assert superseded_among("The door code is 9981", [old, gone, same]) == [old]
+
+
+def test_the_same_fact_in_other_words_is_a_restatement_not_a_change():
+    assert restates("My door code is 4421.", "The user's door code is 4421")
+    assert supersedes("My door code is now 9981", "The user's door code is 4421")
+    assert not restates("The front door code is 4421", "The door code is 4421")
+    assert restated_among("My door code is 4421", [MemoryRecord(id="a", content="The door code is 4421",
+                                                                superseded_by="b")]) is None  # only current ones

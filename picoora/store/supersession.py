@@ -69,6 +69,8 @@ def claim(text: str) -> Claim | None:
     lowered = " ".join(text.lower().replace("’", "'").split()).rstrip(".!")
     lowered = re.sub(r"\b(i|you|we|they)'(m|re)\b", lambda m: m.group(1) + (" am" if m.group(2) == "m" else " are"),
                      lowered)
+    # The model writes "the user's door code" for what the person says as "my door code".
+    lowered = re.sub(r"\b(?:the )?user's\b", "my", re.sub(r"\bthe user (is|lives|works|moved)\b", r"i \1", lowered))
     found: tuple[int, int, str] | None = None
     for kind, pattern in _VERB_RE:
         match = pattern.search(lowered)
@@ -87,6 +89,13 @@ def claim(text: str) -> Claim | None:
     if kind == "is" and "moved" in lowered[start:end] and pronoun:
         kind = "lives"  # "I moved to Munich" states where I live
     return Claim(frozenset(subject), kind, tuple(value), pronoun)
+
+
+def restates(new: str, old: str) -> bool:
+    """Whether ``new`` states what ``old`` states, in other words ("My door code is 4421" after "The user's
+    door code is 4421"): the same subject, verb kind and value."""
+    a, b = claim(new), claim(old)
+    return a is not None and a == b
 
 
 def supersedes(new: str, old: str) -> bool:
@@ -115,6 +124,11 @@ def candidate_query(new: str) -> str | None:
     if parsed is None:
         return None
     return new if parsed.pronoun else " ".join(sorted(parsed.subject))
+
+
+def restated_among(new: str, candidates: Iterable[MemoryRecord]) -> MemoryRecord | None:
+    """The first current one of ``candidates`` that ``new`` only restates (a duplicate in other words)."""
+    return next((m for m in candidates if m.is_current() and restates(new, m.content)), None)
 
 
 def superseded_among(new: str, candidates: Iterable[MemoryRecord]) -> list[MemoryRecord]:

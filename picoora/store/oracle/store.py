@@ -298,11 +298,15 @@ class OracleStore:
                 return AddMemoryResult(await self._raise_importance(tx, duplicate, importance), created=False)
             about = supersession.candidate_query(content)  # its subject's words find them by keywords
             nearest = {} if about is None else await self._candidates(tx, about, vector, supersession.CANDIDATES)
+            candidates = [m for m, _ in nearest.values()]
+            same = supersession.restated_among(content, candidates)
+            if same is not None:  # the same fact in other words
+                return AddMemoryResult(same, created=False)
             record = MemoryRecord(id=uuid.uuid4().hex[:_ID_HEX_CHARS], content=content, importance=importance,
                                   category=category, provenance=provenance or Provenance(), expires_at=expires_at)
             record = await self._insert(tx, record, vector)
             replaced = []
-            for old in supersession.superseded_among(content, [m for m, _ in nearest.values()]):
+            for old in supersession.superseded_among(content, candidates):
                 if await tx.run(q.MEMORY_SUPERSEDE, agent_id=self.agent_id, memory_id=old.id,
                                 superseded_by=record.id, now=utc_stamp()):
                     replaced.append(replace(old, superseded_by=record.id))
