@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 from picoora.cli import memory_cmd, oracle_cmds
 from picoora.cli.errors import CLIError
 from picoora.config import load_config
-from tests.cli_support import write_config
+from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.gateway_kit import TOKEN, RunningGateway
+from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.mcp_support import session
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import FakeOracle
@@ -126,3 +127,29 @@ def test_http_and_mcp_say_what_was_replaced_and_where_each_memory_came_from(conf
         assert "source: told by owner in mcp) My manager is Anna" in listed  # current: no status
         assert f"superseded by {peter}) My manager is Laura" in listed
         assert re.search(r"source: by hand by owner in http, superseded by \w+\) My manager is now Peter", listed)
+
+
+def _answer_from_the_prompt(body: dict) -> Reply:
+    """A model that never calls remember and answers the door code from what the system prompt recalled."""
+    system = body["messages"][0]["content"]
+    recalled = system.split("Recalled memories", 1)[1] if "Recalled memories" in system else ""
+    codes = re.findall(r"door code is (?:now )?(\d+)", recalled)
+    return Reply(content=f"The door code is {codes[0]}." if codes else "Noted.")
+
+
+@pytest.mark.slow  # three real `picoora agent` processes with MiniLM
+def test_told_something_new_the_assistant_answers_with_the_new_and_says_where_it_came_from(isolated_home):
+    with FakeOllama(responder=_answer_from_the_prompt) as fake:
+        write_config(isolated_home, ollama_url=fake.url, embedder="minilm")
+        for text in ("My door code is 4421.", "The door code is now 9981."):
+            told = run_cli("agent", "-m", text, home=isolated_home)
+            assert told.returncode == 0, told.stderr
+        asked = run_cli("agent", "-m", "What is the door code?", home=isolated_home)
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout.strip() == "The door code is 9981."
+        assert "4421" not in fake.requests[-1]["messages"][0]["content"]  # the old value is never pushed
+    listed = json.loads(run_cli("memory", "list", "--all", "--json", home=isolated_home).stdout)
+    by_text = {m["content"]: m for m in listed}
+    old, new = by_text["My door code is 4421."], by_text["The door code is now 9981."]
+    assert old["status"] == f"superseded by {new['id']}" and new["status"] == "current"
+    assert new["provenance"]["how"] == "inferred" and new["provenance"]["session"] == "cli:default"
