@@ -121,9 +121,10 @@ class StoreContract:
             assert not view.get_memory(old.id).is_current() and view.get_memory(new.memory.id).is_current()
 
     def test_a_fact_restated_in_other_words_is_not_stored_twice(self, store):
-        first = store.add_memory("The user's door code is 4421").memory
-        again = store.add_memory("My door code is 4421.")
+        first = store.add_memory("The user's door code is 4421", importance=0.5).memory
+        again = store.add_memory("My door code is 4421.", importance=0.9)
         assert (again.created, again.memory.id, again.replaced) == (False, first.id, [])
+        assert store.get_memory(first.id).importance == 0.9  # as a repeat in the same words raises it
         assert [m.id for m in store.list_memories()] == [first.id]
 
     def test_look_alike_facts_about_different_things_are_both_kept(self, store):

@@ -505,12 +505,10 @@ class MemoryLog:
     ) -> AddMemoryResult:
         duplicate = self.searchable().find_duplicate(content, vector)
         # Told again after it was superseded (the code changed back), it is a new memory, not a duplicate.
-        if duplicate is not None and duplicate.id in self._entries and self._entries[duplicate.id].record.is_current():
-            record = self._entries[duplicate.id].record
-            if importance > record.importance:
-                self._append([{"op": "update", "id": record.id, "importance": importance,
-                               "at": time_to_json(now_utc())}])
-            return AddMemoryResult(replace(self._entries[duplicate.id].record), created=False)
+        if duplicate is not None:
+            repeated = self.repeat(duplicate.id, importance)
+            if repeated is not None:
+                return repeated
         record = MemoryRecord(
             id=self._new_id(()),
             content=content,
@@ -556,6 +554,17 @@ class MemoryLog:
             ops.append(add_op(record, encode_vector(vector) if vector is not None else None))
         self._append(ops)
         return len(ops)
+
+    def repeat(self, memory_id: str, importance: float) -> AddMemoryResult | None:
+        """A current memory told again: its importance raised to ``importance`` if that is higher; None when
+        it is gone or no longer current (then the repeat is a new memory)."""
+        self.refresh()
+        entry = self._entries.get(memory_id)
+        if entry is None or not entry.record.is_current():
+            return None
+        if importance > entry.record.importance:
+            self._append([{"op": "update", "id": memory_id, "importance": importance, "at": time_to_json(now_utc())}])
+        return AddMemoryResult(replace(self._entries[memory_id].record), created=False)
 
     def supersede(self, memory_ids: list[str], by: str) -> list[MemoryRecord]:
         """Mark the current ones of ``memory_ids`` superseded by ``by``; returns them as they are now."""

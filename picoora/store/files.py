@@ -168,9 +168,9 @@ class FileStore:
         nearest = index.search(about, supersession.CANDIDATES).matches if about else []
         with self._lock:
             same = supersession.restated_among(content, [m.memory for m in nearest])
-            current = self._memories.get(same.id) if same is not None else None
-            if current is not None and current.is_current():  # the same fact in other words
-                return AddMemoryResult(current, created=False)
+            repeated = self._memories.repeat(same.id, importance) if same is not None else None
+            if repeated is not None:  # the same fact in other words
+                return repeated
             added = self._memories.add(content, importance, category or "general", vector, model,
                                        provenance=provenance or Provenance(), expires_at=expires_at)
             if not added.created:

@@ -301,7 +301,7 @@ class OracleStore:
             candidates = [m for m, _ in nearest.values()]
             same = supersession.restated_among(content, candidates)
             if same is not None:  # the same fact in other words
-                return AddMemoryResult(same, created=False)
+                return AddMemoryResult(await self._raise_importance(tx, same, importance), created=False)
             record = MemoryRecord(id=uuid.uuid4().hex[:_ID_HEX_CHARS], content=content, importance=importance,
                                   category=category, provenance=provenance or Provenance(), expires_at=expires_at)
             record = await self._insert(tx, record, vector)
