@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from picoora.agent import Agent, TurnResult
+    from picoora.agent.auto_memory import AutoMemory
     from picoora.agent.conversation import ClientConversation
     from picoora.agent.events import EventSink
     from picoora.agent.loop import Approve
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from picoora.store.base import (
         AddMemoryResult,
         MemoryRecord,
+        Provenance,
         RecallResult,
         Session,
         Store,
@@ -69,6 +73,7 @@ class Assistant:
     agent: Agent
     person: str = ""  # empty: the owner
     messenger: Any = None  # set by a front door that offers the messaging tools (see ``enable_messaging``)
+    auto_memory: AutoMemory | None = None  # remembers what people state (config memory.auto)
 
     def open_for_person(self, person: str) -> Assistant:
         """A new assistant for ``person`` (not the owner): their own store (their memories, notes, sessions,
@@ -93,18 +98,23 @@ class Assistant:
 
     async def ask(self, text: str, session_key: str = DEFAULT_SESSION, on_event: EventSink | None = None, *,
                   conversation: ClientConversation | None = None, approve: Approve | None = None,
-                  images: Sequence[Image] = ()) -> TurnResult:
+                  images: Sequence[Image] = (), learn: bool = False) -> TurnResult:
         """Run one turn: the user's ``text`` in, the answer and how the turn ended out (``stop_reason``:
         ``answer`` or why not; an error is never disguised as an answer, see ``answer``). ``conversation``:
         the client keeps the history (``picoora.agent.conversation``); ``approve``: asked before each tool call;
-        ``images``: pictures sent with the text (check ``sees_images`` first)."""
+        ``images``: pictures sent with the text (check ``sees_images`` first). ``learn``: ``text`` is what a
+        person typed (not a job or the heartbeat), so the facts it states are remembered once the turn has
+        answered (``auto_memory``)."""
         from picoora.outward import Outward
 
         # Everything the turn says goes out scrubbed of secrets (and, for a guest, without provider errors).
         outward = Outward(self.agent.secrets, guest=bool(self.person))
         await self._restore_model(session_key)
-        return outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
-                                                        conversation=conversation, approve=approve, images=images))
+        result = outward.result(await self.agent.run_turn(session_key, text, outward.sink(on_event),
+                                                          conversation=conversation, approve=approve, images=images))
+        if learn and self.auto_memory is not None and result.stop_reason == "answer":
+            self.auto_memory.after_turn(text, session_key, result.turn_id)
+        return result
 
     async def sees_images(self, session_key: str = DEFAULT_SESSION) -> bool:
         """The session's model takes pictures."""
@@ -214,8 +224,10 @@ class Assistant:
 
     # -- memory, pairing and jobs: what the front doors do beside turns ---------------------------------
 
-    async def remember(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
-        return await self.astore.add_memory(content, importance, category)
+    async def remember(self, content: str, importance: float = 0.7, category: str = "general", *,
+                       provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
+        return await self.astore.add_memory(content, importance, category, provenance=provenance,
+                                            expires_at=expires_at)
 
     async def recall(self, query: str, limit: int = 5, *, touch: bool = False) -> RecallResult:
         """Memories by meaning, with scores; looking does not count as an access unless ``touch``."""
@@ -298,6 +310,8 @@ class Assistant:
         try:
             if self.messenger is not None:  # background tasks the owner started finish and report first
                 await self.messenger.wait_idle()
+            if self.auto_memory is not None:
+                await self.auto_memory.drain()
             await self.agent.aclose()
             await self.tools.aclose()  # stops the MCP servers
             if not self.person:
@@ -343,7 +357,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
         store.close()
         raise
     return Assistant(config=config, workspace=workspace, store=store, astore=astore, models=models, tools=tools,
-                     agent=agent)
+                     agent=agent, auto_memory=_auto_memory(config, astore, "", models))
 
 
 def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
@@ -360,5 +374,14 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
                   workspace=owner.workspace, secrets=secret_values(owner.config),
                   tool_settings=guest_tool_settings(owner.config))
     return Assistant(config=owner.config, workspace=owner.workspace, store=store, astore=astore, models=owner.models,
-                     tools=tools, agent=agent, person=person)
+                     tools=tools, agent=agent, person=person,
+                     auto_memory=_auto_memory(owner.config, astore, person, owner.models))
+
+
+def _auto_memory(config: Config, astore: AsyncStore, person: str, models: ModelPool) -> AutoMemory | None:
+    if config.memory.auto == "off":
+        return None
+    from picoora.agent.auto_memory import AutoMemory, by_model, by_rules
+
+    return AutoMemory(astore, person, by_model(models) if config.memory.auto == "model" else by_rules)
 

@@ -135,6 +135,10 @@ class MemoryConfig(_Section):
     ollama_model: str = "all-minilm"
     min_similarity: float = Field(0.0, ge=-1.0, le=1.0)  # 0: use the embedder's calibrated floor
     dedup_similarity: float = Field(0.95, ge=0.5, le=1.0)
+    # What people state about themselves is remembered after their turns (picoora/agent/auto_memory.py):
+    # "rules" (cheap, measured precision 1.0 on a held-out set), "model" (the default model reads each
+    # message: a model call per turn, not measured here) or "off".
+    auto: Literal["rules", "model", "off"] = "rules"
 
 
 class OracleConfig(_Section):

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 import pytest
 
 from picoora.messages import Image, Message, ToolCall
-from picoora.store.base import PROMPT_NAMES, MemoryRecord, Session
+from picoora.store.base import PROMPT_NAMES, MemoryRecord, Provenance, Session
 
 
 def _tool_turn(city: str) -> list[Message]:
@@ -108,6 +108,57 @@ class StoreContract:
         lower = store.add_memory("Allergic to peanuts", importance=0.1)
         assert lower.memory.importance == 0.95
         assert reopen().get_memory(first.id).importance == 0.95
+
+    def test_a_new_value_supersedes_the_old_one_which_is_kept_but_never_recalled(self, store, reopen):
+        old = store.add_memory("The door code is 4421").memory
+        new = store.add_memory("The door code is now 9981")
+        assert new.created and [m.id for m in new.replaced] == [old.id]
+        assert new.replaced[0].superseded_by == new.memory.id
+        for view in (store, reopen()):
+            assert [m.memory.id for m in view.recall("door code", 5, touch=False).matches] == [new.memory.id]
+            assert view.get_memory(old.id).superseded_by == new.memory.id
+            assert {m.id for m in view.list_memories()} == {old.id, new.memory.id}  # kept, with the link
+            assert not view.get_memory(old.id).is_current() and view.get_memory(new.memory.id).is_current()
+
+    def test_a_fact_restated_in_other_words_is_not_stored_twice(self, store):
+        first = store.add_memory("The user's door code is 4421", importance=0.5).memory
+        again = store.add_memory("My door code is 4421.", importance=0.9)
+        assert (again.created, again.memory.id, again.replaced) == (False, first.id, [])
+        assert store.get_memory(first.id).importance == 0.9  # as a repeat in the same words raises it
+        assert [m.id for m in store.list_memories()] == [first.id]
+
+    def test_look_alike_facts_about_different_things_are_both_kept(self, store):
+        blue = store.add_memory("The blue bag is in locker 3").memory
+        red = store.add_memory("The red bag is in locker 4")
+        assert red.replaced == [] and store.get_memory(blue.id).is_current()
+        assert {m.memory.id for m in store.recall("bag locker", 5, touch=False).matches} == {blue.id, red.memory.id}
+
+    def test_an_old_value_told_again_is_current_again(self, store):
+        store.add_memory("The door code is 4421")
+        changed = store.add_memory("The door code is 9981").memory
+        back = store.add_memory("The door code is 4421")
+        assert back.created and [m.id for m in back.replaced] == [changed.id]
+        found = store.recall("door code", 5, touch=False).matches
+        assert [m.memory.content for m in found] == ["The door code is 4421"]
+
+    def test_an_expired_memory_is_listed_but_not_recalled(self, store, reopen):
+        now = datetime.now().astimezone()
+        gone = store.add_memory("Parking permit for the visitor car", expires_at=now - timedelta(minutes=1)).memory
+        kept = store.add_memory("Parking spot for the visitor car is 12", expires_at=now + timedelta(days=3)).memory
+        for view in (store, reopen()):
+            assert [m.memory.id for m in view.recall("visitor car parking", 5, touch=False).matches] == [kept.id]
+            assert {m.id for m in view.list_memories()} == {gone.id, kept.id}
+            assert abs((view.get_memory(kept.id).expires_at - kept.expires_at).total_seconds()) < 0.001
+            assert view.get_memory(gone.id).status() == "expired"
+
+    def test_provenance_is_kept_and_unknown_when_not_given(self, store, reopen):
+        told = Provenance(how="told", person="ana", session="telegram:42", turn_id="a1b2c3")
+        mine = store.add_memory("Ana's bike is the green one", provenance=told).memory
+        plain = store.add_memory("The shed is behind the house").memory
+        assert mine.provenance == told and reopen().get_memory(mine.id).provenance == told
+        assert reopen().get_memory(plain.id).provenance == Provenance() and plain.provenance.how == "unknown"
+        with pytest.raises(ValueError):
+            store.add_memory("too long a turn", provenance=Provenance(how="told", turn_id="x" * 65))
 
     def test_import_keeps_ids_and_fields_and_skips_what_exists(self, store, reopen):
         created = datetime(2025, 3, 1, 12, 30).astimezone()
@@ -408,7 +459,7 @@ class StoreContract:
 
         first = TurnTrace("t1", "web:a", started_at=datetime.now().astimezone(), provider="ollama", model="m",
                           prompt_tokens=10, completion_tokens=3, model_calls=1, first_token_ms=12.5, latency_ms=40.0,
-                          recalled=[RecalledMemory("m1", 0.61, 0.55, "a fact")],
+                          recalled=[RecalledMemory("m1", 0.61, 0.55, "a fact", "told by ana in web:a (turn t0)")],
                           tool_calls=[ToolCallTrace("c1", "recall", {"query": "x"}, 3.2, True, "Found 1")],
                           stop_reason="answer")
         store.append_trace(first)

@@ -347,6 +347,7 @@ def test_a_trace_shows_the_tools_and_the_recalled_memories(gw):
         later = http.post("/v1/chat", json={"session_id": "t", "text": "when is Bob's birthday"}).json()
         recalled = http.get(f"/v1/traces/{later['turn_id']}").json()["recalled"]
         assert any("May" in r["content"] and r["score"] > 0 for r in recalled)
+        assert {r["provenance"] for r in recalled if "May" in r["content"]} == {"by hand by owner in http"}
         assert http.get("/v1/traces/unknown0").status_code == 404
 
 

@@ -63,7 +63,8 @@ def test_list_forget_and_bad_arguments(isolated_home):
     ]))
     (_, remembered), (_, listed), (empty_failed, empty), (big_failed, big), (forget_failed, forget) = results
     memory_id = remembered.split("ID: ")[1].split(",")[0]
-    assert f"(ID: {memory_id}, category: general, importance: 0.7) The cat is called Miso" in listed
+    assert (f"(ID: {memory_id}, category: general, importance: 0.7, source: told by owner in mcp) "
+            "The cat is called Miso") in listed
     assert empty_failed and "query" in empty
     assert big_failed and "importance" in big
     assert forget_failed and "no memory with ID no-such-id" in forget

@@ -20,7 +20,7 @@ from picoora import atomic
 from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
 from picoora.store import file_memories, open_store
-from picoora.store.base import MemoryRecord, StoreError
+from picoora.store.base import MemoryRecord, Provenance, StoreError
 from picoora.store.files import FileStore, encode_key
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.store_contract import StoreContract
@@ -281,6 +281,24 @@ def test_memory_log_compacts_when_dead_lines_dominate(make_store, workspace, mon
     assert len(lines) < 15  # 27 ops were written; the rewrite left the live ones and a few since
     assert {m.id for m in make_store().list_memories()} == {m.id for m in keep}
     assert make_store().get_memory(keep[0].id).access_count == 1
+
+
+def test_supersession_and_provenance_survive_a_compaction_and_a_superseded_snapshot_row(make_store, workspace,
+                                                                                         monkeypatch):
+    monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 3)
+    store = make_store()
+    old = store.add_memory("The door code is 4421", provenance=Provenance(how="told", person="ana")).memory
+    new = store.add_memory("The door code is now 9981").memory
+    for n in range(6):  # dead lines: the log is rewritten into one add per memory, and snapshotted
+        store.forget(store.add_memory(f"temporary note {n}").memory.id)
+    ops = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
+    assert {"op": "supersede"} not in [{"op": o["op"]} for o in ops]  # folded into the add of the old one
+    reopened = make_store()
+    assert reopened.get_memory(old.id).superseded_by == new.id
+    assert reopened.get_memory(old.id).provenance == Provenance(how="told", person="ana")
+    latest = reopened.add_memory("The door code is 1111").memory  # supersedes a row of the snapshot
+    found = make_store().recall("door code", 5, touch=False).matches
+    assert [m.memory.id for m in found] == [latest.id]
 
 
 def test_another_writer_is_seen_and_its_compaction_reloads(make_store, monkeypatch):

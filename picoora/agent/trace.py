@@ -42,7 +42,7 @@ class TraceRecorder:
         self.trace.recall_note = recall.note if recall.degraded else None
         self.trace.recalled = [
             RecalledMemory(m.memory.id, round(m.score, 4), None if m.similarity is None else round(m.similarity, 4),
-                           self._clean(m.memory.content))
+                           self._clean(m.memory.content), m.memory.provenance.describe())
             for m in recall.matches
         ]
 

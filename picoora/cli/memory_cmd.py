@@ -51,19 +51,30 @@ def add(
     text: str = typer.Argument(..., help="What to remember, as one self-contained sentence."),
     importance: float = typer.Option(0.7, min=0.0, max=1.0, help="How much it matters, 0 to 1."),
     category: str = typer.Option("general", help="A short label: preference, person, project, fact, ..."),
+    until: str | None = typer.Option(None, help="When it stops being true: a date, tomorrow, friday, ..."),
 ) -> None:
-    """Remember TEXT."""
+    """Remember TEXT. A new value for what a memory states (a new door code) supersedes that memory."""
+    from picoora.store.base import Provenance
+    from picoora.store.until import parse_until
+
     if not text.strip():
         raise CLIError("nothing to remember: TEXT is empty", 2)
+    try:
+        expires_at = parse_until(until) if until else None
+    except ValueError as err:
+        raise CLIError(f"--until: {err}", 2) from None
     with _store(ctx) as store:
-        result = store.add_memory(text.strip(), importance=importance, category=category)
+        result = store.add_memory(text.strip(), importance=importance, category=category, expires_at=expires_at,
+                                  provenance=Provenance(how="by hand", person="owner", session="cli"))
         vectors = store.vector_status()
     if result.created and vectors.embedder and result.memory.embedding_model is None:
         warn(f"Note: no vector was stored for it: the embedder {vectors.embedder} could not be used"
              f"{f' ({vectors.note})' if vectors.note else ''}. Until you run `picoora memory reindex` with it "
              "working, this memory is found by keywords only.")
     if result.created:
-        print(f"Remembered {result.memory.id}")
+        print(f"Remembered {result.memory.id}" + (f" until {_short_time(expires_at)}" if expires_at else ""))
+        for old in result.replaced:
+            print(f"It supersedes {old.id}: {old.content}")
     else:
         print(f"Already remembered as {result.memory.id}: {result.memory.content}")
 
@@ -91,8 +102,9 @@ def search(
         print("No matching memories.")
         return
     _print_table(
-        ["Match", "Id", "Category", "Content"],
-        [[f"[{m.score * 100:5.1f}% match]", m.memory.id, m.memory.category, m.memory.content] for m in result.matches],
+        ["Match", "Id", "Category", "Content", "Source"],
+        [[f"[{m.score * 100:5.1f}% match]", m.memory.id, m.memory.category, m.memory.content,
+          m.memory.provenance.describe()] for m in result.matches],
     )
 
 
@@ -100,20 +112,30 @@ def list_(
     ctx: typer.Context,
     limit: int = typer.Option(20, "-n", "--limit", min=1, help="At most this many memories."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON array instead of a table."),
+    everything: bool = typer.Option(False, "--all", help="Also superseded and expired memories."),
 ) -> None:
-    """List memories, newest first."""
+    """List current memories, newest first (--all: also those superseded by a newer one or expired)."""
     with _store(ctx) as store:
-        records = store.list_memories(limit=limit)
+        records = store.list_memories(limit=None if not everything else limit)
+    hidden = 0
+    if not everything:
+        current = [r for r in records if r.is_current()]
+        hidden, records = len(records) - len(current), current[:limit]
     if as_json:
-        _print_json([r.to_json() for r in records])
+        _print_json([{**r.to_json(), "status": r.status()} for r in records])
         return
     if not records:
-        print("No memories yet. Add one with `picoora memory add TEXT` or tell the assistant something.")
+        print("No memories yet. Add one with `picoora memory add TEXT` or tell the assistant something."
+              if not hidden else f"No current memories ({hidden} superseded or expired: `picoora memory list --all`).")
         return
-    _print_table(
-        ["Id", "Created", "Category", "Importance", "Content"],
-        [[r.id, _short_time(r.created_at), r.category, f"{r.importance:.2f}", r.content] for r in records],
-    )
+    columns = ["Id", "Created", "Category", "Importance", "Content", "Until", "Source"]
+    rows = [[r.id, _short_time(r.created_at), r.category, f"{r.importance:.2f}", r.content,
+             _short_time(r.expires_at), r.provenance.describe()] for r in records]
+    if everything:
+        columns.append("Status")
+        for row, record in zip(rows, records, strict=True):
+            row.append(record.status())
+    _print_table(columns, rows)
 
 
 def forget(
@@ -193,9 +215,14 @@ def record_from_dict(data: dict[str, Any]) -> MemoryRecord:
 
     if not isinstance(data, dict) or not str(data.get("content") or "").strip():
         raise ValueError('each line needs at least "content" (a JSON object, e.g. {"content": "..."})')
+    from picoora.store.base import UNKNOWN, Provenance
+
     # No id: the store gives one (a rerun still adds nothing twice: it skips texts it holds).
     # Vectors are not exported: the importing store embeds with its own model.
-    return replace(MemoryRecord.from_json({**data, "id": str(data.get("id") or "")}), embedding_model=None)
+    record = replace(MemoryRecord.from_json({**data, "id": str(data.get("id") or "")}), embedding_model=None)
+    if record.provenance.how == UNKNOWN and "provenance" not in data:  # from elsewhere: say so
+        record = replace(record, provenance=Provenance(how="imported"))
+    return record
 
 
 def _read_records(file: Path) -> list[MemoryRecord]:

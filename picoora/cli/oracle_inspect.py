@@ -148,7 +148,8 @@ class Inspector:
         config = list(self._config_rows().items())[:RECENT]
         sections = [
             ("Recent Memories (last 5):", "(no memories stored yet)",
-             [f"  {_when(m.created_at)}  {m.importance:.1f} [{m.category}]  {m.content}" for m in memories]),
+             [f"  {_when(m.created_at)}  {m.importance:.1f} [{m.category}]  {m.content}"
+              + ("" if m.is_current() else f"  ({m.status()})") for m in memories]),
             ("Recent Transcripts (last 5):", "(no transcripts yet)",
              [f"  {_when(e.created_at)}  {e.message.role:<10s}  {_one_line(e.message.content)}" for e in transcripts]),
             ("Recent Sessions (last 5):", "(no sessions yet)",
@@ -190,7 +191,7 @@ class Inspector:
         for m in records:
             lines += ["", f"  ID: {m.id}  Vector: {'yes' if m.embedding_model else 'no'}",
                       f"  Created: {_when(m.created_at)}  Importance: {m.importance:.1f}  Category: {m.category}  "
-                      f"Accessed: {m.access_count}x", f"  Content: {m.content}"]
+                      f"Accessed: {m.access_count}x", f"  Content: {m.content}", *_memory_lines(m)]
         return [_memory(m) for m in records], lines + ([] if records else ["  No memories stored yet."])
 
     def _memory_search(self) -> tuple[Any, list[str]]:
@@ -204,7 +205,7 @@ class Inspector:
             m = match.memory
             lines += ["", f"  [{match.score * 100:5.1f}% match]  ID: {m.id}",
                       f"  Created: {_when(m.created_at)}  Importance: {m.importance:.1f}  Category: {m.category}  "
-                      f"Accessed: {m.access_count}x", f"  Content: {m.content}"]
+                      f"Accessed: {m.access_count}x", f"  Content: {m.content}", *_memory_lines(m)]
         if not result.matches:
             lines.append("  No matching memories found.")
         data = [{**_memory(m.memory), "match": round(m.score, 4), "similarity": m.similarity} for m in result.matches]
@@ -326,7 +327,14 @@ class Inspector:
 def _memory(m: Any) -> dict[str, Any]:
     return {"id": m.id, "content": m.content, "importance": m.importance, "category": m.category,
             "created_at": m.created_at, "accessed_at": m.accessed_at, "access_count": m.access_count,
-            "vector": bool(m.embedding_model)}
+            "vector": bool(m.embedding_model), "provenance": m.provenance.to_json(), "status": m.status(),
+            "superseded_by": m.superseded_by, "expires_at": m.expires_at}
+
+
+def _memory_lines(m: Any) -> list[str]:
+    """Where a memory came from, and whether it is still true (superseded: by which; its end)."""
+    status = m.status() + (f" (until {_when(m.expires_at)})" if m.expires_at and m.is_current() else "")
+    return [f"  Source: {m.provenance.describe()}  Status: {status}"]
 
 
 def _entry(e: Any) -> dict[str, Any]:

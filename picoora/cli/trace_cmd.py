@@ -54,7 +54,8 @@ def render(t: TurnTrace) -> list[str]:
         f"Ended     {t.stop_reason}" + (f": {t.error or t.stop_detail}" if t.error or t.stop_detail else ""),
         "Recalled" + (f" (degraded: {t.recall_note})" if t.recall_note else ""),
     ]
-    lines += [f"  {m.score:6.1%}  {m.memory_id}  {m.content}" for m in t.recalled] or ["  (no memories)"]
+    lines += [f"  {m.score:6.1%}  {m.memory_id}  {m.content}" + (f"  [{m.provenance}]" if m.provenance else "")
+              for m in t.recalled] or ["  (no memories)"]
     lines.append("Tools")
     for call in t.tool_calls:
         mark = "ok" if call.ok else "failed"

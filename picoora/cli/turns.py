@@ -27,7 +27,8 @@ async def run_terminal_turn(assistant: Assistant, text: str, session: str, strea
 
     renderer = WaitingIndicator(TurnRenderer(sys.stdout, sys.stderr, stream=stream), sys.stderr)
     try:
-        return await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer), renderer)
+        return await run_interruptible(assistant.ask(text, session_key=session, on_event=renderer, learn=True),
+                                       renderer)
     finally:
         renderer.close()
 

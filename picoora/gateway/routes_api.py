@@ -40,7 +40,8 @@ from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn, turns_of
 from picoora.gateway.timing import server_timing
 from picoora.people import Person  # at run time: FastAPI reads the dependencies' annotations
-from picoora.store.base import time_to_json
+from picoora.store.base import Provenance, time_to_json
+from picoora.store.until import parse_until
 
 if TYPE_CHECKING:
     import asyncio
@@ -200,22 +201,32 @@ def _owner_only(request: Request) -> None:
 
 @api.get("/memory", tags=["memory"], response_model=MemorySearch | MemoryList)
 async def memory(request: Request, q: str | None = Query(None, max_length=2000, description="search by meaning"),
-                 limit: int = Query(20, ge=1, le=500)) -> Any:
-    """With ``q``: semantic search with scores (recalling here does not count as an access). Without: the list."""
+                 limit: int = Query(20, ge=1, le=500),
+                 everything: bool = Query(False, alias="all", description="also superseded and expired")) -> Any:
+    """With ``q``: semantic search with scores (recalling here does not count as an access). Without: the list
+    of current memories (``all``: also those superseded or expired)."""
     async with person_assistant(request) as assistant:
         if q is not None and q.strip():
             found = await assistant.recall(q, limit)
             return MemorySearch(query=q, degraded=found.degraded, note=found.note, matches=[
                 {"memory": m.memory.to_json(), "score": m.score, "similarity": m.similarity} for m in found.matches])
-        return MemoryList(memories=[m.to_json() for m in await assistant.memories(limit)])
+        listed = await assistant.memories(limit if everything else None)
+        return MemoryList(memories=[m.to_json() for m in listed if everything or m.is_current()][:limit])
 
 
 @api.post("/memory", response_model=MemoryAdded, tags=["memory"])
 async def add_memory(body: MemoryIn, request: Request) -> MemoryAdded:
     check_message_size(body.content, gateway_of(request).config.gateway.max_message_chars)
+    try:
+        until = parse_until(body.until) if body.until else None
+    except ValueError as exc:
+        raise ApiError(400, "invalid_request", str(exc), param="until") from None
     async with person_assistant(request) as assistant:
-        added = await assistant.remember(body.content, body.importance, body.category)
-    return MemoryAdded(memory=added.memory.to_json(), created=added.created)
+        added = await assistant.remember(body.content, body.importance, body.category, expires_at=until,
+                                         provenance=Provenance(how="by hand", person=assistant.person or "owner",
+                                                               session="http"))
+    return MemoryAdded(memory=added.memory.to_json(), created=added.created,
+                       replaced=[m.to_json() for m in added.replaced])
 
 
 @api.delete("/memory/{memory_id}", response_model=Deleted, tags=["memory"])

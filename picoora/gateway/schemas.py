@@ -79,6 +79,14 @@ class MemoryIn(_Body):
     content: str = Field(min_length=1)
     importance: float = Field(0.7, ge=0.0, le=1.0)
     category: str = Field("general", min_length=1, max_length=64)
+    until: str | None = Field(None, max_length=40, description="when it stops being true: a date, tomorrow, friday")
+
+
+class Provenance(BaseModel):
+    how: str  # told, inferred, imported, by hand, unknown
+    person: str
+    session: str
+    turn_id: str
 
 
 class Memory(BaseModel):
@@ -90,6 +98,9 @@ class Memory(BaseModel):
     accessed_at: str | None
     access_count: int
     embedding_model: str | None
+    provenance: Provenance
+    superseded_by: str | None = None
+    expires_at: str | None = None
 
 
 class ScoredMemoryOut(BaseModel):
@@ -112,6 +123,7 @@ class MemoryList(BaseModel):
 class MemoryAdded(BaseModel):
     memory: Memory
     created: bool
+    replaced: list[Memory]  # what it superseded
 
 
 class Deleted(BaseModel):

@@ -20,7 +20,7 @@ from typing import Any
 from picoora.messages import Message
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_json, read_listed
-from picoora.store.base import MemoryRecord, Store, StoreError
+from picoora.store.base import MemoryRecord, Provenance, Store, StoreError
 
 LEDGER_PREFIX = "migrate.go."
 NOTE_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})\.md$")
@@ -181,7 +181,8 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, section: Sect
     text = read_listed(path, section)
     if text is None:
         return
-    records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category)
+    records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category,
+                            provenance=Provenance(how="imported", session="MEMORY.md"))
                for category, item in memory_items(text)]
     if not records:
         return

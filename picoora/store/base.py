@@ -73,6 +73,42 @@ def time_from_json(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+UNKNOWN = "unknown"
+HOW = ("told", "inferred", "imported", "by hand", UNKNOWN)  # how a memory came to be believed
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a memory came from: who said it, in which session and turn, and how it was taken."""
+
+    how: str = UNKNOWN  # one of HOW
+    person: str = ""  # "" when not known (memories older than provenance, imports from elsewhere)
+    session: str = ""
+    turn_id: str = ""
+
+    def describe(self) -> str:
+        """One short line: ``told by owner in cli:default (turn 3f2a...)``."""
+        parts = [self.how]
+        if self.person:
+            parts.append(f"by {self.person}")
+        if self.session:
+            parts.append(f"in {self.session}")
+        if self.turn_id:
+            parts.append(f"(turn {self.turn_id})")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, str]:
+        return {"how": self.how, "person": self.person, "session": self.session, "turn_id": self.turn_id}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Provenance:
+        if not isinstance(data, dict):
+            return cls()
+        how = str(data.get("how") or UNKNOWN)
+        return cls(how=how if how in HOW else UNKNOWN, person=str(data.get("person") or ""),
+                   session=str(data.get("session") or ""), turn_id=str(data.get("turn_id") or ""))
+
+
 @dataclass
 class MemoryRecord:
     id: str
@@ -83,10 +119,25 @@ class MemoryRecord:
     accessed_at: datetime | None = None
     access_count: int = 0
     embedding_model: str | None = None  # which embedder made the stored vector (None: no vector)
+    provenance: Provenance = field(default_factory=Provenance)
+    superseded_by: str | None = None  # the id of the memory that states this one's subject anew
+    expires_at: datetime | None = None  # after this it is no longer true ("until Friday")
+
+    def is_current(self, now: datetime | None = None) -> bool:
+        """Whether recall may offer it as true now: not superseded, not expired."""
+        if self.superseded_by:
+            return False
+        return self.expires_at is None or self.expires_at > (now or datetime.now(timezone.utc))
+
+    def status(self, now: datetime | None = None) -> str:
+        """"current", "superseded by ID" or "expired", for listings."""
+        if self.superseded_by:
+            return f"superseded by {self.superseded_by}"
+        return "current" if self.is_current(now) else "expired"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form used by exports and the file backend's log (times in ISO 8601)."""
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "content": self.content,
             "importance": self.importance,
@@ -95,7 +146,13 @@ class MemoryRecord:
             "accessed_at": time_to_json(self.accessed_at),
             "access_count": self.access_count,
             "embedding_model": self.embedding_model,
+            "provenance": self.provenance.to_json(),
         }
+        if self.superseded_by:
+            data["superseded_by"] = self.superseded_by
+        if self.expires_at:
+            data["expires_at"] = time_to_json(self.expires_at)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MemoryRecord:
@@ -109,6 +166,9 @@ class MemoryRecord:
             accessed_at=time_from_json(data.get("accessed_at")),
             access_count=int(data.get("access_count") or 0),
             embedding_model=data.get("embedding_model"),
+            provenance=Provenance.from_json(data.get("provenance")),
+            superseded_by=data.get("superseded_by") or None,
+            expires_at=time_from_json(data.get("expires_at")),
         )
 
 
@@ -130,6 +190,7 @@ class RecallResult:
 class AddMemoryResult:
     memory: MemoryRecord
     created: bool  # False when an existing near-identical memory was returned instead (dedup)
+    replaced: list[MemoryRecord] = field(default_factory=list)  # the memories this one superseded
 
 
 @dataclass
@@ -178,6 +239,7 @@ class RecalledMemory:
     score: float
     similarity: float | None
     content: str  # scrubbed, shortened
+    provenance: str = ""  # Provenance.describe(): why it is believed
 
 
 @dataclass
@@ -283,13 +345,16 @@ class BackendDetails:
 
 
 class MemoryStore(Protocol):
-    def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult: ...
+    # A new memory that states a new value for a current one's subject supersedes it (supersession.py);
+    # ``expires_at``: when it stops being true.
+    def add_memory(self, content: str, importance: float = 0.7, category: str = "general", *,
+                   provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult: ...
     # touch: count an access (the agent's use does, looking does not); confident_only: only what is really about
     # the query (the automatic recall into every turn), see ranking.should_push
     def recall(self, query: str, limit: int = 5, *, touch: bool = True,
                confident_only: bool = False) -> RecallResult: ...
     def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
-    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]: ...
+    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]: ...  # superseded and expired too
     def forget(self, memory_id: str) -> bool: ...
     # progress: called with (done, total) as the work goes, for a progress bar
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...  # re-embed all; how many

@@ -2,10 +2,12 @@
 the search index fed from it.
 
 ``memory/memories.jsonl`` holds one operation per line:
-  add      {"op":"add","id","content","importance","category","created_at","accessed_at","access_count","model","vec"}
+  add      {"op":"add","id","content","importance","category","created_at","accessed_at","access_count","model","vec",
+            "provenance","expires_at","superseded_by"}   (the last three only when known or set)
   forget   {"op":"forget","id","at"}
   touch    {"op":"touch","ids":[...],"at"}          recall accessed these memories
   update   {"op":"update","id","importance","at"}   a duplicate remember raised the importance
+  supersede {"op":"supersede","id","by","at"}       a newer memory states this one's subject anew
   reembed  {"op":"reembed","id","model","vec"}      reindex replaced the vector
 ``vec`` is the float32 vector, little-endian, base64 (2 KB for 384 dims); ``model`` is the embedder that
 made it, so vectors of different models are never compared. When dead lines outnumber live memories the
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
-from picoora.store.base import AddMemoryResult, MemoryRecord, time_from_json, time_to_json
+from picoora.store.base import AddMemoryResult, MemoryRecord, Provenance, time_from_json, time_to_json
 from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
@@ -85,6 +87,12 @@ def add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
     if record.accessed_at or record.access_count:
         op["accessed_at"] = time_to_json(record.accessed_at)
         op["access_count"] = record.access_count
+    if record.provenance != Provenance():  # an absent field reads as "unknown"
+        op["provenance"] = record.provenance.to_json()
+    if record.expires_at:
+        op["expires_at"] = time_to_json(record.expires_at)
+    if record.superseded_by:
+        op["superseded_by"] = record.superseded_by
     if vec is not None and record.embedding_model:
         op["model"] = record.embedding_model
         op["vec"] = vec
@@ -128,6 +136,11 @@ def _apply(entries: dict[str, _Entry] | _Memories, op: dict[str, Any]) -> Iterab
             entry = entries.get(str(op["id"]))
             if entry is not None:
                 entry.record.importance = float(op["importance"])
+                yield entry.record.id
+        elif kind == "supersede":
+            entry = entries.get(str(op["id"]))
+            if entry is not None:
+                entry.record.superseded_by = str(op["by"])
                 yield entry.record.id
         elif kind == "reembed":
             entry = entries.get(str(op["id"]))
@@ -487,15 +500,15 @@ class MemoryLog:
                 return memory_id
 
     def add(
-        self, content: str, importance: float, category: str, vector: np.ndarray | None, model: str | None
+        self, content: str, importance: float, category: str, vector: np.ndarray | None, model: str | None, *,
+        provenance: Provenance | None = None, expires_at: datetime | None = None,
     ) -> AddMemoryResult:
         duplicate = self.searchable().find_duplicate(content, vector)
-        if duplicate is not None and duplicate.id in self._entries:
-            record = self._entries[duplicate.id].record
-            if importance > record.importance:
-                self._append([{"op": "update", "id": record.id, "importance": importance,
-                               "at": time_to_json(now_utc())}])
-            return AddMemoryResult(replace(self._entries[duplicate.id].record), created=False)
+        # Told again after it was superseded (the code changed back), it is a new memory, not a duplicate.
+        if duplicate is not None:
+            repeated = self.repeat(duplicate.id, importance)
+            if repeated is not None:
+                return repeated
         record = MemoryRecord(
             id=self._new_id(()),
             content=content,
@@ -503,6 +516,8 @@ class MemoryLog:
             category=category,
             created_at=now_utc(),
             embedding_model=model if vector is not None else None,
+            provenance=provenance or Provenance(),
+            expires_at=expires_at,
         )
         self._append([add_op(record, encode_vector(vector) if vector is not None else None)])
         return AddMemoryResult(replace(self._entries[record.id].record), created=True)
@@ -539,6 +554,25 @@ class MemoryLog:
             ops.append(add_op(record, encode_vector(vector) if vector is not None else None))
         self._append(ops)
         return len(ops)
+
+    def repeat(self, memory_id: str, importance: float) -> AddMemoryResult | None:
+        """A current memory told again: its importance raised to ``importance`` if that is higher; None when
+        it is gone or no longer current (then the repeat is a new memory)."""
+        self.refresh()
+        entry = self._entries.get(memory_id)
+        if entry is None or not entry.record.is_current():
+            return None
+        if importance > entry.record.importance:
+            self._append([{"op": "update", "id": memory_id, "importance": importance, "at": time_to_json(now_utc())}])
+        return AddMemoryResult(replace(self._entries[memory_id].record), created=False)
+
+    def supersede(self, memory_ids: list[str], by: str) -> list[MemoryRecord]:
+        """Mark the current ones of ``memory_ids`` superseded by ``by``; returns them as they are now."""
+        self.refresh()
+        live = [m for m in memory_ids if m in self._entries and self._entries[m].record.is_current()]
+        at = time_to_json(now_utc())
+        self._append([{"op": "supersede", "id": memory_id, "by": by, "at": at} for memory_id in live])
+        return [replace(self._entries[memory_id].record) for memory_id in live]
 
     def touch(self, memory_ids: list[str]) -> dict[str, MemoryRecord]:
         """Record an access; returns copies of the touched records that still exist."""

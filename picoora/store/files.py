@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from picoora import atomic
 from picoora.messages import Message
 from picoora.secrets import redact_text
-from picoora.store import limits
+from picoora.store import limits, supersession
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,
@@ -44,6 +44,7 @@ from picoora.store.base import (
     MemoryRecord,
     NoEmbedder,
     Prompt,
+    Provenance,
     RecallResult,
     Session,
     StoreError,
@@ -158,18 +159,27 @@ class FileStore:
 
     # ---- memories ------------------------------------------------------------------------------
 
-    def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
-        content = content.strip()
-        if not content:
-            raise ValueError("a memory needs some content")
-        if not 0.0 <= importance <= 1.0:
-            raise ValueError(f"importance must be between 0 and 1, not {importance}")
-        limits.check_chars(category or "general", limits.KEY_CHARS, "the memory category")
+    def add_memory(self, content: str, importance: float = 0.7, category: str = "general", *,
+                   provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
+        content = limits.check_new_memory(content, importance, category, provenance)
         with self._lock:
             index = self._memories.searchable()
         (vector,), model = embed(index, [content])  # outside the lock: the first call loads the model
+        about = supersession.candidate_query(content)
+        if about is not None and vector is not None:
+            about = content  # by meaning, the fact itself finds them, and its vector is already made (cached)
+        nearest = index.search(about, supersession.CANDIDATES).matches if about else []
         with self._lock:
-            return self._memories.add(content, importance, category or "general", vector, model)
+            same = supersession.restated_among(content, [m.memory for m in nearest])
+            repeated = self._memories.repeat(same.id, importance) if same is not None else None
+            if repeated is not None:  # the same fact in other words
+                return repeated
+            added = self._memories.add(content, importance, category or "general", vector, model,
+                                       provenance=provenance or Provenance(), expires_at=expires_at)
+            if not added.created:
+                return added
+            old = supersession.superseded_among(content, [m.memory for m in nearest if m.memory.id != added.memory.id])
+            return replace(added, replaced=self._memories.supersede([m.id for m in old], added.memory.id))
 
     def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
         """``touch=False`` looks without counting an access; ``confident_only`` keeps only the matches

@@ -9,6 +9,11 @@ prompts, messages and memories are CLOBs and have no limit here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from picoora.store.base import Provenance
+
 KEY_CHARS = 255  # state/config/meta keys, prompt names, memory categories: VARCHAR2(255 CHAR)
 SESSION_KEY_CHARS = 1000  # VARCHAR2(1000 CHAR): fits an index key next to agent_id on 8 KB blocks
 ROLE_CHARS = 32  # message roles in transcripts: VARCHAR2(32 CHAR)
@@ -44,3 +49,21 @@ def check_key_value(family: str, key: str, value: str) -> None:
         if size > VALUE_BYTES:
             raise TooLong(f"the {family} value for {key!r} is {size} bytes in UTF-8; at most {VALUE_BYTES} are "
                           f"stored (keep large data in a file or a memory)")
+
+
+TURN_ID_CHARS = 64  # turn ids are short hex; VARCHAR2(64) on Oracle
+
+
+def check_new_memory(content: str, importance: float, category: str, provenance: Provenance | None = None) -> str:
+    """What both backends refuse in a new memory; returns the content as stored (stripped)."""
+    content = content.strip()
+    if not content:
+        raise ValueError("a memory needs some content")
+    if not 0.0 <= importance <= 1.0:
+        raise ValueError(f"importance must be between 0 and 1, not {importance}")
+    check_chars(category or "general", KEY_CHARS, "the memory category")
+    if provenance is not None:
+        check_chars(provenance.person, KEY_CHARS, "the memory's person")
+        check_session_key(provenance.session)
+        check_chars(provenance.turn_id, TURN_ID_CHARS, "the memory's turn id")
+    return content

@@ -72,6 +72,7 @@ class MemoryIndex:
         self._has_vector: np.ndarray
         self._importance: np.ndarray
         self._touched: np.ndarray  # epoch seconds; NaN when unknown
+        self._ends: np.ndarray  # epoch seconds after which it is not recalled (superseded: -inf; no end: +inf)
         self._by_text: dict[str, set[str]] = {}
         self._keywords = KeywordIndex()
         self.push_calibration = ranking.file_push_calibration(self.model_id)
@@ -146,7 +147,7 @@ class MemoryIndex:
             if row != last:  # fill the hole with the last row so the live rows stay contiguous
                 self._ids[row] = moved
                 self._row[moved] = row
-                for array in (self._has_vector, self._importance, self._touched, self._vectors):
+                for array in (self._has_vector, self._importance, self._touched, self._ends, self._vectors):
                     if array is not None:
                         array[row] = array[last]
 
@@ -229,6 +230,7 @@ class MemoryIndex:
             base = np.where(comparable, ordering, ranking.keyword_only_relevance(keyword))
             ok = np.where(comparable, sims >= self.floor, keyword >= ranking.KEYWORD_ONLY_MIN)
             ok |= code >= ranking.CODE_ADMIT
+            ok &= self._ends[:n] > now.timestamp()  # superseded and expired memories are never offered as true
             if confident_only:
                 ok &= ranking.push_mask(sims, comparable, keyword, code, anchor_best, self.push_calibration)
             score = ranking.relevance(base, code) + self._adjustments(n, now)
@@ -305,6 +307,8 @@ class MemoryIndex:
         self._importance[row] = record.importance
         touched = ranking.last_touched(record.created_at, record.accessed_at)
         self._touched[row] = touched.timestamp() if touched else float("nan")
+        self._ends[row] = (float("-inf") if record.superseded_by
+                           else record.expires_at.timestamp() if record.expires_at else float("inf"))
 
     def _forget_text(self, record: MemoryRecord) -> None:
         key = normalise_text(record.content)
@@ -326,6 +330,7 @@ class MemoryIndex:
             self._has_vector = np.zeros(_INITIAL_ROWS, dtype=bool)
             self._importance = np.zeros(_INITIAL_ROWS, dtype=np.float32)
             self._touched = np.zeros(_INITIAL_ROWS, dtype=np.float64)
+            self._ends = np.zeros(_INITIAL_ROWS, dtype=np.float64)
         if self._vectors is None and vector is not None:
             self._vectors = np.zeros((self._capacity, len(vector)), dtype=np.float32)
         capacity = self._capacity
@@ -341,6 +346,7 @@ class MemoryIndex:
         self._has_vector = grown(self._has_vector)
         self._importance = grown(self._importance)
         self._touched = grown(self._touched)
+        self._ends = grown(self._ends)
         if self._vectors is not None:
             self._vectors = grown(self._vectors)
         self._capacity = new_capacity

@@ -59,7 +59,7 @@ class ToolContext:
     workspace: Path
     store: Store
     session_key: str = "cli:default"
-    turn_id: str = ""  # the turn the call belongs to (kept with a long output)
+    turn_id: str = ""  # the turn the call belongs to (kept with a long output; a memory's provenance)
     restrict_to_workspace: bool = True
     # Values that must never reach the model (API keys, passwords); tools scrub them from output.
     secrets: list[str] = field(default_factory=list)

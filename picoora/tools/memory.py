@@ -10,7 +10,8 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from picoora.store.base import MemoryRecord, RecallResult
+from picoora.store.base import UNKNOWN, MemoryRecord, Provenance, RecallResult
+from picoora.store.until import parse_until
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.untrusted import quoted
 
@@ -19,8 +20,25 @@ DEGRADED_NOTE = "recall is keyword-only right now (no embedding model available)
 
 
 def memory_label(m: MemoryRecord) -> str:
-    """How a listed memory is named to the model: its ID (for ``forget``), category and importance."""
-    return f"(ID: {m.id}, category: {m.category}, importance: {m.importance:.1f})"
+    """How a listed memory is named to the model: its ID (for ``forget``), category and importance, where it
+    came from when known, and its end or why it is no longer current."""
+    extra = ""
+    if m.provenance.how != UNKNOWN:
+        extra += f", source: {m.provenance.describe()}"
+    status = m.status()
+    if status != "current":
+        extra += f", {status}"
+    elif m.expires_at:
+        extra += f", until {m.expires_at:%Y-%m-%d %H:%M}"
+    return f"(ID: {m.id}, category: {m.category}, importance: {m.importance:.1f}{extra})"
+
+
+def told_in(ctx: ToolContext, how: str = "told") -> Provenance:
+    """The provenance of a memory taken in this tool call: who (the store's person; the owner's store has
+    none), which session and turn."""
+    person = getattr(ctx.store, "person", "")  # a PersonStore's; the owner's store has none
+    return Provenance(how=how, person=person if isinstance(person, str) and person else "owner",
+                      session=ctx.session_key, turn_id=ctx.turn_id)
 
 
 def _preview(text: str) -> str:
@@ -32,6 +50,7 @@ class RememberArgs(BaseModel):
     importance: float = Field(0.7, ge=0.0, le=1.0, description="How important it is, from 0 to 1")
     category: str = Field("general", min_length=1, max_length=64,
                           description="A short label, e.g. preference, person, project")
+    until: str = Field("", description="End date, if any")
 
 
 class Remember(Tool):
@@ -44,12 +63,22 @@ class Remember(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, RememberArgs)
-        added = await asyncio.to_thread(ctx.store.add_memory, args.text, args.importance, args.category)
+        try:
+            until = parse_until(args.until) if args.until else None
+        except ValueError as exc:
+            return ToolResult.error(str(exc))
+        added = await asyncio.to_thread(ctx.store.add_memory, args.text, args.importance, args.category,
+                                        provenance=told_in(ctx), expires_at=until)
         m = added.memory
         details = f"(ID: {m.id}, importance: {m.importance:.1f}, category: {m.category})"
-        if added.created:
-            return ToolResult(f"Remembered {details}: {_preview(m.content)}")
-        return ToolResult(f"Already remembered: a near-identical memory exists {details}: {_preview(m.content)}")
+        if not added.created:
+            return ToolResult(f"Already remembered: a near-identical memory exists {details}: {_preview(m.content)}")
+        text = f"Remembered {details}: {_preview(m.content)}"
+        if m.expires_at:
+            text += f" (until {m.expires_at:%Y-%m-%d %H:%M})"
+        for old in added.replaced:
+            text += f"\nIt replaces {old.id}, no longer current: {_preview(old.content)}"
+        return ToolResult(text)
 
 
 class RecallArgs(BaseModel):

@@ -720,10 +720,16 @@ class FakeOracle:
     # ---- handlers: one per registry statement (name = "_" + statement name) -------------------------
 
     _MEMORY = ("memory_id", "content", "importance", "category", "created_at", "accessed_at", "access_count",
-               "embedding_model")
+               "embedding_model", "source_how", "source_person", "source_session", "source_turn", "superseded_by",
+               "expires_at")
 
     def _memory_tuple(self, row: dict[str, Any], *extra: Any) -> tuple:
         return tuple(row[c] for c in self._MEMORY) + extra
+
+    @staticmethod
+    def _current(b: dict[str, Any]) -> Callable[[dict], bool]:
+        """sql._CURRENT: not superseded, not expired at ``:now``."""
+        return lambda r: r["superseded_by"] is None and (r["expires_at"] is None or r["expires_at"] > b["now"])
 
     async def _meta_get(self, conn, b):
         return [(r["meta_value"],) for r in self._select("PICO_META", lambda r: r["meta_key"] == b["meta_key"])]
@@ -815,14 +821,16 @@ class FakeOracle:
         return lambda r: r["agent_id"] == b["agent_id"]
 
     async def _memory_by_hash(self, conn, b):
+        current = self._current(b)
         rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]
-                            and r["content_hash"] == b["content_hash"], "content_hash")
+                            and r["content_hash"] == b["content_hash"] and current(r), "content_hash")
         return [self._memory_tuple(r) for r in sorted(rows, key=lambda r: r["created_at"])[:1]]
 
     def _nearest_memories(self, b: dict[str, Any], k: int) -> list[tuple]:
         assert isinstance(b["vector"], array.array), "vectors bind as array.array"
+        current = self._current(b)
         rows = self._select("PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"] and r["embedding"] is not None
-                            and r["embedding_model"] == b["embedding_model"])
+                            and r["embedding_model"] == b["embedding_model"] and current(r))
         scored = sorted((_cosine_distance(r["embedding"], b["vector"]), n, r) for n, r in enumerate(rows))
         return [self._memory_tuple(r, d) for d, _, r in scored[:k]]
 
@@ -845,7 +853,7 @@ class FakeOracle:
             return sum(bool(re.search(r"\b" + r"\W+".join(map(re.escape, re.findall(r"\w+", t))) + r"\b",
                                       row["content"] or "", re.I)) for t in terms)
 
-        rows = [r for r in self._select("PICO_MEMORIES", self._mine(b)) if score(r)]
+        rows = [r for r in self._select("PICO_MEMORIES", self._mine(b)) if score(r) and self._current(b)(r)]
         rows.sort(key=score, reverse=True)
         return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
 
@@ -853,13 +861,22 @@ class FakeOracle:
         if _utf8_len(b["pattern"]) > REGEXP_MAX_BYTES:
             raise ora_error(12733)
         pattern = re.compile(b["pattern"], re.I)
-        rows = [r for r in self._select("PICO_MEMORIES", self._mine(b)) if pattern.search(r["content"] or "")]
+        rows = [r for r in self._select("PICO_MEMORIES", self._mine(b))
+                if pattern.search(r["content"] or "") and self._current(b)(r)]
         rows.sort(key=lambda r: r["created_at"], reverse=True)
         return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
 
     async def _memory_insert(self, conn, b):
         await self.insert(conn, "PICO_MEMORIES", {**{k: v for k, v in b.items() if k != "now"}, "updated_at": b["now"]})
         return 1
+
+    async def _memory_supersede(self, conn, b):
+        return await self.update(conn, "PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["memory_id"] == b["memory_id"] and r["superseded_by"] is None,
+                                 {"superseded_by": b["superseded_by"], "updated_at": b["now"]})
+
+    async def _backfill_memory_provenance(self, conn, b):
+        return await self.update(conn, "PICO_MEMORIES", lambda r: r["source_how"] is None, {"source_how": "unknown"})
 
     async def _memory_raise_importance(self, conn, b):
         return await self.update(conn, "PICO_MEMORIES", lambda r: r["agent_id"] == b["agent_id"]

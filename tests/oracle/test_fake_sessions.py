@@ -176,7 +176,7 @@ async def test_not_null_and_is_json_are_checked(db):
 async def test_contains_is_refused_on_a_failed_text_index(db):
     _, (conn,) = await sessions(db, 1)
     await run(conn, q.TEXT_INDEX_MEMORIES)
-    query = {"agent_id": "a", "text_query": "{oracle}", "k": 5}
+    query = {"agent_id": "a", "text_query": "{oracle}", "k": 5, "now": datetime(2026, 1, 1)}
     assert await run(conn, q.MEMORY_KEYWORD_TEXT, **query) == []
     db.unusable_indexes.add("IDX_PICO_MEMORIES_TEXT")
     with pytest.raises(oracledb.DatabaseError) as caught:

@@ -162,7 +162,8 @@ def plan_statement(model: str, agent_id: str, statement_id: str) -> str:
         if not _SAFE_LITERAL.match(value):
             raise ValueError(f"{value!r} cannot be written into SQL as a literal")
     literals = {"VECTOR": f"VECTOR_EMBEDDING({model} USING 'which box holds the item' AS data)",
-                "AGENT_ID": f"'{agent_id}'", "EMBEDDING_MODEL": f"'{model}'", "K": "10"}
+                "AGENT_ID": f"'{agent_id}'", "EMBEDDING_MODEL": f"'{model}'", "K": "10",
+                "NOW": "SYS_EXTRACT_UTC(SYSTIMESTAMP)"}
     search = re.sub(r":(\w+)", lambda m: literals[m.group(1).upper()], q.MEMORY_NEAREST.render(model))
     return f"EXPLAIN PLAN SET STATEMENT_ID = '{statement_id}' FOR {search}"
 

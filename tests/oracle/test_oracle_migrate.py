@@ -32,6 +32,7 @@ def test_a_go_home_lands_in_the_oracle_tables_once(tmp_path, open_store, isolate
     assert {n.day.isoformat() for n in store.recent_daily_notes(days=400)} >= {"2026-11-01", "2026-11-02"}
     memories = store.list_memories()
     assert len(memories) == 3 and all(m.embedding_model for m in memories)
+    assert {m.provenance.how for m in memories} == {"imported"}  # where they came from, as `memory list` shows
     assert len(JobBook(store).jobs()) == 3
 
     second = migrate_home(go, config_path=config_path, open_store=oracle)

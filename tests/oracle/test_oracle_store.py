@@ -11,10 +11,11 @@ import oracledb
 import pytest
 
 from picoora.messages import Message, ToolCall
-from picoora.store.base import MemoryRecord, StoreError
+from picoora.store.base import MemoryRecord, Provenance, StoreError
 from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.schema import LATEST_VERSION, MIGRATIONS, migrate, run_ddl
+from picoora.store.oracle.store import scan_pattern
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import FakeConnection, FakeOracle, driver_error, ora_error
 
@@ -127,6 +128,24 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
         store.close()
 
 
+def test_migration_11_gives_existing_memories_unknown_provenance_and_new_ones_theirs(fake, config):
+    _go_schema(fake, config)
+    store = open_oracle_store(config, pool_factory=fake.pool_factory)
+    try:
+        assert "provenance" in store.get_meta("migration.011")
+        assert fake.rows("PICO_MEMORIES")[0]["source_how"] == "unknown"
+        old = store.get_memory("go01")
+        assert old.provenance == Provenance() and old.is_current()
+        told = Provenance(how="told", person="ana", session="cli:default", turn_id="t1")
+        new = store.add_memory("User prefers Oracle Database 23ai over MySQL", provenance=told).memory
+        row = next(r for r in fake.rows("PICO_MEMORIES") if r["memory_id"] == new.id)
+        assert (row["source_how"], row["source_person"], row["source_session"], row["source_turn"]) == (
+            "told", "ana", "cli:default", "t1")
+        assert store.get_memory(new.id).provenance == told
+    finally:
+        store.close()
+
+
 def test_an_upgrade_that_cannot_apply_says_so(fake, config):
     _go_schema(fake, config)
     fake.fail_next["add_daily_notes_day_key"] = ora_error(2299, "UQ_PICO_DAILY_NOTES_DAY")
@@ -195,11 +214,23 @@ def test_recall_embeds_once_searches_approximately_and_records_access(fake, open
 def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, open_store):
     store = open_store()
     fake.executed.clear()
-    store.add_memory("Prefers tea over coffee", importance=0.666)
+    store.add_memory("Prefers tea over coffee", importance=0.666)  # states no subject/value: nothing to supersede
     assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_insert"]
     inserted = fake.executed[-1].binds
     assert inserted["importance"] == 0.67 and len(inserted["content_hash"]) == 64
     assert inserted["embedding_model"] == "ALL_MINILM_L12_V2" and len(inserted["embedding"]) == 384
+
+
+def test_a_fact_with_a_subject_looks_for_current_memories_about_it_before_inserting(fake, open_store):
+    store = open_store()
+    old = store.add_memory("The door code is 4421").memory
+    fake.executed.clear()
+    new = store.add_memory("The door code is now 9981")
+    assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_nearest",
+                            "memory_keyword_scan", "memory_insert", "memory_supersede"]
+    assert fake.executed[4].binds["pattern"] == scan_pattern(["code", "door"])  # the subject's words, by keywords
+    assert [m.id for m in new.replaced] == [old.id]
+    assert fake.executed[-1].binds["superseded_by"] == new.memory.id
 
 
 def test_daily_notes_are_embedded_and_searchable(fake, open_store):

@@ -120,6 +120,7 @@ PARAGRAPH = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) + "w
 def test_a_pasted_paragraph_keeps_keyword_recall_working(fake, open_store):
     store = open_store()
     store.add_memory("Locker code A7-4421 is for the gym")
+    fake.executed.clear()  # adding looked for what the memory supersedes: the recall's own scan follows
     result = store.recall(PARAGRAPH, limit=1)
     assert result.matches and result.matches[0].memory.content.startswith("Locker code")
     pattern = next(e for e in fake.executed if e.name == "memory_keyword_scan").binds["pattern"]
@@ -131,6 +132,7 @@ def test_the_oracle_text_query_is_capped_too(fake, config, open_store):
     store = open_store()
     assert store.text_index
     store.add_memory("Locker code A7-4421 is for the gym")
+    fake.executed.clear()
     assert store.recall(PARAGRAPH, limit=1).matches
     query = next(e for e in fake.executed if e.name == "memory_keyword_text").binds["text_query"]
     assert len(query.encode()) <= 2000 and query.startswith("{a7-4421}")
@@ -159,7 +161,8 @@ def test_the_fake_refuses_a_long_bind_outside_a_clob_column(fake, config):
     with pytest.raises(OracleUnavailable, match="ORA-01461"):
         _run(fake, config, _raw_execute(embed, {"text": "x" * 4001}))
     with pytest.raises(OracleUnavailable, match="ORA-12733"):
-        _run(fake, config, lambda tx: tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id="a", pattern="a|" * 300, k=1))
+        _run(fake, config, lambda tx: tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id="a", pattern="a|" * 300, k=1,
+                                              now=datetime(2026, 1, 1)))
     merge = {"prompt_name": "USER.md", "agent_id": "a", "content": "p" * 8000, "now": datetime(2026, 1, 1)}
     with pytest.raises(OracleUnavailable, match="ORA-01461"):  # a LONG bind in a MERGE, even into a CLOB
         _run(fake, config, _raw_execute(q.PROMPT_SET.render(fake.model), merge))

@@ -19,7 +19,7 @@ STATEMENTS = sorted(q.REGISTRY.values(), key=lambda s: s.name)
 # catalogue and index checks, and the id check (memory_id is the key across agents).
 AGENT_EXEMPT = {"unhashed_memories", "set_memory_hash", "backfill_memory_model", "renumber_transcripts",
                 "notes_same_day", "note_set_content", "note_delete", "take_migration_lock", "text_index_usable",
-                "vectors_stored", "memory_id_taken"}
+                "vectors_stored", "memory_id_taken", "backfill_memory_provenance"}
 
 
 @pytest.mark.parametrize("stmt", STATEMENTS, ids=lambda s: s.name)

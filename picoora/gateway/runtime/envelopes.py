@@ -38,6 +38,12 @@ class Inbound:
         return self.session_key or f"{self.channel}:{self.chat_id}"
 
     @property
+    def typed_by_a_person(self) -> bool:
+        """Whether ``text`` is what a person wrote (a chat, the web chat, the API), not a job, the heartbeat or
+        a background task: only such text may become memories by itself."""
+        return self.from_chat or self.channel in ("web", "openai")
+
+    @property
     def person_name(self) -> str:
         return "" if self.person is None or self.person.owner else self.person.name
 

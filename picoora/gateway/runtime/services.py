@@ -101,7 +101,7 @@ class GatewayRuntime:
                 text, images = taken.text, taken.images
             return await assistant.ask(text, session_key=inbound.session, on_event=on_event,
                                        conversation=inbound.conversation, approve=self.approvals.for_turn(inbound),
-                                       images=images)
+                                       images=images, learn=inbound.typed_by_a_person)
 
     def _keep_typing(self, inbound: Inbound) -> None:
         for channel in self.channels:

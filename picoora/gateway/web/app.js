@@ -426,9 +426,18 @@ async function searchMemory(query) {
     const item = el("li", { class: "memory-item" });
     if (score !== null) item.append(el("span", { class: "score", text: (score * 100).toFixed(1) + "%" }));
     item.append(el("span", { class: "memory-text", text: memory.content }));
+    item.append(el("span", { class: "memory-source muted", text: " · " + memorySource(memory) }));
     item.append(el("button", { type: "button", class: "forget", text: "forget", onclick: () => forget(memory.id, query) }));
     list.append(item);
   }
+}
+
+// Where a memory came from and until when it holds, as the CLI's `memory list` says it.
+function memorySource(memory) {
+  const p = memory.provenance || { how: "unknown" };
+  let text = p.how + (p.person ? " by " + p.person : "") + (p.session ? " in " + p.session : "");
+  if (memory.expires_at) text += ", until " + memory.expires_at.slice(0, 16).replace("T", " ");
+  return text;
 }
 
 async function forget(id, query) {
@@ -445,7 +454,7 @@ async function showWhy(turnId) {
   body.append(el("p", { text: `${trace.provider}/${trace.model}, ${trace.model_calls} model call(s), ${Math.round(trace.latency_ms)} ms, ${trace.prompt_tokens}+${trace.completion_tokens} tokens` }));
   body.append(el("h3", { text: "memories recalled" }));
   const recalled = el("ul", { class: "why-recalled" });
-  for (const m of trace.recalled) recalled.append(el("li", { text: `${(m.score * 100).toFixed(1)}%  ${m.content}` }));
+  for (const m of trace.recalled) recalled.append(el("li", { text: `${(m.score * 100).toFixed(1)}%  ${m.content}${m.provenance ? "  (" + m.provenance + ")" : ""}` }));
   if (!trace.recalled.length) recalled.append(el("li", { class: "muted", text: trace.recall_note || "none" }));
   body.append(recalled);
   body.append(el("h3", { text: "tools run" }));

@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from picoora.messages import Message, ToolCall, images_from
-from picoora.store.base import MemoryRecord
+from picoora.store.base import MemoryRecord, Provenance
 from picoora.store.memory_index import normalise_text
 
 _clock_lock = threading.Lock()
@@ -70,9 +70,14 @@ def text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+MEMORY_WIDTH = 14  # the columns memory_from_row reads; a query's extra columns (distance, vector) follow
+
+
 def memory_from_row(row: tuple) -> MemoryRecord:
-    """A row of ``memory_id, content, importance, category, created_at, accessed_at, access_count, embedding_model``."""
+    """A row of ``sql._MEMORY_COLUMNS``: the Go columns, then provenance, supersession and expiry (NULL in rows
+    older than schema version 11: provenance "unknown")."""
     memory_id, content, importance, category, created_at, accessed_at, access_count, model = row[:8]
+    how, person, session, turn_id, superseded_by, expires_at = row[8:MEMORY_WIDTH]
     return MemoryRecord(
         id=str(memory_id),
         content=text(content),
@@ -82,6 +87,9 @@ def memory_from_row(row: tuple) -> MemoryRecord:
         accessed_at=to_utc(accessed_at),
         access_count=int(access_count or 0),
         embedding_model=model or None,
+        provenance=Provenance.from_json({"how": how, "person": person, "session": session, "turn_id": turn_id}),
+        superseded_by=superseded_by or None,
+        expires_at=to_utc(expires_at),
     )
 
 

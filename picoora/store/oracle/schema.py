@@ -39,6 +39,10 @@ async def _backfill_hashes(tx: Tx, embedding_model: str) -> None:
     await tx.run(q.BACKFILL_MEMORY_MODEL, embedding_model=embedding_model, dimensions=EMBEDDING_DIMENSIONS)
 
 
+async def _unknown_provenance(tx: Tx, embedding_model: str) -> None:
+    await tx.run(q.BACKFILL_MEMORY_PROVENANCE)
+
+
 async def _renumber_transcripts(tx: Tx, embedding_model: str) -> None:
     await tx.run(q.RENUMBER_TRANSCRIPTS)
 
@@ -92,6 +96,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "background questions for automatic recall: PICO_BACKGROUND_QUESTIONS", (q.CREATE_BACKGROUND,)),
     Migration(9, "turn traces: an index for the newest trace of an agent", (q.INDEX_TRACES_RECENT,)),
     Migration(10, "leases for a fleet of gateways: PICO_LEASES", (q.CREATE_LEASES,)),
+    Migration(11, "memories: provenance (how, person, session, turn), superseded_by, expires_at",
+              q.ADD_MEMORIES_PROVENANCE, _unknown_provenance),
     Migration(12, "whole tool outputs for read_tool_output: PICO_TOOL_OUTPUTS", (
         q.CREATE_TOOL_OUTPUTS, q.INDEX_TOOL_OUTPUTS_AGE,
     )),

@@ -277,6 +277,19 @@ LEASE_TAKE = _sql("lease_take", "dml", """
             SYS_EXTRACT_UTC(SYSTIMESTAMP) + NUMTODSINTERVAL(:seconds, 'SECOND'))""")
 LEASE_RELEASE = _sql("lease_release", "dml",
                      "DELETE FROM PICO_LEASES WHERE lease_name = :lease_name AND holder = :holder")
+
+# ---------------------------------------------------------------------------------------------------
+# Memories that stay true (schema version 11): where each came from (how: told, inferred, imported, by hand;
+# "unknown" for rows older than this), which newer memory superseded it, when it stops being true.
+
+ADD_MEMORIES_PROVENANCE = tuple(
+    _sql(f"add_memories_{column}", "ddl", f"ALTER TABLE PICO_MEMORIES ADD ({column} {declared})", _COLUMN_EXISTS)
+    for column, declared in (("source_how", "VARCHAR2(16)"), ("source_person", "VARCHAR2(255 CHAR)"),
+                             ("source_session", "VARCHAR2(1000 CHAR)"), ("source_turn", "VARCHAR2(64)"),
+                             ("superseded_by", "VARCHAR2(64)"), ("expires_at", "TIMESTAMP"))
+)
+BACKFILL_MEMORY_PROVENANCE = _sql("backfill_memory_provenance", "dml", """
+    UPDATE PICO_MEMORIES SET source_how = 'unknown' WHERE source_how IS NULL""")
 LEASE_PURGE = _sql("lease_purge", "dml", """
     DELETE FROM PICO_LEASES WHERE expires_at < SYS_EXTRACT_UTC(SYSTIMESTAMP) - NUMTODSINTERVAL(:seconds, 'SECOND')""")
 
@@ -293,17 +306,20 @@ META_SET = _sql("meta_set", "dml", """
 # ---------------------------------------------------------------------------------------------------
 # Memories.
 
-_MEMORY_COLUMNS = "memory_id, content, importance, category, created_at, accessed_at, access_count, embedding_model"
+_MEMORY_COLUMNS = ("memory_id, content, importance, category, created_at, accessed_at, access_count, embedding_model, "
+                   "source_how, source_person, source_session, source_turn, superseded_by, expires_at")
+# What recall, dedup and supersession see: memories true now (superseded and expired ones stay listed).
+_CURRENT = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > :now)"
 
 EMBED = _sql("embed", "query", "SELECT VECTOR_EMBEDDING({model} USING :text AS data) FROM DUAL")
 MEMORY_BY_HASH = _sql("memory_by_hash", "query", f"""
     SELECT {_MEMORY_COLUMNS} FROM PICO_MEMORIES
-    WHERE agent_id = :agent_id AND content_hash = :content_hash
+    WHERE agent_id = :agent_id AND content_hash = :content_hash AND {_CURRENT}
     ORDER BY created_at FETCH FIRST 1 ROWS ONLY""")
 MEMORY_NEAREST = _sql("memory_nearest", "query", f"""
     SELECT {_MEMORY_COLUMNS}, VECTOR_DISTANCE(embedding, :vector, COSINE) AS distance
     FROM PICO_MEMORIES
-    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model
+    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model AND {_CURRENT}
     ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
     FETCH APPROX FIRST :k ROWS ONLY""")
 # Dedup asks for the single nearest row: exact search, because an approximate one may miss it (a filtered
@@ -311,7 +327,7 @@ MEMORY_NEAREST = _sql("memory_nearest", "query", f"""
 MEMORY_NEAREST_EXACT = _sql("memory_nearest_exact", "query", f"""
     SELECT {_MEMORY_COLUMNS}, VECTOR_DISTANCE(embedding, :vector, COSINE) AS distance
     FROM PICO_MEMORIES
-    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model
+    WHERE agent_id = :agent_id AND embedding IS NOT NULL AND embedding_model = :embedding_model AND {_CURRENT}
     ORDER BY VECTOR_DISTANCE(embedding, :vector, COSINE)
     FETCH EXACT FIRST 1 ROWS ONLY""")
 MEMORY_ID_TAKEN = _sql("memory_id_taken", "query",
@@ -321,17 +337,22 @@ VECTORS_STORED = _sql("vectors_stored", "query", """
            (SELECT COUNT(*) FROM PICO_DAILY_NOTES WHERE embedding IS NOT NULL) FROM DUAL""")
 MEMORY_KEYWORD_TEXT = _sql("memory_keyword_text", "query", f"""
     SELECT {_MEMORY_COLUMNS}, embedding FROM PICO_MEMORIES
-    WHERE agent_id = :agent_id AND CONTAINS(content, :text_query, 1) > 0
+    WHERE agent_id = :agent_id AND CONTAINS(content, :text_query, 1) > 0 AND {_CURRENT}
     ORDER BY SCORE(1) DESC FETCH FIRST :k ROWS ONLY""")
 MEMORY_KEYWORD_SCAN = _sql("memory_keyword_scan", "query", f"""
     SELECT {_MEMORY_COLUMNS}, embedding FROM PICO_MEMORIES
-    WHERE agent_id = :agent_id AND REGEXP_LIKE(content, :pattern, 'i')
+    WHERE agent_id = :agent_id AND REGEXP_LIKE(content, :pattern, 'i') AND {_CURRENT}
     ORDER BY created_at DESC FETCH FIRST :k ROWS ONLY""")
 MEMORY_INSERT = _sql("memory_insert", "dml", """
     INSERT INTO PICO_MEMORIES (memory_id, agent_id, content, content_hash, embedding, embedding_model,
-                               importance, category, access_count, created_at, accessed_at, updated_at)
+                               importance, category, access_count, created_at, accessed_at, updated_at,
+                               source_how, source_person, source_session, source_turn, superseded_by, expires_at)
     VALUES (:memory_id, :agent_id, :content, :content_hash, :embedding, :embedding_model,
-            :importance, :category, :access_count, :created_at, :accessed_at, :now)""")
+            :importance, :category, :access_count, :created_at, :accessed_at, :now,
+            :source_how, :source_person, :source_session, :source_turn, :superseded_by, :expires_at)""")
+MEMORY_SUPERSEDE = _sql("memory_supersede", "dml", """
+    UPDATE PICO_MEMORIES SET superseded_by = :superseded_by, updated_at = :now
+    WHERE agent_id = :agent_id AND memory_id = :memory_id AND superseded_by IS NULL""")
 MEMORY_RAISE_IMPORTANCE = _sql("memory_raise_importance", "dml", """
     UPDATE PICO_MEMORIES SET importance = :importance, updated_at = :now
     WHERE agent_id = :agent_id AND memory_id = :memory_id AND importance < :importance""")

@@ -31,7 +31,7 @@ from typing import Any
 
 from picoora.messages import Message
 from picoora.secrets import redact_text
-from picoora.store import limits, ranking
+from picoora.store import limits, ranking, supersession
 from picoora.store.base import (
     PROMPT_NAMES,
     AddMemoryResult,
@@ -42,6 +42,7 @@ from picoora.store.base import (
     MemoryRecord,
     NoEmbedder,
     Prompt,
+    Provenance,
     RecallResult,
     ScoredMemory,
     Session,
@@ -281,38 +282,51 @@ class OracleStore:
 
     # ---- memories ------------------------------------------------------------------------------
 
-    def add_memory(self, content: str, importance: float = 0.7, category: str = "general") -> AddMemoryResult:
-        return self._do(self._add_memory_op(content, importance, category))
+    def add_memory(self, content: str, importance: float = 0.7, category: str = "general", *,
+                   provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
+        return self._do(self._add_memory_op(content, importance, category, provenance=provenance,
+                                            expires_at=expires_at))
 
-    def _add_memory_op(self, content: str, importance: float = 0.7, category: str = "general") -> Op:
-        content = content.strip()
-        if not content:
-            raise ValueError("a memory needs some content")
-        if not 0.0 <= importance <= 1.0:
-            raise ValueError(f"importance must be between 0 and 1, not {importance}")
+    def _add_memory_op(self, content: str, importance: float = 0.7, category: str = "general", *,
+                       provenance: Provenance | None = None, expires_at: datetime | None = None) -> Op:
+        content = limits.check_new_memory(content, importance, category, provenance)
         importance = round(importance, 2)  # the column is NUMBER(3,2)
-        category = limits.check_chars(category or "general", limits.KEY_CHARS, "the memory category")
+        category = category or "general"
 
         async def work(tx: Tx) -> AddMemoryResult:
             vector = await self._embed(tx, content)
             duplicate = await self._find_duplicate(tx, content, vector)
             if duplicate is not None:
                 return AddMemoryResult(await self._raise_importance(tx, duplicate, importance), created=False)
+            about = supersession.candidate_query(content)  # its subject's words find them by keywords
+            nearest = {} if about is None else await self._candidates(tx, about, vector, supersession.CANDIDATES)
+            candidates = [m for m, _ in nearest.values()]
+            same = supersession.restated_among(content, candidates)
+            if same is not None:  # the same fact in other words
+                return AddMemoryResult(await self._raise_importance(tx, same, importance), created=False)
             record = MemoryRecord(id=uuid.uuid4().hex[:_ID_HEX_CHARS], content=content, importance=importance,
-                                  category=category)
-            return AddMemoryResult(await self._insert(tx, record, vector), created=True)
+                                  category=category, provenance=provenance or Provenance(), expires_at=expires_at)
+            record = await self._insert(tx, record, vector)
+            replaced = []
+            for old in supersession.superseded_among(content, candidates):
+                if await tx.run(q.MEMORY_SUPERSEDE, agent_id=self.agent_id, memory_id=old.id,
+                                superseded_by=record.id, now=utc_stamp()):
+                    replaced.append(replace(old, superseded_by=record.id))
+            return AddMemoryResult(record, created=True, replaced=replaced)
 
         return Op(work, "store the memory")
 
     async def _find_duplicate(self, tx: Tx, content: str, vector: Any | None) -> MemoryRecord | None:
-        row = await tx.one(q.MEMORY_BY_HASH, agent_id=self.agent_id, content_hash=content_hash(content))
+        row = await tx.one(q.MEMORY_BY_HASH, agent_id=self.agent_id, content_hash=content_hash(content),
+                           now=utc_stamp())
         if row is not None:
             return codec.memory_from_row(row)
         if vector is None:
             return None
-        row = await tx.one(q.MEMORY_NEAREST_EXACT, agent_id=self.agent_id, vector=vector, embedding_model=self.model)
-        if row is not None and ranking.is_same_fact(content, codec.text(row[1]), 1.0 - float(row[8]),
-                                                    self.dedup_similarity):
+        row = await tx.one(q.MEMORY_NEAREST_EXACT, agent_id=self.agent_id, vector=vector, embedding_model=self.model,
+                           now=utc_stamp())
+        if row is not None and ranking.is_same_fact(content, codec.text(row[1]),
+                                                    1.0 - float(row[codec.MEMORY_WIDTH]), self.dedup_similarity):
             return codec.memory_from_row(row)
         return None
 
@@ -345,9 +359,16 @@ class OracleStore:
             created_at=codec.from_utc(record.created_at),
             accessed_at=codec.from_utc(record.accessed_at),
             now=now,
+            source_how=record.provenance.how,
+            source_person=record.provenance.person or None,
+            source_session=record.provenance.session or None,
+            source_turn=record.provenance.turn_id or None,
+            superseded_by=record.superseded_by,
+            expires_at=codec.from_utc(record.expires_at),
         )
         return replace(record, created_at=codec.to_utc(codec.from_utc(record.created_at)),
-                       accessed_at=codec.to_utc(codec.from_utc(record.accessed_at)))
+                       accessed_at=codec.to_utc(codec.from_utc(record.accessed_at)),
+                       expires_at=codec.to_utc(codec.from_utc(record.expires_at)))
 
     def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
         """``touch=False`` searches without counting it as an access (the inspector looks, it does not recall)."""
@@ -396,16 +417,17 @@ class OracleStore:
         found: dict[str, tuple[MemoryRecord, float | None]] = {}
         if vector is not None:
             for row in await tx.rows(q.MEMORY_NEAREST, agent_id=self.agent_id, vector=vector,
-                                     embedding_model=self.model, k=k):
-                found[str(row[0])] = (codec.memory_from_row(row), 1.0 - float(row[8]))
+                                     embedding_model=self.model, k=k, now=utc_stamp()):
+                found[str(row[0])] = (codec.memory_from_row(row), 1.0 - float(row[codec.MEMORY_WIDTH]))
         terms = informative_first(query, list(dict.fromkeys(tokenize(query))))
         if terms:
             for row in await self._keyword_rows(tx, terms, k):
                 record = codec.memory_from_row(row)
                 if record.id in found:
                     continue
-                comparable = vector is not None and row[8] is not None and record.embedding_model == self.model
-                found[record.id] = (record, _cosine(vector, row[8]) if comparable else None)
+                stored = row[codec.MEMORY_WIDTH]
+                comparable = vector is not None and stored is not None and record.embedding_model == self.model
+                found[record.id] = (record, _cosine(vector, stored) if comparable else None)
         return found
 
     async def _keyword_rows(self, tx: Tx, terms: list[str], k: int) -> list[tuple]:
@@ -413,14 +435,16 @@ class OracleStore:
         (also for this very query when the index fails under it)."""
         if await self._text.use(tx):
             try:
-                return await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k)
+                return await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k,
+                                     now=utc_stamp())
             except Exception as exc:
                 if not TEXT_INDEX_BROKEN & set(error_codes(exc)):
                     raise
                 self._text.failed()
                 log.warning("the Oracle Text index failed (%s); keyword recall scans until it is VALID again "
                             "(run picoora setup-oracle)", error_code(exc))
-        return await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k)
+        return await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k,
+                             now=utc_stamp())
 
     def rank(self, evidence: RecallEvidence, limit: int, *, confident_only: bool = False) -> list[ScoredMemory]:
         """The matches recall returns (``confident_only``: pushes, by ``push_calibration``), best first."""
