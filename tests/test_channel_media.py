@@ -332,3 +332,36 @@ def test_a_slack_file_is_fetched_with_the_bot_token_from_slack_only_and_saved(is
         "slack:DU7", send, lambda fake: fake.texts("DU7"), "files-pri")
     assert told == ["Saved inbox/plan.md.", "Got it."] and saved == {"plan.md": b"# plan"}
     assert elsewhere == [] and model_got == "hi"
+
+
+@pytest.mark.parametrize("platform", ["discord", "slack"])
+def test_a_voice_message_on_discord_or_slack_is_transcribed_and_answered(isolated_home, platform):
+    """The same path as Telegram's voice note: the recording is fetched from the platform, heard, shown as
+    "heard: ..." and answered as the turn."""
+    if platform == "discord":
+        make, tokens, owner, chat = (lambda: FakeDiscord(DISCORD)), {"token": DISCORD}, "discord:61", "761"
+
+        def send(fake):
+            fake.dm("61", "", files=[{"filename": "voice-message.ogg", "content_type": "audio/ogg",
+                                      "data": b"OggS-discord", "url": ""}])
+    else:
+        make, tokens, owner, chat = (lambda: FakeSlack(BOT, APP)), {"token": BOT, "app_token": APP}, \
+            f"slack:{TEAM}:U7", "DU7"
+
+        def send(fake):
+            fake.dm("U7", "", files=[{"name": "audio_message.m4a", "mimetype": "audio/mp4",
+                                      "data": b"m4a-slack", "url": ""}])
+    with make() as fake, FakeOllama(replies=[Reply(content="Booked.")]) as ollama, \
+            FakeTranscription("book the dentist for friday") as stt:
+        config = Config.model_validate({
+            "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
+            "memory": {"embedder": "none"},
+            "channels": {platform: {**tokens, "enabled": True, "allow_from": ["*"], "api_base": fake.url}},
+            "users": [{"name": "me", "owner": True, "identities": [owner]}],
+            "transcription": {"base_url": stt.base_url, "timeout_seconds": 5},
+        })
+        converse(config, fake, lambda: (send(fake), wait_for(lambda: len(fake.texts(chat)) >= 2)),
+                 session=f"{platform}:{chat}")
+    assert fake.texts(chat) == ["heard: book the dentist for friday", "Booked."]
+    assert [u.data for u in stt.uploads] == [b"OggS-discord" if platform == "discord" else b"m4a-slack"]
+    assert ollama.requests[0]["messages"][-1]["content"] == "book the dentist for friday"
