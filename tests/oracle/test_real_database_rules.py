@@ -364,7 +364,7 @@ def test_a_text_index_that_is_not_valid_is_not_used(fake, config, open_store):
 
 def test_racing_upserts_of_a_new_key_all_succeed(fake, open_store):
     store = open_store()
-    fake.delay["state_set"] = 0.05  # all four MERGEs in flight at once
+    fake.delay["state_set"] = 0.3  # all four MERGEs in flight at once, even on a loaded machine
     aio = store.native_async()
 
     async def race() -> list:
