@@ -318,6 +318,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
     from picoora.store import open_store
     from picoora.store.aio import AsyncStore
     from picoora.tools import default_registry
+    from picoora.tools.docs import SearchDocs
     from picoora.tools.registry import tool_settings
 
     workspace = workspace_path(config)
@@ -328,6 +329,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
         models = ModelPool(lambda c: create_llm(config, provider=c.provider, model=c.model), default=default)
         models.select(default)  # fails here, not on the first turn, when the provider cannot be set up
         tools = default_registry(config)
+        tools.register(SearchDocs(store))
         astore = AsyncStore(store)
         agent = Agent(store=store, astore=astore, models=models, tools=tools, settings=defaults, workspace=workspace,
                       secrets=secret_values(config), tool_settings=tool_settings(config, config_path=config_path))
@@ -344,10 +346,12 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
     from picoora.store.aio import AsyncStore
     from picoora.store.scoped import open_person_store
     from picoora.tools import guest_registry, guest_tool_settings
+    from picoora.tools.docs import SearchDocs
 
     store = open_person_store(owner.config, owner.store, person)
     astore = AsyncStore(store, executor=owner.astore.executor)  # people share the owner's threads
     tools = guest_registry(owner.config)
+    tools.register(SearchDocs(store))
     agent = Agent(store=store, astore=astore, models=owner.models, tools=tools, settings=owner.config.agents.defaults,
                   workspace=owner.workspace, secrets=secret_values(owner.config),
                   tool_settings=guest_tool_settings(owner.config))

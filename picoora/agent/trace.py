@@ -59,7 +59,7 @@ class TraceRecorder:
         arguments: Any = json.loads(self._clean(json.dumps(call.arguments, ensure_ascii=False), limit=1 << 30))
         self.trace.tool_calls.append(ToolCallTrace(
             call_id=call.id, name=call.name, arguments=arguments, duration_ms=round(seconds * 1000, 1),
-            ok=not result.is_error, result_preview=self._clean(result.content),
+            ok=not result.is_error, result_preview=self._clean(result.content), used=list(result.details or []),
         ))
 
     def finish(self, stop_reason: str, error: str | None) -> TurnTrace:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 class ToolResult:
     content: str
     is_error: bool = False
+    details: list[dict[str, Any]] | None = None  # what the tool used, for the turn's trace (search_docs' chunks)
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

@@ -123,7 +123,8 @@ class ToolRegistry:
         turn_slots, process_slots = _slots(ctx)
         async with turn_slots, process_slots:
             result = await self._execute(name, raw_args, ctx)
-        return ToolResult(cap(scrub(result.content, ctx.secrets), self.max_result_chars), result.is_error)
+        return ToolResult(cap(scrub(result.content, ctx.secrets), self.max_result_chars), result.is_error,
+                          result.details)
 
     async def _execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)

@@ -91,6 +91,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "background questions for automatic recall: PICO_BACKGROUND_QUESTIONS", (q.CREATE_BACKGROUND,)),
     Migration(9, "turn traces: an index for the newest trace of an agent", (q.INDEX_TRACES_RECENT,)),
     Migration(10, "leases for a fleet of gateways: PICO_LEASES", (q.CREATE_LEASES,)),
+    Migration(13, "the knowledge base: PICO_DOCUMENTS and PICO_DOC_CHUNKS (chunked by UTL_TO_CHUNKS)", (
+        q.CREATE_DOCUMENTS, q.CREATE_DOC_CHUNKS, q.INDEX_DOCUMENTS_SCOPE, q.INDEX_DOC_CHUNKS_SCOPE,
+        q.TEXT_INDEX_DOC_CHUNKS,
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

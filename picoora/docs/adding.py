@@ -1,0 +1,116 @@
+"""Adding documents from what a user names: files, folders (recursively, the readable formats only) and
+http(s) URLs (fetched through ``web_fetch``'s guarded fetcher: no private addresses, bounded size). Each
+source ends as one ``Outcome``; a source that cannot be read is an outcome with its reason, and the
+rest goes on. Every front door (CLI, HTTP) adds through here."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from picoora.docs.parsers import SUFFIXES, UnreadableDocument, parse_bytes, parse_file
+from picoora.store.base import DocumentRecord, StoreError
+
+if TYPE_CHECKING:
+    from picoora.config import Config
+    from picoora.store.base import DocPage, Store
+
+MAX_FILE_BYTES = 50_000_000  # a bigger file is refused before it is read
+
+
+@dataclass
+class Outcome:
+    source: str
+    status: str  # "added", "replaced", "unchanged" or "failed"
+    document: DocumentRecord | None = None
+    error: str = ""
+
+
+def is_url(text: str) -> bool:
+    return text.lower().startswith(("http://", "https://"))
+
+
+def expand(sources: list[str]) -> Iterator[tuple[str, Path | None]]:
+    """(source as stored, its path; None for a URL), folders opened into their document files in order."""
+    for source in sources:
+        if is_url(source):
+            yield source, None
+            continue
+        path = Path(source).expanduser().absolute()
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            yield from ((str(p), p) for p in files)
+        else:
+            yield str(path), path
+
+
+def read_source(source: str, path: Path | None, config: Config) -> tuple[str, list[DocPage]]:
+    """(title, pages) of one source; UnreadableDocument when it cannot be read."""
+    if path is not None:
+        if not path.exists():
+            raise UnreadableDocument("no such file or folder")
+        return parse_file(path, MAX_FILE_BYTES)
+    return fetch_url(source, config)
+
+
+def fetch_url(url: str, config: Config) -> tuple[str, list[DocPage]]:
+    import httpx
+
+    from picoora.tools.netguard import AddressRefused
+    from picoora.tools.web import FetchRefused, fetch
+
+    cfg = config.tools.web_fetch
+    try:
+        fetched = asyncio.run(asyncio.wait_for(fetch(url, cfg), cfg.timeout_seconds))
+    except (FetchRefused, AddressRefused) as exc:
+        raise UnreadableDocument(str(exc)) from None
+    except asyncio.TimeoutError:
+        raise UnreadableDocument(f"took longer than {cfg.timeout_seconds:g}s") from None
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
+        raise UnreadableDocument(f"fetching failed: {exc or type(exc).__name__}") from None
+    if fetched.status >= 400:
+        raise UnreadableDocument(f"the server answered {fetched.status}")
+    if fetched.truncated:
+        raise UnreadableDocument(f"larger than tools.web_fetch.max_bytes ({cfg.max_bytes})")
+    html = "html" in fetched.content_type or (not fetched.content_type and b"<html" in fetched.body[:1000].lower())
+    return parse_bytes(fetched.body, ".html" if html else ".txt", url)
+
+
+def add_sources(store: Store, config: Config, sources: list[str], *, shared: bool = False,
+                on_outcome: Callable[[Outcome], None] | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[Outcome]:
+    """Add every document ``sources`` name; ``progress`` gets (documents done, documents in all)."""
+    todo = list(expand(sources))
+    outcomes = []
+    for done, (source, path) in enumerate(todo, start=1):
+        outcome = add_one(store, config, source, path, shared=shared)
+        outcomes.append(outcome)
+        if on_outcome:
+            on_outcome(outcome)
+        if progress:
+            progress(done, len(todo))
+    return outcomes
+
+
+def add_one(store: Store, config: Config, source: str, path: Path | None, *, shared: bool) -> Outcome:
+    try:
+        title, pages = read_source(source, path, config)
+        result = store.add_document(source, title, pages, shared=shared)
+    except (UnreadableDocument, StoreError, ValueError) as exc:
+        return Outcome(source, "failed", error=str(exc))
+    return Outcome(source, result.status, result.document)
+
+
+def add_upload(store: Store, name: str, data: bytes, *, shared: bool = False) -> Outcome:
+    """An uploaded file (the HTTP door): its name says the format and is its source."""
+    source = Path(name).name or "upload"
+    try:
+        title, pages = parse_bytes(data, Path(source).suffix, Path(source).stem)
+        result = store.add_document(f"upload:{source}", title, pages, shared=shared)
+    except (UnreadableDocument, StoreError, ValueError) as exc:
+        return Outcome(source, "failed", error=str(exc))
+    return Outcome(source, result.status, result.document)
