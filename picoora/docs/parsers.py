@@ -35,6 +35,12 @@ def parse_file(path: Path, max_bytes: int) -> tuple[str, list[DocPage]]:
 
 def parse_bytes(data: bytes, suffix: str, fallback_title: str) -> tuple[str, list[DocPage]]:
     suffix = suffix.lower()
+    if suffix in (".pdf", ".docx"):
+        from picoora.extras import missing
+
+        absent = missing("docs")
+        if absent:
+            raise UnreadableDocument(absent)
     try:
         if suffix == ".pdf":
             title, pages = _pdf(data)
