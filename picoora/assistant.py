@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.agent.loop import Approve
     from picoora.config import Config
+    from picoora.docs.adding import Outcome
     from picoora.llm.pool import ModelChoice, ModelPool
     from picoora.people import PairingRequest, Person
     from picoora.scheduler.jobs import Job, JobBook, RunRecord
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from picoora.store.aio import AsyncStore
     from picoora.store.base import (
         AddMemoryResult,
+        DocumentHit,
+        DocumentRecord,
         MemoryRecord,
         RecallResult,
         Session,
@@ -218,6 +221,30 @@ class Assistant:
 
     async def forget(self, memory_id: str) -> bool:
         return await self.astore.forget(memory_id)
+
+    # -- documents (the knowledge base): this person's own and the shared ones --------------------------
+
+    async def add_document_sources(self, sources: list[str], *, shared: bool = False) -> list[Outcome]:
+        """Files, folders or URLs (a person's URLs go through the guest fetch settings: no allow_hosts)."""
+        from picoora.docs.adding import add_sources
+        from picoora.tools import guest_tool_settings
+
+        fetching = (guest_tool_settings(self.config) if self.person else self.config).tools.web_fetch
+        return await self.astore.run(add_sources, self.astore.store, fetching, sources, shared=shared)
+
+    async def add_document_upload(self, name: str, data: bytes, *, shared: bool = False) -> Outcome:
+        from picoora.docs.adding import add_upload
+
+        return await self.astore.run(add_upload, self.astore.store, name, data, shared=shared)
+
+    async def documents(self) -> list[DocumentRecord]:
+        return await self.astore.list_documents()
+
+    async def remove_document(self, id_or_source: str) -> DocumentRecord | None:
+        return await self.astore.remove_document(id_or_source)
+
+    async def search_documents(self, query: str, limit: int = 5) -> list[DocumentHit]:
+        return await self.astore.search_documents(query, limit)
 
     async def pairing_requests(self) -> list[PairingRequest]:
         """Strangers waiting with a pairing code (``picoora.people``), unexpired."""

@@ -77,13 +77,13 @@ def test_a_folder_with_one_broken_file_adds_the_rest(config, store, tmp_path):
     (folder / "sub" / "three.docx").write_bytes(b"PK\x03\x04 not a zip at all")
     (folder / ".hidden.md").write_text("never added")
     (folder / "skip.bin").write_bytes(b"\0\1")
-    outcomes = add_sources(store, config, [str(folder)])
+    outcomes = add_sources(store, config.tools.web_fetch, [str(folder)])
     by_name = {o.source.rsplit("/", 1)[-1]: o for o in outcomes}
     assert set(by_name) == {"one.md", "two.txt", "three.docx"}
     assert by_name["three.docx"].status == "failed" and "cannot be parsed as .docx" in by_name["three.docx"].error
     assert by_name["one.md"].status == by_name["two.txt"].status == "added"
     assert [h.document.title for h in store.search_documents("fuse box glove compartment")] == ["two"]
-    again = add_sources(store, config, [str(folder), str(tmp_path / "missing.md")])
+    again = add_sources(store, config.tools.web_fetch, [str(folder), str(tmp_path / "missing.md")])
     assert {o.status for o in again if not o.source.endswith(("three.docx", "missing.md"))} == {"unchanged"}
     assert next(o for o in again if o.source.endswith("missing.md")).error == "no such file or folder"
 

@@ -75,7 +75,8 @@ def add(
         if person != owner_name(config):
             raise CLIError("only the owner shares documents: drop --as or --shared", EXIT_USAGE)
     with _store(config, person) as store, progress_bar("Adding") as progress:
-        outcomes = add_sources(store, config, sources, shared=shared, on_outcome=_report, progress=progress)
+        outcomes = add_sources(store, config.tools.web_fetch, sources, shared=shared, on_outcome=_report,
+                               progress=progress)
     failed = sum(o.status == "failed" for o in outcomes)
     counts = {status: sum(o.status == status for o in outcomes) for status in ("added", "replaced", "unchanged")}
     print(", ".join(f"{n} {status}" for status, n in counts.items()) + (f", {failed} failed" if failed else ""))

@@ -15,7 +15,7 @@ from picoora.docs.parsers import SUFFIXES, UnreadableDocument, parse_bytes, pars
 from picoora.store.base import DocumentRecord, StoreError
 
 if TYPE_CHECKING:
-    from picoora.config import Config
+    from picoora.config import WebFetchConfig
     from picoora.store.base import DocPage, Store
 
 MAX_FILE_BYTES = 50_000_000  # a bigger file is refused before it is read
@@ -48,22 +48,23 @@ def expand(sources: list[str]) -> Iterator[tuple[str, Path | None]]:
             yield str(path), path
 
 
-def read_source(source: str, path: Path | None, config: Config) -> tuple[str, list[DocPage]]:
+def read_source(source: str, path: Path | None, fetching: WebFetchConfig) -> tuple[str, list[DocPage]]:
     """(title, pages) of one source; UnreadableDocument when it cannot be read."""
     if path is not None:
         if not path.exists():
             raise UnreadableDocument("no such file or folder")
         return parse_file(path, MAX_FILE_BYTES)
-    return fetch_url(source, config)
+    return fetch_url(source, fetching)
 
 
-def fetch_url(url: str, config: Config) -> tuple[str, list[DocPage]]:
+def fetch_url(url: str, cfg: WebFetchConfig) -> tuple[str, list[DocPage]]:
+    """The page at ``url`` through web_fetch's fetcher and its settings (a guest's have no allow_hosts).
+    Runs its own event loop: call it from a worker thread, never on a running loop."""
     import httpx
 
     from picoora.tools.netguard import AddressRefused
     from picoora.tools.web import FetchRefused, fetch
 
-    cfg = config.tools.web_fetch
     try:
         fetched = asyncio.run(asyncio.wait_for(fetch(url, cfg), cfg.timeout_seconds))
     except (FetchRefused, AddressRefused) as exc:
@@ -80,14 +81,14 @@ def fetch_url(url: str, config: Config) -> tuple[str, list[DocPage]]:
     return parse_bytes(fetched.body, ".html" if html else ".txt", url)
 
 
-def add_sources(store: Store, config: Config, sources: list[str], *, shared: bool = False,
+def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, shared: bool = False,
                 on_outcome: Callable[[Outcome], None] | None = None,
                 progress: Callable[[int, int], None] | None = None) -> list[Outcome]:
     """Add every document ``sources`` name; ``progress`` gets (documents done, documents in all)."""
     todo = list(expand(sources))
     outcomes = []
     for done, (source, path) in enumerate(todo, start=1):
-        outcome = add_one(store, config, source, path, shared=shared)
+        outcome = add_one(store, fetching, source, path, shared=shared)
         outcomes.append(outcome)
         if on_outcome:
             on_outcome(outcome)
@@ -96,9 +97,9 @@ def add_sources(store: Store, config: Config, sources: list[str], *, shared: boo
     return outcomes
 
 
-def add_one(store: Store, config: Config, source: str, path: Path | None, *, shared: bool) -> Outcome:
+def add_one(store: Store, fetching: WebFetchConfig, source: str, path: Path | None, *, shared: bool) -> Outcome:
     try:
-        title, pages = read_source(source, path, config)
+        title, pages = read_source(source, path, fetching)
         result = store.add_document(source, title, pages, shared=shared)
     except (UnreadableDocument, StoreError, ValueError) as exc:
         return Outcome(source, "failed", error=str(exc))

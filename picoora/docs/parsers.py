@@ -19,10 +19,7 @@ class UnreadableDocument(Exception):
 
 def parse_file(path: Path, max_bytes: int) -> tuple[str, list[DocPage]]:
     """(title, pages) of the document at ``path``."""
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise UnreadableDocument(f"{suffix or 'no suffix'} is not a document format picoora reads "
-                                 f"({', '.join(SUFFIXES)})")
+    _check_suffix(path.suffix.lower())
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -30,11 +27,18 @@ def parse_file(path: Path, max_bytes: int) -> tuple[str, list[DocPage]]:
         data = path.read_bytes()
     except OSError as exc:
         raise UnreadableDocument(exc.strerror or str(exc)) from None
-    return parse_bytes(data, suffix, path.stem)
+    return parse_bytes(data, path.suffix, path.stem)
+
+
+def _check_suffix(suffix: str) -> None:
+    if suffix not in SUFFIXES:
+        raise UnreadableDocument(f"{suffix or 'no suffix'} is not a document format picoora reads "
+                                 f"({', '.join(SUFFIXES)})")
 
 
 def parse_bytes(data: bytes, suffix: str, fallback_title: str) -> tuple[str, list[DocPage]]:
     suffix = suffix.lower()
+    _check_suffix(suffix)
     if suffix in (".pdf", ".docx"):
         from picoora.extras import missing
 
