@@ -50,11 +50,13 @@ class SearchDocs(Tool):
     description = "Search the user's documents. Cite [title, page/chunk] in the answer."
     Args = SearchDocsArgs
 
-    def __init__(self, store: Store):
-        self._store = store
+    def __init__(self, store: Store | None = None):
+        self._store = store  # None: always offered (``picoora mcp``: a client may add documents at any time)
         self._present: tuple[float, bool] | None = None
 
     def available(self) -> bool:
+        if self._store is None:
+            return True
         now = time.monotonic()
         if self._present is None or now - self._present[0] > PRESENCE_SECONDS:
             try:
