@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-SIM_LOW, SIM_HIGH = 0.15, 0.70
-VECTOR_WEIGHT = 0.7  # the rest is the keyword share
+# Frozen on dev (38 questions, 20 unanswerable of which 8 near the documents' topics) by a grid over these
+# and the floor, keeping >= 80 % of the unanswerable silent: hit@5 0.89, hit@1 0.82 there.
+SIM_LOW, SIM_HIGH = 0.10, 0.55
+VECTOR_WEIGHT = 0.5  # the rest is the keyword share
 CODE_BONUS = 0.25
 KEYWORD_ONLY_FLOOR = 0.5  # without vectors: at least half the question's weighted terms
-MINILM_DOC_FLOOR = 0.42  # calibrated: see the module docstring
+MINILM_DOC_FLOOR = 0.32
 
 
 def hybrid_scores(similarity: np.ndarray | None, keyword: np.ndarray, code: np.ndarray) -> np.ndarray:
