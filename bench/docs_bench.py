@@ -83,11 +83,12 @@ def calibrate(settings: DocsConfig, embedder: MiniLMEmbedder) -> None:
             true_scores.append(max(right) if right else 0.0)
         off = [max((h.score for h in store.search_documents(q, 5)), default=0.0) for q in unanswerable]
         store.close()
-    print("answering chunk score: min %.3f p10 %.3f median %.3f" % (
-        min(true_scores), sorted(true_scores)[len(true_scores) // 10], statistics.median(true_scores)))
-    print("unanswerable best score: max %.3f p90 %.3f median %.3f" % (
-        max(off), sorted(off)[int(len(off) * 0.9)], statistics.median(off)))
-    for floor in (0.30, 0.34, 0.38, 0.42, 0.46, 0.50):
+    ordered_true, ordered_off = sorted(true_scores), sorted(off)
+    print(f"answering chunk score: min {ordered_true[0]:.3f} p10 {ordered_true[len(true_scores) // 10]:.3f} "
+          f"median {statistics.median(true_scores):.3f}")
+    print(f"unanswerable best score: max {ordered_off[-1]:.3f} p90 {ordered_off[int(len(off) * 0.9)]:.3f} "
+          f"median {statistics.median(off):.3f}")
+    for floor in (0.20, 0.24, 0.28, 0.32, 0.36, 0.40):
         kept = sum(s >= floor for s in true_scores) / len(true_scores)
         silent = sum(s < floor for s in off) / len(off)
         print(f"  floor {floor:.2f}: answers above it {kept:.2f}, unanswerable silent {silent:.2f}")
@@ -177,7 +178,8 @@ def main() -> None:
         calibrate(settings, embedder)
         return
     for size in args.sizes or [settings.chunk_size]:
-        sized = settings.model_copy(update={"chunk_size": size, "chunk_overlap": min(settings.chunk_overlap, size // 5)})
+        overlap = min(settings.chunk_overlap, size // 5)
+        sized = settings.model_copy(update={"chunk_size": size, "chunk_overlap": overlap})
         for name in ("dev", "heldout"):
             if not (DATA / f"{name}.jsonl").exists():
                 continue

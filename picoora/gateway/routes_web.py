@@ -15,7 +15,7 @@ from fastapi.responses import Response
 router = APIRouter(include_in_schema=False)
 
 _FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "app.css": "text/css; charset=utf-8"}
+          "docs.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
                                "img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",
@@ -26,7 +26,7 @@ SECURITY_HEADERS = {
 }
 
 
-@functools.cache  # three small files that never change while the gateway runs: read once, not per request
+@functools.cache  # four small files that never change while the gateway runs: read once, not per request
 def _body(name: str) -> bytes:
     # One name per joinpath: Python 3.10's Traversable.joinpath takes only one.
     return resources.files("picoora.gateway").joinpath("web").joinpath(name).read_bytes()
