@@ -90,15 +90,17 @@ class DocLibrary:
             return
         data = atomic.read_json(self._index_path) or {}
         docs = {r["id"]: DocumentRecord.from_json(r) for r in data.get("documents", [])}
-        stored = {doc_id: self._stored[doc_id] for doc_id in docs if doc_id in self._stored
-                  and self._docs.get(doc_id) == docs[doc_id]}
-        for doc_id in docs.keys() - stored.keys():
-            stored[doc_id] = self._read(doc_id)
-        self._docs, self._stored, self._loaded_as = docs, stored, identity
-        self._keywords = KeywordIndex()
-        for doc_id, item in stored.items():
+        # Only what changed is read and (re)indexed: unchanged documents keep their chunks and keyword entries.
+        kept = {doc_id for doc_id in docs if doc_id in self._stored and self._docs.get(doc_id) == docs[doc_id]}
+        for doc_id in self._stored.keys() - kept:
+            for number in range(len(self._stored[doc_id].chunks)):
+                self._keywords.remove(f"{doc_id}#{number}")
+        stored = {doc_id: self._stored[doc_id] for doc_id in kept}
+        for doc_id in docs.keys() - kept:
+            stored[doc_id] = item = self._read(doc_id)
             for number, chunk in enumerate(item.chunks):
                 self._keywords.add(f"{doc_id}#{number}", chunk.text)
+        self._docs, self._stored, self._loaded_as = docs, stored, identity
         self._rows = None
 
     def _read(self, doc_id: str) -> _Stored:
