@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from picoora.docs.parsers import SUFFIXES, UnreadableDocument, parse_bytes, parse_file
-from picoora.store.base import DocumentRecord, StoreError
+from picoora.store.base import DocumentRecord, NewDocument, StoreError
 
 if TYPE_CHECKING:
     from picoora.config import WebFetchConfig
     from picoora.store.base import DocPage, Store
 
 MAX_FILE_BYTES = 50_000_000  # a bigger file is refused before it is read
+BATCH_CHARS = 2_000_000  # text stored per batch: enough chunks for the bulk workers, bounded memory
 
 
 @dataclass
@@ -84,26 +85,36 @@ def fetch_url(url: str, cfg: WebFetchConfig) -> tuple[str, list[DocPage]]:
 def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, shared: bool = False,
                 on_outcome: Callable[[Outcome], None] | None = None,
                 progress: Callable[[int, int], None] | None = None) -> list[Outcome]:
-    """Add every document ``sources`` name; ``progress`` gets (documents done, documents in all)."""
+    """Add every document ``sources`` name; ``progress`` gets (documents done, documents in all). Documents are
+    read one by one and stored in batches (``BATCH_CHARS`` of text), whose chunks are embedded together."""
     todo = list(expand(sources))
-    outcomes = []
-    for done, (source, path) in enumerate(todo, start=1):
-        outcome = add_one(store, fetching, source, path, shared=shared)
+    outcomes: list[Outcome] = []
+    batch: list[NewDocument] = []
+
+    def report(outcome: Outcome) -> None:
         outcomes.append(outcome)
         if on_outcome:
             on_outcome(outcome)
         if progress:
-            progress(done, len(todo))
+            progress(len(outcomes), len(todo))
+
+    def flush() -> None:
+        if batch:
+            for doc, result in zip(batch, store.add_documents(batch, shared=shared), strict=True):
+                report(Outcome(doc.source, result.status, result.document, result.error))
+            batch.clear()
+
+    for source, path in todo:
+        try:
+            title, pages = read_source(source, path, fetching)
+        except UnreadableDocument as exc:
+            report(Outcome(source, "failed", error=str(exc)))
+            continue
+        batch.append(NewDocument(source, title, pages))
+        if sum(len(p.text) for d in batch for p in d.pages) >= BATCH_CHARS:
+            flush()
+    flush()
     return outcomes
-
-
-def add_one(store: Store, fetching: WebFetchConfig, source: str, path: Path | None, *, shared: bool) -> Outcome:
-    try:
-        title, pages = read_source(source, path, fetching)
-        result = store.add_document(source, title, pages, shared=shared)
-    except (UnreadableDocument, StoreError, ValueError) as exc:
-        return Outcome(source, "failed", error=str(exc))
-    return Outcome(source, result.status, result.document)
 
 
 def add_upload(store: Store, name: str, data: bytes, *, shared: bool = False) -> Outcome:

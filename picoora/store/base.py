@@ -300,9 +300,17 @@ class DocumentRecord:
 
 
 @dataclass
+class NewDocument:
+    source: str  # the path or URL as added (with the person, it names the document: re-adding replaces)
+    title: str
+    pages: list[DocPage]
+
+
+@dataclass
 class AddDocumentResult:
-    document: DocumentRecord
-    status: str  # "added", "replaced" (its text changed) or "unchanged"
+    document: DocumentRecord | None  # None when it failed
+    status: str  # "added", "replaced" (its text changed), "unchanged" or "failed"
+    error: str = ""  # why it failed
 
 
 @dataclass
@@ -403,6 +411,10 @@ class DocumentStore(Protocol):
 
     def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
                      person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult: ...
+    # Many at once (a folder): on files their chunks are embedded together, by the bulk workers when there are
+    # enough; one result per document in order, a document that cannot be stored "failed" with its reason.
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]: ...
     def list_documents(self, *, person: str = "") -> list[DocumentRecord]: ...  # own and shared, by source
     def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None: ...  # own only
     # re-chunk (current chunk settings) and re-embed every document; how many chunks

@@ -116,16 +116,27 @@ class DocLibrary:
 
     # ---- changing -------------------------------------------------------------------------------
 
-    def prepare(self, pages: list[DocPage], progress: Progress | None = None) -> _Stored:
-        """Chunk and embed (outside the lock: the first embedding loads the model)."""
-        s = self._settings
+    def check_size(self, pages: list[DocPage]) -> None:
         total = sum(len(page.text) for page in pages)
-        if total > s.max_document_chars:
+        if total > self._settings.max_document_chars:
             raise StoreError(f"the document's text is {total} characters, more than docs.max_document_chars "
-                             f"({s.max_document_chars})")
-        chunks = chunk_pages(pages, s.chunk_by, s.chunk_size, s.chunk_overlap)
-        model, vectors = self._embed([c.text for c in chunks], progress)
-        return _Stored(pages, chunks, model, vectors)
+                             f"({self._settings.max_document_chars})")
+
+    def prepare(self, pages: list[DocPage], progress: Progress | None = None) -> _Stored:
+        return self.prepare_many([pages], progress)[0]
+
+    def prepare_many(self, documents: list[list[DocPage]], progress: Progress | None = None) -> list[_Stored]:
+        """Chunk every document and embed all their chunks in one go, so a folder of small files reaches the
+        bulk workers too (outside the lock: embedding takes a while, the first call loads the model)."""
+        s = self._settings
+        chunked = [chunk_pages(pages, s.chunk_by, s.chunk_size, s.chunk_overlap) for pages in documents]
+        model, vectors = self._embed([c.text for chunks in chunked for c in chunks], progress)
+        prepared, start = [], 0
+        for pages, chunks in zip(documents, chunked, strict=True):
+            part = None if vectors is None else vectors[start:start + len(chunks)]
+            prepared.append(_Stored(pages, chunks, model if part is not None else None, part))
+            start += len(chunks)
+        return prepared
 
     def _embed(self, texts: list[str], progress: Progress | None) -> tuple[str | None, np.ndarray | None]:
         if self._embedder is None or not texts:

@@ -47,6 +47,7 @@ from picoora.store.base import (
     DocumentRecord,
     Embeddings,
     MemoryRecord,
+    NewDocument,
     NoEmbedder,
     Prompt,
     RecallResult,
@@ -496,20 +497,41 @@ class FileStore:
 
     def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
                      person: str = "", progress: Progress | None = None) -> AddDocumentResult:
+        result = self.add_documents([NewDocument(source, title, pages)], shared=shared, person=person,
+                                    progress=progress)[0]
+        if result.status == "failed":
+            raise StoreError(result.error)
+        return result
+
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Progress | None = None) -> list[AddDocumentResult]:
         from picoora.store.doc_library import content_hash
 
-        if not source.strip():
-            raise ValueError("a document needs a source (its path or URL)")
-        digest = content_hash(pages)
+        results: list[AddDocumentResult | None] = [None] * len(documents)
+        digests = [content_hash(d.pages) for d in documents]
         with self._lock:
             self._docs.refresh()
-            same = self._docs.unchanged(source, person, digest)
-        if same is not None and same.shared == shared:
-            return AddDocumentResult(same, "unchanged")
-        prepared = self._docs.prepare(pages, progress)  # outside the lock: embedding takes a while
+            for at, (doc, digest) in enumerate(zip(documents, digests, strict=True)):
+                same = self._docs.unchanged(doc.source, person, digest)
+                if same is not None and same.shared == shared:
+                    results[at] = AddDocumentResult(same, "unchanged")
+        for at, doc in enumerate(documents):
+            if results[at] is None:
+                try:
+                    if not doc.source.strip():
+                        raise ValueError("a document needs a source (its path or URL)")
+                    self._docs.check_size(doc.pages)
+                except (StoreError, ValueError) as exc:
+                    results[at] = AddDocumentResult(None, "failed", str(exc))
+        todo = [at for at, result in enumerate(results) if result is None]
+        prepared = self._docs.prepare_many([documents[at].pages for at in todo], progress)
         with self._lock:
             self._docs.refresh()
-            return self._docs.put(source, title, prepared, shared=shared, person=person, digest=digest)
+            for at, item in zip(todo, prepared, strict=True):
+                doc = documents[at]
+                results[at] = self._docs.put(doc.source, doc.title, item, shared=shared, person=person,
+                                             digest=digests[at])
+        return [r for r in results if r is not None]
 
     def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
         with self._lock:

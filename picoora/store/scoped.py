@@ -17,7 +17,15 @@ from picoora.store.base import StoreError
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, Prompt, Store
+    from picoora.store.base import (
+        AddDocumentResult,
+        DocPage,
+        DocumentHit,
+        DocumentRecord,
+        NewDocument,
+        Prompt,
+        Store,
+    )
 
 AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
 SHARED = frozenset({"set_prompt", "get_config", "set_config", "all_config",
@@ -45,6 +53,12 @@ class PersonStore:
         if shared:
             raise StoreError("only the owner can share documents (--shared)")
         return self._shared.add_document(source, title, pages, person=self.person, progress=progress)
+
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Any = None) -> list[AddDocumentResult]:
+        if shared:
+            raise StoreError("only the owner can share documents (--shared)")
+        return self._shared.add_documents(documents, person=self.person, progress=progress)
 
     def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
         return self._shared.list_documents(person=self.person)
@@ -88,8 +102,8 @@ class _NativeRoute:
         return getattr(native, name)
 
 
-_FILTERED = frozenset({"list_prompts", "get_prompt", "add_document", "list_documents", "remove_document",
-                       "search_documents", "has_documents", "reindex_documents"})
+_FILTERED = frozenset({"list_prompts", "get_prompt", "add_document", "add_documents", "list_documents",
+                       "remove_document", "search_documents", "has_documents", "reindex_documents"})
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

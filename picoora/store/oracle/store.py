@@ -44,6 +44,7 @@ from picoora.store.base import (
     DocumentRecord,
     Embeddings,
     MemoryRecord,
+    NewDocument,
     NoEmbedder,
     Prompt,
     RecallResult,
@@ -296,6 +297,19 @@ class OracleStore:
     def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
                      person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult:
         return self._documents.add(source, title, pages, shared, person)
+
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]:
+        """One at a time: each is chunked and embedded inside the database by its own INSERT ... SELECT."""
+        results = []
+        for done, doc in enumerate(documents, start=1):
+            try:
+                results.append(self._documents.add(doc.source, doc.title, doc.pages, shared, person))
+            except (StoreError, ValueError) as exc:
+                results.append(AddDocumentResult(None, "failed", str(exc)))
+            if progress:
+                progress(done, len(documents))
+        return results
 
     def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
         return self._documents.documents(person)
