@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 PRIVATE = 0o600
+# A chunk is about eight memories' worth of tokens, so the bulk workers pay for their start (a model load each)
+# from far fewer texts than memory import's threshold: bench/docs_bench.py measures adding with them.
+PARALLEL_CHUNKS = 64
 
 
 def document_id(person: str, source: str) -> str:
@@ -62,6 +65,35 @@ class _Stored:
     vectors: np.ndarray | None
 
 
+@dataclass
+class _Rows:
+    keys: list[tuple[str, int]]  # row -> (document id, chunk number)
+    row_of: dict[str, int]  # "<document id>#<chunk number>" (the KeywordIndex key) -> row
+    doc_ids: list[str]
+    doc_of_row: np.ndarray  # row -> index in doc_ids
+    matrix: np.ndarray | None  # the chunks' vectors (zeros where a document has none of this dimension)
+    comparable: np.ndarray  # row -> made by the current embedder
+
+    @classmethod
+    def of(cls, stored: dict[str, _Stored], model: str) -> _Rows:
+        import numpy as np
+
+        keys = [(doc_id, n) for doc_id, item in stored.items() for n in range(len(item.chunks))]
+        doc_ids = list(stored)
+        doc_of_row = np.repeat(np.arange(len(doc_ids)), [len(stored[d].chunks) for d in doc_ids])
+        dims = {item.vectors.shape[1] for item in stored.values() if item.vectors is not None and item.model == model}
+        matrix, comparable = None, np.zeros(len(keys), dtype=bool)
+        if len(dims) == 1:
+            dim = dims.pop()
+            usable = [item.vectors is not None and item.model == model for item in stored.values()]
+            matrix = np.vstack([item.vectors if ok and item.vectors is not None else
+                                np.zeros((len(item.chunks), dim), "float32")
+                                for item, ok in zip(stored.values(), usable, strict=True)]) if keys else None
+            comparable = np.repeat(np.array(usable, dtype=bool), [len(stored[d].chunks) for d in doc_ids])
+        return cls(keys, {f"{d}#{n}": row for row, (d, n) in enumerate(keys)}, doc_ids, doc_of_row, matrix,
+                   comparable)
+
+
 class DocLibrary:
     def __init__(self, folder: Path, embedder: Embedder | None, settings: DocsConfig):
         self.folder = folder
@@ -71,7 +103,7 @@ class DocLibrary:
         self._docs: dict[str, DocumentRecord] = {}
         self._stored: dict[str, _Stored] = {}
         self._keywords = KeywordIndex()
-        self._rows: tuple[list[tuple[str, int]], np.ndarray | None, list[str]] | None = None  # built on search
+        self._rows: _Rows | None = None  # built on the first search after a change
 
     # ---- reading what is on disk ------------------------------------------------------------------
 
@@ -146,7 +178,8 @@ class DocLibrary:
         from picoora.store.bulk_embed import embed_chunks
 
         try:
-            parts = [vectors for _, vectors in embed_chunks(self._embedder, texts, progress=progress)]
+            parts = [vectors for _, vectors in embed_chunks(self._embedder, texts, progress=progress,
+                                                            parallel_min=PARALLEL_CHUNKS)]
         except EmbedderUnavailable:
             return None, None  # found by keywords until `picoora docs reindex` with a working embedder
         return self._embedder.model_id, np.vstack(parts).astype("float32")
@@ -222,26 +255,11 @@ class DocLibrary:
     def any_visible(self, person: str) -> bool:
         return any(visible(d, person) for d in self._docs.values())
 
-    def searchable(self) -> tuple[list[tuple[str, int]], np.ndarray | None, list[str]]:
-        """(row -> (document id, chunk number), the vectors of the current embedder's rows, row -> model)."""
+    def searchable(self) -> _Rows:
+        """Every chunk as a row: its document and number, the vectors (rows of another model are never
+        compared), built once per change of the library."""
         if self._rows is None:
-            import numpy as np
-
-            keys: list[tuple[str, int]] = []
-            blocks, models = [], []
-            dim = None
-            for doc_id, item in self._stored.items():
-                keys += [(doc_id, n) for n in range(len(item.chunks))]
-                models += [item.model or ""] * len(item.chunks)
-                blocks.append(item.vectors)
-                if item.vectors is not None:
-                    dim = item.vectors.shape[1]
-            matrix = None
-            if dim is not None:
-                matrix = np.vstack([b if b is not None and b.shape[1] == dim else
-                                    np.zeros((len(self._stored[d].chunks), dim), "float32")
-                                    for b, d in zip(blocks, self._stored, strict=True)])
-            self._rows = (keys, matrix, models)
+            self._rows = _Rows.of(self._stored, self._embedder.model_id if self._embedder else "")
         return self._rows
 
     def search(self, query: str, limit: int, person: str, query_vector: np.ndarray | None) -> list[DocumentHit]:
@@ -249,27 +267,29 @@ class DocLibrary:
         ``refresh``; ``query_vector`` from ``query_vector``, made outside it)."""
         import numpy as np
 
-        keys, matrix, models = self.searchable()
-        allowed = {doc_id for doc_id, d in self._docs.items() if visible(d, person)}
-        rows = np.array([i for i, (doc_id, _) in enumerate(keys) if doc_id in allowed], dtype=np.int64)
-        if not len(rows) or not query.strip():
+        rows = self.searchable()
+        allowed = [n for n, doc_id in enumerate(rows.doc_ids) if visible(self._docs[doc_id], person)]
+        candidates = np.flatnonzero(np.isin(rows.doc_of_row, allowed))  # the person filter, before any score
+        if not len(candidates) or not query.strip():
             return []
         keyword, code = self._keywords.match(query)
-        kw = np.array([keyword.get(f"{keys[i][0]}#{keys[i][1]}", 0.0) for i in rows])
-        cd = np.array([code.get(f"{keys[i][0]}#{keys[i][1]}", 0.0) for i in rows])
+        kw, cd = np.zeros(len(rows.keys)), np.zeros(len(rows.keys))
+        for key, value in keyword.items():
+            kw[rows.row_of[key]] = value
+        for key, value in code.items():
+            cd[rows.row_of[key]] = value
         similarity = None
-        if query_vector is not None and matrix is not None:
-            model = self._embedder.model_id if self._embedder else ""
-            comparable = np.array([models[i] == model for i in rows])
-            similarity = np.where(comparable, matrix[rows] @ query_vector, -1.0)
-        scores = hybrid_scores(similarity, kw, cd)
+        if query_vector is not None and rows.matrix is not None:
+            similarity = np.where(rows.comparable[candidates], rows.matrix[candidates] @ query_vector, -1.0)
+        scores = hybrid_scores(similarity, kw[candidates], cd[candidates])
         floor = doc_floor(self._settings.min_score, similarity is not None)
-        order = np.argsort(-scores, kind="stable")[:limit]
+        best = np.argpartition(-scores, min(limit, len(scores)) - 1)[:limit] if len(scores) > limit else \
+            np.arange(len(scores))
         hits = []
-        for at in order:
+        for at in sorted(best, key=lambda i: (-scores[i], i)):
             if scores[at] < floor:
                 break
-            doc_id, number = keys[rows[at]]
+            doc_id, number = rows.keys[candidates[at]]
             chunk = self._stored[doc_id].chunks[number]
             hits.append(DocumentHit(self._docs[doc_id], number, chunk.page, chunk.text, float(scores[at]),
                                     None if similarity is None else float(similarity[at])))
