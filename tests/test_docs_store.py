@@ -101,6 +101,18 @@ def test_each_person_sees_their_own_and_the_shared_documents(config, store):
     check_isolation(store, alice, bob)
 
 
+def test_reindex_cuts_again_with_the_settings_now(store, tmp_path):
+    text = " ".join(f"Sentence {n} is about the allotment shed, its padlock and the water butt." for n in range(12))
+    before = store.add_document("/d/a.md", "A", [DocPage(text)]).document.chunks
+    smaller = FileStore(tmp_path / "ws", embedder=None, docs=DocsConfig(chunk_size=20, chunk_overlap=0))
+    try:
+        after = smaller.reindex_documents()
+        assert after > before and smaller.list_documents()[0].chunks == after
+        assert [h.document.title for h in store.search_documents("allotment shed padlock")][:1] == ["A"]
+    finally:
+        smaller.close()
+
+
 def test_another_process_sees_added_documents(store, tmp_path):
     other = FileStore(tmp_path / "ws", embedder=None)
     try:

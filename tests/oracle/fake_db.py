@@ -853,9 +853,9 @@ class FakeOracle:
     async def _doc_any(self, conn, b):
         return [(min(len(self._select("PICO_DOCUMENTS", self._doc_visible(b))), 1),)]
 
-    async def _doc_pages(self, conn, b):
+    async def _doc_ids(self, conn, b):
         rows = sorted(self._select("PICO_DOCUMENTS", self._mine(b)), key=lambda r: r["doc_id"])
-        return [(r["doc_id"], r["pages"]) for r in rows]
+        return [(r["doc_id"],) for r in rows]
 
     async def _doc_delete(self, conn, b):
         return await self.delete(conn, "PICO_DOCUMENTS", lambda r: r["agent_id"] == b["agent_id"]

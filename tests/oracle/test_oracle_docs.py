@@ -75,3 +75,14 @@ def test_every_search_filters_by_person_before_ranking(open_store, fake, config)
         where, _, ranking = executed.sql.partition("ORDER BY")
         assert "c.agent_id = :agent_id AND (c.person = :person OR c.shared = 1)" in where
         assert "person" not in ranking
+
+
+def test_reindex_cuts_again_with_the_settings_now(open_store, fake, config):
+    store = open_store()
+    text = " ".join(f"Sentence {n} is about the allotment shed, its padlock and the water butt." for n in range(12))
+    before = store.add_document("/d/a.md", "A", [DocPage(text)]).document.chunks
+    config.docs = config.docs.model_copy(update={"chunk_size": 20, "chunk_overlap": 0})
+    smaller = open_store(config=config)
+    assert smaller.reindex_documents() == len(fake.rows("PICO_DOC_CHUNKS")) > before
+    assert smaller.list_documents()[0].chunks == len(fake.rows("PICO_DOC_CHUNKS"))
+    assert [h.document.title for h in smaller.search_documents("allotment shed padlock")][:1] == ["A"]

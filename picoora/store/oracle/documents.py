@@ -132,7 +132,7 @@ class OracleDocuments:
 
         async def work(tx: Tx) -> int:
             total = 0
-            for doc_id, _ in await tx.rows(q.DOC_PAGES, agent_id=agent_id):
+            for (doc_id,) in await tx.rows(q.DOC_IDS, agent_id=agent_id):
                 await tx.run(q.DOC_CHUNKS_DELETE, agent_id=agent_id, doc_id=str(doc_id))
                 await self._chunk(tx, str(doc_id))
                 await tx.commit()  # each document durable as it is done

@@ -604,8 +604,7 @@ DOC_LIST = _sql("doc_list", "query", f"""
 DOC_ANY = _sql("doc_any", "query", """
     SELECT COUNT(*) FROM PICO_DOCUMENTS
     WHERE agent_id = :agent_id AND (person = :person OR shared = 1) FETCH FIRST 1 ROWS ONLY""")
-DOC_PAGES = _sql("doc_pages", "query",
-                 "SELECT doc_id, pages FROM PICO_DOCUMENTS WHERE agent_id = :agent_id ORDER BY doc_id")
+DOC_IDS = _sql("doc_ids", "query", "SELECT doc_id FROM PICO_DOCUMENTS WHERE agent_id = :agent_id ORDER BY doc_id")
 DOC_DELETE = _sql("doc_delete", "dml", "DELETE FROM PICO_DOCUMENTS WHERE agent_id = :agent_id AND doc_id = :doc_id")
 DOC_CHUNKS_DELETE = _sql("doc_chunks_delete", "dml",
                          "DELETE FROM PICO_DOC_CHUNKS WHERE agent_id = :agent_id AND doc_id = :doc_id")
