@@ -230,18 +230,35 @@ class Assistant:
         from picoora.tools import guest_tool_settings
 
         fetching = (guest_tool_settings(self.config) if self.person else self.config).tools.web_fetch
-        return await self.astore.run(add_sources, self.astore.store, fetching, sources, shared=shared)
+        try:
+            return await self.astore.run(add_sources, self.astore.store, fetching, sources, shared=shared)
+        finally:
+            self._documents_changed()
 
     async def add_document_upload(self, name: str, data: bytes, *, shared: bool = False) -> Outcome:
         from picoora.docs.adding import add_upload
 
-        return await self.astore.run(add_upload, self.astore.store, name, data, shared=shared)
+        try:
+            return await self.astore.run(add_upload, self.astore.store, name, data, shared=shared)
+        finally:
+            self._documents_changed()
+
+    def _documents_changed(self) -> None:
+        """search_docs is offered from the next turn on, not after its presence check expires."""
+        from picoora.tools.docs import SearchDocs
+
+        tool = self.tools.get(SearchDocs.name)
+        if isinstance(tool, SearchDocs):
+            tool.recheck()
 
     async def documents(self) -> list[DocumentRecord]:
         return await self.astore.list_documents()
 
     async def remove_document(self, id_or_source: str) -> DocumentRecord | None:
-        return await self.astore.remove_document(id_or_source)
+        try:
+            return await self.astore.remove_document(id_or_source)
+        finally:
+            self._documents_changed()
 
     async def search_documents(self, query: str, limit: int = 5) -> list[DocumentHit]:
         return await self.astore.search_documents(query, limit)

@@ -162,3 +162,22 @@ def test_search_docs_is_offered_only_with_documents_and_wraps_them_as_untrusted(
     assert nothing.content == "No document answers: volcano eruption lava" and nothing.details == []
     bad = asyncio.run(registry.execute("search_docs", {"query": ""}, _ctx(store, tmp_path)))
     assert bad.is_error
+
+
+def test_a_turn_that_searched_the_documents_lists_the_chunks_and_scores_in_its_trace(store, tmp_path):
+    from tests.fakes.agent_kit import make_agent
+    from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
+
+    store.add_document("/d/boiler.pdf", "Boiler manual", [DocPage("Welcome.", 1),
+                                                          DocPage("Fault F22 means the water pressure is low.", 2)])
+    registry = ToolRegistry()
+    registry.register(SearchDocs(store))
+    llm = ScriptedLLM(calls(("search_docs", {"query": "F22 water pressure"})),
+                      answer("Low pressure [Boiler manual, page 2]."))
+    agent = make_agent(store, llm, tmp_path, registry)
+    result = asyncio.run(agent.run_turn("cli:test", "what is F22?"))
+    assert result.text == "Low pressure [Boiler manual, page 2]."
+    assert "search_docs" in {t["function"]["name"] for t in llm.requests[0].tools}
+    (call,) = store.last_trace("cli:test").tool_calls
+    assert call.name == "search_docs" and call.used[0]["title"] == "Boiler manual" and call.used[0]["page"] == 2
+    assert 0 < call.used[0]["score"] <= 1

@@ -54,6 +54,11 @@ class SearchDocs(Tool):
         self._store = store  # None: always offered (``picoora mcp``: a client may add documents at any time)
         self._present: tuple[float, bool] | None = None
 
+    def recheck(self) -> None:
+        """Look again on the next turn (a document was just added here; another process's shows within
+        PRESENCE_SECONDS)."""
+        self._present = None
+
     def available(self) -> bool:
         if self._store is None:
             return True
