@@ -68,12 +68,12 @@ def test_upload_list_search_delete_and_a_guest_sees_only_theirs_and_the_shared(g
 def test_bad_uploads_and_urls_are_clear_errors(gw):
     owner = _client(gw, TOKEN)
     broken = owner.post("/v1/docs", files={"file": ("x.pdf", b"%PDF-1.4 garbage")})
-    assert broken.status_code == 422 and "x.pdf" in broken.json()["error"]["message"]
-    assert owner.post("/v1/docs", files={"file": ("x.exe", b"MZ")}).status_code == 422
-    assert owner.post("/v1/docs", content=b"raw", headers={"content-type": "text/plain"}).status_code == 415
-    assert owner.post("/v1/docs", json={"url": "file:///etc/passwd"}).status_code == 422
+    assert broken.status_code == 400 and "x.pdf" in broken.json()["error"]["message"]
+    assert owner.post("/v1/docs", files={"file": ("x.exe", b"MZ")}).status_code == 400
+    assert owner.post("/v1/docs", content=b"raw", headers={"content-type": "text/plain"}).status_code == 400
+    assert owner.post("/v1/docs", json={"url": "file:///etc/passwd"}).status_code == 400
     private = owner.post("/v1/docs", json={"url": "http://127.0.0.1:9/secret"})  # the web_fetch guard refuses
-    assert private.status_code == 422
+    assert private.status_code == 400
     assert owner.get("/v1/docs").json() == {"documents": []}
     assert httpx.get(gw.url + "/v1/docs").status_code == 401
     assert owner.delete("/v1/docs/not-an-id").status_code == 400

@@ -35,12 +35,12 @@ async def add_doc(request: Request) -> DocAdded:
         try:
             body = DocUrlIn.model_validate_json(await request.body())
         except ValueError as exc:
-            raise ApiError(422, "invalid_request", f"expected {{\"url\": \"https://...\"}}: {exc}"[:500]) from None
+            raise ApiError(400, "invalid_request", f"expected {{\"url\": \"https://...\"}}: {exc}"[:500]) from None
         shared, name, data = body.shared, "", b""
     elif kind == "multipart/form-data":
         name, data, shared = await _upload(request)
     else:
-        raise ApiError(415, "unsupported_media_type", "send multipart/form-data with a file, or JSON {\"url\"}")
+        raise ApiError(400, "unsupported_media_type", "send multipart/form-data with a file, or JSON {\"url\"}")
     if shared and not caller_of(request).owner:
         raise ApiError(403, "forbidden", "only the owner shares documents")
     async with person_assistant(request) as assistant:
@@ -49,7 +49,7 @@ async def add_doc(request: Request) -> DocAdded:
         else:
             outcome = (await assistant.add_document_sources([body.url], shared=shared))[0]
     if outcome.status == "failed":
-        raise ApiError(422, "unreadable_document", f"{outcome.source}: {outcome.error}")
+        raise ApiError(400, "unreadable_document", f"{outcome.source}: {outcome.error}")
     return _added(outcome)
 
 
@@ -64,12 +64,12 @@ async def _upload(request: Request) -> tuple[str, bytes, bool]:
     try:
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
-            raise ApiError(422, "invalid_request", "the form needs a 'file' part")
+            raise ApiError(400, "invalid_request", "the form needs a 'file' part")
         data = await upload.read(MAX_UPLOAD_BYTES + 1)
         if len(data) > MAX_UPLOAD_BYTES:
             raise ApiError(413, "document_too_large", f"an upload may have {MAX_UPLOAD_BYTES} bytes at most")
         if not data:
-            raise ApiError(422, "invalid_request", "the uploaded file is empty")
+            raise ApiError(400, "invalid_request", "the uploaded file is empty")
         return upload.filename or "upload.txt", data, str(form.get("shared", "")).lower() in ("1", "true", "yes")
     finally:
         await form.close()
