@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.agent.loop import Approve
     from picoora.config import Config
+    from picoora.docs.adding import Outcome
     from picoora.llm.pool import ModelChoice, ModelPool
     from picoora.messages import Image
     from picoora.people import PairingRequest, Person
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from picoora.store.aio import AsyncStore
     from picoora.store.base import (
         AddMemoryResult,
+        DocumentHit,
+        DocumentRecord,
         MemoryRecord,
         Provenance,
         RecallResult,
@@ -239,6 +242,47 @@ class Assistant:
     async def forget(self, memory_id: str) -> bool:
         return await self.astore.forget(memory_id)
 
+    # -- documents (the knowledge base): this person's own and the shared ones --------------------------
+
+    async def add_document_sources(self, sources: list[str], *, shared: bool = False) -> list[Outcome]:
+        """Files, folders or URLs (a person's URLs go through the guest fetch settings: no allow_hosts)."""
+        from picoora.docs.adding import add_sources
+        from picoora.tools import guest_tool_settings
+
+        fetching = (guest_tool_settings(self.config) if self.person else self.config).tools.web_fetch
+        try:
+            return await self.astore.run(add_sources, self.astore.store, fetching, sources, shared=shared)
+        finally:
+            self._documents_changed()
+
+    async def add_document_upload(self, name: str, data: bytes, *, shared: bool = False) -> Outcome:
+        from picoora.docs.adding import add_upload
+
+        try:
+            return await self.astore.run(add_upload, self.astore.store, name, data, shared=shared)
+        finally:
+            self._documents_changed()
+
+    def _documents_changed(self) -> None:
+        """search_docs is offered from the next turn on, not after its presence check expires."""
+        from picoora.tools.docs import SearchDocs
+
+        tool = self.tools.get(SearchDocs.name)
+        if isinstance(tool, SearchDocs):
+            tool.recheck()
+
+    async def documents(self) -> list[DocumentRecord]:
+        return await self.astore.list_documents()
+
+    async def remove_document(self, id_or_source: str) -> DocumentRecord | None:
+        try:
+            return await self.astore.remove_document(id_or_source)
+        finally:
+            self._documents_changed()
+
+    async def search_documents(self, query: str, limit: int = 5) -> list[DocumentHit]:
+        return await self.astore.search_documents(query, limit)
+
     async def pairing_requests(self) -> list[PairingRequest]:
         """Strangers waiting with a pairing code (``picoora.people``), unexpired."""
         from picoora.people import Pairing
@@ -340,6 +384,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
     from picoora.store import open_store
     from picoora.store.aio import AsyncStore
     from picoora.tools import default_registry
+    from picoora.tools.docs import SearchDocs
     from picoora.tools.registry import tool_settings
 
     workspace = workspace_path(config)
@@ -350,6 +395,7 @@ def build_assistant(config: Config, *, config_path: Path | None = None,
         models = ModelPool(lambda c: create_llm(config, provider=c.provider, model=c.model), default=default)
         models.select(default)  # fails here, not on the first turn, when the provider cannot be set up
         tools = default_registry(config)
+        tools.register(SearchDocs(store))
         astore = AsyncStore(store)
         agent = Agent(store=store, astore=astore, models=models, tools=tools, settings=defaults, workspace=workspace,
                       secrets=secret_values(config), tool_settings=tool_settings(config, config_path=config_path))
@@ -366,10 +412,12 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
     from picoora.store.aio import AsyncStore
     from picoora.store.scoped import open_person_store
     from picoora.tools import guest_registry, guest_tool_settings
+    from picoora.tools.docs import SearchDocs
 
     store = open_person_store(owner.config, owner.store, person)
     astore = AsyncStore(store, executor=owner.astore.executor)  # people share the owner's threads
     tools = guest_registry(owner.config)
+    tools.register(SearchDocs(store))
     agent = Agent(store=store, astore=astore, models=owner.models, tools=tools, settings=owner.config.agents.defaults,
                   workspace=owner.workspace, secrets=secret_values(owner.config),
                   tool_settings=guest_tool_settings(owner.config))

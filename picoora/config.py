@@ -141,6 +141,24 @@ class MemoryConfig(_Section):
     auto: Literal["rules", "model", "off"] = "rules"
 
 
+class DocsConfig(_Section):
+    """The knowledge base (``picoora docs``): how documents are cut into chunks, on both backends (on Oracle
+    these are UTL_TO_CHUNKS's ``by``, ``max`` and ``overlap``), and the search's floor."""
+
+    chunk_by: Literal["words", "sentences"] = "sentences"  # sentences: whole sentences packed up to chunk_size
+    chunk_size: int = Field(120, ge=20, le=1000)  # words per chunk at most
+    chunk_overlap: int = Field(20, ge=0, le=500)  # words repeated from the end of the previous chunk
+    min_score: float = Field(0.0, ge=0.0, le=1.0)  # 0: the calibrated floor (picoora.store.doc_ranking)
+    max_document_chars: int = Field(5_000_000, ge=1000)  # longer extracted text is refused, not cut
+
+    @model_validator(mode="after")
+    def _overlap_smaller(self) -> DocsConfig:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size "
+                             f"({self.chunk_size})")
+        return self
+
+
 class OracleConfig(_Section):
     enabled: bool = False
     mode: Literal["freepdb", "dsn", "adb"] = "freepdb"
@@ -358,6 +376,7 @@ class Config(_Section):
     agents: Agents = Agents()
     providers: Providers = Providers()
     memory: MemoryConfig = MemoryConfig()
+    docs: DocsConfig = DocsConfig()
     oracle: OracleConfig = OracleConfig()
     gateway: GatewayConfig = GatewayConfig()
     channels: Channels = Channels()

@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "oracle": ("Oracle AI Database storage", ("oracledb",)),
     "mcp": ("MCP support (tools.mcp_servers, `picoora mcp`)", ("mcp", "jsonschema")),
     "bulk": ("parallel bulk embedding (memory import and reindex)", ("onnxruntime",)),
+    "docs": ("reading PDF and Word documents (picoora docs)", ("pypdf", "docx")),
 }
 
 

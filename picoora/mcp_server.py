@@ -1,7 +1,7 @@
 """``picoora mcp``: picoora's long-term memory as an MCP server, for other assistants and editors.
 
-Four tools on the configured store: ``remember``, ``recall``, ``forget`` (the assistant's own tool
-classes, so their argument schemas, validation, texts and secret scrubbing are the same ones the
+Five tools on the configured store: ``remember``, ``recall``, ``forget``, ``search_docs`` (the assistant's
+own tool classes, so their argument schemas, validation, texts and secret scrubbing are the same ones the
 model uses) and ``list_memories``. Only the store is opened: no model, no other tool.
 
 Transports: stdio (``serve_stdio``; stdout carries the protocol, so nothing else may print there)
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.docs import SearchDocs
 from picoora.tools.memory import Forget, Recall, Remember, memory_label
 from picoora.tools.registry import ToolRegistry
 
@@ -72,8 +73,8 @@ class ListMemories(Tool):
         return ToolResult("\n".join(lines))
 
 
-MEMORY_SERVER_TOOLS: tuple[type[Tool], ...] = (Remember, Recall, Forget, ListMemories)
-_READ_ONLY = {"recall", "list_memories"}
+MEMORY_SERVER_TOOLS: tuple[type[Tool], ...] = (Remember, Recall, Forget, ListMemories, SearchDocs)
+_READ_ONLY = {"recall", "list_memories", "search_docs"}
 _DESTRUCTIVE = {"forget"}
 
 

@@ -61,7 +61,7 @@ def check_protocol_facts(facts: dict[str, Any]) -> None:
     for name, tool in facts["tools"].items():
         hints = tool["annotations"]
         assert hints["openWorldHint"] is False, name
-        assert hints["readOnlyHint"] is (name in {"recall", "list_memories"}), name
+        assert hints["readOnlyHint"] is (name in {"recall", "list_memories", "search_docs"}), name
         assert hints["destructiveHint"] is (name == "forget"), name
         assert tool["inputSchema"]["additionalProperties"] is False, name
     code, message = facts["unknown_tool"]

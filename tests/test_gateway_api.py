@@ -75,7 +75,9 @@ def test_every_endpoint_but_health_refuses_a_missing_or_wrong_token(gw, authoriz
         for method, path in [("GET", "/v1/sessions"), ("GET", "/v1/sessions/web:a"),
                              ("DELETE", "/v1/sessions/web:a"), ("GET", "/v1/sessions/web:a/model"),
                              ("GET", "/v1/memory"), ("DELETE", "/v1/memory/x"), ("GET", "/v1/traces/abc"),
-                             ("GET", "/v1/models"), ("GET", "/openapi.json")]:
+                             ("GET", "/v1/models"), ("GET", "/openapi.json"), ("GET", "/v1/docs"),
+                             ("POST", "/v1/docs"), ("GET", "/v1/docs/search?q=x"),
+                             ("DELETE", "/v1/docs/0123456789ab")]:
             response = http.request(method, path)
             assert response.status_code == 401, (method, path)
             assert response.json()["error"]["type"] == "unauthorized"
@@ -106,9 +108,10 @@ def test_the_chat_page_loads_without_a_token_and_forbids_inline_script(gw):
         assert "script-src 'self'" in page.headers["content-security-policy"]
         assert page.headers["referrer-policy"] == "no-referrer"  # the ?token= URL never leaks in a Referer
         assert "<script src=\"/static/app.js\"" in page.text and "<script>" not in page.text
-        script = http.get("/static/app.js")
-        assert script.status_code == 200
-        assert not re.search(r"\.(inner|outer)HTML|insertAdjacentHTML|document\.write|eval\(", script.text)
+        for name in ("app.js", "docs.js"):
+            script = http.get(f"/static/{name}")
+            assert script.status_code == 200 and f"<script src=\"/static/{name}\"" in page.text
+            assert not re.search(r"\.(inner|outer)HTML|insertAdjacentHTML|document\.write|eval\(", script.text)
         assert http.get("/static/../config.json").status_code == 404
         assert http.get("/static/nothing.js").status_code == 404
         icon = http.get("/favicon.ico")  # asked for by every browser, whatever the page links

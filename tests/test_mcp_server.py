@@ -37,7 +37,7 @@ def test_remember_in_one_process_then_recall_by_meaning_in_another(isolated_home
     names, [(failed, remembered)] = asyncio.run(session(server_params(isolated_home), [
         ("remember", {"text": "My favourite programming language is Go", "category": "preference"}),
     ]))
-    assert names == ["forget", "list_memories", "recall", "remember"]
+    assert names == ["forget", "list_memories", "recall", "remember", "search_docs"]
     assert not failed and remembered.startswith("Remembered (ID: ")
     _, [(failed, found)] = asyncio.run(session(server_params(isolated_home), [
         ("recall", {"query": "Which coding language do I like best?"}),

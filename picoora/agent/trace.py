@@ -60,6 +60,7 @@ class TraceRecorder:
         self.trace.tool_calls.append(ToolCallTrace(
             call_id=call.id, name=call.name, arguments=arguments, duration_ms=round(seconds * 1000, 1),
             ok=not result.is_error, result_preview=self._clean(result.content), output_handle=result.handle,
+            used=list(result.details or []),
         ))
 
     def finish(self, stop_reason: str, error: str | None, detail: str | None = None) -> TurnTrace:

@@ -18,6 +18,7 @@ import typer
 from picoora.cli import (
     agent_cmd,
     cron_cmd,
+    docs_cmd,
     gateway_cmd,
     mcp_cmd,
     memory_cmd,
@@ -79,8 +80,8 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    commands = (onboard, agent_cmd, gateway_cmd, memory_cmd, status, oracle_cmds, trace_cmd, cron_cmd, pair_cmd,
-                skills_cmd, mcp_cmd, token_cmd, migrate_cmd, version_cmd)
+    commands = (onboard, agent_cmd, gateway_cmd, memory_cmd, docs_cmd, status, oracle_cmds, trace_cmd, cron_cmd,
+                pair_cmd, skills_cmd, mcp_cmd, token_cmd, migrate_cmd, version_cmd)
     for module in commands:
         module.register(app)
     return app

@@ -65,6 +65,9 @@ def render(t: TurnTrace) -> list[str]:
             lines.append(f"    → {' '.join(call.result_preview.split())[:160]}")
         if call.output_handle:
             lines.append(f"    whole output kept as {call.output_handle} (read_tool_output)")
+        for used in call.used:  # search_docs: the chunks the answer could cite
+            where = f"page {used['page']}" if used.get("page") else f"chunk {int(used.get('chunk', 0)) + 1}"
+            lines.append(f"    · {used.get('score', 0) * 100:5.1f}%  {used.get('title', '')} ({where})")
     if not t.tool_calls:
         lines.append("  (no tool calls)")
     return lines

@@ -32,7 +32,7 @@ log = logging.getLogger("picoora.gateway")
 def create_app(gateway: Gateway) -> FastAPI:
     from picoora import __version__
     from picoora.config import secret_values
-    from picoora.gateway import routes_api, routes_web
+    from picoora.gateway import routes_api, routes_docs, routes_web
     from picoora.gateway.openai import routes as routes_openai
 
     settings = gateway.config.gateway
@@ -48,7 +48,7 @@ def create_app(gateway: Gateway) -> FastAPI:
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_token)])
     async def openapi() -> dict[str, Any]:
         return _without_422(app.openapi())
-    for router in (routes_api.public, routes_api.api, routes_openai.router, routes_web.router):
+    for router in (routes_api.public, routes_api.api, routes_docs.api, routes_openai.router, routes_web.router):
         app.include_router(router)
     _mount_mcp(app, gateway)
     if settings.cors_origins:

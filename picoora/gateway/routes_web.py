@@ -15,7 +15,8 @@ from fastapi.responses import Response
 router = APIRouter(include_in_schema=False)
 
 _FILES = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "app.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
+          "docs.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8",
+          "favicon.svg": "image/svg+xml"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
                                "img-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'",

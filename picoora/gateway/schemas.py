@@ -133,3 +133,48 @@ class Deleted(BaseModel):
 class Stopped(BaseModel):
     session_key: str
     stopped: bool  # false: the session was running no turn
+
+
+# -- documents (the knowledge base) -------------------------------------------------------------------
+
+class DocUrlIn(_Body):
+    url: str = Field(min_length=8, max_length=2000, pattern=r"^https?://", description="an http(s) page to add")
+    shared: bool = Field(False, description="everyone may search it (the owner only)")
+
+
+class Document(BaseModel):
+    id: str
+    source: str
+    title: str
+    content_hash: str
+    chunks: int
+    shared: bool
+    person: str
+    added_at: str | None
+
+
+class DocAdded(BaseModel):
+    source: str
+    status: Literal["added", "replaced", "unchanged", "failed"]
+    document: Document | None
+    error: str
+
+
+class DocList(BaseModel):
+    documents: list[Document]
+
+
+class DocHit(BaseModel):
+    text: str
+    source: str
+    title: str
+    score: float
+    chunk: int
+    page: int | None
+    document_id: str
+    shared: bool
+
+
+class DocSearch(BaseModel):
+    query: str
+    hits: list[DocHit]

@@ -60,4 +60,5 @@ def open_file_store(config: Config, workspace: Path | None = None) -> Store:
         min_similarity=memory.min_similarity,
         dedup_similarity=memory.dedup_similarity,
         secrets=secret_values(config),
+        docs=config.docs,
     )

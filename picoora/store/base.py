@@ -14,6 +14,8 @@ Families and what they mirror in Oracle:
   prompts      PICO_PROMPTS      the workspace prompt files (IDENTITY, SOUL, AGENT, USER, ...)
   config       PICO_CONFIG       redacted config snapshots and settings
   meta         PICO_META         schema version, embedder in use, ...
+  documents    PICO_DOCUMENTS    the knowledge base: documents added by a person (or shared), chunked and
+               PICO_DOC_CHUNKS   embedded, searched by meaning and keywords (``picoora docs``)
 """
 
 from __future__ import annotations
@@ -231,6 +233,7 @@ class ToolCallTrace:
     ok: bool
     result_preview: str = ""  # the start of the result (scrubbed), so a bad tool output can be seen
     output_handle: str | None = None  # the model got the start of a longer output, kept whole under this handle
+    used: list[dict[str, Any]] = field(default_factory=list)  # what it used: search_docs' chunks with scores
 
 
 @dataclass
@@ -341,6 +344,69 @@ class BackendDetails:
     note: str = ""  # e.g. "file backend: no ONNX models or vector indexes"
 
 
+@dataclass
+class DocPage:
+    """Text of one page of a document (``page`` None: the format has no pages)."""
+
+    text: str
+    page: int | None = None
+
+
+@dataclass
+class DocumentRecord:
+    id: str
+    source: str  # the path or URL as added
+    title: str
+    content_hash: str  # sha256 of the extracted text: re-adding the same text does nothing
+    chunks: int = 0
+    shared: bool = False  # seen by everyone (only the owner shares)
+    person: str = ""  # who added it ("" the owner)
+    added_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "title": self.title, "content_hash": self.content_hash,
+                "chunks": self.chunks, "shared": self.shared, "person": self.person,
+                "added_at": time_to_json(self.added_at)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DocumentRecord:
+        return cls(id=str(data["id"]), source=str(data["source"]), title=str(data.get("title") or ""),
+                   content_hash=str(data.get("content_hash") or ""), chunks=int(data.get("chunks") or 0),
+                   shared=bool(data.get("shared")), person=str(data.get("person") or ""),
+                   added_at=time_from_json(data.get("added_at")))
+
+
+@dataclass
+class NewDocument:
+    source: str  # the path or URL as added (with the person, it names the document: re-adding replaces)
+    title: str
+    pages: list[DocPage]
+
+
+@dataclass
+class AddDocumentResult:
+    document: DocumentRecord | None  # None when it failed
+    status: str  # "added", "replaced" (its text changed), "unchanged" or "failed"
+    error: str = ""  # why it failed
+
+
+@dataclass
+class DocumentHit:
+    """One chunk that answers a search, with where it comes from (what an answer cites)."""
+
+    document: DocumentRecord
+    chunk: int  # 0-based position of the chunk in its document
+    page: int | None  # 1-based page (PDFs), None for formats without pages
+    text: str
+    score: float  # hybrid rank score in [0, 1]; only hits at or above the calibrated floor are returned
+    similarity: float | None = None  # raw cosine, None when the search was keyword-only
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "source": self.document.source, "title": self.document.title,
+                "score": round(self.score, 4), "chunk": self.chunk, "page": self.page,
+                "document_id": self.document.id, "shared": self.document.shared}
+
+
 # One small interface per family; ``Store`` composes them. The agent needs only a few of them.
 
 
@@ -426,9 +492,27 @@ class PromptStore(Protocol):
     def set_prompt(self, name: str, content: str) -> None: ...
 
 
+class DocumentStore(Protocol):
+    """The knowledge base. ``person`` is whose documents ("" the owner's); a search sees that person's own
+    documents and the shared ones, filtered before any ranking. A person store (``scoped``) passes its person."""
+
+    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
+                     person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult: ...
+    # Many at once (a folder): on files their chunks are embedded together, by the bulk workers when there are
+    # enough; one result per document in order, a document that cannot be stored "failed" with its reason.
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]: ...
+    def list_documents(self, *, person: str = "") -> list[DocumentRecord]: ...  # own and shared, by source
+    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None: ...  # own only
+    # re-chunk (current chunk settings) and re-embed every document; how many chunks
+    def reindex_documents(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...
+    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]: ...
+    def has_documents(self, *, person: str = "") -> bool: ...  # whether search_docs is worth offering
+
+
 @runtime_checkable
 class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceStore, ToolOutputStore, KeyValueStore,
-            PromptStore, Protocol):
+            PromptStore, DocumentStore, Protocol):
     """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
     which backend they have (``display_name`` is for titles only)."""
 

@@ -37,8 +37,8 @@ def _embed_in_worker(texts: list[str]) -> np.ndarray:
     return _worker.embed(texts)
 
 
-def _parallel_ok(embedder: Embedder, count: int) -> bool:
-    if embedder.model_id != MINILM_MODEL_ID or count < PARALLEL_MIN:
+def _parallel_ok(embedder: Embedder, count: int, least: int) -> bool:
+    if embedder.model_id != MINILM_MODEL_ID or count < least:
         return False
     try:
         import onnxruntime  # noqa: F401
@@ -48,12 +48,14 @@ def _parallel_ok(embedder: Embedder, count: int) -> bool:
 
 
 def embed_chunks(
-    embedder: Embedder, texts: list[str], *, progress: Progress | None = None, workers: int | None = None
+    embedder: Embedder, texts: list[str], *, progress: Progress | None = None, workers: int | None = None,
+    parallel_min: int = PARALLEL_MIN,
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """(offset of the chunk in ``texts``, its vectors), chunk by chunk in order. Raises EmbedderUnavailable."""
+    """(offset of the chunk in ``texts``, its vectors), chunk by chunk in order. Raises EmbedderUnavailable.
+    ``parallel_min``: from how many texts the workers are worth starting (fewer for long texts: documents')."""
     chunks = [(start, texts[start : start + CHUNK]) for start in range(0, len(texts), CHUNK)]
     done = 0
-    if not _parallel_ok(embedder, len(texts)):
+    if not _parallel_ok(embedder, len(texts), parallel_min):
         for start, chunk in chunks:
             vectors = embedder.embed(chunk)
             done += len(chunk)

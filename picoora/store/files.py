@@ -8,6 +8,7 @@ can still open, kept under ``.picoora/`` where no tool reaches):
   .picoora/sessions/<encoded key>.json              the model's view of a conversation (atomic replace)
   .picoora/transcripts/<encoded key>.jsonl          every message ever, append-only, numbered
   .picoora/traces/turns[.N].{jsonl,idx}             what each turn cost and why, rotated, indexed (trace_log)
+  .picoora/docs/{documents,<id>}.json              the knowledge base (doc_library)
   .picoora/state/{state,config,meta}.json           small key/value documents (config rows redacted)
   .picoora/store.lock                               the cross-process lock
 A workspace in the older layout (the same files at the top) is moved once, on open.
@@ -36,12 +37,17 @@ from picoora.secrets import redact_text
 from picoora.store import limits, supersession
 from picoora.store.base import (
     PROMPT_NAMES,
+    AddDocumentResult,
     AddMemoryResult,
     BackendDetails,
     DailyNote,
     DailyNoteRow,
+    DocPage,
+    DocumentHit,
+    DocumentRecord,
     Embeddings,
     MemoryRecord,
+    NewDocument,
     NoEmbedder,
     Prompt,
     Provenance,
@@ -66,6 +72,7 @@ from picoora.store.tool_output_files import ToolOutputFiles
 from picoora.store.trace_log import TraceLog
 
 if TYPE_CHECKING:
+    from picoora.config import DocsConfig
     from picoora.store.anchors import Anchors
     from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
@@ -129,7 +136,11 @@ class FileStore:
         min_similarity: float = 0.0,
         dedup_similarity: float = 0.95,
         secrets: Iterable[str] = (),
+        docs: DocsConfig | None = None,
     ):
+        from picoora.config import DocsConfig
+        from picoora.store.doc_library import DocLibrary
+
         self.workspace = Path(workspace).expanduser()
         self.layout = FileLayout(self.workspace)
         self._lock = WorkspaceLock(self.layout.lock)
@@ -140,11 +151,12 @@ class FileStore:
         self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
         self._traces = TraceLog(self.layout.traces)
         self._tool_outputs = ToolOutputFiles(self.layout.tool_outputs)
+        self._docs = DocLibrary(self.layout.docs, embedder, docs or DocsConfig())
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
             for directory in [self.workspace, layout.sessions, layout.state, layout.memory, layout.notes,
-                              layout.traces, layout.tool_outputs]:
+                              layout.traces, layout.tool_outputs, layout.docs]:
                 atomic.remove_stale_temp_files(directory)
             for month in layout.notes.glob("[0-9]*"):
                 atomic.remove_stale_temp_files(month)
@@ -493,6 +505,70 @@ class FileStore:
         path = self._prompt_path(name)
         with self._lock:
             atomic.atomic_write_text(path, content)
+
+    # ---- documents (the knowledge base) ---------------------------------------------------------
+
+    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
+                     person: str = "", progress: Progress | None = None) -> AddDocumentResult:
+        result = self.add_documents([NewDocument(source, title, pages)], shared=shared, person=person,
+                                    progress=progress)[0]
+        if result.status == "failed":
+            raise StoreError(result.error)
+        return result
+
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Progress | None = None) -> list[AddDocumentResult]:
+        from picoora.store.doc_library import content_hash
+
+        results: list[AddDocumentResult | None] = [None] * len(documents)
+        digests = [content_hash(d.pages) for d in documents]
+        with self._lock:
+            self._docs.refresh()
+            for at, (doc, digest) in enumerate(zip(documents, digests, strict=True)):
+                same = self._docs.unchanged(doc.source, person, digest)
+                if same is not None and same.shared == shared:
+                    results[at] = AddDocumentResult(same, "unchanged")
+        for at, doc in enumerate(documents):
+            if results[at] is None:
+                try:
+                    if not doc.source.strip():
+                        raise ValueError("a document needs a source (its path or URL)")
+                    self._docs.check_size(doc.pages)
+                except (StoreError, ValueError) as exc:
+                    results[at] = AddDocumentResult(None, "failed", str(exc))
+        todo = [at for at, result in enumerate(results) if result is None]
+        prepared = self._docs.prepare_many([documents[at].pages for at in todo], progress)
+        with self._lock:
+            self._docs.refresh()
+            for at, item in zip(todo, prepared, strict=True):
+                doc = documents[at]
+                results[at] = self._docs.put(doc.source, doc.title, item, shared=shared, person=person,
+                                             digest=digests[at])
+        return [r for r in results if r is not None]
+
+    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
+        with self._lock:
+            self._docs.refresh()
+            return self._docs.documents(person)
+
+    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
+        with self._lock:
+            self._docs.refresh()
+            return self._docs.remove(id_or_source, person)
+
+    def reindex_documents(self, *, progress: Progress | None = None) -> int:
+        return self._docs.reindex(progress, self._lock)
+
+    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
+        query_vector = self._docs.query_vector(query)  # outside the lock: the first call loads the model
+        with self._lock:
+            self._docs.refresh()
+            return self._docs.search(query, limit, person, query_vector)
+
+    def has_documents(self, *, person: str = "") -> bool:
+        with self._lock:
+            self._docs.refresh()
+            return self._docs.any_visible(person)
 
     # ---- what the front doors ask for ------------------------------------------------------------
 

@@ -76,6 +76,11 @@ class FileLayout:
         return self.memory / "memories.jsonl"
 
     @property
+    def docs(self) -> Path:
+        """The knowledge base (``doc_library``): document records, chunks and their vectors."""
+        return self.private / "docs"
+
+    @property
     def traces(self) -> Path:
         return self.private / "traces"
 

@@ -13,9 +13,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from picoora.store.base import StoreError
+
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import Prompt, Store
+    from picoora.store.base import (
+        AddDocumentResult,
+        DocPage,
+        DocumentHit,
+        DocumentRecord,
+        NewDocument,
+        Prompt,
+        Store,
+    )
 
 AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
 SHARED = frozenset({"set_prompt", "get_config", "set_config", "all_config",
@@ -35,6 +45,35 @@ class PersonStore:
 
     def get_prompt(self, name: str) -> Prompt | None:
         return self._shared.get_prompt(name) if name in PERSONA_PROMPTS else None
+
+    # Documents live in the owner's store, each marked with who added it: a person's search sees their own
+    # and the shared ones (filtered before ranking); sharing is the owner's alone.
+    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
+                     person: str = "", progress: Any = None) -> AddDocumentResult:
+        if shared:
+            raise StoreError("only the owner can share documents (--shared)")
+        return self._shared.add_document(source, title, pages, person=self.person, progress=progress)
+
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Any = None) -> list[AddDocumentResult]:
+        if shared:
+            raise StoreError("only the owner can share documents (--shared)")
+        return self._shared.add_documents(documents, person=self.person, progress=progress)
+
+    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
+        return self._shared.list_documents(person=self.person)
+
+    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
+        return self._shared.remove_document(id_or_source, person=self.person)
+
+    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
+        return self._shared.search_documents(query, limit, person=self.person)
+
+    def has_documents(self, *, person: str = "") -> bool:
+        return self._shared.has_documents(person=self.person)
+
+    def reindex_documents(self, *, progress: Any = None) -> int:
+        raise StoreError("only the owner can reindex the documents")
 
     def native_async(self) -> Any:
         """The coroutines of both stores, each name going where the blocking form goes."""
@@ -63,7 +102,8 @@ class _NativeRoute:
         return getattr(native, name)
 
 
-_FILTERED = frozenset({"list_prompts", "get_prompt"})
+_FILTERED = frozenset({"list_prompts", "get_prompt", "add_document", "add_documents", "list_documents",
+                       "remove_document", "search_documents", "has_documents", "reindex_documents"})
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

@@ -27,6 +27,7 @@ class ToolResult:
     is_error: bool = False
     full: str | None = None  # the whole output when ``content`` is a cut of it: kept for ``read_tool_output``
     handle: str | None = None  # set by the registry: where the whole output was kept
+    details: list[dict[str, Any]] | None = None  # what the tool used, for the turn's trace (search_docs' chunks)
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

@@ -125,9 +125,9 @@ class ToolRegistry:
         if full is None and len(content) > self.max_result_chars:
             full, content = content, head_and_tail(content, self.max_result_chars)
         if full is None:
-            return ToolResult(content, result.is_error)
+            return ToolResult(content, result.is_error, details=result.details)
         content, handle = await keep(name, content, full, ctx)
-        return ToolResult(content, result.is_error, handle=handle)
+        return ToolResult(content, result.is_error, handle=handle, details=result.details)
 
     async def _execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
         tool = self._tools.get(name)

@@ -857,6 +857,114 @@ class FakeOracle:
         rows.sort(key=score, reverse=True)
         return [self._memory_tuple(r, r["embedding"]) for r in rows[: b["k"]]]
 
+    # ---- the knowledge base (migration 13) ----
+
+    _DOC = ("doc_id", "source", "title", "content_hash", "chunks", "shared", "person", "added_at")
+    # UTL_TO_CHUNKS's documented JSON parameters and the values used here
+    _CHUNK_PARAMS = {"by", "max", "overlap", "split", "custom_list", "vocabulary", "language", "normalize",
+                     "norm_options", "extended"}
+    _CHUNK_SPLITS = {"none", "newline", "blankline", "space", "recursively", "sentence", "custom"}
+
+    def _doc_visible(self, b: dict[str, Any]) -> Callable[[dict], bool]:
+        return lambda r: r["agent_id"] == b["agent_id"] and (r["person"] == b["person"] or r["shared"] == 1)
+
+    async def _doc_get(self, conn, b):
+        rows = self._select("PICO_DOCUMENTS", lambda r: r["agent_id"] == b["agent_id"] and r["doc_id"] == b["doc_id"])
+        return [tuple(r[c] for c in self._DOC) for r in rows]
+
+    async def _doc_list(self, conn, b):
+        rows = sorted(self._select("PICO_DOCUMENTS", self._doc_visible(b)), key=lambda r: r["source"])
+        return [tuple(r[c] for c in self._DOC) for r in rows]
+
+    async def _doc_any(self, conn, b):
+        return [(min(len(self._select("PICO_DOCUMENTS", self._doc_visible(b))), 1),)]
+
+    async def _doc_ids(self, conn, b):
+        rows = sorted(self._select("PICO_DOCUMENTS", self._mine(b)), key=lambda r: r["doc_id"])
+        return [(r["doc_id"],) for r in rows]
+
+    async def _doc_delete(self, conn, b):
+        return await self.delete(conn, "PICO_DOCUMENTS", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["doc_id"] == b["doc_id"])
+
+    async def _doc_chunks_delete(self, conn, b):
+        return await self.delete(conn, "PICO_DOC_CHUNKS", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["doc_id"] == b["doc_id"])
+
+    async def _doc_insert(self, conn, b):
+        await self.insert(conn, "PICO_DOCUMENTS", {**{k: v for k, v in b.items() if k != "now"},
+                                                   "chunks": 0, "added_at": b["now"]})
+        return 1
+
+    async def _doc_set_chunks(self, conn, b):
+        count = len(self._select("PICO_DOC_CHUNKS", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["doc_id"] == b["doc_id"]))
+        return await self.update(conn, "PICO_DOCUMENTS", lambda r: r["agent_id"] == b["agent_id"]
+                                 and r["doc_id"] == b["doc_id"], {"chunks": count})
+
+    async def _doc_chunk_count(self, conn, b):
+        return [(len(self._select("PICO_DOC_CHUNKS", lambda r: r["agent_id"] == b["agent_id"]
+                                  and r["doc_id"] == b["doc_id"])),)]
+
+    def utl_to_chunks(self, text: str, params: str) -> list[str]:
+        """UTL_TO_CHUNKS as documented for what picoora asks: by words, MAX, OVERLAP, SPLIT by sentence or none."""
+        from picoora.store.chunker import _by_sentences, _by_words
+
+        spec = json.loads(params)
+        unknown = set(spec) - self._CHUNK_PARAMS
+        assert not unknown, f"UTL_TO_CHUNKS has no parameter {sorted(unknown)}"
+        assert spec.get("by") in ("words", "chars", "characters", "vocabulary"), spec
+        size, overlap = int(spec["max"]), int(spec.get("overlap", 0))
+        assert 10 <= size <= 1000 and 0 <= overlap < size, spec  # "max" for words is 10 to 1000
+        assert spec.get("split", "recursively") in self._CHUNK_SPLITS, spec
+        cut = _by_sentences if spec.get("split") == "sentence" else _by_words
+        return [chunk[:MAX_STRING_BYTES] for chunk in cut(text, size, overlap)]  # chunk_data is VARCHAR2(4000)
+
+    async def _doc_chunks_insert(self, conn, b):
+        docs = self._select("PICO_DOCUMENTS", lambda r: r["agent_id"] == b["agent_id"] and r["doc_id"] == b["doc_id"])
+        inserted = 0
+        for doc in docs:
+            for page in json.loads(doc["pages"]):
+                for chunk in self.utl_to_chunks(page["text"], b["params"]):
+                    await self.insert(conn, "PICO_DOC_CHUNKS", {
+                        "doc_id": doc["doc_id"], "agent_id": doc["agent_id"], "person": doc["person"],
+                        "shared": doc["shared"], "chunk_no": inserted, "page_no": page["page"], "chunk_text": chunk,
+                        "embedding": self.embed(chunk), "embedding_model": b["embedding_model"]})
+                    inserted += 1
+        return inserted
+
+    def _chunk_tuple(self, row: dict[str, Any], vector: Any) -> tuple:
+        distance = _cosine_distance(row["embedding"], vector) if vector is not None and row["embedding"] else None
+        return (row["doc_id"], row["chunk_no"], row["page_no"], row["chunk_text"], distance)
+
+    async def _doc_nearest(self, conn, b):
+        assert isinstance(b["vector"], array.array), "vectors bind as array.array"
+        rows = self._select("PICO_DOC_CHUNKS", lambda r: self._doc_visible(b)(r) and r["embedding"] is not None
+                            and r["embedding_model"] == b["embedding_model"])
+        scored = sorted((self._chunk_tuple(r, b["vector"]) for r in rows), key=lambda t: t[4])
+        return scored[self.approx_misses:][: b["k"]]
+
+    def _doc_terms_match(self, terms: list[str], row: dict) -> int:
+        return sum(bool(re.search(r"\b" + r"\W+".join(map(re.escape, re.findall(r"\w+", t))) + r"\b",
+                                  row["chunk_text"] or "", re.I)) for t in terms)
+
+    async def _doc_keyword_text(self, conn, b):
+        text_indexes = [n for n, (t, _, k) in self.indexes.items() if t == "PICO_DOC_CHUNKS" and k == "DOMAIN"]
+        if not text_indexes or all(name in self.unusable_indexes for name in text_indexes):
+            raise ora_error(29902)  # DRG-10599: column is not indexed
+        terms = re.findall(r"\{([^}]*)\}", b["text_query"])
+        rows = [r for r in self._select("PICO_DOC_CHUNKS", self._doc_visible(b)) if self._doc_terms_match(terms, r)]
+        rows.sort(key=lambda r: self._doc_terms_match(terms, r), reverse=True)
+        return [self._chunk_tuple(r, b["vector"]) for r in rows[: b["k"]]]
+
+    async def _doc_keyword_scan(self, conn, b):
+        if _utf8_len(b["pattern"]) > REGEXP_MAX_BYTES:
+            raise ora_error(12733)
+        pattern = re.compile(b["pattern"], re.I)
+        rows = [r for r in self._select("PICO_DOC_CHUNKS", self._doc_visible(b))
+                if pattern.search(r["chunk_text"] or "")]
+        return [self._chunk_tuple(r, b["vector"]) for r in rows[: b["k"]]]
+
     async def _memory_keyword_scan(self, conn, b):
         if _utf8_len(b["pattern"]) > REGEXP_MAX_BYTES:
             raise ora_error(12733)

@@ -38,7 +38,8 @@ def test_fresh_schema_creates_the_go_tables_in_order_and_records_the_version(fak
     set_up_schema(fake, config)
     creates = [e.sql.split()[2] for e in fake.executed if e.sql.startswith("CREATE TABLE")]
     # the Go tables first, then ours
-    assert creates == GO_TABLES + ["PICO_TRACES", "PICO_BACKGROUND_QUESTIONS", "PICO_LEASES", "PICO_TOOL_OUTPUTS"]
+    assert creates == GO_TABLES + ["PICO_TRACES", "PICO_BACKGROUND_QUESTIONS", "PICO_LEASES", "PICO_TOOL_OUTPUTS",
+                                   "PICO_DOCUMENTS", "PICO_DOC_CHUNKS"]
     meta = {r["meta_key"]: r["meta_value"] for r in fake.rows("PICO_META")}
     assert meta["schema_version"] == str(LATEST_VERSION)
     assert [k for k in sorted(meta) if k.startswith("migration.")] == [f"migration.{m.version:03d}" for m in MIGRATIONS]

@@ -71,7 +71,7 @@ def test_model_name_is_the_only_interpolation():
 
 def test_similarity_searches_use_the_vector_index():
     searches = [s for s in STATEMENTS if "ORDER BY VECTOR_DISTANCE" in s.text]
-    assert {s.name for s in searches} == {"memory_nearest", "memory_nearest_exact", "note_search"}
+    assert {s.name for s in searches} == {"memory_nearest", "memory_nearest_exact", "note_search", "doc_nearest"}
     for stmt in searches:
         assert "COSINE" in stmt.text
         # recall uses the index; dedup needs the true nearest row, which an approximate probe may miss

@@ -202,6 +202,7 @@ class TurnView {
     this.answer.append(renderMarkdown(text));
     if (stopReason !== "answer") this.node.classList.add("failed");
     if (turnId) this.meta.append(el("button", { class: "link why-button", type: "button", text: "why?", onclick: () => showWhy(turnId) }));
+    if (turnId && window.picooraDocs) window.picooraDocs.showSources(this.meta, turnId); // docs.js: cited sources
     if (stopReason !== "answer") this.meta.append(el("span", { text: stopReason }));
   }
 }

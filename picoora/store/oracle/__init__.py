@@ -56,6 +56,7 @@ def open_oracle_store(config: Config, *, pool_factory: PoolFactory | None = None
         dedup_similarity=config.memory.dedup_similarity,
         text_index=text_index,
         secrets=secret_values(config),
+        docs=config.docs,
         note_zone=config.agents.defaults.timezone,
     )
 

@@ -101,6 +101,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, "whole tool outputs for read_tool_output: PICO_TOOL_OUTPUTS", (
         q.CREATE_TOOL_OUTPUTS, q.INDEX_TOOL_OUTPUTS_AGE,
     )),
+    Migration(13, "the knowledge base: PICO_DOCUMENTS and PICO_DOC_CHUNKS (chunked by UTL_TO_CHUNKS)", (
+        q.CREATE_DOCUMENTS, q.CREATE_DOC_CHUNKS, q.INDEX_DOCUMENTS_SCOPE, q.INDEX_DOC_CHUNKS_SCOPE,
+        q.TEXT_INDEX_DOC_CHUNKS,
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -624,3 +624,105 @@ LOAD_ONNX_DIRECTORY = _sql("load_onnx_directory", "plsql", """
 LOAD_ONNX_CLOUD = _sql("load_onnx_cloud", "plsql", """
     BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL_CLOUD(model_name => :model_name, credential => NULL, uri => :uri,
                                             metadata => JSON(:metadata)); END;""")
+
+# ---------------------------------------------------------------------------------------------------
+# The knowledge base (schema version 13): documents, and their chunks cut by DBMS_VECTOR_CHAIN.UTL_TO_CHUNKS
+# and embedded by VECTOR_EMBEDDING in the INSERT itself, so no chunk text or vector crosses the network on
+# the way in. ``person`` is who added it ('.' the owner: '' is NULL in Oracle); ``shared`` = 1 lets everyone
+# see it. Every read filters on agent_id and (person = :person OR shared = 1) before any ranking.
+
+CREATE_DOCUMENTS = _sql("create_documents", "ddl", """
+    CREATE TABLE PICO_DOCUMENTS (
+        doc_id       VARCHAR2(64) PRIMARY KEY,
+        agent_id     VARCHAR2(64) NOT NULL,
+        person       VARCHAR2(64) NOT NULL,
+        source       VARCHAR2(2000 CHAR) NOT NULL,
+        title        VARCHAR2(1000 CHAR),
+        content_hash VARCHAR2(64) NOT NULL,
+        shared       NUMBER(1) DEFAULT 0 NOT NULL,
+        chunks       NUMBER DEFAULT 0,
+        pages        CLOB CHECK (pages IS JSON),
+        added_at     TIMESTAMP)""", _EXISTS)
+CREATE_DOC_CHUNKS = _sql("create_doc_chunks", "ddl", """
+    CREATE TABLE PICO_DOC_CHUNKS (
+        doc_id          VARCHAR2(64) NOT NULL,
+        agent_id        VARCHAR2(64) NOT NULL,
+        person          VARCHAR2(64) NOT NULL,
+        shared          NUMBER(1) DEFAULT 0 NOT NULL,
+        chunk_no        NUMBER NOT NULL,
+        page_no         NUMBER,
+        chunk_text      VARCHAR2(4000),
+        embedding       VECTOR(384, FLOAT32),
+        embedding_model VARCHAR2(255),
+        PRIMARY KEY (doc_id, chunk_no))""", _EXISTS)
+INDEX_DOCUMENTS_SCOPE = _sql("index_documents_scope", "ddl",
+                             "CREATE INDEX IDX_PICO_DOCUMENTS_SCOPE ON PICO_DOCUMENTS(agent_id, person)", _INDEXED)
+INDEX_DOC_CHUNKS_SCOPE = _sql("index_doc_chunks_scope", "ddl",
+                              "CREATE INDEX IDX_PICO_DOC_CHUNKS_SCOPE ON PICO_DOC_CHUNKS(agent_id, person, shared)",
+                              _INDEXED)
+# Without Oracle Text installed (ORA-29833) keyword search scans with REGEXP_LIKE instead.
+TEXT_INDEX_DOC_CHUNKS = _sql("text_index_doc_chunks", "ddl", """
+    CREATE INDEX IDX_PICO_DOC_CHUNKS_TEXT ON PICO_DOC_CHUNKS(chunk_text)
+    INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('SYNC (ON COMMIT)')""", (*_INDEXED, "ORA-29833"))
+
+_DOC_COLUMNS = "doc_id, source, title, content_hash, chunks, shared, person, added_at"
+DOC_GET = _sql("doc_get", "query", f"""
+    SELECT {_DOC_COLUMNS} FROM PICO_DOCUMENTS WHERE agent_id = :agent_id AND doc_id = :doc_id""")
+DOC_LIST = _sql("doc_list", "query", f"""
+    SELECT {_DOC_COLUMNS} FROM PICO_DOCUMENTS
+    WHERE agent_id = :agent_id AND (person = :person OR shared = 1) ORDER BY source""")
+DOC_ANY = _sql("doc_any", "query", """
+    SELECT COUNT(*) FROM PICO_DOCUMENTS
+    WHERE agent_id = :agent_id AND (person = :person OR shared = 1) FETCH FIRST 1 ROWS ONLY""")
+DOC_IDS = _sql("doc_ids", "query", "SELECT doc_id FROM PICO_DOCUMENTS WHERE agent_id = :agent_id ORDER BY doc_id")
+DOC_DELETE = _sql("doc_delete", "dml", "DELETE FROM PICO_DOCUMENTS WHERE agent_id = :agent_id AND doc_id = :doc_id")
+DOC_CHUNKS_DELETE = _sql("doc_chunks_delete", "dml",
+                         "DELETE FROM PICO_DOC_CHUNKS WHERE agent_id = :agent_id AND doc_id = :doc_id")
+DOC_INSERT = _sql("doc_insert", "dml", """
+    INSERT INTO PICO_DOCUMENTS (doc_id, agent_id, person, source, title, content_hash, shared, chunks, pages,
+                                added_at)
+    VALUES (:doc_id, :agent_id, :person, :source, :title, :content_hash, :shared, 0, :pages, :now)""")
+DOC_SET_CHUNKS = _sql("doc_set_chunks", "dml", """
+    UPDATE PICO_DOCUMENTS
+    SET chunks = (SELECT COUNT(*) FROM PICO_DOC_CHUNKS c WHERE c.agent_id = :agent_id AND c.doc_id = :doc_id)
+    WHERE agent_id = :agent_id AND doc_id = :doc_id""")
+# The document's chunks, cut from its stored pages (never a long bind): JSON_TABLE opens the pages' JSON,
+# UTL_TO_CHUNKS cuts each page and returns a VECTOR_ARRAY_T of JSON CLOBs ({"chunk_id", "chunk_offset",
+# "chunk_length", "chunk_data"}); :params is its JSON ({"by": "words", "max": ..., "overlap": ...,
+# "split": ..., "normalize": "all"}) from the docs.chunk_* settings.
+DOC_CHUNKS_INSERT = _sql("doc_chunks_insert", "dml", """
+    INSERT INTO PICO_DOC_CHUNKS (doc_id, agent_id, person, shared, chunk_no, page_no, chunk_text, embedding,
+                                 embedding_model)
+    SELECT d.doc_id, d.agent_id, d.person, d.shared,
+           ROW_NUMBER() OVER (ORDER BY p.ord, JSON_VALUE(c.column_value, '$.chunk_id' RETURNING NUMBER)) - 1,
+           p.page_no,
+           JSON_VALUE(c.column_value, '$.chunk_data' RETURNING VARCHAR2(4000)),
+           VECTOR_EMBEDDING({model} USING JSON_VALUE(c.column_value, '$.chunk_data' RETURNING VARCHAR2(4000))
+                            AS data),
+           :embedding_model
+    FROM PICO_DOCUMENTS d,
+         JSON_TABLE(d.pages, '$[*]' COLUMNS (ord FOR ORDINALITY, page_no NUMBER PATH '$.page',
+                                             page_text CLOB PATH '$.text')) p,
+         TABLE(DBMS_VECTOR_CHAIN.UTL_TO_CHUNKS(p.page_text, JSON(:params))) c
+    WHERE d.agent_id = :agent_id AND d.doc_id = :doc_id""")
+DOC_CHUNK_COUNT = _sql("doc_chunk_count", "query",
+                       "SELECT COUNT(*) FROM PICO_DOC_CHUNKS WHERE agent_id = :agent_id AND doc_id = :doc_id")
+
+_CHUNK_COLUMNS = "c.doc_id, c.chunk_no, c.page_no, c.chunk_text"
+_VISIBLE = "c.agent_id = :agent_id AND (c.person = :person OR c.shared = 1)"
+DOC_NEAREST = _sql("doc_nearest", "query", f"""
+    SELECT {_CHUNK_COLUMNS}, VECTOR_DISTANCE(c.embedding, :vector, COSINE) AS distance
+    FROM PICO_DOC_CHUNKS c
+    WHERE {_VISIBLE} AND c.embedding IS NOT NULL AND c.embedding_model = :embedding_model
+    ORDER BY VECTOR_DISTANCE(c.embedding, :vector, COSINE)
+    FETCH APPROX FIRST :k ROWS ONLY""")
+DOC_KEYWORD_TEXT = _sql("doc_keyword_text", "query", f"""
+    SELECT {_CHUNK_COLUMNS}, VECTOR_DISTANCE(c.embedding, :vector, COSINE) AS distance
+    FROM PICO_DOC_CHUNKS c
+    WHERE {_VISIBLE} AND CONTAINS(c.chunk_text, :text_query, 1) > 0
+    ORDER BY SCORE(1) DESC FETCH FIRST :k ROWS ONLY""")
+DOC_KEYWORD_SCAN = _sql("doc_keyword_scan", "query", f"""
+    SELECT {_CHUNK_COLUMNS}, VECTOR_DISTANCE(c.embedding, :vector, COSINE) AS distance
+    FROM PICO_DOC_CHUNKS c
+    WHERE {_VISIBLE} AND REGEXP_LIKE(c.chunk_text, :pattern, 'i')
+    FETCH FIRST :k ROWS ONLY""")

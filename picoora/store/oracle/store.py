@@ -27,19 +27,24 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from picoora.messages import Message
 from picoora.secrets import redact_text
 from picoora.store import limits, ranking, supersession
 from picoora.store.base import (
     PROMPT_NAMES,
+    AddDocumentResult,
     AddMemoryResult,
     BackendDetails,
     DailyNote,
     DailyNoteRow,
+    DocPage,
+    DocumentHit,
+    DocumentRecord,
     Embeddings,
     MemoryRecord,
+    NewDocument,
     NoEmbedder,
     Prompt,
     Provenance,
@@ -62,6 +67,9 @@ from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import MAX_STRING_BYTES, Database, Tx, error_code, error_codes
 from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN, TextIndexHealth
 from picoora.store.oracle.leases import OracleLeases
+
+if TYPE_CHECKING:
+    from picoora.config import DocsConfig
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +227,11 @@ class OracleStore:
         text_index: bool = False,
         secrets: Iterable[str] = (),
         note_zone: str = "",
+        docs: DocsConfig | None = None,
     ):
+        from picoora.config import DocsConfig
+        from picoora.store.oracle.documents import OracleDocuments
+
         self._db = db
         self.agent_id = agent_id
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
@@ -232,13 +244,16 @@ class OracleStore:
         self.note_zone = note_zone  # IANA zone of the daily notes' dates (agents.defaults.timezone); "": the machine's
         self._missing_model_note: str | None = None
         self._owns_db = True
+        self._docs_settings = docs or DocsConfig()
+        self._documents = OracleDocuments(self, self._docs_settings)
 
     def for_agent(self, agent_id: str) -> OracleStore:
         """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
         pool, event-loop thread, settings and background anchors, where opening another store would start a
         pool and a thread of its own and probe the schema again. Closing it leaves the database open."""
         other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
-                            dedup_similarity=self.dedup_similarity, secrets=self._secrets, note_zone=self.note_zone)
+                            dedup_similarity=self.dedup_similarity, secrets=self._secrets, note_zone=self.note_zone,
+                            docs=self._docs_settings)
         other._anchors = self._anchors
         other._text = self._text
         other._owns_db = False
@@ -279,6 +294,40 @@ class OracleStore:
             return None
         self._missing_model_note = None
         return row[0] if row else None
+
+    # ---- documents (the knowledge base: oracle/documents.py) ----------------------------------
+
+    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
+                     person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult:
+        return self._documents.add(source, title, pages, shared, person)
+
+    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
+                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]:
+        """One at a time: each is chunked and embedded inside the database by its own INSERT ... SELECT."""
+        results = []
+        for done, doc in enumerate(documents, start=1):
+            try:
+                results.append(self._documents.add(doc.source, doc.title, doc.pages, shared, person))
+            except (StoreError, ValueError) as exc:
+                results.append(AddDocumentResult(None, "failed", str(exc)))
+            if progress:
+                progress(done, len(documents))
+        return results
+
+    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
+        return self._documents.documents(person)
+
+    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
+        return self._documents.remove(id_or_source, person)
+
+    def reindex_documents(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        return self._documents.reindex()
+
+    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
+        return self._documents.search(query, limit, person)
+
+    def has_documents(self, *, person: str = "") -> bool:
+        return self._documents.any_visible(person)
 
     # ---- memories ------------------------------------------------------------------------------
 

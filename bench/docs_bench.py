@@ -1,0 +1,207 @@
+"""Knowledge-base benchmark (files backend, the bundled MiniLM): retrieval quality, adding speed, search latency.
+
+    .venv/bin/python bench/docs_bench.py                    # quality on dev and held-out, timings (about a minute)
+    .venv/bin/python bench/docs_bench.py --calibrate        # score distributions on dev: where the floor goes
+    .venv/bin/python bench/docs_bench.py --sizes 60 120 200 # how the quality moves with chunk size
+
+Quality: tests/data/docs_quality/{dev,heldout}/ hold documents written for this set, ``<set>.jsonl`` questions
+paraphrased away from the text, each with the exact phrase that answers it, and ``unanswerable_<set>.jsonl``
+questions no document answers. hit@k: a chunk holding the answer phrase is among the first k returned (only
+chunks above the floor are returned, so a floor set too high shows here). Silence: the share of unanswerable
+questions that get nothing. The method (doc_ranking's constants) was frozen on dev before held-out was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from picoora.config import DocsConfig  # noqa: E402
+from picoora.docs.parsers import parse_file  # noqa: E402
+from picoora.store.base import DocPage  # noqa: E402
+from picoora.store.embedder import MiniLMEmbedder  # noqa: E402
+from picoora.store.files import FileStore  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "docs_quality"
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def _load(name: str) -> tuple[list[dict], list[str]]:
+    questions = [json.loads(line) for line in (DATA / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+    unanswerable = [json.loads(line)["question"] for line in
+                    (DATA / f"unanswerable_{name}.jsonl").read_text().splitlines() if line.strip()]
+    return questions, unanswerable
+
+
+def _library(name: str, settings: DocsConfig, embedder: MiniLMEmbedder, folder: Path) -> FileStore:
+    store = FileStore(folder, embedder=embedder, docs=settings)
+    for path in sorted((DATA / name).iterdir()):
+        title, pages = parse_file(path, 10**7)
+        store.add_document(path.name, title, pages)
+    return store
+
+
+def quality(name: str, settings: DocsConfig, embedder: MiniLMEmbedder) -> dict[str, float]:
+    questions, unanswerable = _load(name)
+    with tempfile.TemporaryDirectory() as folder:
+        store = _library(name, settings, embedder, Path(folder))
+        hit1 = hit5 = 0
+        for q in questions:
+            hits = store.search_documents(q["question"], 5)
+            found = [h.document.source == q["doc"] and _norm(q["answer"]) in _norm(h.text) for h in hits]
+            hit1 += bool(found[:1] and found[0])
+            hit5 += any(found)
+        silent = sum(not store.search_documents(q, 5) for q in unanswerable)
+        chunks = sum(d.chunks for d in store.list_documents())
+        store.close()
+    return {"questions": len(questions), "hit@1": hit1 / len(questions), "hit@5": hit5 / len(questions),
+            "unanswerable": len(unanswerable), "silent": silent / len(unanswerable), "chunks": chunks}
+
+
+def calibrate(settings: DocsConfig, embedder: MiniLMEmbedder) -> None:
+    """The best answering chunk's score and the best unanswerable score, for placing the floor."""
+    questions, unanswerable = _load("dev")
+    open_settings = settings.model_copy(update={"min_score": 1e-6})
+    with tempfile.TemporaryDirectory() as folder:
+        store = _library("dev", open_settings, embedder, Path(folder))
+        true_scores = []
+        for q in questions:
+            hits = store.search_documents(q["question"], 5)
+            right = [h.score for h in hits if h.document.source == q["doc"] and _norm(q["answer"]) in _norm(h.text)]
+            true_scores.append(max(right) if right else 0.0)
+        off = [max((h.score for h in store.search_documents(q, 5)), default=0.0) for q in unanswerable]
+        store.close()
+    ordered_true, ordered_off = sorted(true_scores), sorted(off)
+    print(f"answering chunk score: min {ordered_true[0]:.3f} p10 {ordered_true[len(true_scores) // 10]:.3f} "
+          f"median {statistics.median(true_scores):.3f}")
+    print(f"unanswerable best score: max {ordered_off[-1]:.3f} p90 {ordered_off[int(len(off) * 0.9)]:.3f} "
+          f"median {statistics.median(off):.3f}")
+    for floor in (0.20, 0.24, 0.28, 0.32, 0.36, 0.40):
+        kept = sum(s >= floor for s in true_scores) / len(true_scores)
+        silent = sum(s < floor for s in off) / len(off)
+        print(f"  floor {floor:.2f}: answers above it {kept:.2f}, unanswerable silent {silent:.2f}")
+
+
+def corpus_text(limit: int) -> str:
+    """About ``limit`` bytes of real English text shipped with the installed packages (licences, readmes)."""
+    import site
+
+    texts: list[str] = []
+    total = 0
+    for base in site.getsitepackages():
+        for path in sorted(Path(base).glob("*.dist-info/*")):
+            if path.name in ("LICENSE", "LICENSE.txt", "LICENSE.md", "METADATA", "README.md") and path.is_file():
+                text = path.read_text(errors="replace")
+                texts.append(text)
+                total += len(text.encode())
+                if total >= limit:
+                    return "\n\n".join(texts)
+    return "\n\n".join(texts)
+
+
+def add_timing(embedder: MiniLMEmbedder, settings: DocsConfig) -> None:
+    """``picoora docs add FOLDER`` on about 350 KB of text in 18 files, through the same code (add_sources)."""
+    from picoora.config import WebFetchConfig
+    from picoora.docs.adding import add_sources
+
+    text = corpus_text(350_000)
+    with tempfile.TemporaryDirectory() as folder:
+        files = Path(folder) / "files"
+        files.mkdir()
+        for number, start in enumerate(range(0, len(text), 20_000)):
+            (files / f"doc{number:02d}.txt").write_text(text[start:start + 20_000])
+        store = FileStore(Path(folder) / "ws", embedder=embedder, docs=settings)
+        embedder.embed(["warm up"])  # the model load is not the adding
+        started = time.perf_counter()
+        outcomes = add_sources(store, WebFetchConfig(), [str(files)])
+        took = time.perf_counter() - started
+        chunks = sum(o.document.chunks for o in outcomes if o.document)
+        store.close()
+    print(f"add {len(text.encode()) / 1000:.0f} KB in {len(outcomes)} files ({chunks} chunks): {took:.1f} s")
+
+
+def search_latency(embedder: MiniLMEmbedder, settings: DocsConfig, target: int = 10_000) -> None:
+    """p50/p95 of search_documents at ``target`` chunks, the query's embedding included. The haystack's vectors
+    are random unit vectors (embedding 10,000 chunks would take minutes here; the search costs the same)."""
+    import numpy as np
+
+    from picoora.store.chunker import chunk_pages
+    from picoora.store.doc_library import _Stored, content_hash
+
+    text = corpus_text(2_000_000)
+    chunks = chunk_pages([DocPage(text)], settings.chunk_by, settings.chunk_size, settings.chunk_overlap)
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory() as folder:
+        store = FileStore(Path(folder), embedder=embedder, docs=settings)
+        library = store._docs
+        per_doc, made = 500, 0
+        while made < target:
+            part = [chunks[(made + i) % len(chunks)] for i in range(min(per_doc, target - made))]
+            vectors = rng.standard_normal((len(part), 384)).astype("float32")
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            pages = [DocPage(c.text) for c in part]
+            with store._lock:
+                library.refresh()
+                library.put(f"hay{made}.txt", "hay", _Stored(pages, part, embedder.model_id, vectors), shared=False,
+                            person="", digest=content_hash(pages))
+            made += len(part)
+        queries = ["How do I reset the boiler?", "licence permission notice", "warranty of merchantability",
+                   "Python packaging metadata", "redistribution in binary form", "What does error E42 mean?"]
+        store.search_documents("warm up the index", 5)
+        times, embedding = [], []
+        for _ in range(8):
+            for query in queries:
+                text = query + f" {random.random():.6f}"  # no query cache can help
+                started = time.perf_counter()
+                store.search_documents(text, 5)
+                times.append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                embedder.embed([text + "!"])
+                embedding.append((time.perf_counter() - started) * 1000)
+        store.close()
+    times.sort()
+    print(f"search at {made} chunks: p50 {statistics.median(times):.1f} ms, p95 {times[int(len(times) * 0.95)]:.1f} ms "
+          f"(of which embedding the query: p50 {statistics.median(embedding):.1f} ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[])
+    parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--timing-only", action="store_true")
+    args = parser.parse_args()
+    embedder = MiniLMEmbedder()
+    settings = DocsConfig()
+    if args.calibrate:
+        calibrate(settings, embedder)
+        return
+    for size in [] if args.timing_only else args.sizes or [settings.chunk_size]:
+        overlap = min(settings.chunk_overlap, size // 5)
+        sized = settings.model_copy(update={"chunk_size": size, "chunk_overlap": overlap})
+        for name in ("dev", "heldout"):
+            if not (DATA / f"{name}.jsonl").exists():
+                continue
+            r = quality(name, sized, embedder)
+            print(f"chunk {size:4d} words, {name:8s}: hit@1 {r['hit@1']:.2f}  hit@5 {r['hit@5']:.2f}  "
+                  f"silent {r['silent']:.2f}  ({r['questions']} questions, {r['unanswerable']} unanswerable, "
+                  f"{r['chunks']} chunks)")
+    if not args.skip_timing and not args.sizes:
+        add_timing(embedder, settings)
+        search_latency(embedder, settings)
+
+
+if __name__ == "__main__":
+    main()

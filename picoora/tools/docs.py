@@ -1,0 +1,78 @@
+"""``search_docs``: the model searches the person's documents (their own and the shared ones).
+
+Offered only while the person has a document (checked at most every PRESENCE_SECONDS), so a user with
+no knowledge base pays nothing in prompt tokens. Each hit comes back wrapped as untrusted content, as a
+fetched page is (a document may hold instructions aimed at the model), under a citation line naming
+its title and chunk or page; the chunks and their scores go to the turn's trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pydantic import BaseModel, Field
+
+from picoora.store.base import DocumentHit, Store
+from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.untrusted import wrap_untrusted
+
+PRESENCE_SECONDS = 10.0
+
+
+def citation(hit: DocumentHit) -> str:
+    """How an answer names its source: the title and the page (PDFs) or chunk."""
+    where = f"page {hit.page}" if hit.page else f"chunk {hit.chunk + 1}"
+    return f"{hit.document.title or hit.document.source}, {where}"
+
+
+def format_hits(query: str, hits: list[DocumentHit]) -> str:
+    if not hits:
+        return f"No document answers: {query}"
+    parts = [f"{len(hits)} passages from the documents; cite them as [title, page/chunk]:"]
+    for number, hit in enumerate(hits, start=1):
+        parts.append(f"{number}. [{citation(hit)}] ({hit.score * 100:.0f}% match)")
+        parts.append(wrap_untrusted(hit.text, hit.document.source))
+    return "\n".join(parts)
+
+
+def trace_details(hits: list[DocumentHit]) -> list[dict]:
+    return [{"document_id": h.document.id, "title": h.document.title, "source": h.document.source,
+             "chunk": h.chunk, "page": h.page, "score": round(h.score, 4)} for h in hits]
+
+
+class SearchDocsArgs(BaseModel):
+    query: str = Field(min_length=1, max_length=1000, description="What to look up")
+
+
+class SearchDocs(Tool):
+    name = "search_docs"
+    description = "Search the user's documents. Cite [title, page/chunk] in the answer."
+    Args = SearchDocsArgs
+
+    def __init__(self, store: Store | None = None):
+        self._store = store  # None: always offered (``picoora mcp``: a client may add documents at any time)
+        self._present: tuple[float, bool] | None = None
+
+    def recheck(self) -> None:
+        """Look again on the next turn (a document was just added here; another process's shows within
+        PRESENCE_SECONDS)."""
+        self._present = None
+
+    def available(self) -> bool:
+        if self._store is None:
+            return True
+        now = time.monotonic()
+        if self._present is None or now - self._present[0] > PRESENCE_SECONDS:
+            try:
+                present = self._store.has_documents()
+            except Exception:  # a store that cannot answer now: offer nothing rather than fail the turn
+                present = False
+            self._present = (now, present)
+        return self._present[1]
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        assert isinstance(args, SearchDocsArgs)
+        hits = await asyncio.to_thread(ctx.store.search_documents, args.query, 4)
+        text = await asyncio.to_thread(format_hits, args.query, hits)
+        return ToolResult(text, details=trace_details(hits))

@@ -1,0 +1,66 @@
+"""The knowledge base's contract, run on both backends (tests/test_docs_store.py on files,
+tests/oracle/test_oracle_docs.py on the recording fake Oracle): what a person's search and list may see."""
+
+from __future__ import annotations
+
+import pytest
+
+from picoora.store.base import DocPage, Store, StoreError
+
+MANUAL = "The boiler shows error E42 when the water pressure is low; refill it to 1.5 bar."
+DIARY = "Alice keeps her spare house key under the blue flowerpot by the door."
+NOTES = "Bob parks his bicycle in the courtyard shed behind the bakery."
+
+
+def check_isolation(owner: Store, alice: Store, bob: Store) -> None:
+    manual = owner.add_document("/owner/manual.md", "Boiler manual", [DocPage(MANUAL)], shared=True).document
+    diary = alice.add_document("/alice/diary.md", "Diary", [DocPage(DIARY)]).document
+    bob.add_document("/bob/notes.md", "Notes", [DocPage(NOTES)])
+
+    assert [h.document.title for h in alice.search_documents("spare house key blue flowerpot")] == ["Diary"]
+    assert bob.search_documents("spare house key blue flowerpot") == []
+    assert owner.search_documents("spare house key blue flowerpot") == []  # the owner is a person too
+    assert [h.document.title for h in bob.search_documents("boiler error E42 water pressure")] == ["Boiler manual"]
+    assert {d.title for d in alice.list_documents()} == {"Diary", "Boiler manual"}
+    assert {d.title for d in bob.list_documents()} == {"Notes", "Boiler manual"}
+    assert {d.title for d in owner.list_documents()} == {"Boiler manual"}
+    assert alice.has_documents() and bob.has_documents()
+
+    assert bob.remove_document(diary.id) is None  # not his
+    assert bob.remove_document(manual.id) is None  # shared, but the owner's
+    assert [h.document.id for h in alice.search_documents("spare house key blue flowerpot")] == [diary.id]
+    with pytest.raises(StoreError, match="only the owner"):
+        alice.add_document("/alice/open.md", "Open", [DocPage("for everyone")], shared=True)
+    removed = alice.remove_document(diary.id)
+    assert removed is not None and removed.id == diary.id
+    assert alice.search_documents("spare house key blue flowerpot") == []
+    assert {d.title for d in alice.list_documents()} == {"Boiler manual"}
+
+
+def check_readd_and_remove(store: Store) -> None:
+    first = store.add_document("/docs/a.md", "A", [DocPage(MANUAL)])
+    assert first.status == "added" and first.document.chunks >= 1
+    again = store.add_document("/docs/a.md", "A", [DocPage(MANUAL)])
+    assert again.status == "unchanged" and again.document.id == first.document.id
+    changed = store.add_document("/docs/a.md", "A", [DocPage(NOTES)])
+    assert changed.status == "replaced" and changed.document.id == first.document.id
+    assert store.search_documents("boiler error E42 water pressure") == []  # the old chunks are gone
+    assert [h.document.id for h in store.search_documents("bicycle courtyard shed bakery")] == [first.document.id]
+    assert [d.source for d in store.list_documents()] == ["/docs/a.md"]
+    removed = store.remove_document("/docs/a.md")
+    assert removed is not None and removed.id == first.document.id
+    assert store.list_documents() == [] and not store.has_documents()
+    assert store.search_documents("bicycle courtyard shed bakery") == []
+    assert store.remove_document("/docs/a.md") is None
+
+
+def check_pages_and_codes(store: Store) -> None:
+    pages = [DocPage("Installing the server: run the setup script first.", 1),
+             DocPage("If CREATE TABLE fails with ORA-00955 the table exists already; nothing to do.", 2)]
+    store.add_document("/docs/guide.pdf", "Guide", pages)
+    hits = store.search_documents("ORA-00955")
+    assert hits and hits[0].page == 2 and "ORA-00955" in hits[0].text
+    assert 0.0 <= hits[0].score <= 1.0
+    data = hits[0].to_json()
+    assert {"text", "source", "title", "score", "chunk", "page"} <= set(data)
+    assert data["source"] == "/docs/guide.pdf" and data["title"] == "Guide"
