@@ -201,8 +201,11 @@ def test_documents_are_saved_with_safe_names_never_overwritten_never_executable(
     workspace = seen["workspace"]
     assert inbox(workspace) == {"report.pdf": b"%PDF-1", "report (2).pdf": b"%PDF-2", "x.json": b"pwned",
                                 "bashrc": b"#!/bin/sh"}
-    assert telegram.texts(OWNER) == ["Saved inbox/report.pdf.", "Saved inbox/report (2).pdf.", "Saved inbox/x.json.",
-                                     "Saved inbox/bashrc."]
+    told = telegram.texts(OWNER)
+    assert [line.split(" (not added")[0] for line in told[:2]] == ["Saved inbox/report.pdf",
+                                                                  "Saved inbox/report (2).pdf"]
+    assert all("not added to your documents: cannot be parsed as .pdf" in line for line in told[:2])  # not a PDF
+    assert told[2:] == ["Saved inbox/x.json.", "Saved inbox/bashrc."]  # kept, not documents the library reads
     assert not (workspace / ".picoora" / "sessions" / "x.json").exists()
     for path in (workspace / "inbox").iterdir():
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -266,10 +269,20 @@ def test_a_guests_file_goes_to_their_own_private_folder_not_the_owners_inbox(iso
             telegram.push_file(GUEST, "document", b"guest notes", name="notes.txt", mime="text/plain"),
             replies(telegram, GUEST, 1)()), chat=GUEST)
     workspace = seen["workspace"]
-    assert telegram.texts(GUEST) == ["Saved inbox/notes.txt."]
+    assert telegram.texts(GUEST) == ["Saved inbox/notes.txt and added to your documents."]
     assert inbox(workspace) == {}
     own = workspace / ".picoora" / "people" / f"guest-telegram-{GUEST}" / "inbox" / "notes.txt"
     assert own.read_bytes() == b"guest notes"
+    documents = asyncio.run(_documents(config, f"guest-telegram-{GUEST}"))
+    assert documents["guest"] == ["notes.txt"] and documents["owner"] == []  # theirs alone
+
+
+async def _documents(config: Config, guest: str) -> dict[str, list[str]]:
+    async with build_assistant(config) as assistant:
+        runtime = GatewayRuntime(assistant)
+        async with runtime.people.lease(Person(guest)) as theirs:
+            guests = [Path(d.source).name for d in await theirs.documents()]
+        return {"owner": [Path(d.source).name for d in await assistant.documents()], "guest": guests}
 
 
 def test_a_stranger_s_file_is_never_downloaded(isolated_home):
@@ -319,7 +332,7 @@ def test_a_discord_attachment_is_saved_and_one_pointing_off_discords_cdn_is_neve
     told, saved, elsewhere, model_got = real_then_forged(
         lambda: FakeDiscord(DISCORD), "discord", {"token": DISCORD}, "discord:61", "discord:761", send,
         lambda fake: fake.texts("761"), "attachments")
-    assert told == ["Saved inbox/plan.md.", "Got it."] and saved == {"plan.md": b"# plan"}
+    assert told == ["Saved inbox/plan.md and added to your documents.", "Got it."] and saved == {"plan.md": b"# plan"}
     assert elsewhere == [] and model_got == "hi"
 
 
@@ -330,7 +343,7 @@ def test_a_slack_file_is_fetched_with_the_bot_token_from_slack_only_and_saved(is
     told, saved, elsewhere, model_got = real_then_forged(
         lambda: FakeSlack(BOT, APP), "slack", {"token": BOT, "app_token": APP}, f"slack:{TEAM}:U7",
         "slack:DU7", send, lambda fake: fake.texts("DU7"), "files-pri")
-    assert told == ["Saved inbox/plan.md.", "Got it."] and saved == {"plan.md": b"# plan"}
+    assert told == ["Saved inbox/plan.md and added to your documents.", "Got it."] and saved == {"plan.md": b"# plan"}
     assert elsewhere == [] and model_got == "hi"
 
 

@@ -6,8 +6,9 @@
 - a voice note or audio file is transcribed (``picoora.llm.transcription``); the transcript is the turn's
   text, and the chat sees "heard: ..." first. Not configured, failed or timed out: a plain reply, and
   a recording that could not be heard is kept in the person's files;
-- a document is saved in the person's files with a short reply; with a caption, the turn runs on the
-  caption and is told where the file is. (Where the knowledge base would take it in: ``save``'s caller.)
+- a document is saved in the person's files with a short reply, and one the knowledge base reads (``.pdf``,
+  ``.docx``, ``.md``, ...) is added to the person's documents, so ``search_docs`` finds it; with a caption, the
+  turn runs on the caption and is told where the file is.
 
 Limits and type allow-lists (``media`` in the config) are checked on what the platform announced before
 anything is downloaded, and again while downloading. Files are written new (a clashing name gets a
@@ -90,9 +91,11 @@ async def take(assistant: Assistant, session: str, caption: str, attachments: tu
                 text_parts.append(heard)
         else:
             try:
-                saved.append(shown(assistant, save(folder, attachment.name, data, attachment.mime)))
+                path = save(folder, attachment.name, data, attachment.mime)
             except OSError as exc:
                 refusals.append(f"I could not save {_label(attachment)}: {exc.strerror or exc}")
+                continue
+            saved.append(shown(assistant, path) + await _into_documents(assistant, path))
     if saved:
         names = ", ".join(saved)
         if text_parts or taken.images:
@@ -204,6 +207,18 @@ def files_folder(assistant: Assistant) -> Path:
 
 def relative_to_workspace(assistant: Assistant, path: Path) -> str:
     return path.relative_to(assistant.workspace).as_posix()
+
+
+async def _into_documents(assistant: Assistant, path: Path) -> str:
+    """A saved file the knowledge base can read goes into the person's documents; what they are told of it."""
+    from picoora.docs.parsers import SUFFIXES
+
+    if path.suffix.lower() not in SUFFIXES:
+        return ""
+    [outcome] = await assistant.add_document_sources([str(path)])
+    if outcome.status == "failed":
+        return f" (not added to your documents: {outcome.error})"
+    return " and added to your documents"
 
 
 def shown(assistant: Assistant, path: Path) -> str:
