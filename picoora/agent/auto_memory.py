@@ -87,9 +87,28 @@ def _fact(sentence: str) -> str | None:
     if _QUESTION_START.match(text) or _NOT_A_STATEMENT.search(text) or _NOW.search(text):
         return None
     text = text.rstrip(".!;, ")
-    if not explicit and not _states(text):
+    # "Remember ..." asks for a memory, but only a statement makes one: not "remember my boat and my cat"
+    # (the model's own remember calls say what about them) nor "remember to buy milk" (a task).
+    if not _states(text) and not (explicit and (claim(text) is not None or _has_verb(text))):
         return None
     return text[0].upper() + text[1:] + "."
+
+
+_FINITE = re.compile(r"\b(?:is|are|was|were|am|has|have|had|do|does|did|can|will|must|should)\b", re.I)
+_DETERMINERS = {"my", "our", "the", "a", "an", "his", "her", "their", "its", "this", "that", "on", "in", "at"}
+
+
+def _has_verb(text: str) -> bool:
+    """Whether ``text`` reads as a statement ("the recycling goes out on Thursdays") rather than a bare noun
+    phrase ("my boat and my cat") or a task ("to buy milk"): a finite verb, or a lower-case word ending in -s
+    or -ed that no determiner or preposition comes before (so "my keys" is a noun)."""
+    if text.lower().startswith("to "):
+        return False
+    if _FINITE.search(text):
+        return True
+    words = re.findall(r"[A-Za-z']+", text)
+    return any(re.fullmatch(r"[a-z]{2,}(?:s|ed)", word) and previous.lower() not in _DETERMINERS
+               for previous, word in zip(words, words[1:], strict=False))
 
 
 def _states(text: str) -> bool:
