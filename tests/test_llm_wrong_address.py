@@ -56,3 +56,19 @@ def test_an_openai_404_names_both_possible_causes():
             asyncio.run(llm.chat([Message("user", "hello")]))
     text = str(caught.value)
     assert "either the model does not exist there" in text and "/v1" in text
+
+
+def test_a_hostile_page_where_the_api_should_be_is_read_in_linear_time():
+    """256 KB of unclosed ``<title>`` tags (the old pattern retried from each to the end: 100 s) is still
+    said in one line, as a page without a title, and a real title after a long head is still found."""
+    from picoora.llm.retry import web_page_title
+
+    bait = "<html>" + "<title>x" * 32_000
+    with WebPageServer(status=502, page=bait) as web:
+        llm, _ = make_llm("openai", web.url, api_key="k-test")
+        with pytest.raises(LLMError) as caught:
+            asyncio.run(llm.chat([Message("user", "hello")], on_delta=_noop))
+    assert "answered 502 with a web page, not an API response" in str(caught.value)
+    long_head = "<!DOCTYPE html>" + " " * 10_000
+    assert web_page_title(long_head + "<TITLE lang=en> Router\n login </TITLE>") == "Router login"
+    assert web_page_title("<html>" + "<title" * 60_000) == ""

@@ -77,7 +77,11 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+# Two bounded searches, not one ``<title[^>]*>(.*?)</title>``: that pattern retried from every "<title" to the
+# end of the body, so 64 KB of "<title>x" took 6 s and 256 KB 100 s (a wrong api_base may be any page).
+_TITLE_OPEN = re.compile(r"<title[^<>]{0,200}>", re.IGNORECASE)
+_TITLE_CLOSE = re.compile(r"</title", re.IGNORECASE)
+TITLE_SCAN_CHARS = 65_536  # a title sits in the head: looked for in the page's start only
 DETAIL_CHARS = 300  # of a server's error text, in a message
 
 
@@ -86,8 +90,9 @@ def web_page_title(body: str) -> str | None:
     head = body.lstrip()[:512].lower()
     if not head.startswith("<") or not any(tag in head for tag in ("<html", "<!doctype html", "<head", "<body")):
         return None
-    found = _TITLE.search(body)
-    return " ".join(found.group(1).split())[:80] if found else ""
+    opened = _TITLE_OPEN.search(body, 0, TITLE_SCAN_CHARS)
+    closed = _TITLE_CLOSE.search(body, opened.end(), TITLE_SCAN_CHARS) if opened else None
+    return " ".join(body[opened.end():closed.start()].split())[:80] if opened and closed else ""
 
 
 def not_an_api(where: str, status: int, title: str, setting: str) -> LLMError:
