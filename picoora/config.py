@@ -146,8 +146,8 @@ class DocsConfig(_Section):
     these are UTL_TO_CHUNKS's ``by``, ``max`` and ``overlap``), and the search's floor."""
 
     chunk_by: Literal["words", "sentences"] = "sentences"  # sentences: whole sentences packed up to chunk_size
-    chunk_size: int = Field(120, ge=20, le=1000)  # words per chunk at most
-    chunk_overlap: int = Field(20, ge=0, le=500)  # words repeated from the end of the previous chunk
+    chunk_size: int = Field(80, ge=20, le=1000)  # words per chunk at most
+    chunk_overlap: int = Field(15, ge=0, le=500)  # words repeated from the end of the previous chunk
     min_score: float = Field(0.0, ge=0.0, le=1.0)  # 0: the calibrated floor (picoora.store.doc_ranking)
     max_document_chars: int = Field(5_000_000, ge=1000)  # longer extracted text is refused, not cut
 

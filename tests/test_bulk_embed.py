@@ -84,11 +84,25 @@ def test_parallel_bulk_vectors_match_the_numpy_encoder():
     seen = []
     chunks = list(bulk_embed.embed_chunks(embedder, texts, progress=lambda done, total: seen.append((done, total)),
                                           workers=2))
-    assert [start for start, _ in chunks] == list(range(0, len(texts), bulk_embed.CHUNK))
+    size = bulk_embed.item_size(len(texts), 2)
+    assert [start for start, _ in chunks] == list(range(0, len(texts), size))
     vectors = np.vstack([v for _, v in chunks])
     reference = embedder.embed(texts[::50])
     assert float((vectors[::50] * reference).sum(axis=1).min()) > 0.99999
     assert seen[-1] == (len(texts), len(texts))
+
+
+def test_work_items_fill_whole_rounds_of_the_workers_and_never_exceed_a_chunk():
+    chunk = bulk_embed.CHUNK
+    assert bulk_embed.item_size(3 * chunk, 2) == 3 * chunk // 4  # four even items, not 256 + 256 + 256 on two
+    assert bulk_embed.item_size(2 * chunk - 58, 2) == chunk - 29  # 454 document chunks: 227 each
+    assert bulk_embed.item_size(10, 2) == 5
+    assert bulk_embed.item_size(1, 4) == 1
+    for texts in (1, 7, chunk, 5 * chunk + 3):
+        for workers in (1, 2, 3):
+            size = bulk_embed.item_size(texts, workers)
+            fewest_rounds = -(-texts // (workers * chunk))
+            assert size <= chunk and -(-texts // size) <= workers * fewest_rounds  # no round more than needed
 
 
 def test_import_on_a_terminal_shows_a_progress_bar(isolated_home, tmp_path):

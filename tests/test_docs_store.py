@@ -138,6 +138,40 @@ def test_search_by_meaning_with_the_bundled_embedder(tmp_path):
         store.close()
 
 
+def test_a_question_like_the_generic_background_ones_needs_more_than_the_topic(tmp_path, monkeypatch):
+    """A document on git does not answer "how do I merge two branches?" just by being about git: the question
+    is one of the background ones, so its chunks lose the excess of its anchor cosine (doc_ranking)."""
+    from picoora.store import doc_ranking
+    from picoora.store.embedder import MiniLMEmbedder
+
+    store = FileStore(tmp_path / "ws", embedder=MiniLMEmbedder(), docs=DocsConfig(min_score=1e-6))
+    try:
+        store.add_document("/d/git.md", "Our git rules", [DocPage(
+            "Every change to the main branch goes through a pull request reviewed by one other person.")])
+        question = "How do I merge two branches in git?"
+        assert store.search_documents(question) == []  # the full penalty takes the topic's score away
+        monkeypatch.setattr(doc_ranking, "ANCHOR_PENALTY", 0.0)
+        plain = store.search_documents(question)[0].score
+        monkeypatch.setattr(doc_ranking, "ANCHOR_PENALTY", 0.1)  # small enough to leave a score to compare
+        penalised = store.search_documents(question)[0].score
+        # the question's anchor cosine is 1 (it is a background question): a tenth of its excess over the start
+        assert plain - penalised == pytest.approx(0.1 * (1.0 - doc_ranking.ANCHOR_START), abs=0.01)
+    finally:
+        store.close()
+
+
+def test_the_anchor_penalty_leaves_specific_questions_and_keyword_only_search_alone():
+    import numpy as np
+
+    from picoora.store.doc_ranking import ANCHOR_START, hybrid_scores
+
+    similarity, keyword, code = np.array([0.5, 0.3]), np.array([0.4, 0.1]), np.zeros(2)
+    plain = hybrid_scores(similarity, keyword, code)
+    assert np.array_equal(hybrid_scores(similarity, keyword, code, ANCHOR_START - 0.1), plain)
+    assert np.allclose(hybrid_scores(similarity, keyword, code, ANCHOR_START + 0.1), plain - 0.1)
+    assert np.array_equal(hybrid_scores(None, keyword, code, 0.9), hybrid_scores(None, keyword, code))
+
+
 def _ctx(store, tmp_path) -> ToolContext:
     return ToolContext(workspace=tmp_path, store=store)
 

@@ -47,15 +47,26 @@ def _parallel_ok(embedder: Embedder, count: int, least: int) -> bool:
     return True
 
 
+def item_size(texts: int, workers: int) -> int:
+    """Texts per work item: at most CHUNK, in a whole number of rounds of the workers so that they finish
+    together (three items of 256 on two workers leave one idle for a third of the run)."""
+    rounds = -(-texts // (workers * CHUNK))
+    return max(-(-texts // (workers * rounds)), 1)
+
+
+def _cut(texts: list[str], size: int) -> list[tuple[int, list[str]]]:
+    return [(start, texts[start : start + size]) for start in range(0, len(texts), size)]
+
+
 def embed_chunks(
     embedder: Embedder, texts: list[str], *, progress: Progress | None = None, workers: int | None = None,
     parallel_min: int = PARALLEL_MIN,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """(offset of the chunk in ``texts``, its vectors), chunk by chunk in order. Raises EmbedderUnavailable.
     ``parallel_min``: from how many texts the workers are worth starting (fewer for long texts: documents')."""
-    chunks = [(start, texts[start : start + CHUNK]) for start in range(0, len(texts), CHUNK)]
     done = 0
     if not _parallel_ok(embedder, len(texts), parallel_min):
+        chunks = _cut(texts, CHUNK)
         for start, chunk in chunks:
             vectors = embedder.embed(chunk)
             done += len(chunk)
@@ -67,6 +78,7 @@ def embed_chunks(
     import multiprocessing
 
     count = workers or os.cpu_count() or 1
+    chunks = _cut(texts, item_size(len(texts), count))
     # spawn, not fork: the parent holds locks and threads (the store, BLAS) a forked child would inherit.
     pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker)
     try:

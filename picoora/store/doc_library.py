@@ -262,9 +262,10 @@ class DocLibrary:
             self._rows = _Rows.of(self._stored, self._embedder.model_id if self._embedder else "")
         return self._rows
 
-    def search(self, query: str, limit: int, person: str, query_vector: np.ndarray | None) -> list[DocumentHit]:
+    def search(self, query: str, limit: int, person: str, query_vector: np.ndarray | None,
+               anchor_best: float | None = None) -> list[DocumentHit]:
         """The best chunks of the documents ``person`` may see, at or above the floor (under the lock, after
-        ``refresh``; ``query_vector`` from ``query_vector``, made outside it)."""
+        ``refresh``; ``query_vector`` and ``anchor_best`` from ``query_vector``, made outside it)."""
         import numpy as np
 
         rows = self.searchable()
@@ -281,7 +282,7 @@ class DocLibrary:
         similarity = None
         if query_vector is not None and rows.matrix is not None:
             similarity = np.where(rows.comparable[candidates], rows.matrix[candidates] @ query_vector, -1.0)
-        scores = hybrid_scores(similarity, kw[candidates], cd[candidates])
+        scores = hybrid_scores(similarity, kw[candidates], cd[candidates], anchor_best)
         floor = doc_floor(self._settings.min_score, similarity is not None)
         best = np.argpartition(-scores, min(limit, len(scores)) - 1)[:limit] if len(scores) > limit else \
             np.arange(len(scores))
@@ -295,10 +296,14 @@ class DocLibrary:
                                     None if similarity is None else float(similarity[at])))
         return hits
 
-    def query_vector(self, query: str) -> np.ndarray | None:
+    def query_vector(self, query: str) -> tuple[np.ndarray | None, float | None]:
+        """The question's vector and its best cosine against the background questions (``doc_ranking``)."""
         if self._embedder is None:
-            return None
+            return None, None
+        from picoora.store.anchors import anchors_for
+
         try:
-            return self._embedder.embed([query])[0]
+            vector = self._embedder.embed([query])[0]
+            return vector, anchors_for(self._embedder).best(vector)
         except EmbedderUnavailable:
-            return None
+            return None, None

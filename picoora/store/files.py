@@ -560,10 +560,10 @@ class FileStore:
         return self._docs.reindex(progress, self._lock)
 
     def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
-        query_vector = self._docs.query_vector(query)  # outside the lock: the first call loads the model
+        query_vector, anchor_best = self._docs.query_vector(query)  # outside the lock: it may load the model
         with self._lock:
             self._docs.refresh()
-            return self._docs.search(query, limit, person, query_vector)
+            return self._docs.search(query, limit, person, query_vector, anchor_best)
 
     def has_documents(self, *, person: str = "") -> bool:
         with self._lock:

@@ -86,3 +86,22 @@ def test_reindex_cuts_again_with_the_settings_now(open_store, fake, config):
     assert smaller.reindex_documents() == len(fake.rows("PICO_DOC_CHUNKS")) > before
     assert smaller.list_documents()[0].chunks == len(fake.rows("PICO_DOC_CHUNKS"))
     assert [h.document.title for h in smaller.search_documents("allotment shed padlock")][:1] == ["A"]
+
+
+def test_a_generic_question_pays_its_background_anchor_as_on_files(open_store, fake, config, monkeypatch):
+    """The same formula as the file backend: the question's best cosine against the database's background set
+    (filled on first use, as for memory recall) lowers every chunk by its excess over ANCHOR_START."""
+    from picoora.store import doc_ranking
+
+    config.docs = config.docs.model_copy(update={"min_score": 1e-6})
+    store = open_store(config=config)
+    store.add_document("/d/git.md", "Our git rules", [DocPage(
+        "To merge two branches in git, every change to the main branch goes through a reviewed pull request.")])
+    question = "How do I merge two branches in git?"  # one of the background questions: its anchor cosine is 1
+    monkeypatch.setattr(doc_ranking, "ANCHOR_PENALTY", 0.0)
+    plain = store.search_documents(question)[0].score
+    monkeypatch.setattr(doc_ranking, "ANCHOR_PENALTY", 0.1)
+    fake.executed.clear()
+    penalised = store.search_documents(question)[0].score
+    assert "background_best" in fake.names()
+    assert plain - penalised == pytest.approx(0.1 * (1.0 - doc_ranking.ANCHOR_START), abs=0.01)

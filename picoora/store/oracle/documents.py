@@ -157,7 +157,8 @@ class OracleDocuments:
                     found[(str(row[0]), int(row[1]))] = row
             for row in await self._keyword_rows(tx, query, scope, vector):
                 found.setdefault((str(row[0]), int(row[1])), row)
-            hits = self._rank(query, list(found.values()), vector is not None, limit)
+            anchor_best = await store._anchors.best(tx, vector) if vector is not None else None
+            hits = self._rank(query, list(found.values()), vector is not None, limit, anchor_best)
             documents: dict[str, DocumentRecord] = {}
             for doc_id in {h[0] for h in hits}:
                 record = await tx.one(q.DOC_GET, agent_id=store.agent_id, doc_id=doc_id)
@@ -183,8 +184,8 @@ class OracleDocuments:
             log.info("no usable Oracle Text index on PICO_DOC_CHUNKS (%s): scanning", exc)
         return await tx.rows(q.DOC_KEYWORD_SCAN, **scope, vector=vector, pattern=scan_pattern(terms), k=CANDIDATES)
 
-    def _rank(self, query: str, rows: list[tuple], embedded: bool,
-              limit: int) -> list[tuple[str, int, int | None, str, float, float | None]]:
+    def _rank(self, query: str, rows: list[tuple], embedded: bool, limit: int,
+              anchor_best: float | None) -> list[tuple[str, int, int | None, str, float, float | None]]:
         import numpy as np
 
         if not rows:
@@ -197,7 +198,7 @@ class OracleDocuments:
         kw = np.array([keyword.get(k, 0.0) for k in keys])
         cd = np.array([code.get(k, 0.0) for k in keys])
         similarity = np.array([1.0 - float(r[4]) if r[4] is not None else -1.0 for r in rows]) if embedded else None
-        scores = hybrid_scores(similarity, kw, cd)
+        scores = hybrid_scores(similarity, kw, cd, anchor_best)
         floor = doc_floor(self._settings.min_score, embedded)
         out = []
         for at in np.argsort(-scores, kind="stable")[:limit]:
