@@ -4,11 +4,8 @@ and only the owner's press counts."""
 
 from __future__ import annotations
 
-import asyncio
-
-from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
-from picoora.gateway.runtime.services import GatewayRuntime
+from tests.fakes.channel_kit import run_runtime, until
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.telegram_server import FakeTelegram
 
@@ -34,27 +31,8 @@ def scenario(home, play, *, timeout=30.0, approvals=None):
             "tools": {"approvals": {"timeout_seconds": timeout, **(approvals or {})}},
         })
         save_config(config)
+        return run_runtime(config, lambda workspace: play(telegram, workspace)), telegram
 
-        async def run():
-            async with build_assistant(config) as assistant:
-                runtime = GatewayRuntime(assistant)
-                await runtime.start()
-                try:
-                    return await play(telegram, assistant.workspace)
-                finally:
-                    await runtime.stop_intake()
-                    await runtime.turns.drain(5)
-                    await runtime.close()
-
-        return asyncio.run(run()), telegram
-
-
-async def until(check, seconds=15.0):
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return True
-        await asyncio.sleep(0.05)
-    return False
 
 
 async def ask_and_press(telegram, text: str, choice: str, presser: int = 7) -> None:

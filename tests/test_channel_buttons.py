@@ -11,15 +11,13 @@ import asyncio
 import pytest
 import yaml
 
-from picoora.assistant import build_assistant
 from picoora.config import ChannelConfig, Config, SlackChannelConfig, save_config
 from picoora.gateway.channels.discord import DiscordChannel
 from picoora.gateway.channels.slack import SlackChannel
 from picoora.gateway.channels.slack_format import SLACK_PIECE
 from picoora.gateway.runtime.commands import COMMANDS
-from picoora.gateway.runtime.services import GatewayRuntime
 from tests.cli_support import REPO
-from tests.fakes.channel_kit import ChannelHarness, wait_for
+from tests.fakes.channel_kit import ChannelHarness, run_runtime, until, wait_for
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.slack_server import TEAM, FakeSlack
@@ -140,27 +138,8 @@ def scenario(platform, play, *, timeout=30.0):
             "tools": {"approvals": {"timeout_seconds": timeout}},
         })
         save_config(config)
+        return run_runtime(config, lambda workspace: play(chat, workspace)), chat
 
-        async def run():
-            async with build_assistant(config) as assistant:
-                runtime = GatewayRuntime(assistant)
-                await runtime.start()
-                try:
-                    return await play(chat, assistant.workspace)
-                finally:
-                    await runtime.stop_intake()
-                    await runtime.turns.drain(5)
-                    await runtime.close()
-
-        return asyncio.run(run()), chat
-
-
-async def until(check, seconds=15.0):
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return True
-        await asyncio.sleep(0.05)
-    return False
 
 
 def answered(chat, where):

@@ -121,3 +121,32 @@ def refuses_chat_id(h: ChannelHarness, chat_id: str) -> None:
             await h.channel.close()
 
     asyncio.run(send())
+
+
+def run_runtime(config: Config, play: Callable[[Any], Any]) -> Any:
+    """The gateway's runtime (turn service, channels, approvals) over ``config`` until ``play(workspace)``, a
+    coroutine driving the chat, returns; its result comes back after the runtime drained and closed."""
+    from picoora.assistant import build_assistant
+    from picoora.gateway.runtime.services import GatewayRuntime
+
+    async def run() -> Any:
+        async with build_assistant(config) as assistant:
+            runtime = GatewayRuntime(assistant)
+            await runtime.start()
+            try:
+                return await play(assistant.workspace)
+            finally:
+                await runtime.stop_intake()
+                await runtime.turns.drain(5)
+                await runtime.close()
+
+    return asyncio.run(run())
+
+
+async def until(check: Callable[[], Any], seconds: float = 15.0) -> bool:
+    """``wait_for`` on the event loop: True once ``check()`` holds, False after ``seconds``."""
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return True
+        await asyncio.sleep(0.05)
+    return False
