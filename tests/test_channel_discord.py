@@ -233,3 +233,37 @@ def test_a_socket_closed_at_once_again_and_again_is_reopened_with_backoff_not_in
         h = harness(tmp_path, fake, allow_from=["42"])
         asyncio.run(h.run(lambda: len(h.sleeps) >= 3, seconds=5))
     assert 3 <= len(h.sleeps) and fake.connections <= len(h.sleeps) + 1  # one wait before every new attempt
+
+
+def test_a_cancellation_the_socket_library_turned_into_a_close_still_stops_the_channel(tmp_path, monkeypatch):
+    """websockets' closing handshake can swallow a CancelledError and end with the close under way (here:
+    Discord refusing the intents): the channel's loop took that for a refused token and reconnected forever,
+    so a gateway's shutdown never ended (1 run in ~20 of the missing-intent test hung)."""
+    import sys
+
+    from picoora.gateway.channels.web_api import TokenRefused
+
+    if sys.version_info < (3, 11):
+        pytest.skip("Task.cancelling() is Python 3.11+; before it a cancelled task raises as usual")
+    entered = asyncio.Event()
+
+    async def connect_once(self):
+        entered.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:  # as the library's close did: the cancellation comes out as the close
+            raise TokenRefused("Discord refused the intents") from None
+
+    monkeypatch.setattr(DiscordChannel, "connect_once", connect_once)
+    with FakeDiscord(TOKEN) as fake:
+        h = harness(tmp_path, fake, allow_from=["42"])
+
+        async def scenario():
+            runner = asyncio.create_task(h.channel.run())
+            await entered.wait()
+            runner.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(runner, 5)
+
+        asyncio.run(scenario())
+    assert h.sleeps == []  # it stopped, instead of waiting to connect again
