@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import sys
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -283,6 +284,40 @@ async def test_a_holder_that_cannot_renew_stops_before_its_lease_can_expire(node
     assert not await duty.tick()
     assert telegram.polling == set()
     fake.down = False
+
+
+@scenario
+async def test_a_turn_ends_even_if_a_lease_renewal_swallowed_its_cancellation(nodes):
+    """A driver (or ``asyncio.wait_for``'s race on Python 3.11) can swallow a cancellation: the renewal loop
+    then went round for ever, so the turn holding the session's lease never finished."""
+    if sys.version_info < (3, 11):
+        pytest.skip("Task.cancelling() is Python 3.11+; before it a cancelled task raises as usual")
+    leases = nodes[0].leases()
+    renewing = asyncio.Event()
+
+    class Swallowing:
+        shared = True
+
+        async def acquire(self, name, holder, seconds):
+            if not await leases.acquire(name, holder, seconds):
+                return False
+            if renewing.is_set() or asyncio.current_task().get_name() == "turn":
+                return True
+            renewing.set()  # the renewal's call: it is cancelled in here, and swallows it
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                pass
+            return True
+
+        async def release(self, name, holder):
+            return await leases.release(name, holder)
+
+    async def turn():
+        async with session_turn(Swallowing(), "web:1", "n0", seconds=0.03):
+            await renewing.wait()
+
+    await asyncio.wait_for(asyncio.create_task(turn(), name="turn"), 5)
 
 
 @scenario

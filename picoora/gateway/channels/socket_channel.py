@@ -13,6 +13,7 @@ import json
 import logging
 from typing import Any
 
+from picoora.gateway.cancellation import stop_if_cancelled
 from picoora.gateway.channels.base import REFUSED_TOKEN, UNREACHABLE, Channel
 from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.web_api import TokenRefused, WebApi, backoff
@@ -43,12 +44,12 @@ class SocketChannel(Channel):
                 await self.connect_once()
                 failures = 0  # a connection that ended as the platform asked: open the next one at once
             except TokenRefused as exc:
-                _stop_if_cancelled(exc)
+                stop_if_cancelled(exc)
                 self.report(REFUSED_TOKEN)
                 log.error("%s: %s; trying again in %.0f s", self.name, exc, REFUSED_WAIT_SECONDS)
                 await self._sleep(REFUSED_WAIT_SECONDS)
             except Exception as exc:  # network trouble, a dropped socket, a 5xx: back off and connect again
-                _stop_if_cancelled(exc)
+                stop_if_cancelled(exc)
                 self.report(UNREACHABLE)
                 log.warning("%s: %s; reconnecting", self.name, self.api.clean(str(exc) or type(exc).__name__))
                 await self._sleep(backoff(failures))
@@ -69,13 +70,3 @@ class SocketChannel(Channel):
         await super().close()
         await self.api.aclose()
         self._records.uninstall()
-
-
-def _stop_if_cancelled(exc: BaseException) -> None:
-    """Raise CancelledError when this task was cancelled but the cancellation came out of the socket library
-    as another error (websockets' closing handshake can turn it into the close that was under way): without
-    this the loop took that for a refused token and connected again, forever, and shutdown never ended."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)  # Python 3.11+; before, a cancelled task raises as usual
-    if cancelling is not None and cancelling():
-        raise asyncio.CancelledError() from exc

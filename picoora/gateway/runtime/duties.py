@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
+from picoora.gateway.cancellation import stop_if_cancelled
 from picoora.gateway.runtime.turns import SessionBusy
 from picoora.store.leases import Leases
 
@@ -54,6 +55,7 @@ class SingletonDuty:
         try:
             while True:
                 await self.tick()
+                stop_if_cancelled()  # the lease query may have raced the cancellation and won
                 await asyncio.sleep(self.seconds / 4)
         finally:
             held = self.running
@@ -124,4 +126,6 @@ async def _renew(leases: Leases, name: str, holder: str, seconds: float) -> None
             if not await leases.acquire(name, holder, seconds):
                 log.warning("the lease %s was taken over during a long turn", name)
         except Exception as exc:
+            stop_if_cancelled(exc)
             log.warning("could not renew the lease %s: %s", name, exc)
+        stop_if_cancelled()
