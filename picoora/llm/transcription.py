@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from picoora.config import TranscriptionConfig
+from picoora.tls import tls_context
 
 NOT_CONFIGURED = ("I got a voice message, but speech-to-text is not set up, so I cannot hear it. Set "
                   "transcription.base_url (an OpenAI-compatible /audio/transcriptions endpoint: a local "
@@ -38,7 +39,7 @@ class Transcriber:
         if config.language:
             data["language"] = config.language
         try:
-            async with httpx.AsyncClient(timeout=config.timeout_seconds) as client:
+            async with httpx.AsyncClient(timeout=config.timeout_seconds, verify=await tls_context()) as client:
                 response = await client.post(self.url, headers=headers, data=data,
                                              files={"file": (filename, audio, mime)})
         except httpx.TimeoutException:

@@ -23,9 +23,7 @@ Settings read (``ToolContext.settings.tools.web_fetch``): ``timeout_seconds``, `
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import ssl
 import time
 import zlib
 from dataclasses import dataclass
@@ -35,6 +33,7 @@ from urllib.parse import urljoin, urlsplit
 from pydantic import BaseModel, Field
 
 from picoora.config import WebFetchConfig
+from picoora.tls import tls_context
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.html_text import html_to_text
 from picoora.tools.netguard import AddressRefused, resolve_checked
@@ -150,19 +149,6 @@ async def _get_once(client: httpx.AsyncClient, url: str, cfg: WebFetchConfig) ->
                        response.charset_encoding)
     finally:
         await response.aclose()
-
-
-@functools.lru_cache(maxsize=1)
-def _tls_context() -> ssl.SSLContext:
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
-async def tls_context() -> ssl.SSLContext:
-    """The process's one TLS context for httpx clients. httpx builds one per client by default, loading
-    the CA bundle each time: ~90 ms (hundreds on a busy machine) on the event loop, per fetch and search."""
-    return await asyncio.to_thread(_tls_context)
 
 
 async def fetch(url: str, cfg: WebFetchConfig) -> Fetched:

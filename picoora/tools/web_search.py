@@ -26,8 +26,9 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BaseModel, Field
 
 from picoora.config import WebSearchConfig
+from picoora.tls import tls_context
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.web import decode_body, tls_context
+from picoora.tools.web import decode_body
 from picoora.untrusted import one_line, wrap_untrusted
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from picoora.secrets import scrub
+from picoora.tls import tls_context
 
 Kind = Literal["image", "audio", "document"]
 DOWNLOAD_SECONDS = 60.0
@@ -98,7 +99,8 @@ async def download(url: str, limit: int, *, headers: dict[str, str] | None = Non
                    secret: str = "") -> bytes:
     """GET ``url``, at most ``limit`` bytes; ``secret`` (a token in the URL) never appears in an error."""
     try:
-        async with httpx.AsyncClient(timeout=DOWNLOAD_SECONDS, follow_redirects=True) as client, \
+        async with httpx.AsyncClient(timeout=DOWNLOAD_SECONDS, follow_redirects=True,
+                                     verify=await tls_context()) as client, \
                 client.stream("GET", url, headers=headers) as response:
             if response.status_code >= 400:
                 raise DownloadFailed(f"{where} answered {response.status_code} for the file")
