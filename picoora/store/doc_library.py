@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from picoora import atomic
 from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, StoreError
-from picoora.store.chunker import Chunk, chunk_pages
+from picoora.store.chunker import Chunk, WordTokens, chunk_pages
 from picoora.store.doc_ranking import doc_floor, hybrid_scores
-from picoora.store.embedder import EmbedderUnavailable
+from picoora.store.embedder import CountsTokens, EmbedderUnavailable
 from picoora.store.file_memories import decode_vector, encode_vector
 from picoora.store.keywords import KeywordIndex
 
@@ -161,7 +161,8 @@ class DocLibrary:
         """Chunk every document and embed all their chunks in one go, so a folder of small files reaches the
         bulk workers too (outside the lock: embedding takes a while, the first call loads the model)."""
         s = self._settings
-        chunked = [chunk_pages(pages, s.chunk_by, s.chunk_size, s.chunk_overlap) for pages in documents]
+        count, limit = self._token_counter()
+        chunked = [chunk_pages(pages, s.chunk_by, s.chunk_size, s.chunk_overlap, count, limit) for pages in documents]
         model, vectors = self._embed([c.text for chunks in chunked for c in chunks], progress)
         prepared, start = [], 0
         for pages, chunks in zip(documents, chunked, strict=True):
@@ -169,6 +170,20 @@ class DocLibrary:
             prepared.append(_Stored(pages, chunks, model if part is not None else None, part))
             start += len(chunks)
         return prepared
+
+    def _token_counter(self) -> tuple[WordTokens | None, int]:
+        """The embedder's tokens per word, so no chunk runs past what it reads (none: chunks by words only)."""
+        embedder = self._embedder
+        if not isinstance(embedder, CountsTokens):
+            return None, 0
+
+        def count(words: list[str]) -> list[int]:
+            try:
+                return embedder.word_tokens(words)
+            except EmbedderUnavailable:  # no model now: cut by words, found by keywords until a reindex
+                return [0] * len(words)
+
+        return count, embedder.max_tokens
 
     def _embed(self, texts: list[str], progress: Progress | None) -> tuple[str | None, np.ndarray | None]:
         if self._embedder is None or not texts:

@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from picoora.store import ranking
 from picoora.store.blas import one_blas_thread
@@ -65,6 +65,16 @@ class Embedder(Protocol):
     def dim(self) -> int: ...  # read-only: OllamaEmbedder learns it from its first answer
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """An embedder that says how many tokens it reads at most, and what each word costs (documents are
+    chunked to fit: ``chunker``)."""
+
+    max_tokens: int
+
+    def word_tokens(self, words: list[str]) -> list[int]: ...
 
 
 def create_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | None = None) -> Embedder | None:
@@ -197,6 +207,13 @@ class MiniLMEmbedder:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._recent.through(texts, self._embed)
+
+    max_tokens = MINILM_MAX_TOKENS
+
+    def word_tokens(self, words: list[str]) -> list[int]:
+        """Each word's tokens, without [CLS] and [SEP]."""
+        _, tokenizer = self._load()
+        return [len(encoding.ids) for encoding in tokenizer.encode_batch(words, add_special_tokens=False)]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
