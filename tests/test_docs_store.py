@@ -16,7 +16,12 @@ from picoora.tools.base import ToolContext
 from picoora.tools.docs import SearchDocs
 from picoora.tools.registry import ToolRegistry
 from picoora.untrusted import UNTRUSTED_NOTICE
-from tests.docs_contract import check_isolation, check_pages_and_codes, check_readd_and_remove
+from tests.docs_contract import (
+    check_counts_and_listing,
+    check_isolation,
+    check_pages_and_codes,
+    check_readd_and_remove,
+)
 from tests.helpers.documents import write_docx, write_pdf
 
 
@@ -99,6 +104,10 @@ def test_pages_and_codes(store):
 def test_each_person_sees_their_own_and_the_shared_documents(config, store):
     alice, bob = open_person_store(config, store, "alice"), open_person_store(config, store, "bob")
     check_isolation(store, alice, bob)
+
+
+def test_counts_and_the_whole_listing_for_status_and_the_inspector(config, store):
+    check_counts_and_listing(store, open_person_store(config, store, "alice"))
 
 
 def test_reindex_cuts_again_with_the_settings_now(store, tmp_path):
