@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from picoora.store.base import DocPage, Store, StoreError
+from picoora.store.base import DocPage, DocumentCounts, Store, StoreError
 
 MANUAL = "The boiler shows error E42 when the water pressure is low; refill it to 1.5 bar."
 DIARY = "Alice keeps her spare house key under the blue flowerpot by the door."
@@ -64,3 +64,24 @@ def check_pages_and_codes(store: Store) -> None:
     data = hits[0].to_json()
     assert {"text", "source", "title", "score", "chunk", "page"} <= set(data)
     assert data["source"] == "/docs/guide.pdf" and data["title"] == "Guide"
+
+
+def check_counts_and_listing(owner: Store, alice: Store) -> None:
+    """What status and the inspector show: the owner's store counts and lists every person's documents, newest
+    first; a person's store only what that person sees."""
+    assert owner.document_counts() == DocumentCounts(0, 0, 0) and owner.all_documents() == []
+    manual = owner.add_document("/owner/manual.md", "Boiler manual", [DocPage(MANUAL)], shared=True).document
+    diary = alice.add_document("/alice/diary.md", "Diary", [DocPage(DIARY)]).document
+    long_text = " ".join(f"Sentence {n} is about the allotment shed and its padlock." for n in range(40))
+    notes = owner.add_document("/owner/notes.md", "Notes", [DocPage(long_text)]).document
+    assert notes.chunks > 1
+    chunks = manual.chunks + diary.chunks + notes.chunks
+    assert owner.document_counts() == DocumentCounts(documents=3, chunks=chunks, shared=1)
+    listed = owner.all_documents()
+    assert [d.id for d in listed] == [notes.id, diary.id, manual.id]  # newest first
+    assert [d.person for d in listed] == ["", "alice", ""] and [d.shared for d in listed] == [False, False, True]
+    assert [d.id for d in owner.all_documents(2)] == [notes.id, diary.id]
+    assert alice.document_counts() == DocumentCounts(2, manual.chunks + diary.chunks, 1)
+    assert {d.id for d in alice.all_documents()} == {manual.id, diary.id}
+    assert alice.remove_document(diary.id) is not None
+    assert owner.document_counts() == DocumentCounts(2, manual.chunks + notes.chunks, 1)

@@ -139,3 +139,26 @@ def test_status_checks_the_model_the_default_session_answers_with_and_says_why(i
     assert "gemma3:1b ✓" in _line(elsewhere.stdout, "Model")
     assert ("the default is openai/gpt-4o (set by PICO_AGENTS_DEFAULTS_PROVIDER and PICO_AGENTS_DEFAULTS_MODEL "
             "over the config file)") in _line(elsewhere.stdout, "Source")
+
+
+def test_status_counts_the_documents_on_files(tmp_path):
+    from picoora.cli.status import _storage_lines
+    from picoora.config import Config
+    from picoora.store.base import DocPage
+    from picoora.store.files import FileStore
+
+    config = Config()
+    config.agents.defaults.workspace = str(tmp_path / "ws")
+    config.memory.embedder = "none"
+    store = FileStore(tmp_path / "ws", embedder=None, docs=config.docs)
+    store.add_document("/d/a.md", "A", [DocPage("The boiler shows E42 when the pressure is low.")], shared=True)
+    store.add_document("/d/b.md", "B", [DocPage(" ".join(f"Sentence {n} is about the shed." for n in range(40)))])
+    chunks = store.document_counts().chunks
+    store.close()
+    lines, _, _ = _storage_lines(config, tmp_path / "ws")
+    stored = next(line for line in lines if line.label == "Stored")
+    assert stored.text == f"0 memories, 0 daily notes, 0 sessions, 0 transcript entries, 0 prompt files, " \
+                          f"2 documents (1 shared, {chunks} chunks)"
+    assert chunks > 2 and stored.to_json() == {
+        "check": "stored", "ok": True, "memories": 0, "daily_notes": 0, "sessions": 0, "transcript_entries": 0,
+        "prompts": 0, "documents": 2, "shared_documents": 1, "document_chunks": chunks}

@@ -2,7 +2,8 @@
 
 The layout is the Go version's (overview dashboard, then one view per table), read through the Store
 protocol so it works on either backend; the title says which one. Oracle adds what only it has (vector
-flags, ONNX models, vector indexes; notes are searched by meaning on both). Secrets never reach the output:
+flags, ONNX models, vector indexes; notes are searched by meaning on both). Documents are every person's (the
+knowledge base lives in the owner's store, each marked with who added it). Secrets never reach the output:
 config values are redacted again here, and every known secret value is scrubbed from the final text.
 Looking does not count as an access: ``-s`` searches without touching access counts.
 """
@@ -18,16 +19,18 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
+from picoora.cli.status_report import count
 
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import Store
 
-TABLES = ("memories", "sessions", "transcripts", "state", "notes", "prompts", "config", "meta")
+TABLES = ("memories", "sessions", "transcripts", "state", "notes", "prompts", "config", "meta", "documents")
 BANNER = "=" * 61
 RULE = "  " + "─" * 57
 RECENT = 5
 SHORT = 100  # characters of a value shown in the overview
+OWNER = "owner"  # a document's person when the owner added it (people.OWNER, the default name)
 
 
 def oracle_inspect(
@@ -42,7 +45,7 @@ def oracle_inspect(
     files: bool = typer.Option(False, "--files", help="Inspect the file backend even when Oracle is enabled."),
 ) -> None:
     """Show what picoora stored: an overview, or one table (memories, sessions, transcripts, state, notes,
-    prompts [NAME], config, meta)."""
+    prompts [NAME], config, meta, documents)."""
     from picoora.config import secret_values
     from picoora.secrets import scrub
     from picoora.store.base import StoreError
@@ -118,7 +121,7 @@ class Inspector:
         views: dict[str | None, Callable[[], tuple[Any, list[str]]]] = {
             None: self.overview, "memories": self.memories, "sessions": self.sessions,
             "transcripts": self.transcripts, "state": self.state, "notes": self.notes,
-            "prompts": self.prompts, "config": self.config_view, "meta": self.meta,
+            "prompts": self.prompts, "config": self.config_view, "meta": self.meta, "documents": self.documents,
         }
         return views[table]()
 
@@ -131,12 +134,14 @@ class Inspector:
     def overview(self) -> tuple[Any, list[str]]:
         stats = self.store.stats()
         meta = self._meta_rows()
+        docs = self.store.document_counts()
         counts = {"Memories": stats.memories, "Sessions": stats.sessions, "Transcripts": stats.transcript_entries,
                   "State": stats.state_keys, "Daily Notes": stats.daily_notes, "Prompts": stats.prompts,
-                  "Config": stats.config_keys, "Meta": len(meta)}
+                  "Config": stats.config_keys, "Meta": len(meta), "Documents": docs.documents,
+                  "Document Chunks": docs.chunks}
         lines = self._title("", stats.location) + ["  Table                  Rows", "  ─────────────────────  ────"]
-        for label, count in counts.items():
-            lines.append(f"  {label:<23s}{count:4d}  " + ("█" * min(count, 40) if count else "(empty)"))
+        for label, n in counts.items():
+            lines.append(f"  {label:<23s}{n:4d}  " + ("█" * min(n, 40) if n else "(empty)"))
         lines += ["  ─────────────────────  ────", f"  {'Total':<23s}{sum(counts.values()):4d}", ""]
 
         memories = self.store.list_memories(RECENT)
@@ -146,6 +151,7 @@ class Inspector:
         notes = self.store.list_daily_notes(RECENT)
         prompts = self.store.list_prompts()[:RECENT]
         config = list(self._config_rows().items())[:RECENT]
+        documents = self.store.all_documents(RECENT)
         sections = [
             ("Recent Memories (last 5):", "(no memories stored yet)",
              [f"  {_when(m.created_at)}  {m.importance:.1f} [{m.category}]  {m.content}"
@@ -163,6 +169,9 @@ class Inspector:
             ("Config Entries (last 5):", "(no config entries stored yet)",
              [f"  {k:<25s} = {_one_line(v, SHORT)}" for k, v in config]),
             ("Schema Metadata:", "(no metadata yet)", [f"  {k:<30s} = {v}" for k, v in meta.items()]),
+            ("Recent Documents (last 5):", "(no documents yet)",
+             [f"  {_when(d.added_at)}  [{d.person or OWNER}]  {_one_line(d.title or d.source, SHORT)}  "
+              f"({count(d.chunks, 'chunk')}{', shared' if d.shared else ''})" for d in documents]),
         ]
         for heading, empty, rows in sections:
             lines += [RULE, f"  {heading}", ""] + (rows or [f"  {empty}"]) + [""]
@@ -176,8 +185,9 @@ class Inspector:
                 "sessions": [{"key": s.key, "updated_at": s.updated_at, "summary": s.summary} for s in sessions],
                 "state": dict(state), "daily_notes": [{"day": n.day, "content": n.content} for n in notes],
                 "prompts": [{"name": p.name, "chars": len(p.content)} for p in prompts], "config": dict(config),
+                "documents": [_document(d) for d in documents],
             },
-            "meta": meta,
+            "meta": meta, "shared_documents": docs.shared,
         }
         return data, lines
 
@@ -291,6 +301,17 @@ class Inspector:
                 lines.append(f"  {key:<30s} = {value}")
         return rows, lines + ([] if rows else ["  No config entries stored yet."])
 
+    def documents(self) -> tuple[Any, list[str]]:
+        docs = self.store.document_counts()
+        records = self.store.all_documents(self.limit)
+        lines = self._title("Documents") + [
+            f"  {count(docs.documents, 'document')} ({docs.shared} shared), {count(docs.chunks, 'chunk')}", RULE]
+        for d in records:
+            lines += ["", f"  ID: {d.id}  Chunks: {d.chunks}  Shared: {'yes' if d.shared else 'no'}",
+                      f"  Added: {_when(d.added_at)}  Person: {d.person or OWNER}", f"  Title: {d.title}",
+                      f"  Source: {d.source}"]
+        return [_document(d) for d in records], lines + ([] if records else ["  No documents stored yet."])
+
     def meta(self) -> tuple[Any, list[str]]:
         meta = self._meta_rows()
         lines = self._title("Meta") + [RULE] + [f"  {k:<30s} = {v}" for k, v in meta.items()]
@@ -335,6 +356,11 @@ def _memory_lines(m: Any) -> list[str]:
     """Where a memory came from, and whether it is still true (superseded: by which; its end)."""
     status = m.status() + (f" (until {_when(m.expires_at)})" if m.expires_at and m.is_current() else "")
     return [f"  Source: {m.provenance.describe()}  Status: {status}"]
+
+
+def _document(d: Any) -> dict[str, Any]:
+    return {"id": d.id, "source": d.source, "title": d.title, "person": d.person, "shared": d.shared,
+            "chunks": d.chunks, "added_at": d.added_at}
 
 
 def _entry(e: Any) -> dict[str, Any]:

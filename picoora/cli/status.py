@@ -175,6 +175,7 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
     try:
         stored = store.get_state(state_key(DEFAULT_SESSION))
         stats = store.stats()
+        docs = store.document_counts()
         lines = [
             Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks),
                  not fallbacks, {"backend": stats.backend, "location": stats.location, "fell_back": bool(fallbacks)}),
@@ -183,9 +184,11 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
                 f"{count(stats.memories, 'memory', 'memories')}, {count(stats.daily_notes, 'daily note')}, "
                 f"{count(stats.sessions, 'session')}, "
                 f"{count(stats.transcript_entries, 'transcript entry', 'transcript entries')}, "
-                f"{count(stats.prompts, 'prompt file')}",
+                f"{count(stats.prompts, 'prompt file')}, {count(docs.documents, 'document')} "
+                f"({docs.shared} shared, {count(docs.chunks, 'chunk')})",
                 facts={"memories": stats.memories, "daily_notes": stats.daily_notes, "sessions": stats.sessions,
-                       "transcript_entries": stats.transcript_entries, "prompts": stats.prompts},
+                       "transcript_entries": stats.transcript_entries, "prompts": stats.prompts,
+                       "documents": docs.documents, "shared_documents": docs.shared, "document_chunks": docs.chunks},
             ),
             _vector_line(store.vector_status()),
         ]

@@ -377,6 +377,20 @@ class DocumentRecord:
 
 
 @dataclass
+class DocumentCounts:
+    """What the knowledge base holds (``status``, the inspector): documents, their chunks, how many are shared."""
+
+    documents: int = 0
+    chunks: int = 0
+    shared: int = 0
+
+    @classmethod
+    def of(cls, documents: Iterable[DocumentRecord]) -> DocumentCounts:
+        listed = list(documents)
+        return cls(len(listed), sum(d.chunks for d in listed), sum(d.shared for d in listed))
+
+
+@dataclass
 class NewDocument:
     source: str  # the path or URL as added (with the person, it names the document: re-adding replaces)
     title: str
@@ -508,6 +522,10 @@ class DocumentStore(Protocol):
     def reindex_documents(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...
     def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]: ...
     def has_documents(self, *, person: str = "") -> bool: ...  # whether search_docs is worth offering
+    # What is stored, for status and the inspector: every person's documents in this store, newest first (a
+    # person store: only what that person sees); the counts in one aggregate.
+    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]: ...
+    def document_counts(self) -> DocumentCounts: ...
 
 
 @runtime_checkable

@@ -270,6 +270,10 @@ class DocLibrary:
     def any_visible(self, person: str) -> bool:
         return any(visible(d, person) for d in self._docs.values())
 
+    def everyone(self) -> list[DocumentRecord]:
+        """Every person's documents (the inspector's and status's view of the whole library)."""
+        return list(self._docs.values())
+
     def searchable(self) -> _Rows:
         """Every chunk as a row: its document and number, the vectors (rows of another model are never
         compared), built once per change of the library."""

@@ -43,6 +43,7 @@ from picoora.store.base import (
     DailyNote,
     DailyNoteRow,
     DocPage,
+    DocumentCounts,
     DocumentHit,
     DocumentRecord,
     Embeddings,
@@ -569,6 +570,19 @@ class FileStore:
         with self._lock:
             self._docs.refresh()
             return self._docs.any_visible(person)
+
+    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
+        """Newest first."""
+        with self._lock:
+            self._docs.refresh()
+            records = self._docs.everyone()
+        records.sort(key=lambda r: (r.added_at is not None, r.added_at, r.id), reverse=True)
+        return records if limit is None else records[:limit]
+
+    def document_counts(self) -> DocumentCounts:
+        with self._lock:
+            self._docs.refresh()
+            return DocumentCounts.of(self._docs.everyone())
 
     # ---- what the front doors ask for ------------------------------------------------------------
 

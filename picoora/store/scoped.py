@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from picoora.store.base import StoreError
+from picoora.store.base import DocumentCounts, StoreError
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -72,6 +72,14 @@ class PersonStore:
     def has_documents(self, *, person: str = "") -> bool:
         return self._shared.has_documents(person=self.person)
 
+    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
+        """What this person sees (their own and the shared), newest first: never another person's."""
+        seen = sorted(self.list_documents(), key=lambda d: (d.added_at is not None, d.added_at, d.id), reverse=True)
+        return seen if limit is None else seen[:limit]
+
+    def document_counts(self) -> DocumentCounts:
+        return DocumentCounts.of(self.list_documents())
+
     def reindex_documents(self, *, progress: Any = None) -> int:
         raise StoreError("only the owner can reindex the documents")
 
@@ -103,7 +111,8 @@ class _NativeRoute:
 
 
 _FILTERED = frozenset({"list_prompts", "get_prompt", "add_document", "add_documents", "list_documents",
-                       "remove_document", "search_documents", "has_documents", "reindex_documents"})
+                       "remove_document", "search_documents", "has_documents", "reindex_documents",
+                       "all_documents", "document_counts"})
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

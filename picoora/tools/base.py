@@ -94,8 +94,14 @@ class Tool(abc.ABC):
         """Do the work; ``args`` is an instance of ``Args``, already validated."""
 
     def available(self) -> bool:
-        """Whether the model is offered this tool now (an MCP server's tools only while it runs)."""
+        """Whether the model is offered this tool now (an MCP server's tools only while it runs). Called on the
+        event loop: it must not block (a tool whose answer needs I/O keeps the last one, see ``refresh``)."""
         return True
+
+    async def refresh(self) -> None:
+        """Look again at what ``available`` answers from, before a turn lists the tools
+        (``ToolRegistry.prepare``); blocking work goes off the event loop. Usually nothing to do."""
+        return None
 
     def prompt_part(self) -> str:
         """A section this tool adds to the system prompt (the skills summary); usually none."""

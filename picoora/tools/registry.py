@@ -81,10 +81,13 @@ class ToolRegistry:
         self._sources.append(source)
 
     async def prepare(self) -> list[str]:
-        """Bring the tool sources up (the first time) before a turn lists the tools; their notices."""
+        """Bring the tool sources up (the first time) and let each tool look again at whether it is offered
+        (``Tool.refresh``), before a turn lists the tools; the sources' notices."""
         notices: list[str] = []
         for source in self._sources:
             notices += await source.prepare(self)
+        for tool in list(self._tools.values()):
+            await tool.refresh()
         return notices
 
     async def aclose(self) -> None:

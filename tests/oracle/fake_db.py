@@ -879,6 +879,15 @@ class FakeOracle:
     async def _doc_any(self, conn, b):
         return [(min(len(self._select("PICO_DOCUMENTS", self._doc_visible(b))), 1),)]
 
+    async def _doc_all(self, conn, b):
+        rows = sorted(self._select("PICO_DOCUMENTS", self._mine(b)), key=lambda r: r["doc_id"])
+        rows.sort(key=lambda r: r["added_at"], reverse=True)
+        return [tuple(r[c] for c in self._DOC) for r in rows[: b["k"]]]
+
+    async def _doc_counts(self, conn, b):
+        rows = self._select("PICO_DOCUMENTS", self._mine(b))
+        return [(len(rows), sum(r["chunks"] or 0 for r in rows), sum(r["shared"] for r in rows))]
+
     async def _doc_ids(self, conn, b):
         rows = sorted(self._select("PICO_DOCUMENTS", self._mine(b)), key=lambda r: r["doc_id"])
         return [(r["doc_id"],) for r in rows]

@@ -308,6 +308,83 @@ def test_inspect_reads_the_file_backend_too(fake, config):
     assert {m["content"] for m in json.loads(listed)} == {"The user's dog is called Pixel", "Favourite editor is Helix"}
 
 
+def _add_documents(store, config) -> None:
+    from picoora.store.base import DocPage
+    from picoora.store.scoped import open_person_store
+
+    store.add_document("/d/manual.md", "Boiler manual", [DocPage("The boiler shows E42 when the pressure is low.")],
+                       shared=True)
+    text = " ".join(f"Sentence {n} is about the shed and its padlock." for n in range(40))
+    open_person_store(config, store, "alice").add_document("/a/diary.md", "Diary", [DocPage(text)])
+
+
+def _documents_view_checks(out: str, data: str, chunks: int) -> None:
+    assert f"  2 documents (1 shared), {chunks} chunks\n" in out
+    assert re.search(r"\n  ID: \w{12}  Chunks: \d+  Shared: no\n"
+                     r"  Added: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  Person: alice\n"
+                     r"  Title: Diary\n  Source: /a/diary.md\n", out), out
+    assert re.search(r"Shared: yes\n  Added: .*  Person: owner\n  Title: Boiler manual\n", out), out
+    assert out.index("Title: Diary") < out.index("Title: Boiler manual")  # newest first
+    rows = json.loads(data)
+    assert [(d["title"], d["person"], d["shared"]) for d in rows] == [("Diary", "alice", False)]  # -n 1
+    assert set(rows[0]) == {"id", "source", "title", "person", "shared", "chunks", "added_at"}
+
+
+def test_documents_in_the_overview_and_their_own_view(filled, fake, config):
+    code, out = picoora("oracle-inspect")
+    assert code == 0, out
+    assert re.search(r"  Documents\s+0  \(empty\)\n  Document Chunks\s+0  \(empty\)\n", out)
+    assert "  Recent Documents (last 5):\n\n  (no documents yet)" in out
+    _add_documents(filled, config)
+    chunks = sum(r["chunks"] for r in fake.rows("PICO_DOCUMENTS"))
+    assert chunks == len(fake.rows("PICO_DOC_CHUNKS")) > 2
+    fake.executed.clear()
+    code, out = picoora("oracle-inspect")
+    assert code == 0, out
+    assert re.search(rf"  Documents\s+2  ██\n  Document Chunks\s+{chunks}  █+\n", out)
+    assert re.search(r"\n  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  \[alice\]  Diary  \(\d+ chunks\)\n"
+                     r"  \d{4}-.*  \[owner\]  Boiler manual  \(1 chunk, shared\)\n", out), out
+    assert {"doc_counts", "doc_all"} <= set(fake.names())
+    _, overview = picoora("oracle-inspect", "--json")
+    data = json.loads(overview)
+    assert data["counts"]["Documents"] == 2 and data["counts"]["Document Chunks"] == chunks
+    assert data["shared_documents"] == 1 and [d["title"] for d in data["recent"]["documents"]] == ["Diary",
+                                                                                                   "Boiler manual"]
+    code, out = picoora("oracle-inspect", "documents")
+    assert code == 0, out
+    assert "  picoora Oracle AI Database Inspector: Documents" in out
+    _documents_view_checks(out, picoora("oracle-inspect", "documents", "-n", "1", "--json")[1], chunks)
+    assert picoora("oracle-inspect", "documents", "-s", "boiler")[0] == 2  # -s is for memories and notes
+
+
+def test_status_counts_the_documents(filled, config):
+    from picoora.cli.status import _storage_lines
+
+    _add_documents(filled, config)
+    chunks = sum(d.chunks for d in filled.all_documents())
+    lines, _, _ = _storage_lines(config, workspace_path(config))
+    stored = next(line for line in lines if line.label == "Stored")
+    assert stored.text.endswith(f", 2 documents (1 shared, {chunks} chunks)")
+    assert (stored.facts["documents"], stored.facts["shared_documents"], stored.facts["document_chunks"]) == (
+        2, 1, chunks)
+
+
+def test_documents_on_the_file_backend_too(fake, config):
+    files = _file_workspace(config)
+    try:
+        _add_documents(files, config)
+        chunks = files.document_counts().chunks
+    finally:
+        files.close()
+    code, out = picoora("oracle-inspect", "documents", "--files")
+    assert code == 0, out
+    assert "  picoora File Storage Inspector: Documents" in out
+    _documents_view_checks(out, picoora("oracle-inspect", "documents", "--files", "-n", "1", "--json")[1], chunks)
+    _, overview = picoora("oracle-inspect", "--files")
+    assert re.search(rf"  Documents\s+2  ██\n  Document Chunks\s+{chunks}  █+\n", overview)
+    assert fake.pool_params == []
+
+
 def _with_a_memory(config, onnx_file) -> None:
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)

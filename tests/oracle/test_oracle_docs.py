@@ -11,7 +11,12 @@ import pytest
 from picoora.store.base import DocPage
 from picoora.store.oracle import sql as q
 from picoora.store.scoped import open_person_store
-from tests.docs_contract import check_isolation, check_pages_and_codes, check_readd_and_remove
+from tests.docs_contract import (
+    check_counts_and_listing,
+    check_isolation,
+    check_pages_and_codes,
+    check_readd_and_remove,
+)
 from tests.oracle.conftest import oracle_config
 
 
@@ -34,6 +39,20 @@ def test_pages_and_codes(open_store):
 def test_each_person_sees_their_own_and_the_shared_documents(open_store, config):
     owner = open_store()
     check_isolation(owner, open_person_store(config, owner, "alice"), open_person_store(config, owner, "bob"))
+
+
+def test_counts_and_the_whole_listing_for_status_and_the_inspector(open_store, fake, config):
+    owner = open_store()
+    fake.executed.clear()
+    check_counts_and_listing(owner, open_person_store(config, owner, "alice"))
+    counts = [e for e in fake.executed if e.name == "doc_counts"]
+    assert counts and all(e.binds == {"agent_id": owner.agent_id} for e in counts)
+    # one aggregate over the documents' own chunk counts: the chunks table is not scanned to count
+    assert counts[0].sql == ("SELECT COUNT(*), NVL(SUM(chunks), 0), NVL(SUM(shared), 0) FROM PICO_DOCUMENTS "
+                             "WHERE agent_id = :agent_id")
+    listing = next(e for e in fake.executed if e.name == "doc_all")
+    assert listing.binds["agent_id"] == owner.agent_id and "person" not in listing.binds
+    assert listing.sql.endswith("ORDER BY added_at DESC, doc_id FETCH FIRST :k ROWS ONLY")
 
 
 def test_without_oracle_text_keyword_search_scans(open_store, fake):

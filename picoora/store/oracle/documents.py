@@ -16,7 +16,14 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, StoreError
+from picoora.store.base import (
+    AddDocumentResult,
+    DocPage,
+    DocumentCounts,
+    DocumentHit,
+    DocumentRecord,
+    StoreError,
+)
 from picoora.store.doc_library import content_hash, document_id
 from picoora.store.doc_ranking import doc_floor, hybrid_scores
 from picoora.store.keywords import KeywordIndex, tokenize
@@ -111,6 +118,21 @@ class OracleDocuments:
             return bool(row and row[0])
 
         return self._store._run(work, "look for documents")
+
+    def everyone(self, limit: int) -> list[DocumentRecord]:
+        async def work(tx: Tx) -> list[DocumentRecord]:
+            return [_record(r) for r in await tx.rows(q.DOC_ALL, agent_id=self._store.agent_id, k=limit)]
+
+        return self._store._run(work, "list documents")
+
+    def counts(self) -> DocumentCounts:
+        async def work(tx: Tx) -> DocumentCounts:
+            row = await tx.one(q.DOC_COUNTS, agent_id=self._store.agent_id)
+            assert row is not None  # an aggregate query always returns its one row
+            documents, chunks, shared = row
+            return DocumentCounts(int(documents), int(chunks), int(shared))
+
+        return self._store._run(work, "count documents")
 
     def remove(self, id_or_source: str, person: str) -> DocumentRecord | None:
         agent_id = self._store.agent_id

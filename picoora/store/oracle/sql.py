@@ -674,6 +674,13 @@ DOC_LIST = _sql("doc_list", "query", f"""
 DOC_ANY = _sql("doc_any", "query", """
     SELECT COUNT(*) FROM PICO_DOCUMENTS
     WHERE agent_id = :agent_id AND (person = :person OR shared = 1) FETCH FIRST 1 ROWS ONLY""")
+# What is stored, whoever added it (status, the inspector): the counts from the documents' own chunk counts
+# (kept by DOC_SET_CHUNKS in the transaction that cuts them), so PICO_DOC_CHUNKS is not scanned.
+DOC_ALL = _sql("doc_all", "query", f"""
+    SELECT {_DOC_COLUMNS} FROM PICO_DOCUMENTS
+    WHERE agent_id = :agent_id ORDER BY added_at DESC, doc_id FETCH FIRST :k ROWS ONLY""")
+DOC_COUNTS = _sql("doc_counts", "query", """
+    SELECT COUNT(*), NVL(SUM(chunks), 0), NVL(SUM(shared), 0) FROM PICO_DOCUMENTS WHERE agent_id = :agent_id""")
 DOC_IDS = _sql("doc_ids", "query", "SELECT doc_id FROM PICO_DOCUMENTS WHERE agent_id = :agent_id ORDER BY doc_id")
 DOC_DELETE = _sql("doc_delete", "dml", "DELETE FROM PICO_DOCUMENTS WHERE agent_id = :agent_id AND doc_id = :doc_id")
 DOC_CHUNKS_DELETE = _sql("doc_chunks_delete", "dml",

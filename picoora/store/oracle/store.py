@@ -40,6 +40,7 @@ from picoora.store.base import (
     DailyNote,
     DailyNoteRow,
     DocPage,
+    DocumentCounts,
     DocumentHit,
     DocumentRecord,
     Embeddings,
@@ -328,6 +329,13 @@ class OracleStore:
 
     def has_documents(self, *, person: str = "") -> bool:
         return self._documents.any_visible(person)
+
+    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
+        """Newest first."""
+        return self._documents.everyone(ALL_ROWS if limit is None else max(limit, 0))
+
+    def document_counts(self) -> DocumentCounts:
+        return self._documents.counts()
 
     # ---- memories ------------------------------------------------------------------------------
 
