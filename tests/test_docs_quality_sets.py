@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent / "data" / "docs_quality"
-SETS = ("dev", "dev2", "heldout", "heldout3")
+SETS = ("dev", "dev2", "heldout", "heldout3", "heldout4")
 
 
 def _rows(name: str) -> list[dict]:
