@@ -205,7 +205,7 @@ def main() -> None:
     for size in [] if args.timing_only else args.sizes or [settings.chunk_size]:
         overlap = min(settings.chunk_overlap, size // 5)
         sized = settings.model_copy(update={"chunk_size": size, "chunk_overlap": overlap})
-        for name in ("dev", "dev2", "heldout", "heldout3"):
+        for name in ("dev", "dev2", "heldout", "heldout3", "heldout4"):
             if not (DATA / f"{name}.jsonl").exists():
                 continue
             r = quality(name, sized, embedder)
