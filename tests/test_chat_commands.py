@@ -30,8 +30,9 @@ def respond(body: dict) -> Reply:
     return Reply(content=f"model: {last}")
 
 
-def run_chat(home, steps, *, allow_from=("7", "*"), models=("qwen3:latest",), until=None):
-    """Start the runtime, play ``steps`` ((user id, text) or a pause in seconds), wait for ``until``."""
+def run_chat(home, steps, *, allow_from=("7", "*"), models=("qwen3:latest",), until=None, before=None):
+    """Start the runtime, play ``steps`` ((user id, text) or a pause in seconds), wait for ``until``;
+    ``before(assistant)`` is awaited first."""
     with FakeOllama(responder=respond, models=models) as ollama, FakeTelegram(TOKEN) as telegram:
         config = Config.model_validate({
             "providers": {"ollama": {"api_base": ollama.url, "max_retries": 0}},
@@ -43,6 +44,8 @@ def run_chat(home, steps, *, allow_from=("7", "*"), models=("qwen3:latest",), un
 
         async def scenario():
             async with build_assistant(config) as assistant:
+                if before is not None:
+                    await before(assistant)
                 runtime = GatewayRuntime(assistant)
                 await runtime.start()
                 for step in steps:
@@ -112,6 +115,14 @@ def test_whoami_tells_the_owner_from_a_guest(isolated_home):
     assert telegram.texts(7)[0].startswith("You are the owner (telegram:7)")
     guest = telegram.texts(8)[0]
     assert guest.startswith("You are a guest (telegram:8") and "exec" not in guest
+
+
+def test_whoami_offers_search_docs_once_there_is_a_document_even_before_any_turn(isolated_home):
+    async def add_manual(assistant):
+        await assistant.add_document_upload("boiler.md", b"# Boiler\nError E42 means the pressure is low.")
+
+    telegram, _, _ = run_chat(isolated_home, [(7, "/whoami")], until=lambda t: t.texts(7), before=add_manual)
+    assert "search_docs" in telegram.texts(7)[0]
 
 
 def test_stop_cancels_the_running_answer_and_says_so(isolated_home):

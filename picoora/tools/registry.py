@@ -86,9 +86,13 @@ class ToolRegistry:
         notices: list[str] = []
         for source in self._sources:
             notices += await source.prepare(self)
+        await self.refresh()
+        return notices
+
+    async def refresh(self) -> None:
+        """Let each tool look again at whether it is offered (``Tool.refresh``), e.g. before listing them."""
         for tool in list(self._tools.values()):
             await tool.refresh()
-        return notices
 
     async def aclose(self) -> None:
         for source in self._sources:

@@ -48,6 +48,7 @@ async def run_command(assistant: Assistant, inbound: Inbound, command: str, argu
     if command == "model":
         return await _model(assistant, inbound, argument)
     if command == "whoami":
+        await assistant.tools.refresh()  # what a turn would offer now (search_docs looks for documents)
         return _whoami(assistant, inbound)
     return help_text()
 
