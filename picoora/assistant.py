@@ -16,11 +16,11 @@ last trace) is a method here, so each front door behaves the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 # asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
 # `picoora --help` must not pay for asyncio.
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +77,8 @@ class Assistant:
     person: str = ""  # empty: the owner
     messenger: Any = None  # set by a front door that offers the messaging tools (see ``enable_messaging``)
     auto_memory: AutoMemory | None = None  # remembers what people state (config memory.auto)
+    # the people's search_docs tools (``open_for_person``): a document the owner shares is theirs to search too
+    _people_docs_tools: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet, repr=False)
 
     def open_for_person(self, person: str) -> Assistant:
         """A new assistant for ``person`` (not the owner): their own store (their memories, notes, sessions,
@@ -264,12 +266,14 @@ class Assistant:
             self._documents_changed()
 
     def _documents_changed(self) -> None:
-        """search_docs is offered from the next turn on, not after its presence check expires."""
+        """search_docs is offered from the next turn on, not after its presence check expires (the people's
+        too: the owner may have shared the document)."""
         from picoora.tools.docs import SearchDocs
 
         tool = self.tools.get(SearchDocs.name)
-        if isinstance(tool, SearchDocs):
-            tool.recheck()
+        for each in [tool, *self._people_docs_tools]:  # only the owner's assistant has people's tools
+            if isinstance(each, SearchDocs):
+                each.recheck()
 
     async def documents(self) -> list[DocumentRecord]:
         return await self.astore.list_documents()
@@ -417,7 +421,9 @@ def _scoped_assistant(owner: Assistant, person: str) -> Assistant:
     store = open_person_store(owner.config, owner.store, person)
     astore = AsyncStore(store, executor=owner.astore.executor)  # people share the owner's threads
     tools = guest_registry(owner.config)
-    tools.register(SearchDocs(store))
+    search_docs = SearchDocs(store)
+    tools.register(search_docs)
+    owner._people_docs_tools.add(search_docs)
     agent = Agent(store=store, astore=astore, models=owner.models, tools=tools, settings=owner.config.agents.defaults,
                   workspace=owner.workspace, secrets=secret_values(owner.config),
                   tool_settings=guest_tool_settings(owner.config))

@@ -153,3 +153,37 @@ def test_through_the_assistant_a_document_added_here_is_offered_in_the_next_turn
 
         asyncio.run(scenario())
     assert offered == [False, True, False, False, True]
+
+
+def test_a_document_the_owner_shares_is_offered_to_the_people_at_once(isolated_home, tmp_path, monkeypatch):
+    """A person's search_docs looks again when the owner adds a document, since it may be shared with them."""
+    from picoora.assistant import build_assistant
+    from picoora.config import load_config
+    from tests.cli_support import write_config
+    from tests.fakes.ollama_server import FakeOllama, Reply
+
+    offered: list[bool] = []
+
+    def model(body: dict) -> Reply:
+        offered.append("search_docs" in {t["function"]["name"] for t in body.get("tools", [])})
+        return Reply(content="ok")
+
+    (tmp_path / "boiler.md").write_text("# Boiler manual\n\nError E42 means the water pressure is low.")
+    monkeypatch.setattr(docs_tool, "time", SimpleNamespace(monotonic=lambda: 1000.0))  # no expiry helps here
+    with FakeOllama(responder=model) as fake:
+        config = load_config(write_config(isolated_home, ollama_url=fake.url))
+
+        async def scenario():
+            async with build_assistant(config) as owner:
+                alice = owner.open_for_person("alice")
+                try:
+                    await alice.ask("hello")
+                    await owner.add_document_sources([str(tmp_path / "boiler.md")])  # the owner's own
+                    await alice.ask("anything?")
+                    await owner.add_document_sources([str(tmp_path / "boiler.md")], shared=True)
+                    await alice.ask("what is E42?")
+                finally:
+                    await alice.aclose()
+
+        asyncio.run(scenario())
+    assert offered == [False, False, True]
