@@ -283,12 +283,12 @@ def test_tools_get_the_turns_context(tmp_path):
 
     llm = ScriptedLLM(calls(("inspect_ctx", {})), answer("ok"))
     store = file_store(tmp_path)
-    agent = make_agent(store, llm, tmp_path, FunctionRegistry(inspect_ctx=inspect_ctx), secrets=("sk-live-12345",),
+    agent = make_agent(store, llm, tmp_path, FunctionRegistry(inspect_ctx=inspect_ctx), secrets=("fake-secret-12345",),
                        tool_settings={"exec": {"timeout_seconds": 5}}, restrict_to_workspace=False)
     run(agent, "who am I")
     ctx = seen[0]
     assert (ctx.session_key, ctx.workspace, ctx.store) == (KEY, tmp_path, store)
-    assert ctx.secrets == ["sk-live-12345"]  # the registry scrubs them from every result
+    assert ctx.secrets == ["fake-secret-12345"]  # the registry scrubs them from every result
     assert ctx.restrict_to_workspace is False and ctx.settings.tools.exec.timeout_seconds == 5
 
 

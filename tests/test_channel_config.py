@@ -45,7 +45,7 @@ def test_built_channels_may_be_enabled(isolated_home, name):
 @pytest.mark.parametrize("section, missing", [
     ({"telegram": {"enabled": True}}, "channels.telegram is enabled but its token is empty"),
     ({"discord": {"enabled": True, "token": ""}}, "channels.discord is enabled but its token is empty"),
-    ({"slack": {"enabled": True, "token": "xoxb-1"}}, "channels.slack is enabled but its app_token is empty"),
+    ({"slack": {"enabled": True, "token": "fake-bot-token"}}, "channels.slack is enabled but its app_token is empty"),
 ])
 def test_an_enabled_channel_without_its_token_is_a_config_error_not_a_traceback_at_start(isolated_home, section,
                                                                                           missing):

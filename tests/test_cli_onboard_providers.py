@@ -56,10 +56,10 @@ def test_a_refused_key_is_said_and_not_called_ready(isolated_home):
 def test_anthropic_is_checked_through_its_own_client(isolated_home):
     with FakeAnthropic(replies=[Reply(content="OK")]) as fake:
         result = run_cli("onboard", "--non-interactive", "--provider", "anthropic", home=isolated_home,
-                         extra_env=_service_env("anthropic", fake.url, "sk-ant-test"))
+                         extra_env=_service_env("anthropic", fake.url, "fake-anthropic-key"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Checked: anthropic answered with claude-sonnet-4-5." in result.stdout
-    assert "sk-ant-test" in " ".join(fake.request_headers[0].values())  # x-api-key or a bearer token
+    assert "fake-anthropic-key" in " ".join(fake.request_headers[0].values())  # x-api-key or a bearer token
 
 
 def test_a_hosted_preset_without_a_key_names_its_variable_and_asks_nothing(isolated_home):

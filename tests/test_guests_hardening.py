@@ -27,7 +27,7 @@ from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.web_page_server import WebPageServer
 
 BOT_TOKEN = "777777:guests-FAKE-token-abc"
-API_KEY = "sk-live-0123456789abcdefSECRET"
+API_KEY = "fake-provider-key-0123456789abcdef"
 OWNER, GUEST = 5, 77
 
 

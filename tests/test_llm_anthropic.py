@@ -23,7 +23,8 @@ TOOL = {
 
 
 def anthropic_llm(fake: FakeAnthropic, **kwargs):
-    return make_llm("anthropic", fake.url, model="claude-test", api_key=kwargs.pop("api_key", "sk-ant-test"), **kwargs)
+    return make_llm("anthropic", fake.url, model="claude-test", api_key=kwargs.pop("api_key", "fake-anthropic-key"),
+                    **kwargs)
 
 
 def test_system_goes_apart_and_consecutive_tool_results_share_one_user_message():
@@ -76,7 +77,7 @@ def test_plain_answer_sends_system_and_max_tokens_but_no_sampling_parameters():
     assert (response.content, response.reasoning, response.finish_reason) == ("Hej!", "Swedish greeting.", "stop")
     body = fake.requests[0]
     assert body["system"] == "be brief" and body["max_tokens"] == 321 and "temperature" not in body
-    assert fake.request_headers[0]["authorization"] == "Bearer sk-ant-test"
+    assert fake.request_headers[0]["authorization"] == "Bearer fake-anthropic-key"
 
 
 def test_streaming_forwards_text_and_thinking_and_assembles_tool_input():

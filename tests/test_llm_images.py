@@ -66,7 +66,7 @@ def test_openai_gets_image_url_content_parts_with_a_data_url():
 
 def test_anthropic_gets_base64_image_blocks_before_the_text():
     with FakeAnthropic(replies=[Reply(content="A dog.")]) as fake:
-        llm, _ = make_llm("anthropic", fake.url, model="claude-sonnet-4-5", api_key="sk-ant-test")
+        llm, _ = make_llm("anthropic", fake.url, model="claude-sonnet-4-5", api_key="fake-anthropic-key")
         response, sees = chat(llm, conversation())
     messages = fake.requests[0]["messages"]
     assert messages[-1] == {"role": "user", "content": [

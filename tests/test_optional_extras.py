@@ -80,7 +80,7 @@ def test_discord_and_slack_need_no_extra_of_their_own(without, isolated_home):
     path = write_config(isolated_home, ollama_url="http://127.0.0.1:9")
     data = json.loads(path.read_text())
     data["channels"] = {"discord": {"enabled": True, "token": "x"},
-                        "slack": {"enabled": True, "token": "xoxb-1", "app_token": "xapp-1"}}
+                        "slack": {"enabled": True, "token": "fake-bot-token", "app_token": "fake-app-token"}}
     path.write_text(json.dumps(data))
     no_web = without("gateway", home=isolated_home)
     assert no_web.returncode == 1 and "Traceback" not in no_web.stderr

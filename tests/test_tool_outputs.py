@@ -165,7 +165,7 @@ def test_on_files_outputs_are_bounded_in_age_and_in_size(tmp_path, monkeypatch):
 
 
 def test_a_secret_deep_in_a_long_output_is_scrubbed_before_it_is_kept(tmp_path):
-    secret = "sk-live-0123456789abcdef"
+    secret = "fake-secret-0123456789abcdef"
 
     class Leaky(Dump):
         name = "leaky"
