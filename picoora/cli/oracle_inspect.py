@@ -20,6 +20,7 @@ import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
 from picoora.cli.status_report import count
+from picoora.people import OWNER  # a document's person shown when the owner added it
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -30,7 +31,6 @@ BANNER = "=" * 61
 RULE = "  " + "─" * 57
 RECENT = 5
 SHORT = 100  # characters of a value shown in the overview
-OWNER = "owner"  # a document's person when the owner added it (people.OWNER, the default name)
 
 
 def oracle_inspect(

@@ -376,6 +376,12 @@ class DocumentRecord:
                    added_at=time_from_json(data.get("added_at")))
 
 
+def newest_first(records: Iterable[DocumentRecord], limit: int | None = None) -> list[DocumentRecord]:
+    """Documents by when they were added, newest first (undated ones last), at most ``limit``."""
+    ordered = sorted(records, key=lambda r: (r.added_at is not None, r.added_at, r.id), reverse=True)
+    return ordered if limit is None else ordered[:limit]
+
+
 @dataclass
 class DocumentCounts:
     """What the knowledge base holds (``status``, the inspector): documents, their chunks, how many are shared."""

@@ -60,6 +60,7 @@ from picoora.store.base import (
     TranscriptEntry,
     TurnTrace,
     VectorStatus,
+    newest_first,
     time_from_json,
     time_to_json,
     without_folded,
@@ -575,9 +576,7 @@ class FileStore:
         """Newest first."""
         with self._lock:
             self._docs.refresh()
-            records = self._docs.everyone()
-        records.sort(key=lambda r: (r.added_at is not None, r.added_at, r.id), reverse=True)
-        return records if limit is None else records[:limit]
+            return newest_first(self._docs.everyone(), limit)
 
     def document_counts(self) -> DocumentCounts:
         with self._lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from picoora.store.base import DocumentCounts, StoreError
+from picoora.store.base import DocumentCounts, StoreError, newest_first
 
 if TYPE_CHECKING:
     from picoora.config import Config
@@ -74,8 +74,7 @@ class PersonStore:
 
     def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
         """What this person sees (their own and the shared), newest first: never another person's."""
-        seen = sorted(self.list_documents(), key=lambda d: (d.added_at is not None, d.added_at, d.id), reverse=True)
-        return seen if limit is None else seen[:limit]
+        return newest_first(self.list_documents(), limit)
 
     def document_counts(self) -> DocumentCounts:
         return DocumentCounts.of(self.list_documents())
