@@ -7,17 +7,21 @@ machine) on the event loop, for every web fetch, search, attachment download and
 from __future__ import annotations
 
 import asyncio
-import functools
 import ssl
 
+_context: ssl.SSLContext | None = None
 
-@functools.lru_cache(maxsize=1)
-def _tls_context() -> ssl.SSLContext:
+
+def _make() -> ssl.SSLContext:
     import certifi
 
     return ssl.create_default_context(cafile=certifi.where())
 
 
 async def tls_context() -> ssl.SSLContext:
-    """Made once, in a worker thread (loading the bundle blocks)."""
-    return await asyncio.to_thread(_tls_context)
+    """Made once, in a worker thread (loading the bundle blocks); after that, no thread hop per client."""
+    global _context
+    if _context is None:
+        made = await asyncio.to_thread(_make)
+        _context = _context or made  # two first callers at once: both get the one kept
+    return _context
