@@ -38,23 +38,21 @@ class Chunk:
 
 def chunk_pages(pages: list[DocPage], by: str, size: int, overlap: int,
                 word_tokens: WordTokens | None = None, max_tokens: int = 0) -> list[Chunk]:
-    limited = word_tokens is not None and max_tokens > SPECIAL_TOKENS
-    budget = max_tokens - SPECIAL_TOKENS if limited else None
-    chunks: list[Chunk] = []
-    for page in pages:
-        cost = _costs(page.text, word_tokens) if word_tokens is not None and limited else _free
-        cut = _by_sentences if by == "sentences" else _by_words
-        chunks += [Chunk(text, page.page) for text in cut(page.text, size, overlap, cost, budget)]
-    return chunks
+    cost: Cost = _free
+    budget: int | None = None
+    if word_tokens is not None and max_tokens > SPECIAL_TOKENS:
+        cost, budget = _costs(pages, word_tokens), max_tokens - SPECIAL_TOKENS
+    cut = _by_sentences if by == "sentences" else _by_words
+    return [Chunk(text, page.page) for page in pages for text in cut(page.text, size, overlap, cost, budget)]
 
 
 def _free(word: str) -> int:
     return 0
 
 
-def _costs(text: str, word_tokens: WordTokens) -> Cost:
-    """Each distinct word of ``text`` counted once."""
-    distinct = list(dict.fromkeys(text.split()))
+def _costs(pages: list[DocPage], word_tokens: WordTokens) -> Cost:
+    """Each distinct word of the document counted once (pages repeat most of their words)."""
+    distinct = list(dict.fromkeys(word for page in pages for word in page.text.split()))
     return dict(zip(distinct, word_tokens(distinct), strict=True)).__getitem__
 
 
