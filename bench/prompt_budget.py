@@ -7,7 +7,7 @@ tools alone (no skills, no web_search, no MCP), the defaults (the core tools, th
 web_search), the owner in the gateway or the terminal (the defaults and the messaging tools: every
 default tool), the same on a turn with a kept tool output to read (``read_tool_output`` is offered only then),
 a guest, and the owner's tools plus one MCP server with 5 tools (the test-suite's server).
-The budget for "every default tool" is 9,500 characters.
+The budget for "every default tool" is 9,500 characters (``BUDGET``; tests/test_prompt_budget.py holds it).
 
     .venv/bin/python bench/prompt_budget.py [--show]    # --show prints each system prompt
 """
@@ -26,12 +26,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 TEST_SERVER = REPO / "tests" / "fakes" / "mcp_test_server.py"
+BUDGET = 9_500  # characters of the fixed prompt with every default tool (issue 22)
 
 
-async def measure(label: str, overrides: dict, show: bool, *, messaging: bool = False, guest: bool = False,
-                  on_demand: bool = False) -> None:
+async def fixed_prompt(overrides: dict, *, messaging: bool = False, guest: bool = False,
+                       on_demand: bool = False) -> tuple[int, str, str]:
+    """(tools offered, the system prompt, the schemas' JSON) of an empty turn in this configuration."""
     from picoora.agent.context import ContextInputs, build_system_prompt
-    from picoora.agent.tokens import estimate_tokens
     from picoora.config import Config, workspace_path
     from picoora.store.base import Session
     from picoora.tools import default_registry, guest_registry
@@ -50,12 +51,18 @@ async def measure(label: str, overrides: dict, show: bool, *, messaging: bool = 
                                      now=datetime(2026, 12, 1, 9, 0).astimezone(), tool_parts=registry.prompt_parts())
     finally:
         await registry.aclose()
-    schema_text = json.dumps(schemas)
+    return len(schemas), system, json.dumps(schemas)
+
+
+async def measure(label: str, overrides: dict, show: bool, **kind: bool) -> None:
+    from picoora.agent.tokens import estimate_tokens
+
+    tools, system, schema_text = await fixed_prompt(overrides, **kind)
     chars = len(system) + len(schema_text)
     tokens = estimate_tokens(system) + estimate_tokens(schema_text)
     if show:
         print(f"\n===== {label} =====\n{system}\n")
-    print(f"{label:<46} {len(schemas):>5} {len(system):>7,} {len(schema_text):>8,} {chars:>7,} {tokens:>7,}")
+    print(f"{label:<46} {tools:>5} {len(system):>7,} {len(schema_text):>8,} {chars:>7,} {tokens:>7,}")
 
 
 def main() -> None:
