@@ -4,6 +4,8 @@ guest's token that can neither see the owner's private documents nor share its o
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 
 import httpx
 import pytest
@@ -89,3 +91,23 @@ def test_a_page_by_url(gw):
     assert added.json()["document"]["title"] == "Opening hours"
     hits = owner.get("/v1/docs/search", params={"q": "library opens nine"}).json()["hits"]
     assert hits[0]["title"] == "Opening hours" and hits[0]["source"] == f"{site.url}/hours"
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl_uploads_lists_and_searches(gw, tmp_path):
+    """A client we did not write: curl's multipart form and its URL-encoded query."""
+    manual = tmp_path / "heating notes.md"
+    manual.write_text("# Heating notes\n\nThe boiler's filling loop sits under the sink; refill to 1.5 bar.")
+    auth = ["-H", f"Authorization: Bearer {TOKEN}"]
+
+    def curl(*args: str) -> dict:
+        done = subprocess.run(["curl", "-sS", "--fail-with-body", *auth, *args], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    added = curl("-F", f"file=@{manual}", "-F", "shared=true", f"{gw.url}/v1/docs")
+    assert added["status"] == "added" and added["document"]["title"] == "Heating notes"
+    assert [d["source"] for d in curl(f"{gw.url}/v1/docs")["documents"]] == ["upload:heating notes.md"]
+    hits = curl("-G", "--data-urlencode", "q=where is the filling loop?", f"{gw.url}/v1/docs/search")["hits"]
+    assert hits and "under the sink" in hits[0]["text"]
