@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 
 import pytest
 
-from tests.cli_support import run_cli, write_config
+from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.helpers.documents import write_pdf
+from tests.pty_support import read_until
 
 pytestmark = pytest.mark.slow  # real CLI processes, about a second each
 
@@ -64,3 +69,38 @@ def test_add_list_search_remove_reindex(isolated_home, tmp_path):
     assert reindexed.stdout.startswith("Reindexed ")
     text = _ok(run_cli("docs", "search", "garage door code", home=isolated_home)).stdout
     assert text.strip() == "Nothing in the documents answers that."
+
+
+def test_add_a_web_page_by_url(isolated_home):
+    """Through the same guarded fetcher as web_fetch: the loopback test server only by the owner's exemption."""
+    from tests.fakes.web_page_server import WebPageServer
+
+    path = write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
+    page = "<html><head><title>Opening hours</title></head><body><p>The library opens at nine.</p></body></html>"
+    with WebPageServer(status=200, page=page) as site:
+        refused = run_cli("docs", "add", f"{site.url}/hours", home=isolated_home)
+        assert refused.returncode != 0 and "1 failed" in refused.stdout  # 127.0.0.1 is refused by default
+        data = json.loads(path.read_text())
+        data["tools"] = {"web_fetch": {"allow_hosts": ["127.0.0.1"]}}
+        path.write_text(json.dumps(data))
+        _ok(run_cli("docs", "add", f"{site.url}/hours", home=isolated_home))
+    [hit] = json.loads(_ok(run_cli("docs", "search", "library opens nine", "--json", home=isolated_home)).stdout)
+    assert hit["title"] == "Opening hours" and hit["source"] == f"{site.url}/hours"
+
+
+def test_a_folder_added_on_a_terminal_shows_a_progress_bar(isolated_home, tmp_path):
+    write_config(isolated_home, ollama_url=closed_port_url(), embedder="none")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"note{n}.md").write_text(f"# Note {n}\n\nThe locker number is {n}.")
+    terminal, child_end = pty.openpty()
+    env = {**os.environ, "PICOORA_HOME": str(isolated_home), "COLUMNS": "100"}
+    with subprocess.Popen([sys.executable, "-m", "picoora", "docs", "add", str(folder)], stdout=subprocess.PIPE,
+                          stderr=child_end, env=env, cwd=REPO) as child:
+        os.close(child_end)
+        shown = read_until(terminal, b"Adding", 60, ended=lambda: child.poll() is not None)
+        out, _ = child.communicate(timeout=60)
+    os.close(terminal)
+    assert child.returncode == 0 and b"3 added" in out
+    assert b"Adding" in shown  # the bar, on the terminal's stderr (stdout keeps the one summary line)
