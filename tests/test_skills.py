@@ -10,6 +10,7 @@ import pytest
 
 from picoora.agent.context import build_system_prompt
 from picoora.skills import SkillError, catalog_for
+from picoora.skills import catalog as catalog_module
 from picoora.skills.catalog import PROMPT_DESCRIPTION_CHARS, SkillCatalog
 from picoora.skills.install import MAX_FILES, install, remove
 from picoora.tools.skills import SkillTool
@@ -234,11 +235,13 @@ def test_plain_frontmatter_is_read_without_yaml_exactly_as_yaml_reads_it():
         "name": "a-skill", "description": "Reviews the day's notes."}
 
 
-def test_a_catalog_sees_every_change_between_two_scans(ws):
+def test_a_catalog_sees_every_change_between_two_scans(ws, monkeypatch):
     """``scan`` reuses its last result only while the folders are unchanged: a skill added, edited, broken,
-    swapped for a symlink or removed is seen by the very next scan."""
+    swapped for a symlink or removed is seen by the very next scan. (Files count as settled at once here;
+    the next test is about fresh ones.)"""
     import os
 
+    monkeypatch.setattr(catalog_module, "SETTLED_NS", -1)
     root = ws / "skills"
     catalog = SkillCatalog([("workspace", root)])
     assert catalog.scan().skills == {}
@@ -258,3 +261,17 @@ def test_a_catalog_sees_every_change_between_two_scans(ws):
     os.symlink(root / "first" / "SKILL.md", root / "later" / "SKILL.md")
     found = catalog.scan()
     assert found.skills == {} and any("symlink" in p.reason for p in found.problems)
+
+
+@pytest.mark.parametrize("settled_ns, seen", [(catalog_module.SETTLED_NS, "Two"), (-1, "One")])
+def test_a_skill_rewritten_within_a_clock_tick_is_read_again(ws, monkeypatch, settled_ns, seen):
+    """A file rewritten at the same size within one tick of a coarse clock keeps its stamp; a stamp that
+    young is not trusted, so the new text is read. Stamps are made coarse here to force the collision; with
+    the rule off (-1) the stale skill comes back, so the test tells the two apart."""
+    monkeypatch.setattr(catalog_module, "_file_stamp", lambda st: (st.st_mode, st.st_size))
+    monkeypatch.setattr(catalog_module, "SETTLED_NS", settled_ns)
+    catalog = SkillCatalog([("workspace", ws / "skills")])
+    write_skill(ws / "skills", "tick", description="One")
+    assert catalog.scan().skills["tick"].description == "One"
+    write_skill(ws / "skills", "tick", description="Two")
+    assert catalog.scan().skills["tick"].description == seen

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -31,6 +33,9 @@ NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # lower case, digits, 
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
 MAX_SKILL_FILE_BYTES = 256_000
+# A stat this recent cannot vouch for a file: timestamps are coarse (a few ms), so a file rewritten within
+# the same tick at the same size keeps its stamp. Such a file is parsed again (git's "racily clean" rule).
+SETTLED_NS = 2_000_000_000
 PROMPT_DESCRIPTION_CHARS = 160  # a description is cut to this in the system prompt (the tool shows it whole)
 
 
@@ -208,22 +213,27 @@ def skill_roots(workspace: Path, user_dir: Path, builtin: bool = True) -> list[t
     return roots + [("builtin", BUILTIN_DIR)] if builtin else roots
 
 
+_RootEntry = tuple[str, bool, bool, tuple[int, ...] | None]  # name, is a folder, is a symlink, SKILL.md stamp
+
+
 class SkillCatalog:
     """The skills of a workspace, looked at again on every ``scan``: a skill installed, edited or removed while
     running is seen at once. ``scan`` is called several times a turn, so it first compares a cheap stamp of
     the roots (their entries and each SKILL.md's stat, by os.scandir) and reuses the last result when nothing
-    changed; parsed files are cached by their stat too."""
+    changed; parsed files are cached by their stat too. Neither is kept for a file changed in the last
+    SETTLED_NS, whose stat may not yet tell one version from the next."""
 
     def __init__(self, roots: list[tuple[str, Path]]):
         self.roots = roots
-        self._cache: dict[Path, tuple[tuple[int, int], Skill | SkillProblem]] = {}
+        self._cache: dict[Path, tuple[tuple[int, ...], Skill | SkillProblem]] = {}
         self._reported: set[tuple[Path, str]] = set()
-        self._last: tuple[tuple[object, ...], SkillSet] | None = None
+        self._last: tuple[tuple[tuple[_RootEntry, ...], ...], SkillSet] | None = None
 
     def scan(self, *, log_problems: bool = True) -> SkillSet:
         """The skills found now; each problem is logged once per catalog unless the caller shows them
         itself (``log_problems=False``: `picoora skills list`)."""
-        stamp = tuple(_root_stamp(root) for _, root in self.roots)
+        looked = [_root_stamp(root) for _, root in self.roots]
+        stamp = tuple(entries for entries, _ in looked)
         if self._last is not None and self._last[0] == stamp:
             result = self._last[1]
         else:
@@ -237,7 +247,8 @@ class SkillCatalog:
                     else:
                         skills.setdefault(found.name, found)  # an earlier root wins
             result = SkillSet(skills, problems)
-            self._last = (stamp, result)
+            if _settled(max((changed for _, changed in looked), default=0)):
+                self._last = (stamp, result)
         if log_problems:
             for problem in result.problems:
                 self._report(problem)
@@ -245,14 +256,14 @@ class SkillCatalog:
 
     def _parsed(self, folder: Path, source: str) -> Skill | SkillProblem:
         path = folder / SKILL_FILE
-        if folder.is_symlink() or path.is_symlink():
-            return SkillProblem(path, "is a symlink (or in a symlinked folder); skills are read without following "
-                                      "symlinks")
         try:
-            st = path.stat()
+            st = os.lstat(path)
         except OSError as exc:
             return SkillProblem(path, f"cannot be read ({exc.strerror or exc})")
-        stamp = (st.st_mtime_ns, st.st_size)
+        if folder.is_symlink() or stat.S_ISLNK(st.st_mode):
+            return SkillProblem(path, "is a symlink (or in a symlinked folder); skills are read without following "
+                                      "symlinks")
+        stamp = _file_stamp(st)
         cached = self._cache.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -260,7 +271,8 @@ class SkillCatalog:
             found: Skill | SkillProblem = parse_skill(folder, source)
         except SkillError as exc:
             found = SkillProblem(path, str(exc).removeprefix(f"{path}: "))
-        self._cache[path] = (stamp, found)
+        if _settled(st.st_ctime_ns):
+            self._cache[path] = (stamp, found)
         return found
 
     def _report(self, problem: SkillProblem) -> None:
@@ -270,21 +282,34 @@ class SkillCatalog:
             log.warning("skill skipped: %s: %s", problem.path, problem.reason)
 
 
-def _root_stamp(root: Path) -> tuple[object, ...]:
-    """What a scan of ``root`` depends on: each entry's name and kind, and its SKILL.md's stat (None if absent)."""
+def _root_stamp(root: Path) -> tuple[tuple[_RootEntry, ...], int]:
+    """What a scan of ``root`` depends on (each entry's name and kind, and its SKILL.md's stamp or None if
+    absent), and the latest change time of those SKILL.md files."""
     try:
         with os.scandir(root) as entries:
             listed = sorted((entry.name, entry.is_dir(), entry.is_symlink()) for entry in entries)
     except OSError:
-        return ()
-    stamp: list[object] = []
+        return (), 0
+    stamp: list[_RootEntry] = []
+    changed = 0
     for name, is_dir, is_link in listed:
         try:
             st = os.stat(os.path.join(root, name, SKILL_FILE), follow_symlinks=False) if is_dir else None
         except OSError:
             st = None
-        stamp.append((name, is_dir, is_link, None if st is None else (st.st_mode, st.st_mtime_ns, st.st_size)))
-    return tuple(stamp)
+        stamp.append((name, is_dir, is_link, None if st is None else _file_stamp(st)))
+        changed = max(changed, 0 if st is None else st.st_ctime_ns)
+    return tuple(stamp), changed
+
+
+def _file_stamp(st: os.stat_result) -> tuple[int, ...]:
+    """What says a SKILL.md is unchanged: its kind, inode, times and size (from lstat)."""
+    return (st.st_mode, st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
+
+
+def _settled(changed_ns: int) -> bool:
+    """Whether a file changed at ``changed_ns`` has been still long enough for its stamp to vouch for it."""
+    return time.time_ns() - changed_ns > SETTLED_NS
 
 
 def _skill_folders(root: Path) -> list[Path]:

@@ -9,6 +9,8 @@ skill installed while a gateway runs is seen (and the tool offered) from the nex
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -61,11 +63,19 @@ class SkillTool(Tool):
 
 
 def _other_files(folder: Path) -> list[str]:
-    root = folder.resolve()
+    """The skill's other regular files, relative to its folder. Symlinks are left out (reading one is
+    refused) and symlinked folders are not entered; a file that vanishes while listed is skipped, not an
+    error (an exec in the folder may be renaming files as the model asks)."""
+    root = os.path.realpath(folder)
     found = []
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and path.name != SKILL_FILE and path.resolve().is_relative_to(root):
-            found.append(path.relative_to(root).as_posix())
-        if len(found) >= MAX_LISTED_FILES:
-            break
-    return found
+    for current, folders, names in os.walk(root):  # does not follow symlinked folders; skips unreadable ones
+        folders.sort()
+        for name in names:
+            path = os.path.join(current, name)
+            try:
+                regular = stat.S_ISREG(os.lstat(path).st_mode)
+            except OSError:
+                continue
+            if regular and name != SKILL_FILE:
+                found.append(Path(os.path.relpath(path, root)).as_posix())
+    return sorted(found)[:MAX_LISTED_FILES]
