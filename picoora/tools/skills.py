@@ -68,8 +68,7 @@ def _other_files(folder: Path) -> list[str]:
     error (an exec in the folder may be renaming files as the model asks)."""
     root = os.path.realpath(folder)
     found = []
-    for current, folders, names in os.walk(root):  # does not follow symlinked folders; skips unreadable ones
-        folders.sort()
+    for current, _, names in os.walk(root):  # does not follow symlinked folders; skips unreadable ones
         for name in names:
             path = os.path.join(current, name)
             try:
@@ -77,5 +76,5 @@ def _other_files(folder: Path) -> list[str]:
             except OSError:
                 continue
             if regular and name != SKILL_FILE:
-                found.append(Path(os.path.relpath(path, root)).as_posix())
+                found.append(os.path.relpath(path, root))
     return sorted(found)[:MAX_LISTED_FILES]
