@@ -56,19 +56,19 @@ def test_an_unknown_provider_lists_every_preset(isolated_home):
 
 
 def test_the_key_comes_from_the_presets_variable_only_for_its_own_endpoint(isolated_home, monkeypatch):
-    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-from-env")
-    monkeypatch.setenv("GROQ_API_KEY", "gsk-from-env")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "fake-or-from-env")
+    monkeypatch.setenv("GROQ_API_KEY", "fake-groq-from-env")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-anthropic-key-from-env")
     _write(isolated_home, {"providers": {"groq": {"api_base": "https://proxy.example/v1"},
-                                         "deepseek": {"api_key": "sk-in-file"}}})
+                                         "deepseek": {"api_key": "key-from-the-file"}}})
     config = load_config()
-    assert config.providers.openrouter.api_key == "sk-or-from-env"
+    assert config.providers.openrouter.api_key == "fake-or-from-env"
     assert config.providers.anthropic.api_key == "fake-anthropic-key-from-env"
     assert config.providers.groq.api_key == ""  # never sent to another host than Groq's
-    assert config.providers.deepseek.api_key == "sk-in-file"  # the file wins
+    assert config.providers.deepseek.api_key == "key-from-the-file"  # the file wins
     from picoora.config import secret_values
 
-    assert "sk-or-from-env" in secret_values(config)  # scrubbed from logs and traces like any key
+    assert "fake-or-from-env" in secret_values(config)  # scrubbed from logs and traces like any key
 
 
 def test_a_turn_through_a_preset_reaches_its_server_with_its_key(isolated_home):
