@@ -10,9 +10,10 @@ import pytest
 
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
-from picoora.gateway.channels.streaming import EditedReply
-from picoora.gateway.runtime.commands import COMMANDS, parse_command
+from picoora.gateway.channels.links import COMMANDS
+from picoora.gateway.runtime.commands import parse_command
 from picoora.gateway.runtime.services import NOTHING_TO_STOP, STOPPED_REPLY, GatewayRuntime
+from picoora.gateway.runtime.streaming import EditedReply
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.telegram_server import FakeTelegram
 

@@ -9,7 +9,7 @@ import pytest
 
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
-from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.channels.links import Inbound
 from picoora.gateway.runtime.people import PersonAssistants
 from picoora.people import Person
 from picoora.tools.base import ToolContext

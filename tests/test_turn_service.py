@@ -10,9 +10,9 @@ import pytest
 from picoora.agent import TurnResult
 from picoora.assistant import build_assistant
 from picoora.config import load_config
-from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.channels.links import Inbound, ShuttingDown
 from picoora.gateway.runtime.people import PersonAssistants
-from picoora.gateway.runtime.turns import ShuttingDown, TurnService
+from picoora.gateway.runtime.turns import TurnService
 from picoora.people import Person
 from picoora.scheduler.jobs import last_chat
 from tests.cli_support import write_config

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from picoora.gateway.auth import caller_if_any, require_token
+from picoora.gateway.channels.links import Inbound
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
-from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.schemas import (
     SESSION_KEY,

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from picoora.api_tokens import ApiTokens
     from picoora.assistant import Assistant
     from picoora.config import Config
-    from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
+    from picoora.gateway.channels.links import Inbound
+    from picoora.gateway.runtime.envelopes import TurnOutcome
     from picoora.gateway.runtime.services import GatewayRuntime
     from picoora.gateway.runtime.turns import TurnService
 
@@ -110,7 +111,7 @@ async def person_assistant(request: Request) -> AsyncIterator[Assistant]:
 
 def submit_turn(request: Request, inbound: Inbound, on_event: EventSink | None = None) -> asyncio.Task[TurnOutcome]:
     """Start an HTTP turn as the caller; 503 (retry later) once the gateway stops taking turns."""
-    from picoora.gateway.runtime.turns import ShuttingDown
+    from picoora.gateway.channels.links import ShuttingDown
 
     if inbound.person is None:  # every HTTP turn runs as whoever the token names, whichever route built it
         inbound = replace(inbound, person=caller_of(request))

@@ -44,7 +44,7 @@ class ChannelHarness:
         """The turn service's part: an 'agent' that answers each admitted message in its chat (with no
         ``reply``, one that is still thinking)."""
         if self.stopping:
-            from picoora.gateway.runtime.turns import ShuttingDown
+            from picoora.gateway.channels.links import ShuttingDown
 
             raise ShuttingDown()
         self.admitted.append(inbound)

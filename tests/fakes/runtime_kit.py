@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from picoora.agent import TurnResult
+from picoora.gateway.channels.links import Inbound
 from picoora.gateway.runtime.delivery import Delivery
-from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
+from picoora.gateway.runtime.envelopes import TurnOutcome
 from picoora.gateway.runtime.services import GatewayRuntime
 
 

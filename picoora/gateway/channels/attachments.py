@@ -1,5 +1,5 @@
-"""What a chat channel hands on when a message carries a picture, a voice note or a file: an ``Attachment``
-that says what the platform announced and can fetch the bytes later, and the capped download they share.
+"""How channels announce the files a message carries: the platform's announcement turned into an
+``Attachment`` (``links``) that can fetch the bytes later, and the capped download they share.
 
 The channel does not download anything itself: the runtime (``picoora.gateway.runtime.media``) decides
 after the sender was admitted, after the announced size and type passed the limits, and then fetches at
@@ -8,37 +8,16 @@ most the limit (a file larger than announced is cut off while streaming and refu
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from picoora.gateway.channels.links import Attachment, DownloadFailed, Kind, TooLarge
 from picoora.secrets import scrub
 from picoora.tls import tls_context
 
-Kind = Literal["image", "audio", "document"]
 DOWNLOAD_SECONDS = 60.0
-# Telegram announces no type for photos and voice notes: it re-encodes photos as JPEG and records voice as Opus.
-TELEGRAM_PHOTO, TELEGRAM_VOICE = "image/jpeg", "audio/ogg"
-
-
-class TooLarge(Exception):
-    """The download passed its limit (the platform announced less, or nothing)."""
-
-
-class DownloadFailed(Exception):
-    """The platform did not give the file; the message says why (and carries no token)."""
-
-
-@dataclass(frozen=True)
-class Attachment:
-    kind: Kind
-    name: str  # as the sender's app called it: untrusted, sanitised before it names a file
-    mime: str  # as announced (lower case, no parameters); "" when the platform says nothing
-    size: int | None  # bytes, as announced; None when the platform does not say
-    fetch: Callable[[int], Awaitable[bytes]]  # the bytes, at most this many (else ``TooLarge``)
 
 
 def kind_of(mime: str) -> Kind:

@@ -28,35 +28,20 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from picoora.config import ChannelConfig
-from picoora.gateway.channels.attachments import Attachment
-from picoora.gateway.runtime.envelopes import Inbound
+from picoora.gateway.channels.links import CHOICES, Attachment, ChannelLinks, Inbound, pressed_approval
 from picoora.people import Sender
-
-if TYPE_CHECKING:
-    from picoora.gateway.runtime.people import Admission
 
 log = logging.getLogger(__name__)
 
 TYPING_REFRESH_SECONDS = 4.0  # Telegram shows "typing" for about 5 s per request
 TYPING_LIMIT_SECONDS = 600.0  # never type for ever if a reply is lost
 CONNECTING, CONNECTED, REFUSED_TOKEN, UNREACHABLE = "connecting", "connected", "refused token", "unreachable"
+STREAMING_MARK = " …"  # ends an answer's preview while it streams: ``EditsMessages.split`` leaves room for it
+NOT_A_QUESTION = "This button does nothing any more."
 PAIRING_REPLY = ("I don't know you yet, so I can't help here. Ask my owner to let you in with:\n"
                  "picoora pair approve {code}\n(this code works for one hour)")
-
-
-@dataclass(frozen=True)
-class ChannelLinks:
-    admit: Callable[[Sender, list[str]], Awaitable[Admission]]
-    submit: Callable[[Inbound], object]  # raises ShuttingDown once the gateway stops taking turns
-    get_state: Callable[[str], Awaitable[str | None]]
-    set_state: Callable[[str, str], Awaitable[None]]
-    # A button press on an approval question (sender, request id, choice) -> what to tell the presser.
-    answer_approval: Callable[[Sender, str, str], Awaitable[str]] | None = None
 
 
 class Channel(abc.ABC):
@@ -169,7 +154,7 @@ def _who(sender: Sender) -> str:
 
 class EditsMessages(Channel):
     """A channel whose platform can edit a sent message: its answers stream into one message
-    (``picoora.gateway.channels.streaming``)."""
+    (``picoora.gateway.runtime.streaming``), previews ending with ``STREAMING_MARK``."""
 
     edit_interval = 1.0  # seconds between edits of a streamed answer, within the platform's rate limit
 
@@ -192,8 +177,18 @@ class AsksApprovals(Channel):
 
     @abc.abstractmethod
     async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
-        """Post ``question`` with a button per choice (key -> label); presses go to ``links.answer_approval``
-        with ``request_id``. Returns the message's id."""
+        """Post ``question`` with a button per choice (key -> label), each carrying
+        ``links.approval_button(request_id, key)`` as its data. Returns the message's id."""
+
+    async def approval_pressed(self, sender: Sender, data: str) -> tuple[bool, str]:
+        """A button with ``data`` was pressed by ``sender``: whether that decided the question, and what to
+        tell the presser (refused: a stranger, too late, or a button this gateway did not make)."""
+        pressed = pressed_approval(data)
+        if pressed is None or self.links.answer_approval is None:
+            return False, NOT_A_QUESTION
+        request_id, choice = pressed
+        answer = await self.links.answer_approval(sender, request_id, choice)
+        return answer == CHOICES[choice], answer
 
     @abc.abstractmethod
     async def settle_approval(self, chat_id: str, message_id: str, text: str) -> None:

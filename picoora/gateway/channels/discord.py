@@ -26,10 +26,10 @@ from picoora.config import ChannelConfig
 from picoora.gateway.channels.attachments import file_roots, from_discord
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.discord_interactions import DISCORD_LIMIT, DiscordInteractions, snowflake
+from picoora.gateway.channels.links import ShuttingDown
 from picoora.gateway.channels.socket_channel import SocketChannel
-from picoora.gateway.channels.telegram_format import split_message
+from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import ApiError, TokenRefused
-from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.people import Sender
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Discord's buttons, slash commands and message edits, for ``DiscordChannel``.
 
-- Answers stream into one message by ``PATCH /channels/{id}/messages/{id}`` (``channels.streaming``), at
+- Answers stream into one message by ``PATCH /channels/{id}/messages/{id}`` (``runtime.streaming``), at
   most every 1.25 s: Discord allows five edits per five seconds in a channel, and the final edit follows
   the last preview at once, so six edits must span five seconds. A 429's
   ``retry_after`` (or a spent route budget) is waited out by ``web_api.WebApi``.
@@ -21,13 +21,10 @@ import logging
 import re
 from typing import Any
 
-from picoora.gateway.channels.base import AsksApprovals, EditsMessages
-from picoora.gateway.channels.streaming import STREAMING_MARK
-from picoora.gateway.channels.telegram_format import split_message
+from picoora.gateway.channels.base import STREAMING_MARK, AsksApprovals, EditsMessages
+from picoora.gateway.channels.links import CHOICES, COMMANDS, ShuttingDown
+from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import WebApi
-from picoora.gateway.runtime.approvals import CHOICES
-from picoora.gateway.runtime.commands import COMMANDS
-from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.people import Sender
 
 log = logging.getLogger(__name__)

@@ -24,12 +24,12 @@ from typing import Any
 from picoora.config import SlackChannelConfig
 from picoora.gateway.channels.attachments import file_roots, from_slack
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
+from picoora.gateway.channels.links import ShuttingDown
 from picoora.gateway.channels.slack_format import SLACK_PIECE
 from picoora.gateway.channels.slack_interactions import SlackInteractions, slack_target
 from picoora.gateway.channels.socket_channel import SocketChannel
-from picoora.gateway.channels.telegram_format import split_message
+from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import ApiError, TokenRefused
-from picoora.gateway.runtime.turns import ShuttingDown
 from picoora.people import Sender
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Slack's buttons, slash commands and message edits, for ``SlackChannel``.
 
-- Answers stream into one message by ``chat.update`` (``channels.streaming``), at most every 1.2 s:
+- Answers stream into one message by ``chat.update`` (``runtime.streaming``), at most every 1.2 s:
   ``chat.update`` is a Tier 3 method (about 50 a minute); a 429's ``Retry-After`` is waited out by
   ``web_api.WebApi``. Previews go through ``to_mrkdwn`` as the final text does, so half an answer cannot
   ping ``<!channel>`` either.
@@ -23,10 +23,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from picoora.gateway.channels.base import AsksApprovals, EditsMessages
+from picoora.gateway.channels.links import CHOICES, COMMANDS
 from picoora.gateway.channels.slack_format import SLACK_PIECE, to_mrkdwn
-from picoora.gateway.channels.telegram_format import split_message
-from picoora.gateway.runtime.approvals import CHOICES
-from picoora.gateway.runtime.commands import COMMANDS
+from picoora.gateway.channels.split import split_message
 from picoora.people import Sender
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@
 - Network errors, timeouts, 5xx and 429 (honouring ``retry_after``) are retried with backoff; they never
   end the channel or the gateway.
 - The bot token is part of every request URL: it is scrubbed from every log record and error text.
-- Answers stream into one message by ``editMessageText`` (``channels.streaming``); the chat commands are
+- Answers stream into one message by ``editMessageText`` (``runtime.streaming``); the chat commands are
   registered with ``setMyCommands`` at start, so Telegram offers them as the user types "/".
 - A photo, voice note, audio file or document becomes an ``Attachment`` (the caption is the text),
   fetched by ``getFile`` and the file URL only once the runtime takes it (``runtime.media``).
@@ -22,21 +22,12 @@ import time
 import warnings
 from typing import Any
 
-from picoora.gateway.channels.attachments import (
-    TELEGRAM_PHOTO,
-    TELEGRAM_VOICE,
-    Attachment,
-    DownloadFailed,
-    Kind,
-    TooLarge,
-    download,
-    plain_mime,
-)
+from picoora.gateway.channels.attachments import download, plain_mime
 from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, AsksApprovals, EditsMessages
+from picoora.gateway.channels.links import COMMANDS, Attachment, DownloadFailed, Kind, ShuttingDown, TooLarge
 from picoora.gateway.channels.redact import TokenScrubbingRecords
-from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
-from picoora.gateway.runtime.commands import COMMANDS
-from picoora.gateway.runtime.turns import ShuttingDown
+from picoora.gateway.channels.split import split_message
+from picoora.gateway.channels.telegram_format import TELEGRAM_LIMIT, to_telegram_html
 from picoora.people import Sender
 from picoora.secrets import scrub
 
@@ -48,6 +39,8 @@ OFFSET_KEY = "telegram.offset"
 BACKOFF_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
 SEND_ATTEMPTS = 5
 PUBLIC_API = "https://api.telegram.org"
+# Telegram announces no type for photos and voice notes: it re-encodes photos as JPEG and records voice as Opus.
+PHOTO_TYPE, VOICE_TYPE = "image/jpeg", "audio/ogg"
 
 
 class TelegramChannel(EditsMessages, AsksApprovals):
@@ -157,10 +150,10 @@ class TelegramChannel(EditsMessages, AsksApprovals):
         number = message.message_id
         if message.photo:
             photo = max(message.photo, key=lambda size: size.width * size.height)
-            return (self._attachment("image", photo, f"photo-{number}.jpg", TELEGRAM_PHOTO),)
+            return (self._attachment("image", photo, f"photo-{number}.jpg", PHOTO_TYPE),)
         if message.voice is not None:
             voice = message.voice
-            return (self._attachment("audio", voice, f"voice-{number}.ogg", voice.mime_type or TELEGRAM_VOICE),)
+            return (self._attachment("audio", voice, f"voice-{number}.ogg", voice.mime_type or VOICE_TYPE),)
         if message.audio is not None:
             audio = message.audio
             return (self._attachment("audio", audio, audio.file_name or f"audio-{number}", audio.mime_type),)
@@ -229,11 +222,11 @@ class TelegramChannel(EditsMessages, AsksApprovals):
         await self.bot.send_chat_action(chat_id=int(chat_id), action="typing")
 
     async def deliver(self, chat_id: str, text: str) -> None:
-        for piece in split_message(text or "(no answer)"):
+        for piece in split_message(text or "(no answer)", TELEGRAM_LIMIT):
             await self._send_piece(int(chat_id), piece)
 
     def split(self, text: str) -> list[str]:
-        return split_message(text)
+        return split_message(text, TELEGRAM_LIMIT)
 
     async def start_message(self, chat_id: str, text: str) -> str:
         self._stop_typing(chat_id)

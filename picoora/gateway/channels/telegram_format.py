@@ -1,5 +1,5 @@
-"""Telegram's side of a reply: split at its length limit on paragraph or line boundaries, and the small
-part of Markdown models write (bold, italic, code, code blocks, links) turned into Telegram's HTML.
+"""Telegram's side of a reply: its length limit, and the small part of Markdown models write (bold, italic,
+code, code blocks, links) turned into Telegram's HTML.
 
 Escaping comes first, so nothing the model writes can become a tag; every pattern is a simple regular
 expression with no nested repetition, so a hostile answer costs linear time.
@@ -17,20 +17,6 @@ _CODE = re.compile(r"`([^`\n]+)`")
 _BOLD = re.compile(r"\*\*([^*\n]+)\*\*")
 _ITALIC = re.compile(r"(?<![\w*])[*_]([^*_\n]+)[*_](?![\w*])")
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
-
-
-def split_message(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
-    """Pieces of at most ``limit`` characters, cut at a blank line, else a line break, else a space."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max(window.rfind("\n\n"), 0) or max(window.rfind("\n"), 0) or max(window.rfind(" "), 0) or limit
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
-    return pieces
 
 
 def to_telegram_html(text: str) -> str:

@@ -18,6 +18,7 @@ from fastapi.responses import Response, StreamingResponse
 
 from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent
 from picoora.gateway.auth import require_token
+from picoora.gateway.channels.links import Inbound
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.openai import responses as out
@@ -29,7 +30,6 @@ from picoora.gateway.openai.requests import (
     conversation_key,
     to_conversation,
 )
-from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import assistant_of, caller_of, gateway_of, person_assistant, result_of, submit_turn

@@ -24,19 +24,19 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from picoora.gateway.channels.links import CHOICES
 from picoora.scheduler.jobs import last_chat
 
 if TYPE_CHECKING:
     from picoora.agent.loop import Approve
     from picoora.config import ApprovalsConfig
     from picoora.gateway.channels.base import AsksApprovals
-    from picoora.gateway.runtime.envelopes import Inbound
+    from picoora.gateway.channels.links import Inbound
     from picoora.people import Person, Sender
     from picoora.store.base import KeyValueStore
 
 log = logging.getLogger(__name__)
 
-CHOICES = {"once": "Approve once", "session": "This session", "deny": "Deny"}
 ARGUMENTS_SHOWN = 600  # characters of the call's arguments in the question
 
 

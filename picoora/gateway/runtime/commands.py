@@ -4,6 +4,8 @@ A message whose first word is one of these (``/new@my_bot`` too, as Telegram wri
 reaches the model. ``/stop`` acts at once (``TurnService.stop``); the others run in the session's order,
 after the turns sent before them, on the sender's own assistant (``GatewayRuntime._run``), and their reply
 goes back to the chat as an answer does. A slash-word that is not a command goes to the model as text.
+The names and what they do (``COMMANDS``) are in the channels' vocabulary, since channels offer them in
+their platform's menu.
 """
 
 from __future__ import annotations
@@ -11,20 +13,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from picoora.gateway.channels.links import COMMANDS
 from picoora.llm.base import LLMError
 
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
-    from picoora.gateway.runtime.envelopes import Inbound
+    from picoora.gateway.channels.links import Inbound
 
-# name -> what it does (also the list channels register with their platform, e.g. Telegram's setMyCommands)
-COMMANDS = {
-    "new": "Start a new conversation (memories stay)",
-    "model": "Show this chat's model, or switch it: /model NAME",
-    "stop": "Stop the answer being worked on",
-    "whoami": "Who I think you are and what you may do here",
-    "help": "The commands",
-}
 _COMMAND = re.compile(r"^/([A-Za-z_]{1,32})(?:@\w+)?(?:\s+(.*))?$", re.DOTALL)
 
 

@@ -3,49 +3,20 @@
 Every front door builds an ``Inbound`` (HTTP, the OpenAI endpoint, a channel, a scheduled job, the
 heartbeat, a background task) and gets back a ``TurnOutcome``: the turn's result, or why there is none
 (``failed``: the turn broke outside the agent loop; ``cut_off``: cancelled at the shutdown deadline).
+``Inbound`` is defined with the channels' vocabulary (``picoora.gateway.channels.links``), because a channel
+builds one too and must not import the runtime.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from picoora.gateway.channels.links import Inbound
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
-    from picoora.agent.conversation import ClientConversation
-    from picoora.gateway.channels.attachments import Attachment
-    from picoora.people import Person
-
-
-@dataclass(frozen=True)
-class Inbound:
-    channel: str  # the front door: "web", "openai", "telegram", "cron", "heartbeat", "task", ...
-    chat_id: str
-    text: str
-    sender_id: str = ""
-    person: Person | None = None  # None: the owner
-    session_key: str = ""  # empty: "<channel>:<chat_id>"
-    fresh_session: bool = False  # clear the session's history first (the heartbeat's beats see nothing older)
-    from_chat: bool = False  # a person's chat message (set by the channel)
-    private_chat: bool = False  # ... in a one-to-one chat: it becomes where their jobs and the heartbeat go
-    metadata: dict[str, Any] = field(default_factory=dict)
-    conversation: ClientConversation | None = None  # the OpenAI endpoint: the client keeps the history
-    attachments: tuple[Attachment, ...] = ()  # a chat message's pictures, voice notes, files (not yet fetched)
-
-    @property
-    def session(self) -> str:
-        return self.session_key or f"{self.channel}:{self.chat_id}"
-
-    @property
-    def typed_by_a_person(self) -> bool:
-        """Whether ``text`` is what a person wrote (a chat, the web chat, the API), not a job, the heartbeat or
-        a background task: only such text may become memories by itself."""
-        return self.from_chat or self.channel in ("web", "openai")
-
-    @property
-    def person_name(self) -> str:
-        return "" if self.person is None or self.person.owner else self.person.name
 
 
 @dataclass(frozen=True)

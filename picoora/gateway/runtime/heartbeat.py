@@ -23,9 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from picoora.gateway.channels.links import Inbound, ShuttingDown
 from picoora.gateway.runtime.delivery import Delivery
-from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
-from picoora.gateway.runtime.turns import ShuttingDown
+from picoora.gateway.runtime.envelopes import TurnOutcome
 from picoora.scheduler.jobs import default_target
 
 if TYPE_CHECKING:

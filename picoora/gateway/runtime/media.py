@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from picoora.gateway.channels.attachments import Attachment, DownloadFailed, TooLarge
+from picoora.gateway.channels.links import Attachment, DownloadFailed, TooLarge
 from picoora.llm.base import LLMError
 from picoora.llm.transcription import NOT_CONFIGURED, Transcriber, TranscriptionError
 from picoora.messages import Image

@@ -13,8 +13,9 @@ import asyncio
 import secrets
 from typing import TYPE_CHECKING
 
-from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
-from picoora.gateway.runtime.turns import ShuttingDown, outcome_of
+from picoora.gateway.channels.links import Inbound, ShuttingDown
+from picoora.gateway.runtime.envelopes import OnOutcome, TurnOutcome
+from picoora.gateway.runtime.turns import outcome_of
 from picoora.tools.messaging import TASK_MARK, TaskRefused, chat_of
 
 if TYPE_CHECKING:

@@ -18,10 +18,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from picoora.gateway.channels.links import Admission
 from picoora.people import (
     APPROVED_PREFIX,
     Pairing,
-    PairingRequest,
     Person,
     Sender,
     bound_id,
@@ -44,15 +44,6 @@ PEOPLE_IDLE_SECONDS = 900.0  # a person's assistant unused this long is closed (
 def _norm(identity: str) -> str:
     channel, _, who = identity.partition(":")
     return f"{channel}:{who.lower()}" if who.startswith("@") else identity
-
-
-@dataclass(frozen=True)
-class Admission:
-    """A sender let in (``person``), or not (``pairing``: their code; ``new_code``: tell them once)."""
-
-    person: Person | None
-    pairing: PairingRequest | None = None
-    new_code: bool = False
 
 
 class Directory:

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from picoora.gateway.channels.links import Inbound, ShuttingDown
 from picoora.gateway.runtime.delivery import Delivery
-from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
-from picoora.gateway.runtime.turns import ShuttingDown, Submit
+from picoora.gateway.runtime.envelopes import OnOutcome, TurnOutcome
+from picoora.gateway.runtime.turns import Submit
 from picoora.messages import Message
 from picoora.scheduler.jobs import Job, JobBook, JobError, last_due, next_fire, trigger_for
 from picoora.store.aio import AsyncStore

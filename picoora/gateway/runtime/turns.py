@@ -24,7 +24,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from picoora.gateway.runtime.envelopes import Inbound, OnOutcome, TurnOutcome
+from picoora.gateway.channels.links import Inbound, ShuttingDown
+from picoora.gateway.runtime.envelopes import OnOutcome, TurnOutcome
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
@@ -37,10 +38,6 @@ Submit = Callable[..., "asyncio.Task[TurnOutcome]"]  # ``TurnService.submit``, a
 CUT_OFF_REPLY_SECONDS = 5.0  # what a cut-off turn may still spend telling its chat or recording its run
 CUT_OFF = "the gateway shut down before this turn finished"
 STOPPED_BY_USER = "stopped at the user's request"
-
-
-class ShuttingDown(Exception):
-    """``submit`` after ``stop_accepting``: the gateway takes no new turns."""
 
 
 class SessionBusy(Exception):

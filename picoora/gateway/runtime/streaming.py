@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from picoora.agent.events import Event, TokenEvent, ToolCallStarted
+from picoora.gateway.channels.base import STREAMING_MARK
 
 if TYPE_CHECKING:
     from picoora.gateway.channels.base import EditsMessages
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 
 START_CHARS = 24
 EDIT_SECONDS = 1.0
-STREAMING_MARK = " …"
 
 
 class EditedReply:
