@@ -178,7 +178,8 @@ class AsksApprovals(Channel):
     @abc.abstractmethod
     async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
         """Post ``question`` with a button per choice (key -> label), each carrying
-        ``links.approval_button(request_id, key)`` as its data. Returns the message's id."""
+        ``links.approval_button(request_id, key)`` as its data (``approval_pressed`` reads it back).
+        Returns the message's id."""
 
     async def approval_pressed(self, sender: Sender, data: str) -> tuple[bool, str]:
         """A button with ``data`` was pressed by ``sender``: whether that decided the question, and what to

@@ -4,7 +4,7 @@
   most every 1.25 s: Discord allows five edits per five seconds in a channel, and the final edit follows
   the last preview at once, so six edits must span five seconds. A 429's
   ``retry_after`` (or a spent route budget) is waited out by ``web_api.WebApi``.
-- An approval question is a message with one button per choice (``custom_id`` ``ap:<request>:<choice>``).
+- An approval question is a message with one button per choice (``custom_id``: ``links.approval_button``).
   A click arrives as an ``INTERACTION_CREATE`` on the gateway socket and is answered with
   ``POST /interactions/{id}/{token}/callback``: the owner's click updates the message (type 7: the buttons
   go, the choice shows), anyone else's gets a reply only they see (type 4, ephemeral) and changes nothing.
@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from picoora.gateway.channels.base import STREAMING_MARK, AsksApprovals, EditsMessages
-from picoora.gateway.channels.links import CHOICES, COMMANDS, ShuttingDown
+from picoora.gateway.channels.links import COMMANDS, ShuttingDown, approval_button
 from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import WebApi
 from picoora.people import Sender
@@ -127,8 +127,8 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
     # -- approvals ----------------------------------------------------------------------------
 
     async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
-        buttons = [{"type": 2, "style": STYLES.get(key, 2), "label": label, "custom_id": f"ap:{request_id}:{key}"}
-                   for key, label in choices.items()]
+        buttons = [{"type": 2, "style": STYLES.get(key, 2), "label": label,
+                    "custom_id": approval_button(request_id, key)} for key, label in choices.items()]
         sent = await self.post(chat_id, {"content": question[:DISCORD_LIMIT],
                                          "components": [{"type": 1, "components": buttons}]})
         return str(sent.get("id") or "")
@@ -140,13 +140,9 @@ class DiscordInteractions(EditsMessages, AsksApprovals):
         await self._edit(chat_id, message_id, {"content": text[:DISCORD_LIMIT], "components": []})
 
     async def _clicked(self, interaction: str, token: str, sender: Sender, data: dict[str, Any]) -> None:
-        kind, _, rest = str((data.get("data") or {}).get("custom_id") or "").partition(":")
-        request_id, _, choice = rest.partition(":")
-        answer = "This button does nothing any more."
-        if kind == "ap" and self.links.answer_approval is not None:
-            answer = await self.links.answer_approval(sender, request_id, choice)
+        decided, answer = await self.approval_pressed(sender, str((data.get("data") or {}).get("custom_id") or ""))
         message = data.get("message") or {}
-        if answer != CHOICES.get(choice):  # refused (a stranger, or too late): only the clicker hears why
+        if not decided:  # refused (a stranger, or too late): only the clicker hears why
             await self._callback(interaction, token, REPLY, {"content": answer, "flags": EPHEMERAL})
             return
         content = f"{message.get('content') or ''}\n\n→ {answer}"[:DISCORD_LIMIT]

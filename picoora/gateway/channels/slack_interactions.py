@@ -5,7 +5,7 @@
   ``web_api.WebApi``. Previews go through ``to_mrkdwn`` as the final text does, so half an answer cannot
   ping ``<!channel>`` either.
 - An approval question is a Block Kit message: the question, then an actions block with one button per
-  choice (``action_id`` ``ap:<request>:<choice>``). A click arrives over Socket Mode as an ``interactive``
+  choice (``action_id``: ``links.approval_button``). A click arrives over Socket Mode as an ``interactive``
   envelope (``block_actions``), acknowledged like every envelope. The owner's click decides, and the
   question is then replaced by its outcome without buttons (``chat.update``); anyone else's click changes
   nothing and they alone are told why (``chat.postEphemeral``).
@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from picoora.gateway.channels.base import AsksApprovals, EditsMessages
-from picoora.gateway.channels.links import CHOICES, COMMANDS
+from picoora.gateway.channels.links import COMMANDS, approval_button, pressed_approval
 from picoora.gateway.channels.slack_format import SLACK_PIECE, to_mrkdwn
 from picoora.gateway.channels.split import split_message
 from picoora.people import Sender
@@ -80,7 +80,7 @@ class SlackInteractions(EditsMessages, AsksApprovals):
 
     async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
         buttons = [{"type": "button", "text": {"type": "plain_text", "text": label},
-                    "action_id": f"ap:{request_id}:{key}", "value": key,
+                    "action_id": approval_button(request_id, key), "value": key,
                     **({"style": STYLES[key]} if key in STYLES else {})} for key, label in choices.items()]
         return await self.post(chat_id, question, blocks=[_section(question),
                                                           {"type": "actions", "elements": buttons}])
@@ -96,15 +96,13 @@ class SlackInteractions(EditsMessages, AsksApprovals):
         if payload.get("type") != "block_actions" or not user.get("id") or not _SLACK_ID.match(channel):
             return
         for action in payload.get("actions") or []:
-            kind, _, rest = str(action.get("action_id") or "").partition(":")
-            if kind != "ap" or self.links.answer_approval is None:
+            data = str(action.get("action_id") or "")
+            if pressed_approval(data) is None or self.links.answer_approval is None:  # not a question of ours
                 continue
-            request_id, _, choice = rest.partition(":")
             # A handle is unique only in its own workspace (as for messages): no username for a guest org's.
             username = await self._username(str(user["id"])) if team == home else ""
-            sender = Sender("slack", f"{team}:{user['id']}", username)
-            answer = await self.links.answer_approval(sender, request_id, choice)
-            if answer != CHOICES.get(choice):  # refused: only the presser hears why
+            decided, answer = await self.approval_pressed(Sender("slack", f"{team}:{user['id']}", username), data)
+            if not decided:  # refused: only the presser hears why
                 thread = str((payload.get("message") or {}).get("thread_ts") or "")
                 await self._web("chat.postEphemeral", json={"channel": channel, "user": user["id"], "text": answer,
                                                             **({"thread_ts": thread} if _TS.match(thread) else {})})

@@ -23,8 +23,23 @@ import warnings
 from typing import Any
 
 from picoora.gateway.channels.attachments import download, plain_mime
-from picoora.gateway.channels.base import CONNECTED, REFUSED_TOKEN, UNREACHABLE, AsksApprovals, EditsMessages
-from picoora.gateway.channels.links import COMMANDS, Attachment, DownloadFailed, Kind, ShuttingDown, TooLarge
+from picoora.gateway.channels.base import (
+    CONNECTED,
+    NOT_A_QUESTION,
+    REFUSED_TOKEN,
+    UNREACHABLE,
+    AsksApprovals,
+    EditsMessages,
+)
+from picoora.gateway.channels.links import (
+    COMMANDS,
+    Attachment,
+    DownloadFailed,
+    Kind,
+    ShuttingDown,
+    TooLarge,
+    approval_button,
+)
 from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.telegram_format import TELEGRAM_LIMIT, to_telegram_html
@@ -183,13 +198,11 @@ class TelegramChannel(EditsMessages, AsksApprovals):
         return await download(url, limit, where="Telegram", secret=self.config.token)
 
     async def _button_pressed(self, query: Any) -> None:
-        """An approval button: ``ap:<request id>:<choice>``; the presser is told the outcome in a toast."""
-        kind, _, rest = (query.data or "").partition(":")
-        request_id, _, choice = rest.partition(":")
-        answer = "This button does nothing any more."
-        if kind == "ap" and self.links.answer_approval is not None and query.from_user is not None:
+        """An approval button; the presser is told the outcome in a toast."""
+        answer = NOT_A_QUESTION
+        if query.from_user is not None:
             sender = Sender("telegram", str(query.from_user.id), query.from_user.username or "")
-            answer = await self.links.answer_approval(sender, request_id, choice)
+            _, answer = await self.approval_pressed(sender, query.data or "")
         try:
             await self.bot.answer_callback_query(query.id, text=answer[:200])
         except Exception as exc:  # the toast is cosmetic
@@ -198,7 +211,7 @@ class TelegramChannel(EditsMessages, AsksApprovals):
     async def ask_approval(self, chat_id: str, request_id: str, question: str, choices: dict[str, str]) -> str:
         from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-        buttons = [InlineKeyboardButton(label, callback_data=f"ap:{request_id}:{key}")
+        buttons = [InlineKeyboardButton(label, callback_data=approval_button(request_id, key))
                    for key, label in choices.items()]
         sent = await self.bot.send_message(chat_id=int(chat_id), text=question,
                                            reply_markup=InlineKeyboardMarkup([buttons]))
