@@ -90,6 +90,21 @@ def test_new_starts_afresh_and_no_command_reaches_the_model(isolated_home):
     assert not any("/new" in str(r) or "/help" in str(r) for r in ollama.requests)
 
 
+def test_each_message_is_read_for_a_command_once_as_it_comes_in(isolated_home, monkeypatch):
+    from picoora.gateway.runtime import services
+
+    read: list[str] = []
+
+    def reading(text: str) -> tuple[str, str] | None:
+        read.append(text)
+        return parse_command(text)
+
+    monkeypatch.setattr(services, "parse_command", reading)
+    telegram, _, _ = run_chat(isolated_home, [(7, "/help"), (7, "hello")], until=said(None, 7, 2))
+    assert "/whoami" in telegram.texts(7)[0] and telegram.texts(7)[1] == "model: hello"
+    assert read == ["/help", "hello"]
+
+
 def test_the_commands_are_registered_with_telegram(isolated_home):
     telegram, _, _ = run_chat(isolated_home, [(7, "hi")], until=said(None, 7, 1))
     assert [c["command"] for c in telegram.commands] == list(COMMANDS)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -81,11 +82,10 @@ class GatewayRuntime:
                 session_turn(assistant.store.leases(), inbound.session, self.node):
             if inbound.from_chat and inbound.private_chat:  # never a group: jobs' answers go there
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
-            command = parse_command(inbound.text) if inbound.from_chat else None
-            if command is not None:
+            if inbound.command is not None:
                 from picoora.agent import TurnResult
 
-                return TurnResult(await run_command(assistant, inbound, *command), "answer", 0, 0)
+                return TurnResult(await run_command(assistant, inbound, *inbound.command), "answer", 0, 0)
             if inbound.fresh_session:
                 await assistant.new_session(inbound.session)
             text, images = inbound.text, []
@@ -110,8 +110,10 @@ class GatewayRuntime:
                 channel.keep_typing(inbound.chat_id)
 
     def _submit_chat(self, inbound: Inbound) -> asyncio.Task[Any]:
-        """A channel's admitted message: a turn whose answer goes back to the chat."""
+        """A channel's admitted message: a turn whose answer goes back to the chat (a chat command is
+        recognised here, once, and carried by the envelope)."""
         command = parse_command(inbound.text)
+        inbound = replace(inbound, command=command)
         if command is not None and command[0] == "stop":
             if self.turns.stop(inbound.person_name, inbound.session):
                 return self._say(inbound, "")  # the stopped turn's own reply says so
