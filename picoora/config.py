@@ -31,6 +31,7 @@ from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from picoora.channel_registry import Channels
 from picoora.llm.presets import ALIASES, PRESETS, key_env, own_endpoint, provider_names
 from picoora.secrets import SECRET_FIELDS, SECRET_MAPS, dsn_password, redact_tree, scrub
 
@@ -190,19 +191,8 @@ class GatewayConfig(_Section):
     shutdown_seconds: float = Field(30.0, ge=0)  # on SIGTERM, how long in-flight turns may finish
 
 
-class ChannelConfig(_Section):
-    enabled: bool = False
-    token: str = ""  # the bot token (Slack: the xoxb- one)
-    allow_from: list[str] = []  # user ids or @usernames; empty admits nobody; ["*"] admits everyone
-    api_base: str = ""  # the platform's API root (empty: the public one); tests point it at a fake
-
-
 # A person's name: it names their store (a folder on files, an agent_id on Oracle), so no "." or ".." or "/".
 PERSON_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$"
-
-
-class SlackChannelConfig(ChannelConfig):
-    app_token: str = ""  # the app-level xapp- token (scope connections:write) that opens the Socket Mode socket
 
 
 class TranscriptionConfig(_Section):
@@ -240,32 +230,6 @@ class UserConfig(_Section):
     name: str = Field(min_length=1, max_length=32, pattern=PERSON_NAME_PATTERN)
     owner: bool = False  # the owner's memories are the CLI's; everyone else has their own
     identities: list[str] = []
-
-
-class Channels(_Section):
-    telegram: ChannelConfig = ChannelConfig()
-    discord: ChannelConfig = ChannelConfig()
-    slack: SlackChannelConfig = SlackChannelConfig()
-    web: ChannelConfig = ChannelConfig()  # accepted (older configs have it), but there is no such channel
-
-    @model_validator(mode="after")
-    def _only_built_channels_enabled(self) -> Channels:
-        # The registry is a dict with no imports, so this costs nothing; it is the one list of what exists.
-        from picoora.gateway.channels import CHANNELS
-
-        missing = [name for name in type(self).model_fields if getattr(self, name).enabled and name not in CHANNELS]
-        if missing:
-            raise ValueError(f"{', '.join(f'channels.{name}' for name in missing)} is enabled, but picoora has no "
-                             f"such chat channel (the web chat is always on at the gateway's address); the "
-                             f"channels that exist: {', '.join(CHANNELS)}")
-        for name in CHANNELS:
-            section = getattr(self, name)
-            empty = [key for key in ("token", "app_token") if hasattr(section, key) and not getattr(section, key)]
-            if section.enabled and empty:
-                raise ValueError(f"channels.{name} is enabled but its {' and '.join(empty)} is empty: set it, or "
-                                 f"PICO_CHANNELS_{name.upper()}_{empty[0].upper()} (the README's channel section "
-                                 f"says where to get it)")
-        return self
 
 
 class HeartbeatConfig(_Section):

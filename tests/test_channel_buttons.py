@@ -11,11 +11,12 @@ import asyncio
 import pytest
 import yaml
 
-from picoora.config import ChannelConfig, Config, SlackChannelConfig, save_config
-from picoora.gateway.channels.discord import DiscordChannel
+from picoora.channel_registry import ChannelConfig, SlackChannelConfig
+from picoora.config import Config, save_config
+from picoora.gateway.channels.discord.channel import DiscordChannel
 from picoora.gateway.channels.links import COMMANDS
-from picoora.gateway.channels.slack import SlackChannel
-from picoora.gateway.channels.slack_format import SLACK_PIECE
+from picoora.gateway.channels.slack.channel import SlackChannel
+from picoora.gateway.channels.slack.format import SLACK_PIECE
 from tests.cli_support import REPO
 from tests.fakes.channel_kit import ChannelHarness, run_runtime, until, wait_for
 from tests.fakes.discord_server import FakeDiscord

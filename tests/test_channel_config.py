@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from picoora.channel_registry import CHANNELS
 from picoora.config import ConfigError, load_config
-from picoora.gateway.channels import CHANNELS
 
 
 def test_every_built_channel_has_a_config_section():
-    from picoora.config import Channels
+    from picoora.channel_registry import Channels
 
     assert set(CHANNELS) <= set(Channels.model_fields)
 

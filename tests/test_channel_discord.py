@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from picoora.config import ChannelConfig
-from picoora.gateway.channels.discord import DiscordChannel
+from picoora.channel_registry import ChannelConfig
+from picoora.gateway.channels.discord.channel import DiscordChannel
 from picoora.people import Pairing
 from tests.fakes.channel_kit import (
     ChannelHarness,
@@ -185,7 +185,7 @@ def test_the_token_never_reaches_the_logs_even_at_debug(tmp_path, caplog):
 
 
 def test_missing_message_content_intent_says_what_to_turn_on(tmp_path, caplog, monkeypatch):
-    import picoora.gateway.channels.discord as discord
+    import picoora.gateway.channels.discord.channel as discord
 
     monkeypatch.setattr(discord, "INTENTS", (1 << 9) | (1 << 12))  # as a bot without the privileged intent
     with FakeDiscord(TOKEN) as fake:

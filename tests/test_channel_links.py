@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from picoora.config import ChannelConfig
+from picoora.channel_registry import ChannelConfig
 from picoora.gateway.channels.base import NOT_A_QUESTION, AsksApprovals
 from picoora.gateway.channels.links import CHOICES, ChannelLinks, approval_button, pressed_approval
 from picoora.people import Sender

@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from picoora.config import SlackChannelConfig
-from picoora.gateway.channels.slack import SlackChannel
-from picoora.gateway.channels.slack_format import to_mrkdwn
+from picoora.channel_registry import SlackChannelConfig
+from picoora.gateway.channels.slack.channel import SlackChannel
+from picoora.gateway.channels.slack.format import to_mrkdwn
 from picoora.people import Pairing
 from tests.fakes.channel_kit import (
     ChannelHarness,

@@ -8,9 +8,10 @@ import logging
 
 import pytest
 
-from picoora.config import ChannelConfig, Config
+from picoora.channel_registry import ChannelConfig
+from picoora.config import Config
 from picoora.gateway.channels.base import ChannelLinks
-from picoora.gateway.channels.telegram import TelegramChannel
+from picoora.gateway.channels.telegram.channel import TelegramChannel
 from picoora.gateway.runtime.people import Directory
 from picoora.people import Pairing
 from picoora.store.files import FileStore

@@ -51,3 +51,9 @@ def test_no_channel_imports_the_runtime():
 def test_the_vocabulary_imports_neither_side():
     names = imports(PACKAGE / "gateway/channels/links.py")
     assert {name for name in names if name.startswith("picoora.gateway")} == set()
+
+
+def test_the_config_reads_the_channel_registry_without_the_gateway():
+    for module in ("config.py", "channel_registry.py"):
+        assert {name for name in imports(PACKAGE / module) if name.startswith("picoora.gateway")} == set()
+    assert {name for name in imports(PACKAGE / "channel_registry.py") if name.startswith("picoora")} == set()

@@ -88,11 +88,10 @@ def gateway(
 
 def _require_extras(config: Config) -> None:
     """The gateway's web stack and each enabled channel's package, or one line naming the extra to install."""
-    from picoora.extras import EXTRAS, missing
-    from picoora.gateway.channels import CHANNELS
+    from picoora.extras import missing
+    from picoora.gateway.channels import manifests
 
-    # Discord and Slack need only websockets + httpx, which every install has: they have no extra.
-    needed = ["gateway"] + [name for name in CHANNELS if getattr(config.channels, name).enabled and name in EXTRAS]
+    needed = ["gateway"] + [m.extra for m in manifests() if m.extra and getattr(config.channels, m.name).enabled]
     problems = [problem for problem in map(missing, needed) if problem is not None]
     if problems:
         raise CLIError("; ".join(problems))

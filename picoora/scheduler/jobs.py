@@ -43,7 +43,7 @@ class JobError(ValueError):
 
 def target_channels() -> tuple[str, ...]:
     """Where a job's result can go: the terminal, the web chat and every chat channel of the config."""
-    from picoora.config import Channels
+    from picoora.channel_registry import Channels
 
     return ("cli", *Channels.model_fields)
 

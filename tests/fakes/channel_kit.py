@@ -7,7 +7,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from picoora.config import ChannelConfig, Config
+from picoora.channel_registry import ChannelConfig
+from picoora.config import Config
 from picoora.gateway.channels.base import ChannelLinks
 from picoora.gateway.runtime.people import Directory
 from picoora.store.files import FileStore

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from picoora.config import ChannelConfig
-from picoora.gateway.channels.telegram import TelegramChannel
+from picoora.channel_registry import ChannelConfig
+from picoora.gateway.channels.telegram.channel import TelegramChannel
 from picoora.gateway.runtime import duties
 from picoora.gateway.runtime.duties import SingletonDuty, session_turn
 from picoora.gateway.runtime.heartbeat import LAST_BEAT, HeartbeatService

@@ -15,12 +15,12 @@ A channel says how it stands with its platform through ``report`` (``CONNECTED``
 
 The base also shows a typing indicator while the assistant works on a chat, stopped when the reply is sent.
 
-Adding a platform is one module: subclass ``Channel`` (or ``socket_channel.SocketChannel`` for one that
-pushes events over a websocket, as Discord and Slack do), implement ``run`` (receive until cancelled),
-``deliver`` (send one piece of text) and optionally ``show_typing``, and register it in ``CHANNELS``
-(``picoora/gateway/channels/__init__.py``). A platform that can edit a sent message also subclasses
-``EditsMessages`` (its answers then stream into one message), one with buttons ``AsksApprovals``. Chat
-commands (``/new`` ...) are the runtime's: a channel passes the text through.
+A platform's channel subclasses ``Channel`` (or ``socket_channel.SocketChannel`` for one that pushes
+events over a websocket, as Discord and Slack do), implements ``run`` (receive until cancelled),
+``deliver`` (send one piece of text) and optionally ``show_typing``; it lives in a package of its own with
+a ``MANIFEST`` (docs/architecture.md, "Adding a channel"). A platform that can edit a sent message also
+subclasses ``EditsMessages`` (its answers then stream into one message), one with buttons
+``AsksApprovals``. Chat commands (``/new`` ...) are the runtime's: a channel passes the text through.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import abc
 import asyncio
 import logging
 
-from picoora.config import ChannelConfig
+from picoora.channel_registry import ChannelConfig
 from picoora.gateway.channels.links import CHOICES, Attachment, ChannelLinks, Inbound, pressed_approval
 from picoora.people import Sender
 

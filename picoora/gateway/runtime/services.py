@@ -19,7 +19,6 @@ model; ``/stop`` at once. Each service gets the callables it needs, never the as
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from dataclasses import replace
 from datetime import timedelta
@@ -168,17 +167,18 @@ class GatewayRuntime:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        from picoora.gateway.channels import CHANNELS
+        from picoora.gateway.channels import manifests
         from picoora.gateway.channels.base import AsksApprovals, ChannelLinks, EditsMessages
 
         config, astore = self.assistant.config, self.assistant.astore
         self.assistant.enable_messaging(self.messenger)
         links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.get_state,
                              set_state=astore.set_state, answer_approval=self.approvals.answer)
-        for name, (module, class_name) in CHANNELS.items():
-            if not getattr(config.channels, name).enabled:
+        for manifest in manifests():
+            name, settings = manifest.name, getattr(config.channels, manifest.name)
+            if not settings.enabled:
                 continue
-            channel = getattr(importlib.import_module(module), class_name)(getattr(config.channels, name), links)
+            channel = manifest.channel(settings, links)
             self.channels.append(channel)
             self.delivery.register(name, channel.send)
             if isinstance(channel, EditsMessages):
@@ -212,7 +212,7 @@ class GatewayRuntime:
 
     async def _note_channel_states(self) -> None:
         """Each channel's first word on its platform (bounded), so the start-up lines say what works."""
-        from picoora.gateway.channels import CHANNELS
+        from picoora.channel_registry import CHANNELS
 
         states = await asyncio.gather(*(c.first_state(FIRST_STATE_SECONDS) for c in self.channels))
         running = {channel.name: state for channel, state in zip(self.channels, states, strict=True)}

@@ -8,7 +8,7 @@
 - A dropped socket is resumed (same session, missed events replayed by Discord) or, when Discord says
   the session is gone, identified anew; heartbeats Discord does not acknowledge count as a dropped socket.
 - REST rate limits (429 ``retry_after``) are honoured by ``web_api.WebApi``.
-- Buttons for approvals, slash commands and answers streamed by edits: ``discord_interactions``.
+- Buttons for approvals, slash commands and answers streamed by edits: ``interactions``.
 - ``channels.discord.api_base`` replaces the REST root (the tests run against a fake); the websocket's
   address comes from ``GET /gateway/bot``, which also checks the token.
 """
@@ -22,10 +22,10 @@ import random
 import re
 from typing import Any
 
-from picoora.config import ChannelConfig
+from picoora.channel_registry import ChannelConfig
 from picoora.gateway.channels.attachments import file_roots, from_discord
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
-from picoora.gateway.channels.discord_interactions import DISCORD_LIMIT, DiscordInteractions, snowflake
+from picoora.gateway.channels.discord.interactions import DISCORD_LIMIT, DiscordInteractions, snowflake
 from picoora.gateway.channels.links import ShuttingDown
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.split import split_message

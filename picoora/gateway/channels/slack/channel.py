@@ -8,9 +8,9 @@
 - The sender is ``slack:<team>:<user id>`` (and ``slack:@<username>`` when ``users:read`` is granted).
 - Every envelope is acknowledged once taken; one that arrives while the gateway stops is not, so Slack
   offers it again to the next connection. Redelivered events are recognised and not answered twice.
-- Replies are turned into mrkdwn (``slack_format``) and split; Web API rate limits (429 ``Retry-After``)
+- Replies are turned into mrkdwn (``format``) and split; Web API rate limits (429 ``Retry-After``)
   are honoured by ``web_api.WebApi``. ``channels.slack.api_base`` replaces the Web API root (tests).
-- Buttons for approvals, slash commands and answers streamed by edits: ``slack_interactions``.
+- Buttons for approvals, slash commands and answers streamed by edits: ``interactions``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import re
 from collections import OrderedDict
 from typing import Any
 
-from picoora.config import SlackChannelConfig
+from picoora.channel_registry import SlackChannelConfig
 from picoora.gateway.channels.attachments import file_roots, from_slack
 from picoora.gateway.channels.base import CONNECTED, ChannelLinks
 from picoora.gateway.channels.links import ShuttingDown
-from picoora.gateway.channels.slack_format import SLACK_PIECE
-from picoora.gateway.channels.slack_interactions import SlackInteractions, slack_target
+from picoora.gateway.channels.slack.format import SLACK_PIECE
+from picoora.gateway.channels.slack.interactions import SlackInteractions, slack_target
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import ApiError, TokenRefused
