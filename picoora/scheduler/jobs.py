@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, Literal
 
+from picoora.owner_chat import TERMINAL, default_target
 from picoora.store.base import KeyValueStore
 
 Kind = Literal["at", "every", "cron"]
@@ -23,10 +24,6 @@ Action = Literal["agent", "reminder"]
 KINDS: tuple[str, ...] = ("at", "every", "cron")
 ACTIONS: tuple[str, ...] = ("agent", "reminder")
 JOB_PREFIX, RUN_PREFIX = "cron.job.", "cron.run."
-# State key: "<channel>:<chat_id>", the owner's last one-to-one chat. Not the Go version's "last_channel",
-# which any chat set, a group included: a job's answer (a recalled PIN) would land in that group.
-LAST_CHAT = "last_private_chat"
-TERMINAL = ("cli", "default")  # where results go when no chat has talked to the gateway yet
 MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, not a schedule
 MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)\s*$", re.IGNORECASE)
@@ -46,24 +43,6 @@ def target_channels() -> tuple[str, ...]:
     from picoora.config import Channels
 
     return ("cli", *Channels.model_fields)
-
-
-def last_chat(store: KeyValueStore) -> tuple[str, str] | None:
-    """(channel, chat id) of the private chat the owner spoke on last, or None when none has yet."""
-    channel, _, chat_id = (store.get_state(LAST_CHAT) or "").partition(":")
-    return (channel, chat_id) if channel and chat_id else None
-
-
-def remember_chat(store: KeyValueStore, channel: str, chat_id: str) -> None:
-    """Called for every message in a private chat (never a group's): written only when it moves (a state
-    write is a file replace + fsync)."""
-    if last_chat(store) != (channel, chat_id):
-        store.set_state(LAST_CHAT, f"{channel}:{chat_id}")
-
-
-def default_target(store: KeyValueStore) -> tuple[str, str]:
-    """Where a job's result goes when its creator names no chat: the private chat used last, else the terminal."""
-    return last_chat(store) or TERMINAL
 
 
 @dataclass

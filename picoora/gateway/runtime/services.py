@@ -34,7 +34,7 @@ from picoora.gateway.runtime.envelopes import Inbound, TurnOutcome
 from picoora.gateway.runtime.messenger import GatewayMessenger
 from picoora.gateway.runtime.people import Admission, Directory, PersonAssistants
 from picoora.gateway.runtime.turns import TurnService
-from picoora.scheduler.jobs import remember_chat
+from picoora.owner_chat import remember_chat
 from picoora.store.leases import node_id
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class GatewayRuntime:
         self.turns = TurnService(self._run)
         self.people = PersonAssistants(assistant)
         self.directory = Directory(assistant.config, assistant.store)
-        self.approvals = Approvals(assistant.config.tools.approvals, assistant.store, self._is_owner)
+        self.approvals = Approvals(assistant.config.tools.approvals, assistant.astore, self._is_owner)
         self.delivery = Delivery(assistant.astore, assistant.agent.secrets)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
         self.channels: list[Channel] = []
