@@ -9,8 +9,8 @@ import pytest
 
 from picoora.assistant import build_assistant
 from picoora.config import load_config
-from picoora.people import Pairing, Sender
 from picoora.owner_chat import remember_chat
+from picoora.people import Pairing, Sender
 from picoora.scheduler.jobs import JobError
 from tests.cli_support import closed_port_url_config
 

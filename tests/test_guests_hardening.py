@@ -15,8 +15,8 @@ from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.runtime.services import GatewayRuntime
 from picoora.outward import GUEST_FAILURE
-from picoora.people import Pairing, Sender
 from picoora.owner_chat import LAST_CHAT
+from picoora.people import Pairing, Sender
 from picoora.store.files import FileStore
 from tests.cli_support import closed_port_url_config, run_cli
 from tests.fakes.gateway_kit import TOKEN as GATEWAY_TOKEN

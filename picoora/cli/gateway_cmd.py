@@ -91,7 +91,7 @@ def _require_extras(config: Config) -> None:
     from picoora.extras import EXTRAS, missing
     from picoora.gateway.channels import CHANNELS
 
-    # Discord and Slack need only websockets + httpx, which every install has: they have no extra.
+    # Discord and Slack need only websockets + httpx, which the gateway's extra brings: they have no extra.
     needed = ["gateway"] + [name for name in CHANNELS if getattr(config.channels, name).enabled and name in EXTRAS]
     problems = [problem for problem in map(missing, needed) if problem is not None]
     if problems:

@@ -131,10 +131,16 @@ def zone(name: str, default: str = "") -> tzinfo:
 
 
 def trigger_for(job: Job, default_zone: str = "") -> Any:
-    """The APScheduler trigger for ``job`` (imported here: only the scheduler and edits pay for it)."""
-    from apscheduler.triggers.cron import CronTrigger
-    from apscheduler.triggers.date import DateTrigger
-    from apscheduler.triggers.interval import IntervalTrigger
+    """The APScheduler trigger for ``job`` (imported here: only the scheduler and edits pay for it). APScheduler
+    comes with the gateway's extra, since only the gateway runs jobs: without it a job cannot be checked or
+    scheduled, and ``JobError`` says what to install (listing and removing jobs still work)."""
+    try:
+        from apscheduler.triggers.cron import CronTrigger
+        from apscheduler.triggers.date import DateTrigger
+        from apscheduler.triggers.interval import IntervalTrigger
+    except ImportError:
+        raise JobError("scheduled jobs run in the gateway, whose apscheduler is not installed: "
+                       "pip install 'picoora[gateway]'") from None
 
     tz = zone(job.timezone, default_zone)
     if job.kind == "every":
