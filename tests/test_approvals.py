@@ -10,7 +10,7 @@ import threading
 from picoora.config import ApprovalsConfig, Config, save_config
 from picoora.gateway.runtime.approvals import Approvals
 from picoora.gateway.runtime.envelopes import Inbound
-from picoora.people import Person
+from picoora.identities import Person
 from picoora.store.aio import AsyncStore
 from tests.fakes.channel_kit import run_runtime, until
 from tests.fakes.ollama_server import FakeOllama, Reply

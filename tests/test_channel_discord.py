@@ -11,7 +11,7 @@ import pytest
 
 from picoora.config import ChannelConfig
 from picoora.gateway.channels.discord import DiscordChannel
-from picoora.people import Pairing
+from picoora.identities import Pairing
 from tests.fakes.channel_kit import (
     ChannelHarness,
     pair_then_talk,

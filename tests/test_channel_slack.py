@@ -12,7 +12,7 @@ import pytest
 from picoora.config import SlackChannelConfig
 from picoora.gateway.channels.slack import SlackChannel
 from picoora.gateway.channels.slack_format import to_mrkdwn
-from picoora.people import Pairing
+from picoora.identities import Pairing
 from tests.fakes.channel_kit import (
     ChannelHarness,
     pair_then_talk,

@@ -11,8 +11,8 @@ import pytest
 from picoora.config import ChannelConfig, Config
 from picoora.gateway.channels.base import ChannelLinks
 from picoora.gateway.channels.telegram import TelegramChannel
-from picoora.gateway.runtime.people import Directory
-from picoora.people import Pairing
+from picoora.gateway.runtime.admission import Directory
+from picoora.identities import Pairing
 from picoora.store.files import FileStore
 from tests.fakes.telegram_server import FakeTelegram
 

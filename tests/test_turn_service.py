@@ -10,11 +10,11 @@ import pytest
 from picoora.agent import TurnResult
 from picoora.assistant import build_assistant
 from picoora.config import load_config
+from picoora.gateway.runtime.admission import PersonAssistants
 from picoora.gateway.runtime.envelopes import Inbound
-from picoora.gateway.runtime.people import PersonAssistants
 from picoora.gateway.runtime.turns import ShuttingDown, TurnService
+from picoora.identities import Person
 from picoora.owner_chat import last_chat
-from picoora.people import Person
 from tests.cli_support import write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.runtime_kit import running_runtime

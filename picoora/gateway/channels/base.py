@@ -4,7 +4,7 @@ A channel only translates: it receives platform updates and calls :meth:`Channel
 implements :meth:`Channel.deliver` for what goes back to a chat. It is handed ``ChannelLinks``, the few
 callables it needs, and reaches nothing else of the gateway:
 
-- ``admit``: who the sender is (``picoora.gateway.runtime.people.Directory``); an unknown sender gets one
+- ``admit``: who the sender is (``picoora.gateway.runtime.admission.Directory``); an unknown sender gets one
   short reply with a pairing code and nothing else: their text never reaches the model;
 - ``submit``: the admitted message becomes a turn of the turn service, which replies to the chat through
   outbound delivery (this channel's ``send``) when the turn ends;
@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 from picoora.config import ChannelConfig
 from picoora.gateway.channels.attachments import Attachment
 from picoora.gateway.runtime.envelopes import Inbound
-from picoora.people import Sender
+from picoora.identities import Sender
 
 if TYPE_CHECKING:
-    from picoora.gateway.runtime.people import Admission
+    from picoora.gateway.runtime.admission import Admission
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from picoora.gateway.channels.web_api import WebApi
 from picoora.gateway.runtime.approvals import CHOICES
 from picoora.gateway.runtime.commands import COMMANDS
 from picoora.gateway.runtime.turns import ShuttingDown
-from picoora.people import Sender
+from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 

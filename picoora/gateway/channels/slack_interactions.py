@@ -27,7 +27,7 @@ from picoora.gateway.channels.slack_format import SLACK_PIECE, to_mrkdwn
 from picoora.gateway.channels.telegram_format import split_message
 from picoora.gateway.runtime.approvals import CHOICES
 from picoora.gateway.runtime.commands import COMMANDS
-from picoora.people import Sender
+from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 

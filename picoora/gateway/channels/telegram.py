@@ -37,7 +37,7 @@ from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.telegram_format import split_message, to_telegram_html
 from picoora.gateway.runtime.commands import COMMANDS
 from picoora.gateway.runtime.turns import ShuttingDown
-from picoora.people import Sender
+from picoora.identities import Sender
 from picoora.secrets import scrub
 
 log = logging.getLogger(__name__)

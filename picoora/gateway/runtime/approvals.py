@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from picoora.config import ApprovalsConfig
     from picoora.gateway.channels.base import AsksApprovals
     from picoora.gateway.runtime.envelopes import Inbound
-    from picoora.people import Person, Sender
+    from picoora.identities import Person, Sender
     from picoora.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)

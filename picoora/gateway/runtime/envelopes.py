@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from picoora.agent import TurnResult
     from picoora.agent.conversation import ClientConversation
     from picoora.gateway.channels.attachments import Attachment
-    from picoora.people import Person
+    from picoora.identities import Person
 
 
 @dataclass(frozen=True)

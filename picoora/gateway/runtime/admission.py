@@ -1,6 +1,6 @@
-"""Who a channel's sender is, and each admitted person's assistant.
+"""Admission: who a channel's sender is, and the assistant each admitted person talks to.
 
-- ``Directory.admit``: the admission rules of ``picoora.people`` applied to a sender (configured people,
+- ``Directory.admit``: the admission rules of ``picoora.identities`` applied to a sender (configured people,
   approved pairings, the channel's ``allow_from``); a sender who is not let in gets a pairing code.
 - ``PersonAssistants``: the owner's assistant, or a person's own (their store, the guest tools), opened
   on first use and kept for the next message. At most ``capacity`` people's assistants stay open; the
@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from picoora.people import (
+from picoora.identities import (
     APPROVED_PREFIX,
     Pairing,
     PairingRequest,
