@@ -4,7 +4,8 @@ A job's definition (what, when, where to deliver) and its run record (last run, 
 two state keys: ``cron.job.<id>`` is written only by whoever edits the job (the ``cron`` tool, ``picoora
 cron``), ``cron.run.<id>`` only by the scheduler. A CLI edit and a run recorded at the same moment
 therefore never overwrite each other: no lost updates, whichever process does what. Removing a job
-deletes both keys; an empty value (how removals were recorded before the store could delete) reads as gone.
+deletes both keys; an empty value reads as gone, since stores written by versions that could not delete a key
+record a removal that way.
 """
 
 from __future__ import annotations
