@@ -90,7 +90,7 @@ class Directory:
 
     def person_of(self, sender: Sender, allow_from: list[str]) -> Person | None:
         """The person ``sender`` speaks as, or None when they are not let in. A username counts only while
-        it is bound to the sender's id (``people.bound_id``)."""
+        it is bound to the sender's id (``identities.bound_id``)."""
         by_id, by_username = sender.identities[0], sender.identities[1:]
         if by_id in self._configured:
             return self._configured[by_id]
