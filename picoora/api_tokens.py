@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from picoora.people import Person, owner_name
+from picoora.identities import Person, owner_name
 
 if TYPE_CHECKING:
     from picoora.config import Config

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from picoora.docs.adding import Outcome
     from picoora.llm.pool import ModelChoice, ModelPool
     from picoora.messages import Image
-    from picoora.people import PairingRequest, Person
-    from picoora.scheduler.jobs import Job, JobBook, RunRecord
     from picoora.session_models import SessionModel
     from picoora.store.aio import AsyncStore
     from picoora.store.base import (
@@ -286,53 +284,6 @@ class Assistant:
 
     async def search_documents(self, query: str, limit: int = 5) -> list[DocumentHit]:
         return await self.astore.search_documents(query, limit)
-
-    async def pairing_requests(self) -> list[PairingRequest]:
-        """Strangers waiting with a pairing code (``picoora.people``), unexpired."""
-        from picoora.people import Pairing
-
-        return await self.astore.run(Pairing(self.store).pending)
-
-    async def approve_pairing(self, code: str, name: str = "") -> Person:
-        """Let the code's sender in as ``name`` (default: a guest of their own); KeyError for a bad code."""
-        from picoora.people import Pairing
-
-        return await self.astore.run(Pairing(self.store).approve, code, name)
-
-    async def refuse_pairing(self, code: str) -> PairingRequest:
-        from picoora.people import Pairing
-
-        return await self.astore.run(Pairing(self.store).refuse, code)
-
-    @property
-    def job_book(self) -> JobBook:
-        """The scheduled jobs (``picoora.scheduler.jobs``), in the configured time zone."""
-        from picoora.scheduler.jobs import JobBook
-
-        return JobBook(self.store, default_zone=self.config.agents.defaults.timezone)
-
-    async def jobs(self) -> list[tuple[Job, RunRecord]]:
-        """Every job with its last run, as the scheduler recorded it."""
-        book = self.job_book
-        return await self.astore.run(lambda: [(job, book.run_record(job.id)) for job in book.jobs()])
-
-    async def add_job(self, kind: str, when: str, message: str, channel: str | None = None, chat_id: str | None = None,
-                      *, reminder: bool = False, timezone_name: str = "") -> Job:
-        """Schedule a job; with no chat named, its result goes where the owner spoke last, else the terminal.
-        Raises ``JobError`` saying what to change."""
-        book = self.job_book
-
-        def add() -> Job:
-            target = book.target(channel, chat_id)
-            return book.add(kind, when, message, *target, action="reminder" if reminder else "agent",
-                            timezone_name=timezone_name)
-        return await self.astore.run(add)
-
-    async def remove_job(self, job_id: str) -> bool:
-        return await self.astore.run(self.job_book.remove, job_id)
-
-    async def set_job_enabled(self, job_id: str, enabled: bool) -> Job:
-        return await self.astore.run(self.job_book.set_enabled, job_id, enabled)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ valid name, by :func:`env_override_warnings` (the CLI prints those). :func:`env_
 variable set a value, so a report can tell a value from the environment from one from the file.
 
 A provider's key may also come from its own variable (``OPENROUTER_API_KEY``, ``ANTHROPIC_API_KEY``, ...;
-see :mod:`picoora.llm.presets`) when its section names no key and still points at its own endpoint.
+see :mod:`picoora.providers`) when its section names no key and still points at its own endpoint.
 
 ``${VAR}`` inside a string value (from the file or the environment) is replaced by the variable's
 value, so secrets can stay out of the file; an unset variable is an error. Only the braced form is
@@ -32,7 +32,7 @@ from typing import Any, Literal, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from picoora.channel_registry import Channels
-from picoora.llm.presets import ALIASES, PRESETS, key_env, own_endpoint, provider_names
+from picoora.providers import ALIASES, PRESETS, key_env, own_endpoint, provider_names
 from picoora.secrets import SECRET_FIELDS, SECRET_MAPS, dsn_password, redact_tree, scrub
 
 ENV_PREFIX = "PICO_"
@@ -54,7 +54,7 @@ VISION_MODELS = ["gpt-4o*", "gpt-4.1*", "gpt-4-turbo*", "gpt-5*", "o1", "o1-2*",
 class AgentDefaults(_Section):
     workspace: str = ""  # empty: $PICOORA_HOME/workspace; a relative path is taken from $PICOORA_HOME too
     restrict_to_workspace: bool = True
-    provider: str = "ollama"  # ollama, openai, anthropic, or a preset of openai (picoora.llm.presets)
+    provider: str = "ollama"  # ollama, openai, anthropic, or a preset of openai (picoora.providers)
     model: str = "qwen3:latest"
     max_tokens: int = Field(4096, ge=1)  # per answer; sent to the provider
     temperature: float = Field(0.7, ge=0.0, le=2.0)

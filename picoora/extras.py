@@ -13,7 +13,9 @@ import importlib
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai": ("the OpenAI-compatible provider", ("openai",)),
     "anthropic": ("the Anthropic provider", ("anthropic",)),
-    "gateway": ("the gateway (HTTP API, web chat)", ("fastapi", "uvicorn")),
+    # APScheduler runs jobs and websockets carries Discord's and Slack's events: both only ever in the gateway.
+    "gateway": ("the gateway (HTTP API, web chat, scheduled jobs, Discord, Slack)",
+                ("fastapi", "uvicorn", "apscheduler", "websockets")),
     "telegram": ("the Telegram channel", ("telegram",)),
     "oracle": ("Oracle AI Database storage", ("oracledb",)),
     "mcp": ("MCP support (tools.mcp_servers, `picoora mcp`)", ("mcp", "jsonschema")),

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from starlette.types import Receive, Scope, Send
 
-    from picoora.people import Person
+    from picoora.identities import Person
     from picoora.store.base import Store
 
 StoreFor = Callable[["Person | None"], AbstractAsyncContextManager["Store"]]  # the caller's store, for one call

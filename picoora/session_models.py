@@ -4,7 +4,7 @@ A session answers with the model it chose (``/model`` in the REPL, ``PUT /v1/ses
 its state under ``session_model:<session>`` as JSON ``[provider, model]`` so the choice survives restarts.
 A session that never chose, or went back with ``/model default``, answers with the config's default:
 ``agents.defaults.provider`` and ``model`` from the config file, or from a ``PICO_`` variable over it. A
-stored ``""`` is no choice (what going back wrote before the store could delete a state key).
+stored ``""`` is no choice: stores written by versions that could not delete a state key hold it for "went back".
 
 Light on purpose (no asyncio, no provider module): ``picoora status`` reads a session's choice with it
 without building an assistant, and the assistant describes its sessions with it, so the two say the same.

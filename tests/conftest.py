@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from picoora.llm.presets import key_env, provider_names
+from picoora.providers import key_env, provider_names
 
 
 @pytest.fixture(autouse=True)

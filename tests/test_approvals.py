@@ -4,7 +4,14 @@ and only the owner's press counts."""
 
 from __future__ import annotations
 
-from picoora.config import Config, save_config
+import asyncio
+import threading
+
+from picoora.config import ApprovalsConfig, Config, save_config
+from picoora.gateway.runtime.approvals import Approvals
+from picoora.gateway.runtime.envelopes import Inbound
+from picoora.identities import Person
+from picoora.store.aio import AsyncStore
 from tests.fakes.channel_kit import run_runtime, until
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.telegram_server import FakeTelegram
@@ -122,3 +129,42 @@ def test_tools_off_the_list_and_doors_off_the_list_are_not_asked(isolated_home):
 
     workspace, telegram = scenario(isolated_home, play, approvals={"tools": ["exec"]})
     assert (workspace / "free.txt").exists() and telegram.buttons(7) == []
+
+
+class _SlowStateStore:
+    """A store whose state read waits (as an Oracle call may, up to its call timeout) until the event loop
+    releases it: a read made on the loop itself can never be released in time."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.released_in_time: bool | None = None
+
+    def get_state(self, key):
+        self.released_in_time = self.release.wait(5)
+        return "telegram:7"
+
+
+def test_finding_the_owners_chat_does_not_block_the_event_loop():
+    store = _SlowStateStore()
+    astore = AsyncStore(store, workers=1)
+
+    async def is_owner(sender):
+        return False
+
+    approvals = Approvals(ApprovalsConfig(tools=["exec"]), astore, is_owner)
+    guest = Inbound("telegram", "99", "run it", person=Person("guest-telegram-99", owner=False), from_chat=True)
+    approve = approvals.for_turn(guest)
+    assert approve is not None
+
+    async def scenario():
+        asking = asyncio.create_task(approve("exec", {"command": "ls"}))
+        await asyncio.sleep(0.05)  # runs only while the read waits off the loop
+        store.release.set()
+        return await asking
+
+    try:
+        refusal = asyncio.run(scenario())
+    finally:
+        astore.close()
+    assert store.released_in_time is True
+    assert refusal is not None and "no chat to ask them in" in refusal  # telegram is not running here

@@ -1,16 +1,13 @@
-"""What the front doors do beside turns, through the library's front door: memory, pairing and jobs, the
-same rules the HTTP API, ``picoora pair`` and ``picoora cron`` apply."""
+"""What the front doors do beside turns, through the library's front door: memory, with the rules the HTTP API
+and the CLI apply. (Pairing and jobs are their own library objects, ``Pairing`` and ``JobBook``, used as they are
+by the CLI, the gateway and the cron tool: tests/test_pairing_codes.py, tests/test_cron_tool_and_cli.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from picoora.assistant import build_assistant
 from picoora.config import load_config
-from picoora.people import Pairing, Sender
-from picoora.scheduler.jobs import JobError, remember_chat
 from tests.cli_support import closed_port_url_config
 
 
@@ -36,42 +33,3 @@ def test_memory_operations_round_trip_and_looking_does_not_touch(isolated_home):
     assert added.created and [m.memory.id for m in found.matches] == [added.memory.id]
     assert listed[0].access_count == 0  # recall through the front door looks without touching
     assert gone and after == [] and missing is False
-
-
-def test_pairing_through_the_assistant(isolated_home):
-    async def scenario(assistant):
-        first, _ = Pairing(assistant.store).request(Sender("telegram", "8", "sam"))
-        second, _ = Pairing(assistant.store).request(Sender("telegram", "9"))
-        waiting = {r.code for r in await assistant.pairing_requests()}
-        person = await assistant.approve_pairing(first.code.lower(), "sam")
-        refused = await assistant.refuse_pairing(second.code)
-        with pytest.raises(KeyError, match="no pairing code"):
-            await assistant.approve_pairing(second.code)
-        spent = assistant.store.get_state("pair.code." + first.code)
-        return waiting, {first.code, second.code}, person, refused, await assistant.pairing_requests(), spent
-
-    waiting, codes, person, refused, after, spent = _run(isolated_home, scenario)
-    assert waiting == codes and person.name == "sam" and refused.sender_id == "9"
-    assert after == [] and spent is None  # a spent code is deleted, not left behind
-
-
-def test_jobs_through_the_assistant_go_to_the_chat_used_last_else_the_terminal(isolated_home):
-    async def scenario(assistant):
-        terminal = await assistant.add_job("every", "1d", "digest")
-        remember_chat(assistant.store, "telegram", "42")
-        telegram = await assistant.add_job("cron", "0 8 * * *", "briefing", timezone_name="Europe/Lisbon")
-        web = await assistant.add_job("every", "2h", "news", "web", "s1", reminder=True)
-        with pytest.raises(JobError, match="chat id needs its channel"):
-            await assistant.add_job("every", "1d", "x", None, "42")
-        disabled = await assistant.set_job_enabled(web.id, False)
-        listed = [(job.id, run.last_status) for job, run in await assistant.jobs()]
-        removed = await assistant.remove_job(terminal.id)
-        state_keys = [k for k in assistant.store.all_state() if terminal.id in k]
-        return terminal, telegram, web, disabled, listed, removed, state_keys, await assistant.remove_job(terminal.id)
-
-    terminal, telegram, web, disabled, listed, removed, state_keys, again = _run(isolated_home, scenario)
-    assert (terminal.channel, terminal.chat_id) == ("cli", "default")
-    assert (telegram.channel, telegram.chat_id, telegram.timezone) == ("telegram", "42", "Europe/Lisbon")
-    assert (web.channel, web.chat_id, web.action) == ("web", "s1", "reminder") and disabled.enabled is False
-    assert listed == [(terminal.id, ""), (telegram.id, ""), (web.id, "")]
-    assert removed and state_keys == [] and again is False  # removed means deleted

@@ -10,6 +10,7 @@ import pytest
 from picoora.assistant import TurnFailed, build_assistant
 from picoora.config import load_config
 from picoora.llm.base import ModelNotFoundError
+from picoora.llm.ollama import OllamaLLM
 from tests.cli_support import write_config
 from tests.fakes.agent_kit import Collector
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -36,7 +37,15 @@ class GatedOllama(FakeOllama):
         return Reply(content=f"{body['model']} answers {text} with several words")
 
 
-def test_two_sessions_stream_while_a_third_switches_model(isolated_home):
+def test_two_sessions_stream_while_a_third_switches_model(isolated_home, monkeypatch):
+    closed: list[str] = []  # the models whose client the pool closed, in order
+    real_close = OllamaLLM.close
+
+    async def recording_close(llm):
+        closed.append(llm.model)
+        await real_close(llm)
+
+    monkeypatch.setattr(OllamaLLM, "close", recording_close)
     with GatedOllama(models=("m1", "m2", "m3")) as fake:
         config = load_config(write_config(isolated_home, ollama_url=fake.url, model="m1"))
 
@@ -50,19 +59,21 @@ def test_two_sessions_stream_while_a_third_switches_model(isolated_home):
                 await assistant.set_session_model("web:c", "m2")
                 answer_c = await assistant.answer("quick c", "web:c")
                 await assistant.set_session_model("web:c", "m3")  # m2 now has no user: its client closes
-                open_while_waiting = {c.model for c in assistant.models.open_clients()}
+                for _ in range(3):  # the close runs as a task of its own
+                    await asyncio.sleep(0)
+                closed_while_waiting = list(closed)
                 fake.release.set()
                 results = await asyncio.gather(turn_a, turn_b)
                 models = {key: (await assistant.session_model(key)).model for key in ("web:a", "web:b", "web:c")}
-                return a, b, results, answer_c, open_while_waiting, models
+                return a, b, results, answer_c, closed_while_waiting, models
 
-        a, b, results, answer_c, open_while_waiting, models = asyncio.run(scenario())
+        a, b, results, answer_c, closed_while_waiting, models = asyncio.run(scenario())
 
     assert [r.stop_reason for r in results] == ["answer", "answer"]
     assert results[0].text == "m1 answers slow a with several words"
     assert answer_c == "m2 answers quick c with several words"
     assert models == {"web:a": "m1", "web:b": "m1", "web:c": "m3"}
-    assert open_while_waiting == {"m1", "m3"}  # m1 kept for a and b; m2 closed once unused
+    assert closed_while_waiting == ["m2"]  # m1 kept for a and b, m3 for c; m2 closed once unused
     # Each turn reached the server exactly once: nothing failed over or was re-sent.
     chats = [(r["model"], _last_user(r)) for r in fake.requests]
     assert sorted(chats) == [("m1", "slow a"), ("m1", "slow b"), ("m2", "quick c")]

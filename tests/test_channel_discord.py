@@ -11,7 +11,7 @@ import pytest
 
 from picoora.channel_registry import ChannelConfig
 from picoora.gateway.channels.discord.channel import DiscordChannel
-from picoora.people import Pairing
+from picoora.identities import Pairing
 from tests.fakes.channel_kit import (
     ChannelHarness,
     pair_then_talk,

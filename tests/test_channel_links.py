@@ -12,7 +12,7 @@ import pytest
 from picoora.channel_registry import ChannelConfig
 from picoora.gateway.channels.base import NOT_A_QUESTION, AsksApprovals
 from picoora.gateway.channels.links import CHOICES, ChannelLinks, approval_button, pressed_approval
-from picoora.people import Sender
+from picoora.identities import Sender
 
 TELEGRAM_CALLBACK_BYTES = 64  # the smallest room of the three platforms (Discord 100, Slack 255)
 

@@ -15,7 +15,7 @@ import pytest
 from picoora.assistant import build_assistant
 from picoora.config import Config
 from picoora.gateway.runtime.services import GatewayRuntime
-from picoora.people import Person
+from picoora.identities import Person
 from tests.fakes._http import closed_port_url
 from tests.fakes.channel_kit import wait_for
 from tests.fakes.discord_server import FakeDiscord

@@ -12,7 +12,7 @@ import pytest
 from picoora.channel_registry import SlackChannelConfig
 from picoora.gateway.channels.slack.channel import SlackChannel
 from picoora.gateway.channels.slack.format import to_mrkdwn
-from picoora.people import Pairing
+from picoora.identities import Pairing
 from tests.fakes.channel_kit import (
     ChannelHarness,
     pair_then_talk,

@@ -12,8 +12,8 @@ from picoora.channel_registry import ChannelConfig
 from picoora.config import Config
 from picoora.gateway.channels.base import ChannelLinks
 from picoora.gateway.channels.telegram.channel import TelegramChannel
-from picoora.gateway.runtime.people import Directory
-from picoora.people import Pairing
+from picoora.gateway.runtime.admission import Directory
+from picoora.identities import Pairing
 from picoora.store.files import FileStore
 from tests.fakes.telegram_server import FakeTelegram
 

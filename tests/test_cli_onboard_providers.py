@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from picoora.llm.presets import PRESETS
+from picoora.providers import PRESETS
 from tests.cli_support import REPO, run_cli, write_config
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.ollama_server import FakeOllama

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from picoora.scheduler.jobs import LAST_CHAT, JobBook, remember_chat
+from picoora.owner_chat import LAST_CHAT, remember_chat
+from picoora.scheduler.jobs import JobBook
 from picoora.store.files import FileStore
 from picoora.tools.base import ToolContext
 from picoora.tools.cron import Cron

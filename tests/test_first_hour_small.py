@@ -56,7 +56,7 @@ def test_a_broken_mcp_server_and_a_bad_skill_are_each_reported_once(isolated_hom
 def test_expired_pairing_codes_are_pruned_when_met(isolated_home):
     from datetime import datetime, timedelta, timezone
 
-    from picoora.people import PAIR_PREFIX, Pairing, PairingRequest, Sender
+    from picoora.identities import PAIR_PREFIX, Pairing, PairingRequest, Sender
     from picoora.store.files import FileStore
 
     write_config(isolated_home, ollama_url="http://127.0.0.1:9")

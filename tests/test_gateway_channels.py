@@ -10,7 +10,7 @@ import json
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.runtime.services import GatewayRuntime
-from picoora.people import Person
+from picoora.identities import Person
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.channel_kit import wait_for

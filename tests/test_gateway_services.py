@@ -10,7 +10,7 @@ import pytest
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.runtime.services import GatewayRuntime
-from picoora.people import Pairing, Sender
+from picoora.identities import Pairing, Sender
 from picoora.store.files import FileStore
 from tests.cli_support import run_cli
 from tests.fakes.ollama_server import FakeOllama, Reply

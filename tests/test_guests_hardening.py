@@ -14,9 +14,9 @@ import httpx
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.runtime.services import GatewayRuntime
+from picoora.identities import Pairing, Sender
 from picoora.outward import GUEST_FAILURE
-from picoora.people import Pairing, Sender
-from picoora.scheduler.jobs import LAST_CHAT
+from picoora.owner_chat import LAST_CHAT
 from picoora.store.files import FileStore
 from tests.cli_support import closed_port_url_config, run_cli
 from tests.fakes.gateway_kit import TOKEN as GATEWAY_TOKEN
@@ -158,7 +158,7 @@ def test_pair_approve_refuses_names_that_would_leave_the_peoples_folder(isolated
 
 
 def test_a_planted_approval_cannot_name_a_store_outside_the_peoples_folder(isolated_home):
-    from picoora.gateway.runtime.people import Directory
+    from picoora.gateway.runtime.admission import Directory
     from picoora.store.layout import FileLayout
 
     store = FileStore(isolated_home / "ws")

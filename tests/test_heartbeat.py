@@ -12,7 +12,7 @@ from picoora import inbox
 from picoora.assistant import build_assistant
 from picoora.config import Config, load_config
 from picoora.gateway.runtime.heartbeat import HeartbeatService, actionable
-from picoora.scheduler.jobs import LAST_CHAT
+from picoora.owner_chat import LAST_CHAT
 from tests.cli_support import write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.runtime_kit import running_runtime

@@ -11,7 +11,7 @@ from picoora.config import Config, ConfigError, Providers, load_config
 from picoora.llm import create_llm
 from picoora.llm.base import LLMError
 from picoora.llm.openai_compat import OpenAICompatLLM
-from picoora.llm.presets import PRESETS, provider_names
+from picoora.providers import PRESETS, provider_names
 from tests.cli_support import run_cli
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

@@ -11,7 +11,7 @@ import pytest
 from picoora.assistant import build_assistant
 from picoora.config import load_config
 from picoora.gateway.channels.links import Inbound
-from picoora.people import Person
+from picoora.identities import Person
 from tests.cli_support import run_cli, write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.runtime_kit import running_runtime

@@ -12,7 +12,7 @@ import pytest
 
 from picoora.config import load_config
 from picoora.migrate import MARKER
-from picoora.scheduler.jobs import LAST_CHAT
+from picoora.owner_chat import LAST_CHAT
 from tests.cli_support import messages_text, run_cli
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.go_home import OPENROUTER_KEY, TELEGRAM_TOKEN, build_go_home

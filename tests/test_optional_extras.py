@@ -41,11 +41,32 @@ def without(tmp_path):
         sys.meta_path.insert(0, Absent)
         '''))
 
-    def run(*args, home, blocked=EVERY_OPTIONAL_MODULE, **kwargs):
-        env = {"PYTHONPATH": f"{site}:{REPO}", "PICO_TEST_BLOCKED_MODULES": ",".join(blocked)}
+    def run(*args, home, blocked=EVERY_OPTIONAL_MODULE, extra_env=None, **kwargs):
+        env = {**(extra_env or {}), "PYTHONPATH": f"{site}:{REPO}", "PICO_TEST_BLOCKED_MODULES": ",".join(blocked)}
         return run_cli(*args, home=home, extra_env=env, **kwargs)
 
     return run
+
+
+@pytest.mark.slow  # real CLI processes
+def test_onboard_and_the_agents_help_need_no_extra(without, isolated_home):
+    with FakeOllama() as fake:
+        onboarded = without("onboard", "--non-interactive", home=isolated_home,
+                            extra_env={"PICO_PROVIDERS_OLLAMA_API_BASE": fake.url})
+    helped = without("agent", "--help", home=isolated_home)
+    assert onboarded.returncode == 0 and "Traceback" not in onboarded.stderr, onboarded.stderr
+    assert (isolated_home / "config.json").is_file()
+    assert helped.returncode == 0 and "--message" in helped.stdout, helped.stderr
+
+
+@pytest.mark.slow  # real CLI processes
+def test_a_job_without_the_gateway_names_its_extra_and_listing_still_works(without, isolated_home):
+    write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+    added = without("cron", "add", "every", "1h", "Summarise my notes", home=isolated_home)
+    listed = without("cron", "list", home=isolated_home)
+    assert added.returncode != 0 and "pip install 'picoora[gateway]'" in added.stderr
+    assert "Traceback" not in added.stderr and len(added.stderr.strip().splitlines()) == 1
+    assert listed.returncode == 0 and "No scheduled jobs" in listed.stdout, listed.stderr
 
 
 @pytest.mark.slow  # real CLI processes
@@ -70,13 +91,13 @@ def test_the_gateway_and_an_enabled_channel_name_their_extras(without, isolated_
     path.write_text(json.dumps(data))
     no_telegram = without("gateway", home=isolated_home, blocked=["telegram"])
     assert no_web.returncode == 1 and "pip install 'picoora[gateway]'" in no_web.stderr
-    assert "fastapi, uvicorn" in no_web.stderr and "Traceback" not in no_web.stderr
+    assert "fastapi, uvicorn, apscheduler, websockets" in no_web.stderr and "Traceback" not in no_web.stderr
     assert no_telegram.returncode == 1 and "the Telegram channel needs telegram" in no_telegram.stderr
     assert "pip install 'picoora[telegram]'" in no_telegram.stderr and "Traceback" not in no_telegram.stderr
 
 
 @pytest.mark.slow  # a real CLI process
-def test_discord_and_slack_need_no_extra_of_their_own(without, isolated_home):
+def test_discord_and_slack_need_only_the_gateways_extra(without, isolated_home):
     path = write_config(isolated_home, ollama_url="http://127.0.0.1:9")
     data = json.loads(path.read_text())
     data["channels"] = {"discord": {"enabled": True, "token": "x"},
@@ -128,5 +149,6 @@ def test_pyproject_extras_match_the_code_and_all_is_every_extra():
     assert extras["all"] == [f"picoora[{','.join(EXTRAS)}]"]
     assert "picoora[all]" in extras["test"]
     core = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    optional = ("openai", "anthropic", "fastapi", "uvicorn", "telegram", "oracledb", "mcp", "onnxruntime")
+    optional = ("openai", "anthropic", "fastapi", "uvicorn", "apscheduler", "websockets", "telegram", "oracledb",
+                "mcp", "onnxruntime")
     assert not [dep for dep in core for name in optional if dep.startswith((name, f"python-{name}"))]

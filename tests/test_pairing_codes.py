@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from picoora.people import PAIR_PREFIX, Pairing, Sender
+from picoora.identities import PAIR_PREFIX, Pairing, Sender
 from picoora.store.files import FileStore
 
 

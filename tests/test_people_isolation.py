@@ -10,8 +10,8 @@ import pytest
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.channels.links import Inbound
-from picoora.gateway.runtime.people import PersonAssistants
-from picoora.people import Person
+from picoora.gateway.runtime.admission import PersonAssistants
+from picoora.identities import Person
 from picoora.tools.base import ToolContext
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.runtime_kit import running_runtime

@@ -15,7 +15,8 @@ import pytest
 
 from picoora.config import load_config
 from picoora.gateway.runtime.services import CUT_OFF_REPLY
-from picoora.scheduler.jobs import JobBook, remember_chat
+from picoora.owner_chat import remember_chat
+from picoora.scheduler.jobs import JobBook
 from picoora.store.files import FileStore
 from tests.cli_support import write_config
 from tests.fakes.gateway_kit import TOKEN, RunningGateway

@@ -11,10 +11,10 @@ from picoora.agent import TurnResult
 from picoora.assistant import build_assistant
 from picoora.config import load_config
 from picoora.gateway.channels.links import Inbound, ShuttingDown
-from picoora.gateway.runtime.people import PersonAssistants
+from picoora.gateway.runtime.admission import PersonAssistants
 from picoora.gateway.runtime.turns import TurnService
-from picoora.people import Person
-from picoora.scheduler.jobs import last_chat
+from picoora.identities import Person
+from picoora.owner_chat import last_chat
 from tests.cli_support import write_config
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.runtime_kit import running_runtime

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
 def _store(config: Config, person: str) -> Iterator[Store]:
     """The owner's store, or ``person``'s view of it (``--as``)."""
     from picoora.cli.opening import command_store
-    from picoora.people import check_person_name, owner_name
+    from picoora.identities import check_person_name, owner_name
 
     with command_store(config) as store:
         if not person or person == owner_name(config):
@@ -70,7 +70,7 @@ def add(
 
     config = load_config(ctx)
     if shared and person:
-        from picoora.people import owner_name
+        from picoora.identities import owner_name
 
         if person != owner_name(config):
             raise CLIError("only the owner shares documents: drop --as or --shared", EXIT_USAGE)

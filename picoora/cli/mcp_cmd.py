@@ -17,7 +17,7 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from picoora.people import Person
+    from picoora.identities import Person
     from picoora.store.base import Store
 
 DEFAULT_HTTP_PORT = 18791
@@ -54,7 +54,7 @@ def mcp(
     secrets, workspace = secret_values(config), workspace_path(config)
     try:
         if http:
-            from picoora.people import Person, owner_name
+            from picoora.identities import Person, owner_name
 
             owner = Person(owner_name(config), owner=True)
             asyncio.run(_serve_http(store, config.gateway.token, owner, port, secrets=secrets, workspace=workspace))

@@ -287,7 +287,7 @@ def _install_templates(workspace: Path, force: bool) -> None:
 
 def _print_next_steps(path: Path, provider: str, model: str, problem: str | None) -> None:
     from picoora.cli.invocation import picoora_command
-    from picoora.llm.presets import key_env
+    from picoora.providers import key_env
 
     command = picoora_command()  # `.venv/bin/picoora` after the quick start, which activates nothing
     if problem:

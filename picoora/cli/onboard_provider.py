@@ -14,7 +14,7 @@ import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError
 from picoora.config import Config
-from picoora.llm.presets import ALIASES, PRESETS, key_env, provider_names
+from picoora.providers import ALIASES, PRESETS, key_env, provider_names
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5"}
 CHECK_SECONDS = 60.0  # the key check's whole budget (a hosted model's first answer; a local one loading)

@@ -20,7 +20,7 @@ import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
 from picoora.cli.status_report import count
-from picoora.people import OWNER  # a document's person shown when the owner added it
+from picoora.identities import OWNER  # a document's person shown when the owner added it
 
 if TYPE_CHECKING:
     from picoora.config import Config

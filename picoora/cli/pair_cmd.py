@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 def list_(ctx: typer.Context) -> None:
     """Who is waiting (codes expire after an hour) and who has access: approved here, or named in the config."""
     from picoora.cli.opening import command_store
-    from picoora.people import Pairing
+    from picoora.identities import Pairing
 
     config = load_config(ctx)
     with command_store(config) as store:
@@ -51,7 +51,7 @@ def approve(
 ) -> None:
     """Let them in: from now on they talk to the assistant with memories of their own."""
     from picoora.cli.opening import command_store
-    from picoora.people import Pairing
+    from picoora.identities import Pairing
 
     with command_store(load_config(ctx)) as store:
         try:
@@ -66,7 +66,7 @@ def approve(
 def refuse(ctx: typer.Context, code: str = typer.Argument(...)) -> None:
     """Refuse them (their code stops working; a new message gets a new code)."""
     from picoora.cli.opening import command_store
-    from picoora.people import Pairing
+    from picoora.identities import Pairing
 
     with command_store(load_config(ctx)) as store:
         try:
@@ -83,7 +83,7 @@ def revoke(
 ) -> None:
     """Take back access given with `pair approve` (their memories are kept; a new message gets a new code)."""
     from picoora.cli.opening import command_store
-    from picoora.people import Pairing
+    from picoora.identities import Pairing
 
     with command_store(load_config(ctx)) as store:
         gone = Pairing(store).revoke(who.strip())

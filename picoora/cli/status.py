@@ -94,7 +94,7 @@ def _workspace_line(workspace: Path) -> Line:
 def _provider_lines(config: Config, provider: str, model: str) -> list[Line]:
     if provider == "ollama":
         return _ollama_lines(config, model)
-    from picoora.llm.presets import PRESETS, key_env
+    from picoora.providers import PRESETS, key_env
 
     settings = getattr(config.providers, provider)
     preset = PRESETS.get(provider)

@@ -16,7 +16,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from picoora.gateway.errors import ApiError
-from picoora.people import Person  # at run time: FastAPI reads the dependencies' annotations
+from picoora.identities import Person  # at run time: FastAPI reads the dependencies' annotations
 
 if TYPE_CHECKING:
     from picoora.gateway.state import Gateway

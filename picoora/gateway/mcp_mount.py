@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from picoora.gateway.state import Gateway
+    from picoora.identities import Person
     from picoora.mcp_server import MemoryHttpApp
-    from picoora.people import Person
     from picoora.store.base import Store
 
 

@@ -39,7 +39,7 @@ from picoora.gateway.schemas import (
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import caller_of, gateway_of, person_assistant, result_of, submit_turn, turns_of
 from picoora.gateway.timing import server_timing
-from picoora.people import Person  # at run time: FastAPI reads the dependencies' annotations
+from picoora.identities import Person  # at run time: FastAPI reads the dependencies' annotations
 from picoora.store.base import Provenance, time_to_json
 from picoora.store.until import parse_until
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from picoora.gateway.errors import ApiError
-from picoora.people import Person, owner_name
+from picoora.identities import Person, owner_name
 
 if TYPE_CHECKING:
     import asyncio

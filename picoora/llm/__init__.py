@@ -2,7 +2,7 @@
 
 ``create_llm(config)`` imports only the configured provider's module, so importing this package
 pulls in no SDK (``anthropic`` alone costs most of a second). A preset (``openrouter``, ``groq``, ...;
-``picoora.llm.presets``) is the OpenAI-compatible client on the preset's ``providers.<name>`` section.
+``picoora.providers``) is the OpenAI-compatible client on the preset's ``providers.<name>`` section.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from picoora.llm.presets import PRESETS, client_of, provider_names
+from picoora.providers import PRESETS, client_of, provider_names
 
 if TYPE_CHECKING:
     from picoora.config import Config

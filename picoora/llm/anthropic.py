@@ -4,7 +4,7 @@ System messages become the ``system`` parameter; assistant tool calls become ``t
 tool results ``tool_result`` blocks in a user message (consecutive results share one message, as
 the API requires). ``max_tokens`` is always sent (the API demands it). No temperature is sent: API
 version 2026-10-21 (what the 2.x client speaks) rejects sampling parameters on every model, and the
-client no longer accepts one. Thinking blocks, when the model returns them, become reasoning.
+client accepts none. Thinking blocks, when the model returns them, become reasoning.
 """
 
 from __future__ import annotations

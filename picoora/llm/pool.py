@@ -93,9 +93,6 @@ class ModelPool:
             entry.in_flight -= 1
             self._close_if_idle(choice)
 
-    def open_clients(self) -> list[ModelChoice]:
-        return list(self._entries)
-
     def _close_if_idle(self, choice: ModelChoice) -> None:
         entry = self._entries.get(choice)
         if entry is None or choice == self.default or entry.selected_by or entry.in_flight:

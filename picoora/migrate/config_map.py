@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from picoora.llm.presets import ALIASES, provider_names
+from picoora.providers import ALIASES, provider_names
 
 Key = tuple[str, ...]
 Take = Callable[[Key], Any]  # reads a Go key and marks it handled

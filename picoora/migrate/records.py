@@ -242,7 +242,7 @@ def migrate_last_chat(workspace: Path, store: Store | None, section: Section) ->
     if last.partition(":")[2].startswith("-"):  # a Telegram group: jobs and the heartbeat never answer there
         section.skipped("last chat", f"{last} is a group chat; picoora delivers only to a private one")
         return
-    from picoora.scheduler.jobs import LAST_CHAT
+    from picoora.owner_chat import LAST_CHAT
 
     held = store.get_state(LAST_CHAT) if store is not None else None
     if held == last:

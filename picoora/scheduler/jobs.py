@@ -4,7 +4,8 @@ A job's definition (what, when, where to deliver) and its run record (last run, 
 two state keys: ``cron.job.<id>`` is written only by whoever edits the job (the ``cron`` tool, ``picoora
 cron``), ``cron.run.<id>`` only by the scheduler. A CLI edit and a run recorded at the same moment
 therefore never overwrite each other: no lost updates, whichever process does what. Removing a job
-deletes both keys; an empty value (how removals were recorded before the store could delete) reads as gone.
+deletes both keys; an empty value reads as gone, since stores written by versions that could not delete a key
+record a removal that way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, Literal
 
+from picoora.owner_chat import TERMINAL, default_target
 from picoora.store.base import KeyValueStore
 
 Kind = Literal["at", "every", "cron"]
@@ -23,10 +25,6 @@ Action = Literal["agent", "reminder"]
 KINDS: tuple[str, ...] = ("at", "every", "cron")
 ACTIONS: tuple[str, ...] = ("agent", "reminder")
 JOB_PREFIX, RUN_PREFIX = "cron.job.", "cron.run."
-# State key: "<channel>:<chat_id>", the owner's last one-to-one chat. Not the Go version's "last_channel",
-# which any chat set, a group included: a job's answer (a recalled PIN) would land in that group.
-LAST_CHAT = "last_private_chat"
-TERMINAL = ("cli", "default")  # where results go when no chat has talked to the gateway yet
 MIN_INTERVAL_SECONDS = 60  # an agent turn every few seconds is a runaway loop, not a schedule
 MAX_TEXT_CHARS = 2000  # a job record is a state value (4000 bytes on Oracle): room for the rest
 _DURATION = re.compile(r"^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?)\s*$", re.IGNORECASE)
@@ -46,24 +44,6 @@ def target_channels() -> tuple[str, ...]:
     from picoora.channel_registry import Channels
 
     return ("cli", *Channels.model_fields)
-
-
-def last_chat(store: KeyValueStore) -> tuple[str, str] | None:
-    """(channel, chat id) of the private chat the owner spoke on last, or None when none has yet."""
-    channel, _, chat_id = (store.get_state(LAST_CHAT) or "").partition(":")
-    return (channel, chat_id) if channel and chat_id else None
-
-
-def remember_chat(store: KeyValueStore, channel: str, chat_id: str) -> None:
-    """Called for every message in a private chat (never a group's): written only when it moves (a state
-    write is a file replace + fsync)."""
-    if last_chat(store) != (channel, chat_id):
-        store.set_state(LAST_CHAT, f"{channel}:{chat_id}")
-
-
-def default_target(store: KeyValueStore) -> tuple[str, str]:
-    """Where a job's result goes when its creator names no chat: the private chat used last, else the terminal."""
-    return last_chat(store) or TERMINAL
 
 
 @dataclass
@@ -152,10 +132,16 @@ def zone(name: str, default: str = "") -> tzinfo:
 
 
 def trigger_for(job: Job, default_zone: str = "") -> Any:
-    """The APScheduler trigger for ``job`` (imported here: only the scheduler and edits pay for it)."""
-    from apscheduler.triggers.cron import CronTrigger
-    from apscheduler.triggers.date import DateTrigger
-    from apscheduler.triggers.interval import IntervalTrigger
+    """The APScheduler trigger for ``job`` (imported here: only the scheduler and edits pay for it). APScheduler
+    comes with the gateway's extra, since only the gateway runs jobs: without it a job cannot be checked or
+    scheduled, and ``JobError`` says what to install (listing and removing jobs still work)."""
+    try:
+        from apscheduler.triggers.cron import CronTrigger
+        from apscheduler.triggers.date import DateTrigger
+        from apscheduler.triggers.interval import IntervalTrigger
+    except ImportError:
+        raise JobError("scheduled jobs run in the gateway, whose apscheduler is not installed: "
+                       "pip install 'picoora[gateway]'") from None
 
     tz = zone(job.timezone, default_zone)
     if job.kind == "every":

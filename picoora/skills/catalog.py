@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from picoora.tools.safe_fs import UnsafeFile, open_for_reading
+from picoora.safe_fs import UnsafeFile, open_for_reading
 from picoora.untrusted import one_line
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ _of_embedder_lock = threading.Lock()
 
 def anchors_for(embedder: Embedder) -> Anchors:
     """The process's one ``Anchors`` of ``embedder``: every store embedding with it (the owner's, each
-    person's) reads the same background vectors, where each used to hold its own copy (184 KB for MiniLM).
+    person's) reads the same background vectors rather than a copy each (184 KB for MiniLM).
     It holds the embedder weakly (a strong reference would keep the key alive); an embedder that cannot be
     referenced weakly gets anchors of its own."""
     with _of_embedder_lock:

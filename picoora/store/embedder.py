@@ -93,8 +93,8 @@ _shared_lock = threading.Lock()
 
 def shared_embedder(memory: MemoryConfig, ollama_base: str, cache_dir: Path | None = None) -> Embedder | None:
     """``create_embedder``'s embedder, one per process for the same settings: every store that embeds with
-    them (the owner's and each person's) shares one loaded model, where each used to load its own (about
-    20 MB each, kept while the store is open). It lives while a store holds it; stores never close it.
+    them (the owner's and each person's) shares one loaded model, since one per store costs about 20 MB
+    each, kept while the store is open. It lives while a store holds it; stores never close it.
     Embedders may be called from several threads at once (see ``MiniLMEmbedder``)."""
     if memory.embedder == "none":
         return None

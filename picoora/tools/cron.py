@@ -78,7 +78,7 @@ class Cron(Tool):
         """The owner's last private chat (for a turn from a private chat: that chat, remembered before the
         turn ran), or the web chat this turn came from, else the terminal. Never a group chat the turn came
         from: a job's answer may hold anything the owner told the assistant."""
-        from picoora.scheduler.jobs import default_target
+        from picoora.owner_chat import default_target
 
         channel, chat_id = chat_of(ctx.session_key)
         if channel == "web" and chat_id:  # the owner's own web chat

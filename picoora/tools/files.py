@@ -1,7 +1,7 @@
 """File tools: read_file, write_file, edit_file, append_file, list_dir.
 
 Every path goes through the sandbox (``picoora.tools.sandbox``) and the tool then opens the real
-path it returned through ``picoora.tools.safe_fs``: no symlink followed on the way, the opened
+path it returned through ``picoora.safe_fs``: no symlink followed on the way, the opened
 directory checked again, regular files only, the size checked on the descriptor, no writes to a
 hard-linked file. Writes replace the file atomically (temp file in the same directory, fsync,
 rename), so a crash leaves the old or the new content, never half of it.
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from picoora.safe_fs import UnsafeFile, append_to_file, open_dir, open_for_reading, replace_file
 from picoora.tools.base import Tool, ToolContext, ToolResult
-from picoora.tools.safe_fs import UnsafeFile, append_to_file, open_dir, open_for_reading, replace_file
 from picoora.tools.sandbox import Sandbox, SandboxError
 
 BINARY_SNIFF_BYTES = 8192

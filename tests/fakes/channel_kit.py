@@ -10,7 +10,7 @@ from typing import Any
 from picoora.channel_registry import ChannelConfig
 from picoora.config import Config
 from picoora.gateway.channels.base import ChannelLinks
-from picoora.gateway.runtime.people import Directory
+from picoora.gateway.runtime.admission import Directory
 from picoora.store.files import FileStore
 
 
@@ -102,7 +102,7 @@ def pair_then_talk(make: Callable[[], ChannelHarness], say: Callable[[str], Any]
     platform knows the first message was handled (else it may offer it again to the second start)."""
     first = make()
     asyncio.run(first.run(lambda: replies() and taken(), seconds=5, meanwhile=lambda: say("hi")))
-    from picoora.people import Pairing
+    from picoora.identities import Pairing
 
     assert Pairing(first.store).approve(pairing_code(replies()[0]), "sam").name == "sam"
     second = make()

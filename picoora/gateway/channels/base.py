@@ -4,7 +4,7 @@ A channel only translates: it receives platform updates and calls :meth:`Channel
 implements :meth:`Channel.deliver` for what goes back to a chat. It is handed ``ChannelLinks``, the few
 callables it needs, and reaches nothing else of the gateway:
 
-- ``admit``: who the sender is (``picoora.gateway.runtime.people.Directory``); an unknown sender gets one
+- ``admit``: who the sender is (``picoora.gateway.runtime.admission.Directory``); an unknown sender gets one
   short reply with a pairing code and nothing else: their text never reaches the model;
 - ``submit``: the admitted message becomes a turn of the turn service, which replies to the chat through
   outbound delivery (this channel's ``send``) when the turn ends;
@@ -31,7 +31,7 @@ import logging
 
 from picoora.channel_registry import ChannelConfig
 from picoora.gateway.channels.links import CHOICES, Attachment, ChannelLinks, Inbound, pressed_approval
-from picoora.people import Sender
+from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 

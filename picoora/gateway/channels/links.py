@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from picoora.agent.conversation import ClientConversation
-    from picoora.people import PairingRequest, Person, Sender
+    from picoora.identities import PairingRequest, Person, Sender
 
 
 class ShuttingDown(Exception):

@@ -1,8 +1,8 @@
 """A retried request gets the first one's turn, not a new one.
 
 The OpenAI SDKs retry a failed or timed-out request (twice by default), LangChain and others retry
-on their own, and every retry used to be a new turn (three failed turns stored, and three answers to
-one question). A request is the same as an earlier one when it carries the same ``Idempotency-Key``
+on their own; a retry run as a new turn would store three failed turns, or give three answers to one
+question. A request is the same as an earlier one when it carries the same ``Idempotency-Key``
 header (replayed, whatever its outcome, for ``KEY_SECONDS``), or has the very same body as one that is
 still running or failed less than ``BODY_SECONDS`` ago. A body that already got an answer is not
 replayed: a client sending the same conversation again after an answer is asking for a new one (a

@@ -25,15 +25,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from picoora.gateway.channels.links import CHOICES
-from picoora.scheduler.jobs import last_chat
+from picoora.owner_chat import last_chat_from_loop
 
 if TYPE_CHECKING:
     from picoora.agent.loop import Approve
     from picoora.config import ApprovalsConfig
     from picoora.gateway.channels.base import AsksApprovals
     from picoora.gateway.channels.links import Inbound
-    from picoora.people import Person, Sender
-    from picoora.store.base import KeyValueStore
+    from picoora.identities import Person, Sender
+    from picoora.store.aio import AsyncStore
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +41,10 @@ ARGUMENTS_SHOWN = 600  # characters of the call's arguments in the question
 
 
 class Approvals:
-    def __init__(self, settings: ApprovalsConfig, owner_store: KeyValueStore,
+    def __init__(self, settings: ApprovalsConfig, owner_astore: AsyncStore,
                  is_owner: Callable[[Sender], Awaitable[bool]]):
         self.settings = settings
-        self.owner_store = owner_store
+        self.owner_astore = owner_astore
         self.is_owner = is_owner
         self.channels: dict[str, AsksApprovals] = {}  # the channels that can ask
         self._pending: dict[str, asyncio.Future[str]] = {}
@@ -76,7 +76,7 @@ class Approvals:
         return approve
 
     async def _ask(self, inbound: Inbound, tool: str, arguments: dict[str, Any]) -> str:
-        where = self._owner_chat(inbound)
+        where = await self._owner_chat(inbound)
         if where is None:
             return "unreachable"
         channel, chat_id = where
@@ -104,11 +104,11 @@ class Approvals:
             log.warning("could not mark the approval of %s as settled: %s", tool, exc)
         return choice
 
-    def _owner_chat(self, inbound: Inbound) -> tuple[AsksApprovals, str] | None:
+    async def _owner_chat(self, inbound: Inbound) -> tuple[AsksApprovals, str] | None:
         own = inbound.person is None or inbound.person.owner
         if own and inbound.channel in self.channels:
             return self.channels[inbound.channel], inbound.chat_id
-        private = last_chat(self.owner_store)  # the private chat the owner spoke in last
+        private = await last_chat_from_loop(self.owner_astore)  # the private chat the owner spoke in last
         if private is not None and private[0] in self.channels:
             return self.channels[private[0]], private[1]
         return None

@@ -5,7 +5,7 @@
 - Otherwise one turn in a session of its own, cleared before each beat, so beats never pile up context or
   see the owner's conversations (the session's transcript keeps every beat).
 - A reply that is just ``HEARTBEAT_OK`` means "nothing to do" and is dropped; anything else goes to the
-  owner's last active chat, else the terminal (``jobs.default_target``). The Go version never delivered it.
+  owner's last active chat, else the terminal (``owner_chat.default_target``). The Go version never delivered it.
 - A beat is a turn of the turn service, so it keeps its session's order and is drained at shutdown; its
   record is written inside that turn (``cut_off`` when the gateway stopped it).
 - Each beat is logged, and its outcome kept in state (``heartbeat.last``) for ``status`` and the gateway.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from picoora.gateway.channels.links import Inbound, ShuttingDown
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.envelopes import TurnOutcome
-from picoora.scheduler.jobs import default_target
+from picoora.owner_chat import default_target
 
 if TYPE_CHECKING:
     from picoora.gateway.runtime.turns import Submit

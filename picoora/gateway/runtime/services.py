@@ -10,7 +10,7 @@ the messenger, the chat channels, the scheduler, the heartbeat), all from the on
     await runtime.close()              # channels closed, people's assistants closed
 
 A channel message becomes a turn here (``_submit_chat``): the sender was admitted by the channel through
-``people.Directory``, the turn runs in that person's assistant (``_run``), and its answer goes back to the
+``admission.Directory``, the turn runs in that person's assistant (``_run``), and its answer goes back to the
 chat through ``delivery`` (``_reply``), or into the message it streamed into on a channel that edits
 (``runtime.streaming``). A chat command (``runtime.commands``) is answered in the same order without the
 model; ``/stop`` at once. Each service gets the callables it needs, never the assistant.
@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from picoora.gateway.channels.links import Admission, Inbound
 from picoora.gateway.runtime import media
+from picoora.gateway.runtime.admission import Directory, PersonAssistants
 from picoora.gateway.runtime.approvals import Approvals
 from picoora.gateway.runtime.commands import parse_command, run_command
 from picoora.gateway.runtime.delivery import Delivery
 from picoora.gateway.runtime.duties import SingletonDuty, session_turn
 from picoora.gateway.runtime.envelopes import TurnOutcome
 from picoora.gateway.runtime.messenger import GatewayMessenger
-from picoora.gateway.runtime.people import Directory, PersonAssistants
 from picoora.gateway.runtime.streaming import EditedReply
 from picoora.gateway.runtime.turns import TurnService
-from picoora.scheduler.jobs import remember_chat
+from picoora.owner_chat import remember_chat
 from picoora.store.leases import node_id
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from picoora.gateway.channels.base import Channel, EditsMessages
     from picoora.gateway.runtime.heartbeat import HeartbeatService
     from picoora.gateway.runtime.scheduler import SchedulerService
-    from picoora.people import Sender
+    from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class GatewayRuntime:
         self.turns = TurnService(self._run)
         self.people = PersonAssistants(assistant)
         self.directory = Directory(assistant.config, assistant.store)
-        self.approvals = Approvals(assistant.config.tools.approvals, assistant.store, self._is_owner)
+        self.approvals = Approvals(assistant.config.tools.approvals, assistant.astore, self._is_owner)
         self.delivery = Delivery(assistant.astore, assistant.agent.secrets)
         self.messenger = GatewayMessenger(self.turns.submit, self.delivery)
         self.channels: list[Channel] = []

@@ -20,7 +20,6 @@ import concurrent.futures
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -214,14 +213,6 @@ def explain_connect_failure(config: OracleConfig, exc: BaseException) -> OracleU
                                                 "oracle.dsn")
     return OracleUnavailable("error", f"Cannot connect to Oracle at {where}: "
                                       f"{code + ': ' if code and code not in text else ''}{text}")
-
-
-@dataclass
-class Statement:
-    """One executed statement as the fake and the lint see it (also handy in error messages)."""
-
-    sql: str
-    binds: dict[str, Any]
 
 
 MAX_STRING_BYTES = 4000  # VARCHAR2 binds under MAX_STRING_SIZE=STANDARD (the Free default)

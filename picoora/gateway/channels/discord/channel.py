@@ -30,7 +30,7 @@ from picoora.gateway.channels.links import ShuttingDown
 from picoora.gateway.channels.socket_channel import SocketChannel
 from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import ApiError, TokenRefused
-from picoora.people import Sender
+from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 

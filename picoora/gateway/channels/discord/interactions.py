@@ -25,7 +25,7 @@ from picoora.gateway.channels.base import STREAMING_MARK, AsksApprovals, EditsMe
 from picoora.gateway.channels.links import COMMANDS, ShuttingDown, approval_button
 from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.web_api import WebApi
-from picoora.people import Sender
+from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 

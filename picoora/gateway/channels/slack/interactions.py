@@ -26,7 +26,7 @@ from picoora.gateway.channels.base import AsksApprovals, EditsMessages
 from picoora.gateway.channels.links import COMMANDS, approval_button, pressed_approval
 from picoora.gateway.channels.slack.format import SLACK_PIECE, to_mrkdwn
 from picoora.gateway.channels.split import split_message
-from picoora.people import Sender
+from picoora.identities import Sender
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ from picoora.gateway.channels.links import (
 from picoora.gateway.channels.redact import TokenScrubbingRecords
 from picoora.gateway.channels.split import split_message
 from picoora.gateway.channels.telegram.format import TELEGRAM_LIMIT, to_telegram_html
-from picoora.people import Sender
+from picoora.identities import Sender
 from picoora.secrets import scrub
 
 log = logging.getLogger(__name__)

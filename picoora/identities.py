@@ -1,4 +1,4 @@
-"""People: who is talking, on which channel, and the pairing codes that let strangers in.
+"""Identities: who is talking, on which channel, and the pairing codes that bind a stranger's identity to a person.
 
 An identity is ``<channel>:<sender id>`` or ``<channel>:@<username>``. A person is a name with the
 identities that are theirs (``users`` in config, plus those the owner admitted with ``picoora pair
@@ -15,7 +15,7 @@ Admission, for a sender on a channel:
 - anyone else: refused; they get a pairing code and nothing of their text reaches the model.
 
 The owner's data is the store as configured; everyone else's is scoped to them (``store.scoped``).
-Admission itself (the rules above, applied to a sender) is the gateway's: ``picoora.gateway.runtime.people``.
+Admission itself (the rules above, applied to a sender) is the gateway's: ``picoora.gateway.runtime.admission``.
 """
 
 from __future__ import annotations

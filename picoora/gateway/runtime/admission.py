@@ -1,6 +1,6 @@
-"""Who a channel's sender is, and each admitted person's assistant.
+"""Admission: who a channel's sender is, and the assistant each admitted person talks to.
 
-- ``Directory.admit``: the admission rules of ``picoora.people`` applied to a sender (configured people,
+- ``Directory.admit``: the admission rules of ``picoora.identities`` applied to a sender (configured people,
   approved pairings, the channel's ``allow_from``); a sender who is not let in gets a pairing code.
 - ``PersonAssistants``: the owner's assistant, or a person's own (their store, the guest tools), opened
   on first use and kept for the next message. At most ``capacity`` people's assistants stay open; the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from picoora.gateway.channels.links import Admission
-from picoora.people import (
+from picoora.identities import (
     APPROVED_PREFIX,
     Pairing,
     Person,
@@ -81,7 +81,7 @@ class Directory:
 
     def person_of(self, sender: Sender, allow_from: list[str]) -> Person | None:
         """The person ``sender`` speaks as, or None when they are not let in. A username counts only while
-        it is bound to the sender's id (``people.bound_id``)."""
+        it is bound to the sender's id (``identities.bound_id``)."""
         by_id, by_username = sender.identities[0], sender.identities[1:]
         if by_id in self._configured:
             return self._configured[by_id]
