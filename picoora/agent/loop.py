@@ -30,9 +30,6 @@ user message stays unmarked and is sent with the next one (``join_user_runs``).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import inspect
-import json
 import logging
 import time
 import uuid
@@ -42,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from picoora.agent.compaction import CompactionError, compact, needs_compaction
+from picoora.agent.compaction import CompactionError, compact, compact_after_answer, needs_compaction
 from picoora.agent.context import (
     ContextInputs,
     build_client_system_prompt,
@@ -51,10 +48,9 @@ from picoora.agent.context import (
     gather_inputs,
     join_user_runs,
 )
+from picoora.agent.emitter import Emitter
 from picoora.agent.events import (
-    CompactionEvent,
     ErrorEvent,
-    Event,
     EventSink,
     FinalAnswer,
     NoticeEvent,
@@ -64,10 +60,12 @@ from picoora.agent.events import (
     ToolCallStarted,
     TurnStarted,
 )
-from picoora.agent.repair import complete_pairs, interrupted_result, repair_history
+from picoora.agent.notices import first_showing
+from picoora.agent.repair import complete_pairs, distinct_ids, interrupted_result, repair_history
 from picoora.agent.stops import Stop, StopConditions
-from picoora.agent.tokens import estimate_message_tokens, estimate_messages_tokens, estimate_tokens
+from picoora.agent.tokens import estimate_message_tokens, estimate_messages_tokens
 from picoora.agent.trace import TraceRecorder
+from picoora.agent.window import context_full, overflow_room, prompt_budget, too_large
 from picoora.config import AgentDefaults
 from picoora.llm.base import (
     DEFAULT_OPTIONS,
@@ -97,13 +95,8 @@ log = logging.getLogger(__name__)
 Approve = Callable[[str, dict[str, Any]], Awaitable[str | None]]
 
 RAW_PREVIEW_CHARS = 200
-# After an overflow, the stored history kept verbatim plus this turn may fill this share of the window
-# (the rest is for the system prompt, the summary and the answer).
-OVERFLOW_KEPT_SHARE = 0.5
-DRAIN_SECONDS = 10.0  # how long a finished turn waits for a slow event consumer before dropping it
 CUT_OFF_MARK = " [the answer was cut off here]"
 CANCELLED_MARK = "[the turn was cancelled; the message above was not answered]"
-NOTICES_STATE = "notices_shown:"  # state key prefix: the notices a session saw on its model, across processes
 
 
 @dataclass
@@ -224,7 +217,7 @@ class Agent:
         lock = self._locks.get(session_key)
         if lock is None:
             lock = self._locks[session_key] = asyncio.Lock()
-        emit = _Emitter(session_key, uuid.uuid4().hex[:12], on_event)
+        emit = Emitter(session_key, uuid.uuid4().hex[:12], on_event)
         self._running += 1
         self._no_turns.clear()
         try:
@@ -239,7 +232,7 @@ class Agent:
         await emit.drain()
         return result
 
-    async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: _Emitter,
+    async def _locked_turn(self, session_key: str, text: str, lock: asyncio.Lock, emit: Emitter,
                            conversation: ClientConversation | None, approve: Approve | None,
                            images: list[Image]) -> TurnResult:
         await lock.acquire()
@@ -285,79 +278,6 @@ class Agent:
         await self.wait_idle()
 
 
-class _Emitter:
-    """Stamps a turn's events (turn id, sequence number) and hands them to the sink from its own task.
-
-    The turn never waits for the sink: events go into a queue, and a delivery task calls the sink in
-    order. A sink that raises is dropped for the rest of the turn (the turn and its answer are unharmed);
-    ``drain`` waits until what was emitted has been delivered, and drops a sink that stays far behind."""
-
-    def __init__(self, session_key: str, turn_id: str, sink: EventSink | None):
-        self.session_key = session_key
-        self.turn_id = turn_id
-        self.sink = sink
-        self._seq = 0
-        self._queue: asyncio.Queue[Event] | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def __call__(self, event: Event) -> None:
-        self._seq += 1
-        event.session_key, event.turn_id, event.seq = self.session_key, self.turn_id, self._seq
-        if self.sink is None:
-            return
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-            self._task = asyncio.get_running_loop().create_task(self._deliver(self._queue))
-        self._queue.put_nowait(event)
-
-    async def _deliver(self, queue: asyncio.Queue[Event]) -> None:
-        while True:
-            event = await queue.get()
-            try:
-                if self.sink is not None:
-                    result = self.sink(event)
-                    if inspect.isawaitable(result):
-                        await result
-            except Exception:  # the consumer's problem (a closed connection, a bug): not the turn's
-                log.warning("an event consumer of %s failed and was detached", self.session_key, exc_info=True)
-                self.sink = None
-            finally:
-                queue.task_done()
-
-    def abandon(self) -> None:
-        """Stop delivering (the turn ended without an answer to wait for)."""
-        if self._task is not None:
-            self._task.cancel()
-        self._task = self._queue = None
-
-    async def drain(self) -> None:
-        """Wait until what was emitted is delivered; a sink still behind after DRAIN_SECONDS is dropped."""
-        if self._queue is None or self._task is None:
-            return
-        try:
-            await asyncio.wait_for(self._queue.join(), DRAIN_SECONDS)
-        except asyncio.TimeoutError:
-            log.warning("an event consumer of %s fell %s s behind and was detached", self.session_key, DRAIN_SECONDS)
-            self.sink = None
-        self._task.cancel()  # idle now; a later event (the compaction's) starts a new delivery task
-        self._task = self._queue = None
-
-
-def distinct_ids(calls: list[ToolCall]) -> list[ToolCall]:
-    """The calls of one answer, a repeated id renamed (``id~2``) so every call runs and gets its own result:
-    a result is matched to its call by id, so two calls sharing one would leave one of them unanswered."""
-    seen: set[str] = set()
-    distinct = []
-    for call in calls:
-        new_id, number = call.id, 1
-        while new_id in seen:
-            number += 1
-            new_id = f"{call.id}~{number}"
-        seen.add(new_id)
-        distinct.append(call if new_id == call.id else replace(call, id=new_id))
-    return distinct
-
-
 class _TimeLimitReached(Exception):
     pass
 
@@ -381,7 +301,7 @@ class _ContextFull(Exception):
 class _Turn:
     """The state of one turn; lives inside the session lock."""
 
-    def __init__(self, agent: Agent, session_key: str, emit: _Emitter, llm: LLM, runtime: _SessionRuntime,
+    def __init__(self, agent: Agent, session_key: str, emit: Emitter, llm: LLM, runtime: _SessionRuntime,
                  conversation: ClientConversation | None = None):
         self.agent = agent
         self.key = session_key
@@ -445,7 +365,9 @@ class _Turn:
             self._use_context(inputs)
             if any(m.role == "tool" and KEPT_MARK in m.content for m in self.history):
                 self._offer_kept_outputs()
-            self._check_message_fits()
+            refusal = too_large(self.system, self.produced, self.settings)
+            if refusal is not None:  # Ollama would cut it silently from the front: the instructions would go
+                raise _MessageTooLarge(refusal)
             result = await self._loop()
         except _MessageTooLarge as exc:
             self.saved = True  # the session stays as it was: later turns must not carry the message either
@@ -563,34 +485,15 @@ class _Turn:
             if any(KEPT_MARK in m.content for m in self.produced[-len(calls):]):
                 self._offer_kept_outputs()
 
-    def _prompt_budget(self) -> int:
-        """Tokens a request may take: the window less room for the answer (Ollama's num_ctx holds both)."""
-        window = self.settings.context_window
-        return window - min(self.settings.max_tokens, window // 4)
-
-    def _check_message_fits(self) -> None:
-        """Refuse, before anything is sent, a message that cannot fit the window with the system prompt.
-        Ollama cuts an oversized prompt silently from the front: the instructions and memories would go."""
-        message, budget = estimate_messages_tokens(self.produced), self._prompt_budget()
-        needed = estimate_tokens(self.system) + message
-        if needed > budget:
-            raise _MessageTooLarge(
-                f"Your message is too long for the model: about {message:,} tokens, "
-                f"and with the instructions it needs {needed:,} of the {budget:,} the model can take "
-                f"(agents.defaults.context_window {self.settings.context_window:,}, less room for the answer). Nothing "
-                "was sent and the transcript keeps it. Send it shorter, or save it as a file in the workspace and ask "
-                "me to read it."
-            )
-
     async def _call_model(self, on_delta: OnDelta | None) -> LLMResponse:
         """One model call; the turn's first context overflow compacts the session and the call is made again.
         A request that would not fit the window by our own estimate counts as an overflow before it is sent,
         since Ollama never reports one."""
         request = join_user_runs(repair_history(build_messages(self.system, self.history, self.produced)))
         request_tokens = estimate_messages_tokens(request)
-        if request_tokens > self._prompt_budget():
+        if request_tokens > prompt_budget(self.settings):
             if self.overflow_compacted:
-                raise self._context_full("even after the older conversation was summarised")
+                raise _ContextFull(context_full("even after the older conversation was summarised", self.settings))
             await self._compact_for_overflow()
             return await self._call_model(on_delta)
         stop = self.stops.over_budget(self.usage.prompt_tokens + self.usage.completion_tokens, request_tokens)
@@ -607,7 +510,8 @@ class _Turn:
             return response
         except ContextOverflowError as exc:
             if self.overflow_compacted:  # so the call below is the turn's only retry
-                raise self._context_full("even after the older conversation was summarised") from exc
+                why = "even after the older conversation was summarised"
+                raise _ContextFull(context_full(why, self.settings)) from exc
         await self._compact_for_overflow()
         return await self._call_model(on_delta)
 
@@ -625,29 +529,19 @@ class _Turn:
                                "summarise a conversation the client keeps: send fewer or shorter messages "
                                f"(agents.defaults.context_window is {self.settings.context_window}).")
         self.overflow_compacted = True
-        room = int(self.settings.context_window * OVERFLOW_KEPT_SHARE) - estimate_messages_tokens(self.produced)
+        room = overflow_room(self.settings, self.produced)
         try:
-            folded = await self._bounded(
-                compact(self.store, self.llm, self.key, self.settings, max_kept_tokens=max(room, 0))
-            )
+            folded = await self._bounded(compact(self.store, self.llm, self.key, self.settings, max_kept_tokens=room))
         except CompactionError as exc:
-            raise self._context_full(
-                f"and summarising the older conversation failed ({exc}); it is kept as it was"
-            ) from exc
+            why = f"and summarising the older conversation failed ({exc}); it is kept as it was"
+            raise _ContextFull(context_full(why, self.settings)) from exc
         if not folded:
-            raise self._context_full("and there is no older conversation left to summarise")
+            raise _ContextFull(context_full("and there is no older conversation left to summarise", self.settings))
         assert self.inputs is not None  # set before the first model call
         session = await self.store.load_session(self.key)
         self._use_context(replace(self.inputs, session=session))
         await self.emit(NoticeEvent(self.key, f"The older conversation ({folded} messages) was summarised to fit "
                                               "the model's context window; the transcript keeps every message."))
-
-    def _context_full(self, why: str) -> _ContextFull:
-        return _ContextFull(
-            f"The conversation does not fit the model's context window, {why}. Start a new session with /new, "
-            "or use a model with a larger context window and set agents.defaults.context_window to match it "
-            f"(now {self.settings.context_window}; for Ollama, raising it raises num_ctx)."
-        )
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         self.tool_rounds += 1
@@ -809,22 +703,8 @@ class _Turn:
         await self.store.append_session(self.key, stripped)
 
     async def _notice_once(self, text: str | None) -> None:
-        """Tell the session once, also across processes (each ``agent -m`` is a new one): the notices a
-        session was shown on its current model are kept in its state."""
-        if not text or text in self.runtime.notices_shown:
-            return
-        self.runtime.notices_shown.add(text)
-        key, label = NOTICES_STATE + self.key, self.model_label
-        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        try:
-            stored = json.loads(await self.store.get_state(key) or "{}")
-            shown = stored.get("shown", []) if isinstance(stored, dict) and stored.get("model") == label else []
-            if digest in shown:
-                return
-            await self.store.set_state(key, json.dumps({"model": label, "shown": [*shown, digest]}))
-        except (StoreError, ValueError) as exc:  # better said twice than never
-            log.warning("could not keep track of the notices of %s: %s", self.key, exc)
-        await self.emit(NoticeEvent(self.key, text))
+        if text and await first_showing(self.store, self.key, self.model_label, text, self.runtime.notices_shown):
+            await self.emit(NoticeEvent(self.key, text))
 
     def needs_compaction(self) -> bool:
         if self.conversation is not None:
@@ -833,14 +713,6 @@ class _Turn:
 
     async def compact(self) -> None:
         """After the answer: fold older messages into the summary; the outcome is a ``CompactionEvent``."""
-        try:
-            folded = await asyncio.wait_for(compact(self.store, self.llm, self.key, self.settings),
-                                            self.settings.turn_timeout_seconds)
-        except (CompactionError, asyncio.TimeoutError) as exc:
-            reason = str(exc) or "it took too long"
-            await self.emit(CompactionEvent(self.key, f"Could not summarise the older conversation ({reason}); "
-                                                      "the history is kept as it was.", ok=False))
-            return
-        if folded:
-            await self.emit(CompactionEvent(self.key, f"Summarised {folded} older messages into the session summary; "
-                                                      "the transcript keeps them all.", folded=folded))
+        event = await compact_after_answer(self.store, self.llm, self.key, self.settings)
+        if event is not None:
+            await self.emit(event)
