@@ -26,11 +26,10 @@ that says why (``stop_detail``). Every turn ends with exactly one ``FinalAnswer`
 ``ErrorEvent`` with the same text comes just before it (a renderer shows one of the two).
 
 Endings and what is saved (``record.py``, the four policies): an answer or a limit's answer saves the
-turn as it is; a failed turn (the model or the store, a bug) saves its complete call/result pairs, and its
-user message is sent with the next one (``join_user_runs``); a cancelled turn (Ctrl+C, /stop, a shutdown)
-is kept with every message marked ``cancelled`` and a closing ``CANCELLED_MARK``, and later turns never
-send it to the model (``context.without_cancelled``): the user sends it again if they still want an
-answer; a message too large for the window stays out of the session (the transcript keeps it).
+turn as it is; a turn that failed (the model, the store, a bug) or was cancelled (Ctrl+C, /stop, a shutdown)
+is kept with every message marked ``cancelled`` and a closing ``FAILED_MARK`` or ``CANCELLED_MARK``, and
+later turns never send it to the model (``context.without_cancelled``): the user sends it again if they
+still want an answer; a message too large for the window stays out of the session (the transcript keeps it).
 """
 
 from __future__ import annotations

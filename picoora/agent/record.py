@@ -7,13 +7,14 @@ policies are ``session_share`` and ``CLOSING_MARKS``:
 - ``ANSWERED``: an answer, or a limit's answer saying why the turn stopped (a call the limit left unrun gets
   an explicit "not run" result first, so the history stays valid for every provider): the turn's messages
   as they are, reasoning left out (it stays in the transcript).
-- ``FAILED``: the model or the store failed, or the turn broke on a bug. The results that came back and the
-  part of an answer the user saw are recorded; the session gets the complete call/result pairs, so its
-  user message is sent with the next one (``context.join_user_runs``).
-- ``CANCELLED``: Ctrl+C, /stop, a shutdown. Recorded as a failed turn, then a closing ``CANCELLED_MARK``;
-  the session gets the complete pairs and the mark, each marked ``cancelled``, so no later turn sends them
-  to the model again (``context.without_cancelled``). The transcript is append-only, so its closing mark
-  is what marks the turn there.
+- ``FAILED`` and ``CANCELLED``: the model or the store failed, the turn broke on a bug, or it was cancelled
+  (Ctrl+C, /stop, a shutdown). The results that came back and the part of an answer the user saw are
+  recorded, then a closing mark (``FAILED_MARK``, ``CANCELLED_MARK``); the session gets the complete
+  call/result pairs and the mark, each marked ``cancelled``, so no later turn sends them to the model again
+  (``context.without_cancelled``). The user was told the turn failed and sends the message again if they
+  still want an answer: joined silently to their next message, an old question would be answered beside the
+  new one (``pong: hello\n\nhello\n\nhi``). The transcript is append-only, so its closing mark is what
+  marks the turn there.
 - ``NOT_SENT``: the user's message alone cannot fit the model's window: the transcript keeps it; the
   session stays as it was, so the message is not loaded with every later turn.
 
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 CUT_OFF_MARK = " [the answer was cut off here]"
 CANCELLED_MARK = "[the turn was cancelled; the message above was not answered]"
+FAILED_MARK = "[the turn failed; the message above was not answered]"
 
 
 class Ending(Enum):
@@ -47,7 +49,7 @@ class Ending(Enum):
 
 
 # The message that closes a turn ended so, in the transcript and the session; marked ``cancelled``.
-CLOSING_MARKS = {Ending.CANCELLED: CANCELLED_MARK}
+CLOSING_MARKS = {Ending.FAILED: FAILED_MARK, Ending.CANCELLED: CANCELLED_MARK}
 
 
 def session_share(produced: list[Message], ending: Ending, *, saved: bool) -> list[Message]:
@@ -56,8 +58,7 @@ def session_share(produced: list[Message], ending: Ending, *, saved: bool) -> li
         return []
     if ending is Ending.ANSWERED:
         return [replace(m, reasoning=None) if m.reasoning else m for m in produced]
-    marked = ending in CLOSING_MARKS
-    return [replace(m, cancelled=m.cancelled or marked, reasoning=None) for m in complete_pairs(produced)]
+    return [replace(m, cancelled=True, reasoning=None) for m in complete_pairs(produced)]
 
 
 class TurnRecord:
