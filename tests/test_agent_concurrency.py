@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from picoora.agent.loop import CANCELLED_MARK
+from picoora.agent.record import CANCELLED_MARK
 from picoora.agent.repair import repair_history
 from picoora.tools.base import ToolResult
 from tests.fakes.agent_kit import Collector, FunctionRegistry, file_store, make_agent

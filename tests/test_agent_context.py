@@ -153,7 +153,7 @@ def test_cancelled_turns_are_left_out_of_the_request_whole():
         Message(role="assistant", tool_calls=[call], cancelled=True),
         Message(role="tool", content="done", tool_call_id="c1", name="exec", cancelled=True),
         Message(role="assistant", content="half an answer [cut off]", cancelled=True),
-        Message(role="user", content="failed, not cancelled"),  # a failed turn: kept, joined with the next
+        Message(role="user", content="failed, not cancelled"),  # unmarked (an older session): kept
         Message(role="user", content="marked alone"), Message(role="assistant", tool_calls=[call], cancelled=True),
         Message(role="tool", content="an orphan now", tool_call_id="c1", name="exec"),
         Message(role="assistant", content="answer two"),

@@ -62,9 +62,9 @@ def test_a_slow_async_sink_does_not_hold_up_the_turn_or_the_store(tmp_path):
 
 
 def test_a_sink_that_never_returns_is_dropped_after_the_drain_deadline(tmp_path, monkeypatch):
-    from picoora.agent import loop
+    from picoora.agent import emitter
 
-    monkeypatch.setattr(loop, "DRAIN_SECONDS", 0.2)
+    monkeypatch.setattr(emitter, "DRAIN_SECONDS", 0.2)
     store, agent = _agent(tmp_path, answer("Still answered."))
 
     async def stuck(event):

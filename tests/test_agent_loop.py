@@ -3,6 +3,7 @@
 import asyncio
 import itertools
 
+from picoora.agent.record import FAILED_MARK
 from picoora.agent.repair import INTERRUPTED, repair_history
 from picoora.llm.base import RAW_ARGUMENTS_KEY, ProviderUnavailableError
 from picoora.messages import Message, ToolCall
@@ -183,8 +184,21 @@ def test_unreachable_provider_ends_the_turn_plainly(tmp_path):
     assert (result.text, result.stop_reason) == (message, "error")
     assert events.types() == ["turn_started", "error", "final_answer"]
     assert events.events[1].message == message and events.events[2].stop_reason == "error"
-    assert [(m.role, m.content) for m in session_of(store)] == [("user", "hi")]
-    assert [(m.role, m.content) for m in transcript_of(store)] == [("user", "hi")]
+    # Kept, marked as not answered: the user was told, and the next turn does not send it again (below).
+    assert [(m.role, m.content, m.cancelled) for m in session_of(store)] == [("user", "hi", True),
+                                                                            ("assistant", FAILED_MARK, True)]
+    assert [(m.role, m.content) for m in transcript_of(store)] == [("user", "hi"), ("assistant", FAILED_MARK)]
+
+
+def test_a_failed_turn_is_not_sent_again_with_the_next_one(tmp_path):
+    store = file_store(tmp_path)
+    llm = ScriptedLLM(ProviderUnavailableError("Ollama is not running"), answer("pong"))
+    agent = make_agent(store, llm, tmp_path)
+    assert run(agent, "hello").stop_reason == "error"
+    assert run(agent, "hi").text == "pong"
+    assert [m.content for m in llm.requests[1].messages if m.role == "user"] == ["hi"]
+    answered = [(m.role, m.content) for m in session_of(store) if not m.cancelled]
+    assert answered == [("user", "hi"), ("assistant", "pong")]
 
 
 def test_error_after_a_tool_round_keeps_the_complete_pair(tmp_path):
@@ -192,7 +206,8 @@ def test_error_after_a_tool_round_keeps_the_complete_pair(tmp_path):
     llm = ScriptedLLM(calls(("echo", {"k": 1})), ProviderUnavailableError("gone"))
     result = run(make_agent(store, llm, tmp_path, FunctionRegistry(echo=echo)), "go")
     assert result.stop_reason == "error" and result.tool_calls == 1
-    assert roles(session_of(store)) == ["user", "assistant", "tool"]
+    assert roles(session_of(store)) == ["user", "assistant", "tool", "assistant"]
+    assert all(m.cancelled for m in session_of(store)) and session_of(store)[-1].content == FAILED_MARK
     assert_well_formed(session_of(store))
 
 
@@ -213,7 +228,8 @@ def test_unexpected_exception_propagates_after_saving(tmp_path):
         assert str(exc) == "provider bug"
     else:
         raise AssertionError("the bug was swallowed")
-    assert roles(session_of(store)) == ["user", "assistant", "tool"]
+    assert roles(session_of(store)) == ["user", "assistant", "tool", "assistant"]
+    assert all(m.cancelled for m in session_of(store)) and session_of(store)[-1].content == FAILED_MARK
 
 
 def test_persistence_order_user_first_final_before_event(tmp_path):

@@ -3,6 +3,7 @@
 import asyncio
 
 from picoora.agent.compaction import SUMMARISER_PROMPT, fitting_cut
+from picoora.agent.record import FAILED_MARK
 from picoora.agent.repair import repair_history
 from picoora.agent.tokens import estimate_messages_tokens
 from picoora.llm.base import AuthenticationError, ContextOverflowError, RetryableError
@@ -27,6 +28,12 @@ def turn(i, size=400, with_tool=False):
             Message(role="tool", content=f"result {i} " + "r" * size, tool_call_id=f"c{i}", name="echo"),
         ]
     return msgs + [Message(role="assistant", content=f"answer {i} " + "a" * size)]
+
+
+def failed(text):
+    """A failed turn as the session keeps it: marked, never sent to the model again."""
+    return [Message(role="user", content=text, cancelled=True),
+            Message(role="assistant", content=FAILED_MARK, cancelled=True)]
 
 
 def seeded_store(tmp_path, turns=6, summary="", **kwargs):
@@ -127,8 +134,8 @@ def test_a_second_overflow_ends_the_turn_with_advice(tmp_path):
     assert events.types()[-2:] == ["error", "final_answer"] and events.of("error")[0].message == result.text
     session = store.load_session(KEY)
     assert session.summary == "S"  # the compaction itself stands: it lost nothing
-    assert session.messages == old[-2:] + [Message(role="user", content="hi")]
-    assert transcript_of(store) == [Message(role="user", content="hi")]
+    assert session.messages == old[-2:] + failed("hi")
+    assert transcript_of(store) == [Message(role="user", content="hi"), failed("hi")[1]]
 
 
 def test_a_failed_compaction_ends_the_turn_and_keeps_the_history(tmp_path):
@@ -141,7 +148,7 @@ def test_a_failed_compaction_ends_the_turn_and_keeps_the_history(tmp_path):
     assert "summariser timed out" in result.text and "kept as it was" in result.text and "/new" in result.text
     session = store.load_session(KEY)
     assert session.summary == "old summary"
-    assert session.messages == old + [Message(role="user", content="hi")]
+    assert session.messages == old + failed("hi")
 
 
 def test_a_store_failure_while_compacting_ends_the_turn_and_keeps_the_history(tmp_path):
@@ -154,7 +161,7 @@ def test_a_store_failure_while_compacting_ends_the_turn_and_keeps_the_history(tm
     assert result.stop_reason == "error" and len(llm.requests) == 2
     assert "compact_session failed" in result.text and "kept as it was" in result.text
     session = inner.load_session(KEY)
-    assert (session.summary, session.messages) == ("old summary", old + [Message(role="user", content="hi")])
+    assert (session.summary, session.messages) == ("old summary", old + failed("hi"))
 
 
 def test_a_turn_too_big_on_its_own_is_not_retried(tmp_path):

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from picoora.agent.record import FAILED_MARK
 from picoora.agent.repair import repair_history
 from picoora.store.files import FileStore
 from tests.cli_support import run_cli, write_config
@@ -33,9 +34,11 @@ def test_a_stream_cut_midway_keeps_what_the_user_saw(isolated_home):
     assert shown and answer.startswith(shown), result.stdout  # part of the answer reached the screen
     assert "broke off midway" in result.stderr and "Traceback" not in result.stderr
     transcript, session = _transcript(isolated_home)
-    assert [m.role for m in transcript] == ["user", "assistant"]
+    assert [m.role for m in transcript] == ["user", "assistant", "assistant"]
     assert transcript[1].content == shown + " [the answer was cut off here]"
-    assert session == repair_history(session) and session[-1].content == transcript[1].content
+    assert transcript[2].content == FAILED_MARK  # the turn failed: kept, marked, not sent again
+    assert session == repair_history(session) and session[-2].content == transcript[1].content
+    assert session[-1].content == FAILED_MARK and all(m.cancelled for m in session)
 
 
 def _openai_config(home, url: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from picoora.agent.loop import CANCELLED_MARK
+from picoora.agent.record import CANCELLED_MARK
 from picoora.agent.repair import repair_history
 from picoora.store.files import FileStore
 from tests.cli_support import REPO, messages_text, run_cli, write_config

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from picoora.agent.record import FAILED_MARK
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from tests.cli_support import closed_port_url_config, run_cli, write_config
@@ -114,4 +115,4 @@ def test_sessions_folder_that_is_a_file_and_a_session_nested_too_deep(isolated_h
     store = FileStore(workspace)
     said = [e.message.content for e in store.read_transcript("cli:default")]
     store.close()
-    assert said == ["hello", "hello"]  # the user's words were kept both times
+    assert said == ["hello", FAILED_MARK] * 2  # the user's words were kept both times, the turns marked failed

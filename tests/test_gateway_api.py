@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from picoora.agent.loop import CANCELLED_MARK
+from picoora.agent.record import CANCELLED_MARK
 from picoora.store.files import FileStore
 from tests.fakes._http import closed_port_url
 from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config

@@ -1,7 +1,7 @@
-"""The web chat end to end in headless Chromium: streaming, the thinking indicator and Stop, a tool line,
-memory search and forget (and its refresh after a remember), the "why" view, sessions named from their
-first message, the model switcher, numbered lists, the token handling, and a script-injection answer that
-runs nothing."""
+"""The web chat end to end in headless Chromium: streaming, the thinking indicator and Stop, a failed
+turn, a tool line, memory search and forget (and its refresh after a remember), the "why" view, sessions
+named from their first message, the model switcher, numbered lists, the token handling, and a
+script-injection answer that runs nothing."""
 
 from __future__ import annotations
 
@@ -164,6 +164,20 @@ def test_a_thinking_indicator_counts_the_seconds_and_stop_cancels_the_turn(chat)
     assert "[the turn was cancelled" not in page.locator("#messages").inner_text()
     with httpx.Client(base_url=gw.url, headers=gw.headers) as http:
         assert http.post("/v1/chat", json={"session_id": "after", "text": "hi"}).status_code == 200  # not stuck
+    assert not errors
+
+
+def test_a_failed_turn_is_not_answered_with_the_next_message_and_reads_so_after_a_reload(chat):
+    _, page, _, errors = chat
+    failed = send(page, "fail now")
+    sync_api.expect(failed).to_have_class(re.compile(r"\bfailed\b"))
+    answer = send(page, "hi")  # the model echoes the last user message it got: the failed one is not in it
+    sync_api.expect(answer.locator(".answer")).to_have_text(re.compile(r"^You said: hi\. "))
+    page.reload()
+    page.wait_for_selector("#app:not([hidden])")
+    sync_api.expect(page.locator(".message.failed .stopped-note")).to_have_text(
+        "Failed: not answered. Send it again for an answer.")
+    assert "[the turn failed" not in page.locator("#messages").inner_text()
     assert not errors
 
 

@@ -15,9 +15,11 @@ background goroutine that a one-shot CLI process outlived, and that raced with n
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from picoora.agent.context import without_cancelled
+from picoora.agent.events import CompactionEvent
 from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_messages_tokens, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.llm.base import LLM, LLMError
@@ -102,6 +104,21 @@ async def compact(
     except (LLMError, StoreError) as exc:
         raise CompactionError(str(exc)) from exc
     return cut
+
+
+async def compact_after_answer(store: AsyncStore, llm: LLM, session_key: str,
+                               settings: AgentDefaults) -> CompactionEvent | None:
+    """``compact`` within the turn's time limit, its outcome as the event the user sees (None: nothing folded)."""
+    try:
+        folded = await asyncio.wait_for(compact(store, llm, session_key, settings), settings.turn_timeout_seconds)
+    except (CompactionError, asyncio.TimeoutError) as exc:
+        reason = str(exc) or "it took too long"
+        return CompactionEvent(session_key, f"Could not summarise the older conversation ({reason}); "
+                                            "the history is kept as it was.", ok=False)
+    if not folded:
+        return None
+    return CompactionEvent(session_key, f"Summarised {folded} older messages into the session summary; "
+                                        "the transcript keeps them all.", folded=folded)
 
 
 async def _fold(llm: LLM, summary: str, chunk: list[str], settings: AgentDefaults) -> str:

@@ -135,9 +135,9 @@ def without_cancelled(messages: list[Message]) -> list[Message]:
 
 
 def join_user_runs(messages: list[Message]) -> list[Message]:
-    """Consecutive user messages as one, each kept whole and in order. A turn that failed leaves its user
-    message unanswered (a cancelled one is left out instead), and some providers reject two user messages
-    in a row."""
+    """Consecutive user messages as one, each kept whole and in order: some providers reject two user
+    messages in a row, and a client's conversation may have them, as may a session kept by a picoora that
+    left a failed turn's message unmarked (a failed or cancelled turn is left out, ``without_cancelled``)."""
     joined: list[Message] = []
     for message in messages:
         if joined and message.role == "user" and joined[-1].role == "user":

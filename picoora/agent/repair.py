@@ -82,3 +82,18 @@ def unique_calls(calls: list[ToolCall]) -> list[ToolCall]:
             seen.add(call.id)
             unique.append(call)
     return unique
+
+
+def distinct_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls of one answer, a repeated id renamed (``id~2``) so every call runs and gets its own result:
+    a result is matched to its call by id, so two calls sharing one would leave one of them unanswered."""
+    seen: set[str] = set()
+    distinct = []
+    for call in calls:
+        new_id, number = call.id, 1
+        while new_id in seen:
+            number += 1
+            new_id = f"{call.id}~{number}"
+        seen.add(new_id)
+        distinct.append(call if new_id == call.id else replace(call, id=new_id))
+    return distinct

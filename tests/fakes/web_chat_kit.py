@@ -22,7 +22,7 @@ NUMBERED = ("Three steps:\n\n1. Pack the **bag**.\n\n2. Check the trains.\n   Th
 class ScriptedModel:
     """'remember X' calls the remember tool; 'show me a trick' answers with script injection; 'a numbered
     list' answers with items split by blank lines; 'take your time' waits until ``release`` is set (or 30 s);
-    anything else is echoed with some reasoning."""
+    'fail now' fails as a server out of memory; anything else is echoed with some reasoning."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
@@ -38,6 +38,8 @@ class ScriptedModel:
             return Reply(content=INJECTION)
         if text == "a numbered list":
             return Reply(content=NUMBERED)
+        if text == "fail now":
+            return Reply(status=500, error="out of memory")
         if text == "take your time":
             self.release.wait(30)
             return Reply(content="Finally, an answer nobody waited for.")

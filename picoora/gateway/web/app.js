@@ -185,14 +185,19 @@ class TurnView {
     this.working = null;
   }
 
-  // A turn stopped with Stop (or /stop): what had streamed stays, and a marker says it was not finished.
-  stopped() {
+  // A turn stopped with Stop (or /stop), or one that failed, seen again in the history: what had streamed
+  // stays, and a marker says it was not finished (it is not sent to the model again).
+  stopped() { this.unfinished("stopped", "Stopped"); }
+
+  failedEarlier() { this.unfinished("failed", "Failed"); }
+
+  unfinished(kind, word) {
     this.stopWorking();
     this.node.classList.remove("streaming");
-    this.node.classList.add("stopped");
+    this.node.classList.add(kind);
     this.answer.textContent = "";
     if (this.text) this.answer.append(renderMarkdown(this.text));
-    this.meta.append(el("span", { class: "stopped-note", text: this.text ? "Stopped before the end." : "Stopped: not answered. Send it again for an answer." }));
+    this.meta.append(el("span", { class: "stopped-note", text: this.text ? `${word} before the end.` : `${word}: not answered. Send it again for an answer.` }));
   }
 
   final(text, stopReason, turnId) {
@@ -298,7 +303,9 @@ async function loadHistory() {
     if (message.role === "user") { addUser(message.content); view = null; continue; }
     if (!view) { view = new TurnView(); $("messages").append(view.node); }
     if (message.role === "assistant" && message.cancelled && !(message.tool_calls || []).length) {
-      if (CANCELLED_MARK.test(message.content)) { view.stopped(); view = null; } else view.text += message.content; // what had streamed
+      if (CANCELLED_MARK.test(message.content)) { view.stopped(); view = null; }
+      else if (FAILED_MARK.test(message.content)) { view.failedEarlier(); view = null; }
+      else view.text += message.content; // what had streamed
     } else if (message.role === "assistant") {
       for (const call of message.tool_calls || []) view.toolStarted(call.id, call.name, call.arguments);
       if (message.reasoning) view.reason(message.reasoning);
@@ -318,6 +325,7 @@ async function loadHistory() {
 
 const TITLES_KEY = "picoora.titles";
 const CANCELLED_MARK = /^\[the turn was cancelled/; // the agent's closing message of a cancelled turn
+const FAILED_MARK = /^\[the turn failed/; // and of a failed one
 function titles() {
   try { return JSON.parse(localStorage.getItem(TITLES_KEY) || "{}"); } catch { return {}; } // hand-edited: start afresh
 }
