@@ -127,6 +127,18 @@ class Providers(_Section):
     llamacpp: ProviderConfig = _preset("llamacpp")
     lmstudio: ProviderConfig = _preset("lmstudio")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_base_is_the_providers_own(cls, data: Any) -> Any:
+        """An empty ``api_base`` (what the Go config holds for every provider) means the provider's own
+        endpoint: left empty, a preset would reach the OpenAI client's default, and its key a foreign host."""
+        if not isinstance(data, dict):
+            return data
+        own = {"ollama": DEFAULT_OLLAMA_BASE, **{name: preset.api_base for name, preset in PRESETS.items()}}
+        return {name: {**section, "api_base": own[name]}
+                if name in own and isinstance(section, dict) and not section.get("api_base") else section
+                for name, section in data.items()}
+
 
 class MemoryConfig(_Section):
     # "minilm": the bundled all-MiniLM-L6-v2 (ONNX, CPU, offline); "ollama": an Ollama embedding model;
