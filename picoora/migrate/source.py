@@ -51,10 +51,25 @@ def read_go_home(root: Path) -> GoHome:
     defaults = agents.get("defaults") if isinstance(agents, dict) else None
     raw = defaults.get("workspace") if isinstance(defaults, dict) else None
     if isinstance(raw, str) and raw.strip():
-        path = Path(raw.strip()).expanduser()
-        if path.is_dir():
+        path = configured_workspace(root, raw.strip())
+        if path is not None and not path.is_symlink() and path.is_dir():
             home.workspace = path
     return home
+
+
+def configured_workspace(root: Path, raw: str) -> Path | None:
+    """``agents.defaults.workspace`` as the Go version read it on the machine that wrote it: ``~`` is the
+    home the Go home lives in (the parent of ``.picooraclaw``), never this process's HOME, and a home
+    copied elsewhere (``--from /backup/go``) keeps its own ``~/.picooraclaw/...`` under ``root``.
+    None for ``~other_user`` paths, which name a home this run cannot know."""
+    if raw.startswith("~") and not (raw == "~" or raw.startswith("~/")):
+        return None
+    if not raw.startswith("~"):
+        return Path(raw)
+    parts = Path(raw[1:].lstrip("/")).parts
+    if parts and parts[0] in HOME_NAMES:
+        return root.joinpath(*parts[1:])
+    return root.parent.joinpath(*parts)
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:
