@@ -7,7 +7,7 @@ import json
 
 from picoora.config import load_config
 from tests.cli_support import run_cli
-from tests.go_home import build_go_home
+from tests.go_home import OPENROUTER_KEY, TELEGRAM_TOKEN, build_go_home
 
 
 def migrate(picoora_home, *args, home=None):
@@ -55,3 +55,85 @@ def test_a_home_copied_elsewhere_keeps_its_own_workspace(isolated_home, tmp_path
     out = migrate(isolated_home, "--from", str(copy))
     assert "migrated: cli:default (4 messages)" in out
     assert "You are Claw" in (isolated_home / "workspace" / "IDENTITY.md").read_text()
+
+
+def test_onboard_then_migrate_brings_the_go_config_over_onboards_default(isolated_home, tmp_path):
+    user = tmp_path / "ana"
+    build_go_home(user)
+    run_cli("onboard", "--non-interactive", home=isolated_home, extra_env={"HOME": str(user)})
+    written = (isolated_home / "config.json").read_text()
+    token = json.loads(written)["gateway"]["token"]
+    out = migrate(isolated_home, home=user)
+    assert "onboard's unedited config: from the Go config: " in out
+    config = load_config()
+    assert (config.agents.defaults.provider, config.providers.openrouter.api_key) == ("openrouter", OPENROUTER_KEY)
+    assert config.channels.telegram.token == TELEGRAM_TOKEN
+    assert config.channels.telegram.allow_from == ["123456789", "@alice"]
+    assert config.gateway.token == token  # onboard's choice, which the Go config has no word on
+    assert (isolated_home / "config.json.bak").read_text() == written
+    again = migrate(isolated_home, "--force", home=user)  # nothing new: no rewrite, no second backup
+    assert "every Go setting is there already" in again and not (isolated_home / "config.json.bak.2").exists()
+
+
+def test_an_edited_picoora_config_is_merged_key_by_key_and_the_report_says_who_won(isolated_home, tmp_path):
+    user = tmp_path / "ana"
+    build_go_home(user)
+    run_cli("onboard", "--non-interactive", home=isolated_home, extra_env={"HOME": str(user)})
+    data = json.loads((isolated_home / "config.json").read_text())
+    data["agents"]["defaults"]["temperature"] = 1.1
+    data["channels"]["telegram"]["allow_from"] = ["999"]
+    (isolated_home / "config.json").write_text(json.dumps(data))
+    out = migrate(isolated_home, home=user)
+    assert "kept: agents.defaults.temperature (edited in picoora; the Go config has another value" in out
+    assert "kept: channels.telegram.allow_from (edited in picoora" in out
+    assert "channels.telegram.token" in out.split("from the Go config: ")[1].splitlines()[0]
+    config = load_config()
+    assert config.agents.defaults.temperature == 1.1 and config.channels.telegram.allow_from == ["999"]
+    assert config.channels.telegram.token == TELEGRAM_TOKEN
+    assert config.providers.openrouter.api_key == OPENROUTER_KEY
+
+
+def _migrate_here(root, isolated_home):
+    from contextlib import closing
+
+    from picoora.migrate import migrate_home
+    from picoora.store import open_store
+
+    return migrate_home(root, config_path=isolated_home / "config.json",
+                        open_store=lambda config: closing(open_store(config)))
+
+
+def test_go_templates_leave_picooras_prompts_and_heartbeat_as_they_are(isolated_home, tmp_path, monkeypatch):
+    import hashlib
+
+    from picoora.migrate import go_templates
+    from picoora.templates import template_files
+
+    root = build_go_home(tmp_path / "ana")
+    ws = root / "workspace"
+    shipped = "# Soul\n\nI am the Go version's stock soul.\n"  # stands in for the file Go's onboard ships
+    digest = hashlib.sha256(go_templates.normalise(shipped).encode()).hexdigest()
+    monkeypatch.setitem(go_templates.GO_PROMPT_SHA256, "SOUL.md", frozenset({digest}))
+    (ws / "SOUL.md").write_text(shipped.replace("\n", "\r\n") + "\n")  # line ends do not make an edit
+    (ws / "HEARTBEAT.md").write_text(
+        "# Heartbeat Check List\n\n## Examples\n\n- Check for unread messages\n\n## Instructions\n\n"
+        "- Execute ALL tasks listed below.\n\n---\n\nAdd your heartbeat tasks below this line:\n")
+    report = "\n".join(_migrate_here(root, isolated_home).lines())
+    workspace = isolated_home / "workspace"
+    assert (workspace / "SOUL.md").read_bytes() == template_files()["SOUL.md"]
+    assert "not migrated: SOUL.md (the Go version's own unedited template" in report
+    assert (workspace / "HEARTBEAT.md").read_bytes() == template_files()["HEARTBEAT.md"]
+    assert "not migrated: HEARTBEAT.md (only the Go version's examples" in report
+
+
+def test_tasks_under_gos_heartbeat_marker_come_without_its_examples(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    (root / "workspace" / "HEARTBEAT.md").write_text(
+        "# Heartbeat Check List\n\n## Examples\n\n- Check for unread messages\n\n---\n\n"
+        "Add your heartbeat tasks below this line:\n- Check the tide table.\n")
+    _migrate_here(root, isolated_home)
+    text = (isolated_home / "workspace" / "HEARTBEAT.md").read_text()
+    assert text.endswith("## Tasks\n\n<!-- One task per line, for example:\n- Look at today's daily note and remind me "
+                         "of anything I said I would do today.\n- If TODO.md exists in the workspace, list the items "
+                         "still open.\n-->\n\n- Check the tide table.\n")
+    assert "unread messages" not in text

@@ -37,7 +37,7 @@ def test_status_shows_the_presets_host_and_its_key(isolated_home, monkeypatch):
 
 
 def test_a_key_with_an_empty_base_goes_to_its_provider_only(isolated_home, monkeypatch):
-    with FakeOpenAI(replies=[Reply(content="from groq")]) as groq, FakeOpenAI(replies=[Reply(content="openai")]) as other:
+    with FakeOpenAI(replies=[Reply(content="from groq")]) as groq, FakeOpenAI() as other:
         # The two hosts are fakes: Groq's preset base and the OpenAI client's default point at them.
         monkeypatch.setitem(PRESETS, "groq", dataclasses.replace(PRESETS["groq"], api_base=f"{groq.url}/v1"))
         monkeypatch.setattr("picoora.llm.openai_compat.DEFAULT_BASE", f"{other.url}/v1")

@@ -82,13 +82,13 @@ def convert(go: dict[str, Any]) -> Conversion:
 
     def take(key: Key) -> Any:
         handled.add(key)
-        return _get(go, key)
+        return get_key(go, key)
 
     _agents(go, out, take)
     _providers(go, out, take)
     _channels(go, out, take)
     _rest(go, out, take)
-    for key, _value in _leaves(go):
+    for key, _value in leaves(go):
         if key not in handled:
             shown, why = _why(key)
             if (dotted(shown), why) not in out.dropped:  # a whole section is listed once (channels.feishu)
@@ -131,23 +131,23 @@ def _providers(go: dict[str, Any], out: Conversion, take: Take) -> None:
                 value = PRESETS[ours].api_base  # written out: the key's host is plain to see in the file
             if isinstance(value, str) and value:
                 out.carry(("providers", name, part), ("providers", ours, part), value)
-        chosen = _get(go, ("agents", "defaults", "provider"))
+        chosen = get_key(go, ("agents", "defaults", "provider"))
         if ours == "openai" == chosen and ":9999" in str(section.get("api_base") or ""):
             out.notes.append("providers.openai points at the Go version's OCI GenAI proxy (port 9999): it works while "
                              "that proxy runs; `provider: oci` reaches OCI Generative AI directly with an API key")
 
 
 def _channels(go: dict[str, Any], out: Conversion, take: Take) -> None:
-    """Every chat channel picoora has takes the Go section of the same name, key by key; the others are
-    listed as missing by ``_why``, which reads the same registry, so a channel added later is carried."""
+    """Every chat channel picoora has takes the Go section of the same name, key by key (CHANNELS comes from
+    picoora's config model, so a channel added there is carried); the others are listed by ``_why``."""
     channels = go.get("channels")
     for name, section in (channels.items() if isinstance(channels, dict) else ()):
         if name not in CHANNELS or not isinstance(section, dict):
             continue
         ours = ChannelsModel.model_fields[name].annotation
         fields = set(ours.model_fields) - {"api_base"} if ours is not None else set()
-        for go_field in section:
-            field_name = CHANNEL_RENAMES.get(go_field, go_field)
+        for go_field in map(str, section):
+            field_name = CHANNEL_RENAMES.get(go_field) or go_field
             if field_name not in fields:
                 continue
             value = take(("channels", name, go_field))
@@ -228,7 +228,7 @@ def _why(key: Key) -> tuple[Key, str]:
     return key, "not a key the Go version reads either (it ignored it)"
 
 
-def _get(tree: Any, key: Key) -> Any:
+def get_key(tree: Any, key: Key) -> Any:
     for part in key:
         if not isinstance(tree, dict):
             return None
@@ -236,11 +236,11 @@ def _get(tree: Any, key: Key) -> Any:
     return tree
 
 
-def _leaves(tree: dict[str, Any], prefix: Key = ()) -> list[tuple[Key, Any]]:
+def leaves(tree: dict[str, Any], prefix: Key = ()) -> list[tuple[Key, Any]]:
     found: list[tuple[Key, Any]] = []
     for name, value in tree.items():
         if isinstance(value, dict):
-            found += _leaves(value, (*prefix, str(name)))  # an empty section ({}) holds nothing to carry
+            found += leaves(value, (*prefix, str(name)))  # an empty section ({}) holds nothing to carry
         else:
             found.append(((*prefix, str(name)), value))
     return found

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from picoora.migrate.go_templates import heartbeat_tasks, is_go_template, normalise
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_listed
 from picoora.store.base import PROMPT_NAMES, Store
@@ -22,44 +23,60 @@ MAX_SKILL_FILES = 200  # a skill folder with more is not a skill (a copied repos
 
 
 def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section) -> None:
+    """A prompt file the Go user wrote is added after picoora's own (its template or the user's picoora
+    text, which ``force`` saves as .bak first); Go's unedited templates are left behind."""
     templates = template_files()
     for name in PROMPT_NAMES:
         text = read_listed(go_workspace / name, section)
         if text is None:
             continue
+        if is_go_template(name, text):
+            section.skipped(name, "the Go version's own unedited template; picoora's instructions stay")
+            continue
         current = store.get_prompt(name) if store is not None else None
         held = current.content if current is not None else None
-        if held == text:
+        template = templates.get(name, b"").decode("utf-8")
+        edited = held is not None and held.encode() != templates.get(name)
+        if held is not None and normalise(text) in normalise(held):
             section.unchanged(name)
         elif store is None:
-            section.would(name)
-        elif held is not None and held.encode() != templates.get(name) and not force:
-            section.kept(name, "picoora's differs; --force replaces it, keeping a .bak")
+            section.would(name, "added after picoora's own" if template or held else "")
+        elif edited and not force:
+            section.kept(name, "picoora's was edited; --force adds the Go text after it, keeping a .bak")
         else:
             with one_item(section, name):
-                _replace_prompt(store, name, text, held, templates.get(name), workspace, section)
+                _add_prompt(store, name, text, held if held is not None else template, edited, workspace, section)
 
 
-def _replace_prompt(store: Store, name: str, text: str, held: str | None, template: bytes | None, workspace: Path,
-                    section: Section) -> None:
-    """Write the prompt; one the user wrote (neither absent nor picoora's template) is saved as NAME.bak first."""
-    if held is None or held.encode() == template:
-        store.set_prompt(name, text)
-        section.done(name)
+def _add_prompt(store: Store, name: str, text: str, base: str, edited: bool, workspace: Path,
+                section: Section) -> None:
+    """The Go text after ``base``; a base the user wrote is saved as NAME.bak first."""
+    combined = f"{base.rstrip()}\n\n{text.strip()}\n" if base.strip() else text
+    if not edited:
+        store.set_prompt(name, combined)
+        section.done(name, "added after picoora's own" if base.strip() else "")
         return
     backup = backup_path(workspace / name)
-    backup.write_text(held, encoding="utf-8")
-    store.set_prompt(name, text)
-    section.replaced(name, f"yours saved as {backup.name}")
+    backup.write_text(base, encoding="utf-8")
+    store.set_prompt(name, combined)
+    section.replaced(name, f"added after yours, which is saved as {backup.name}")
 
 
 def migrate_files(go_workspace: Path, workspace: Path, dry_run: bool, force: bool, section: Section) -> None:
     templates = template_files()
     for name in PLAIN_FILES:
-        source = go_workspace / name
-        if read_listed(source, section) is None:
+        text = read_listed(go_workspace / name, section)
+        if text is None:
             continue
-        _copy_file(source, workspace / name, templates.get(name), dry_run, force, section)
+        data = text.encode("utf-8")
+        if name == "HEARTBEAT.md":
+            tasks = heartbeat_tasks(text)
+            if not tasks:
+                section.skipped(name, "only the Go version's examples, no task of yours: no beat runs them")
+                continue
+            # Under picoora's "Tasks" heading, where its heartbeat reads them; Go's instructions stay behind.
+            data = templates[name].rstrip() + b"\n\n" + tasks.encode("utf-8") + b"\n"
+        _copy_file(name, data, workspace / name, templates.get(name), dry_run, force, section)
 
 
 def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bool, force: bool,
@@ -111,24 +128,21 @@ def _same_tree(folder: Path, target: Path, files: list[Path]) -> bool:
                for p in files)
 
 
-def _copy_file(source: Path, target: Path, template: bytes | None, dry_run: bool, force: bool,
+def _copy_file(name: str, data: bytes, target: Path, template: bytes | None, dry_run: bool, force: bool,
                section: Section) -> None:
-    data = source.read_bytes()
     held = target.read_bytes() if target.is_file() else None
     if held == data:
-        section.unchanged(source.name)
+        section.unchanged(name)
     elif dry_run:
-        section.would(source.name)
+        section.would(name)
     elif held is None or held == template:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        section.done(source.name)
+        section.done(name)
     elif not force:
-        section.kept(source.name, "picoora's differs; --force replaces it, keeping a .bak")
+        section.kept(name, "picoora's differs; --force replaces it, keeping a .bak")
     else:
         backup = backup_path(target)
         shutil.copy2(target, backup)
         target.write_bytes(data)
-        section.replaced(source.name, f"yours saved as {backup.name}")
-
-
+        section.replaced(name, f"yours saved as {backup.name}")
