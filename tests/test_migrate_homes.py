@@ -137,3 +137,47 @@ def test_tasks_under_gos_heartbeat_marker_come_without_its_examples(isolated_hom
                          "of anything I said I would do today.\n- If TODO.md exists in the workspace, list the items "
                          "still open.\n-->\n\n- Check the tide table.\n")
     assert "unread messages" not in text
+
+
+def test_a_linked_memory_folder_is_not_followed_and_the_rest_still_comes(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    private = tmp_path / "root-only"
+    private.mkdir()
+    (private / "MEMORY.md").write_text("# Memory\n\n- The vault code is 0000.\n")
+    (private / "202611").mkdir()
+    (private / "202611" / "20261105.md").write_text("# 2026-11-05\n\nSecret note.\n")
+    memory = root / "workspace" / "memory"
+    memory.rename(tmp_path / "old-memory")
+    memory.symlink_to(private)
+    out = migrate(isolated_home, "--from", str(root))
+    assert "not migrated: MEMORY.md (a symbolic link (at some level of its path)" in out
+    assert "not migrated: 20261105.md (a symbolic link (at some level of its path)" in out
+    assert "migrated: cli:default (4 messages)" in out  # the rest still comes
+    listed = run_cli("memory", "list", "--json", home=isolated_home)
+    assert "vault code" not in listed.stdout and "Secret note" not in listed.stdout
+
+
+def test_deep_json_and_a_huge_skill_file_are_listed_and_the_run_goes_on(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    ws = root / "workspace"
+    deep = "[" * 5000 + "]" * 5000
+    (ws / "sessions" / "deep.json").write_text('{"key": "cli:deep", "messages": ' + deep + "}")
+    (ws / "sessions" / "deep2.json").write_text('{"key": "cli:deep2", "messages": [' + "[" * 80 + "]" * 80 + "]}")
+    with open(ws / "skills" / "tides" / "model.bin", "wb") as big:
+        big.truncate(150_000_000)  # sparse: 150 MB without writing them
+    out = migrate(isolated_home, "--from", str(root))
+    assert "not migrated: deep.json (nested deeper than 64 levels; not read)" in out
+    assert "not migrated: deep2.json (nested deeper than 64 levels; not read)" in out
+    assert "not migrated: tides/model.bin (larger than 5000000 bytes; not read)" in out
+    skill = isolated_home / "workspace" / "skills" / "tides"
+    assert (skill / "SKILL.md").is_file() and not (skill / "model.bin").exists()
+    assert "migrated: Morning tides" in out  # what comes after the sessions still came
+
+
+def test_deeply_nested_config_is_listed_not_a_traceback(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    (root / "config.json").write_text('{"agents": ' + "{\"a\": " * 3000 + "1" + "}" * 3000 + "}")
+    result = run_cli("migrate", "--from", str(root), home=isolated_home, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "nested deeper than 64 levels" in result.stdout and "Traceback" not in result.stderr
+    assert "migrated: cli:default (4 messages)" in result.stdout

@@ -19,7 +19,7 @@ from typing import Any
 
 from picoora.messages import Message
 from picoora.migrate.report import Section, one_item
-from picoora.migrate.source import read_json, read_listed
+from picoora.migrate.source import MAX_JSON_BYTES, parse_json, read_bytes, read_json, read_listed
 from picoora.store.base import MemoryRecord, Provenance, Store, StoreError
 
 LEDGER_PREFIX = "migrate.go."
@@ -56,7 +56,8 @@ def digest(data: bytes | str) -> str:
 
 def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force: bool, section: Section) -> None:
     for path in sorted((workspace / "sessions").glob("*.json")):
-        data, problem = read_json(path)
+        raw, problem = read_bytes(path, MAX_JSON_BYTES)
+        data, problem = parse_json(path, raw) if raw is not None else (None, problem or "cannot be read")
         if problem:
             section.skipped(path.name, problem.split(": ", 1)[-1])
             continue
@@ -65,7 +66,7 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
             section.skipped(path.name, parsed)
             continue
         key, messages, summary = parsed
-        stamp = digest(path.read_bytes())
+        stamp = digest(raw or b"")
         if ledger.done(path, stamp):
             section.unchanged(key, "already migrated")
             continue
@@ -108,7 +109,12 @@ def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
             return "a message without a role"
         if raw["role"] == "system":
             continue  # the Go system prompt; picoora builds its own each turn
-        messages.append(Message.from_dict({**raw, "tool_calls": [_tool_call(c) for c in raw.get("tool_calls") or []]}))
+        calls = raw.get("tool_calls")
+        calls = calls if isinstance(calls, list) else []
+        try:
+            messages.append(Message.from_dict({**raw, "tool_calls": [_tool_call(c) for c in calls]}))
+        except (TypeError, ValueError, AttributeError) as err:
+            return f"a message picoora cannot read ({err})"
     if not messages:
         return "no messages"
     summary = data.get("summary")

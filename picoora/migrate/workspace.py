@@ -9,17 +9,19 @@ the tools' reach.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 from picoora.migrate.go_templates import heartbeat_tasks, is_go_template, normalise
 from picoora.migrate.report import Section, one_item
-from picoora.migrate.source import read_listed
+from picoora.migrate.source import read_bytes, read_listed
 from picoora.store.base import PROMPT_NAMES, Store
 from picoora.templates import backup_path, template_files
 
 PLAIN_FILES = ("HEARTBEAT.md", "TOOLS.md")  # workspace files picoora reads (HEARTBEAT.md) or keeps for people
 MAX_SKILL_FILES = 200  # a skill folder with more is not a skill (a copied repository): listed, not copied
+MAX_SKILL_FILE_BYTES = 5_000_000  # a larger file in a skill (a model, a video) is listed, not copied
 
 
 def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section) -> None:
@@ -86,7 +88,7 @@ def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bo
     for folder in sorted(go_skills.iterdir()):
         if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
             continue
-        files = [p for p in folder.rglob("*") if p.is_file() or p.is_symlink()]
+        files = [p for p in folder.rglob("*") if p.is_file() or p.is_symlink()]  # rglob enters no linked folder
         if not (folder / "SKILL.md").is_file():
             section.skipped(folder.name, "no SKILL.md")
         elif len(files) > MAX_SKILL_FILES:
@@ -94,38 +96,50 @@ def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bo
         elif folder.name in builtin and not force:
             section.kept(folder.name, "picoora ships its own skill of this name; --force copies yours over it")
         else:
-            _copy_skill(folder, skills / folder.name, files, dry_run, force, section)
+            _copy_skill(folder, skills / folder.name, _readable(folder, files, section), dry_run, force, section)
 
 
-def _copy_skill(folder: Path, target: Path, files: list[Path], dry_run: bool, force: bool, section: Section) -> None:
-    if target.exists() and _same_tree(folder, target, files):
+def _readable(folder: Path, files: list[Path], section: Section) -> dict[Path, bytes]:
+    """Each file of the skill that can be read safely (no link at any level, at most MAX_SKILL_FILE_BYTES),
+    by its path in the skill; every other one is listed."""
+    found = {}
+    for path in files:
+        data, problem = read_bytes(path, MAX_SKILL_FILE_BYTES)
+        if data is not None:
+            found[path.relative_to(folder)] = data
+        else:
+            section.skipped(f"{folder.name}/{path.relative_to(folder)}", problem or "gone while it was read")
+    return found
+
+
+def _copy_skill(folder: Path, target: Path, files: dict[Path, bytes], dry_run: bool, force: bool,
+                section: Section) -> None:
+    if target.exists() and _same_tree(target, files):
         section.unchanged(folder.name)
         return
     if target.exists() and not force:
         section.kept(folder.name, f"{target} exists with other content; --force replaces it, keeping a .bak")
         return
-    links = [p for p in files if p.is_symlink()]
-    detail = f"{len(links)} symbolic link(s) left out" if links else ""
     if dry_run:
-        section.would(folder.name, detail)
+        section.would(folder.name)
         return
+    detail = ""
     if target.exists():
         backup = backup_path(target)
         target.rename(backup)
-        detail = "; ".join(filter(None, [detail, f"yours saved as {backup.name}"]))
-    for path in files:
-        if path.is_symlink():
-            continue
-        destination = target / path.relative_to(folder)
+        detail = f"yours saved as {backup.name}"
+    for relative, data in files.items():
+        destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, destination, follow_symlinks=False)
-    (section.replaced if "saved as" in detail else section.done)(folder.name, detail)
+        destination.write_bytes(data)
+        if os.access(folder / relative, os.X_OK, follow_symlinks=False):
+            destination.chmod(0o755)  # a skill's script stays runnable
+    (section.replaced if detail else section.done)(folder.name, detail)
 
 
-def _same_tree(folder: Path, target: Path, files: list[Path]) -> bool:
-    return all(p.is_symlink() or ((target / p.relative_to(folder)).is_file()
-                                  and (target / p.relative_to(folder)).read_bytes() == p.read_bytes())
-               for p in files)
+def _same_tree(target: Path, files: dict[Path, bytes]) -> bool:
+    return all((target / relative).is_file() and (target / relative).read_bytes() == data
+               for relative, data in files.items())
 
 
 def _copy_file(name: str, data: bytes, target: Path, template: bytes | None, dry_run: bool, force: bool,
