@@ -35,6 +35,11 @@ from picoora.llm.presets import ALIASES, PRESETS, key_env, own_endpoint, provide
 from picoora.secrets import SECRET_FIELDS, SECRET_MAPS, dsn_password, redact_tree, scrub
 
 ENV_PREFIX = "PICO_"
+GO_ENV_PREFIX = "PICOCLAW_"  # PicoOraClaw's (Go) variables: read, with a notice to rename them
+# Go variables whose setting has another name here (Go's max_tokens was the context size).
+GO_ENV_RENAMES = {"agents_defaults_max_tokens": ("agents", "defaults", "context_window"),
+                  "channels_slack_bot_token": ("channels", "slack", "token"),
+                  "channels_web_token": ("gateway", "token")}
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
 
 
@@ -601,18 +606,27 @@ def _env_key(model: type[BaseModel], rest: str) -> tuple[str, ...] | None:
 
 
 def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[tuple[str, ...], str], list[str]]:
-    """({field path: variable name} for PICO_* variables naming a field, [the other PICO_* names])."""
+    """({field path: variable name} for PICO_* variables naming a field, [the other PICO_* names]). The
+    PicoOraClaw (Go) names (``PICOCLAW_AGENTS_DEFAULTS_MODEL``) count too, below a PICO_ one for the same field."""
     known: dict[tuple[str, ...], str] = {}
     unknown: list[str] = []
-    for name in sorted(environ):
-        if not name.startswith(ENV_PREFIX) or name.startswith(_TEST_PREFIX):
+    for name in sorted(environ, key=lambda n: n.startswith(ENV_PREFIX)):  # PICO_ last: it wins
+        if name.startswith(_TEST_PREFIX) or not name.startswith((ENV_PREFIX, GO_ENV_PREFIX)):
             continue
-        key = _env_key(Config, name[len(ENV_PREFIX):].lower())
+        rest = name.split("_", 1)[1].lower()
+        key = GO_ENV_RENAMES.get(rest) if name.startswith(GO_ENV_PREFIX) else None
+        key = key or _env_key(Config, rest)
         if key is None:
             unknown.append(name)
         else:
             known[key] = name
-    return known, unknown
+    return known, sorted(unknown)
+
+
+def go_env_notices() -> list[str]:
+    """One line per PicoOraClaw (Go) variable read, with the name it has in picoora."""
+    return [f"Note: {name} (PicoOraClaw's name) is read as {ENV_PREFIX}{'_'.join(key).upper()}; rename it"
+            for key, name in _env_overrides(os.environ)[0].items() if name.startswith(GO_ENV_PREFIX)]
 
 
 def _env_value(name: str, raw: str, key: tuple[str, ...]) -> Any:

@@ -181,3 +181,12 @@ def test_deeply_nested_config_is_listed_not_a_traceback(isolated_home, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "nested deeper than 64 levels" in result.stdout and "Traceback" not in result.stderr
     assert "migrated: cli:default (4 messages)" in result.stdout
+
+
+def test_an_auth_json_is_named_in_the_report_and_not_read(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    (root / "auth.json").write_text(json.dumps({"credentials": {"openai": {
+        "access_token": "oauth-secret", "auth_method": "oauth", "provider": "openai"}}}))
+    out = migrate(isolated_home, "--dry-run", "--from", str(root))
+    assert "auth.json (what `auth login` kept: OAuth or a pasted session token) is not read" in out
+    assert "oauth-secret" not in out

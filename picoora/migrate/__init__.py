@@ -71,6 +71,9 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"))
     if not dry_run:
         _write_marker(config_path.parent / MARKER, source)
+    if (go.root / "auth.json").exists() or (go.root / "auth.json").is_symlink():
+        report.notes.append("auth.json (what `auth login` kept: OAuth or a pasted session token) is not read: "
+                            "picoora uses API keys; set providers.<name>.api_key or the provider's key variable")
     oracle = go.config.get("oracle")
     if isinstance(oracle, dict) and oracle.get("enabled"):
         report.notes.append("The Go version kept sessions, memories and notes in Oracle: picoora reads the same "
