@@ -463,7 +463,21 @@ def load_config(path: Path | None = None) -> Config:
     try:
         return Config.model_validate(tree)
     except ValidationError as err:
-        raise _report(secrets, [(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()]) from None
+        error = _report(secrets, [(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()])
+        if _looks_like_go(e["loc"] for e in err.errors() if e["type"] == "extra_forbidden"):
+            error = ConfigError(f"{error}\nThis is a PicoOraClaw (Go) config: `picoora migrate --from DIR` (DIR "
+                                "holding it as config.json) converts every key and says what has no equivalent.")
+        raise error from None
+
+
+# Sections only the Go config has: a file holding one of them was copied from PicoOraClaw, not written here.
+_GO_ONLY = {("devices",), ("tools", "web"), ("tools", "cron"), ("providers", "nvidia"), ("providers", "moonshot"),
+            ("providers", "github_copilot"), *(("channels", name) for name in
+                                               ("whatsapp", "feishu", "maixcam", "qq", "dingtalk", "line", "onebot"))}
+
+
+def _looks_like_go(unknown_keys: Iterator[Key]) -> bool:
+    return any(tuple(key[:length]) in _GO_ONLY for key in unknown_keys for length in (1, 2))
 
 
 def _keys_from_provider_variables(tree: dict[str, Any]) -> None:

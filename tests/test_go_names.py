@@ -54,3 +54,14 @@ def test_cron_add_takes_the_go_flags(isolated_home):
     assert (jobs["Check the tides"]["kind"], jobs["Check the tides"]["spec"]) == ("cron", "0 7 * * *")
     both = run_cli("cron", "add", "-m", "x", "-e", "60", "-c", "* * * * *", home=isolated_home)
     assert both.returncode == 2 and "one of -e SECONDS or -c" in both.stderr
+
+
+def test_a_go_config_loaded_as_it_is_points_at_migrate(isolated_home):
+    from tests.go_home import go_default_config
+
+    (isolated_home / "config.json").write_text(json.dumps(go_default_config()))
+    result = run_cli("status", home=isolated_home)
+    assert result.returncode == 2
+    assert "This is a PicoOraClaw (Go) config: `picoora migrate --from DIR`" in result.stderr
+    (isolated_home / "config.json").write_text(json.dumps({"agents": {"defaults": {"modle": "x"}}}))
+    assert "PicoOraClaw" not in run_cli("status", home=isolated_home).stderr  # a typo is only a typo
