@@ -190,3 +190,12 @@ def test_an_auth_json_is_named_in_the_report_and_not_read(isolated_home, tmp_pat
     out = migrate(isolated_home, "--dry-run", "--from", str(root))
     assert "auth.json (what `auth login` kept: OAuth or a pasted session token) is not read" in out
     assert "oauth-secret" not in out
+
+
+def test_pair_list_shows_the_migrated_allow_from_ids(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")  # telegram allow_from [123456789, "@alice"]
+    migrate(isolated_home, "--from", str(root))
+    listed = run_cli("pair", "list", home=isolated_home).stdout
+    assert "With access:" in listed
+    assert "telegram:123456789  as the owner unless a person claims it (channels.telegram.allow_from)" in listed
+    assert "telegram:@alice  as the owner" in listed
