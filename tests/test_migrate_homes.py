@@ -199,3 +199,34 @@ def test_pair_list_shows_the_migrated_allow_from_ids(isolated_home, tmp_path):
     assert "With access:" in listed
     assert "telegram:123456789  as the owner unless a person claims it (channels.telegram.allow_from)" in listed
     assert "telegram:@alice  as the owner" in listed
+
+
+def _snapshot(folder):
+    # memories.index is the file store's read cache, which any reading command (memory list) writes.
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and "memories.index" not in p.parts}
+
+
+def test_a_dry_run_says_what_the_real_run_keeps_and_writes_nothing(isolated_home, tmp_path):
+    from picoora.messages import Message
+    from picoora.store import open_store
+
+    root = build_go_home(tmp_path / "ana")
+    migrate(isolated_home, "--from", str(root))
+    store = open_store(load_config())
+    try:  # picoora's own conversation under a key the Go home also has, after the first migration
+        store.reset_session("telegram:123456789")
+        store.append_session("telegram:123456789", [Message("user", "mine"), Message("assistant", "ok")])
+    finally:
+        store.close()
+    (root / "workspace" / "sessions" / "telegram_123456789.json").write_text(json.dumps({
+        "key": "telegram:123456789", "messages": [{"role": "user", "content": "changed in Go"}]}))
+    before = _snapshot(isolated_home)
+    dry = migrate(isolated_home, "--dry-run", "--from", str(root))
+    assert _snapshot(isolated_home) == before
+    real = migrate(isolated_home, "--from", str(root))
+    for line in ("kept: telegram:123456789 (picoora already has this session (2 messages)",
+                 "unchanged: cli:default (already migrated)", "unchanged: 2026-11-01 (already migrated)",
+                 "unchanged: MEMORY.md (3 memories already there)",
+                 "unchanged: Morning tides (a1b2c3d4e5f60718) (already migrated)"):
+        assert line in dry and line in real, line
+    assert "would migrate: telegram:123456789" not in dry and "would migrate: 2026-11-01" not in dry

@@ -8,7 +8,8 @@ The config is converted key by key (``config_map``; every key with no equivalent
 workspace's prompts, HEARTBEAT.md, TOOLS.md and skills are copied (``workspace``), and sessions, daily notes,
 MEMORY.md, the cron store and the last chat go through the store API (``records``, ``cron``), so they reach
 whichever backend the config names. Nothing is overwritten without ``force``, and what ``force`` replaces is
-kept as ``.bak`` first. A dry run writes nothing and opens no store.
+kept as ``.bak`` first. A dry run writes nothing: it reads the store picoora already has, to say what a real
+run would keep or skip, and opens none before picoora is set up.
 """
 
 from __future__ import annotations
@@ -60,15 +61,19 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
     migrate_skills(go.workspace / "skills", workspace / "skills", builtin, dry_run, force, skills)
     migrate_skills(source / "skills", picoora_home() / "skills", builtin, dry_run, force, skills)
 
-    opened: AbstractContextManager[Store | None] = nullcontext() if dry_run else open_store(config)
+    # A dry run reads the store picoora already has (what it holds is kept, what came before is unchanged),
+    # and opens none on a first run, so it writes nothing.
+    exists = config_path.exists() and workspace.is_dir()
+    opened: AbstractContextManager[Store | None] = nullcontext() if dry_run and not exists else open_store(config)
     with opened as store:
         ledger = Ledger(store)
-        migrate_prompts(go.workspace, store, workspace, force, report.section("Prompts"))
-        migrate_sessions(go.workspace, store, ledger, force, report.section("Sessions"))
-        migrate_notes(go.workspace, store, ledger, report.section("Daily notes"))
-        migrate_long_term_memory(go.workspace, store, report.section("Memories (MEMORY.md)"))
-        migrate_last_chat(go.workspace, store, report.section("State"))  # before the jobs: it is their default
-        migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"))
+        migrate_prompts(go.workspace, store, workspace, force, report.section("Prompts"), dry_run)
+        migrate_sessions(go.workspace, store, ledger, force, report.section("Sessions"), dry_run)
+        migrate_notes(go.workspace, store, ledger, report.section("Daily notes"), dry_run)
+        migrate_long_term_memory(go.workspace, store, report.section("Memories (MEMORY.md)"), dry_run)
+        migrate_last_chat(go.workspace, store, report.section("State"), dry_run)  # before the jobs: their default
+        migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"),
+                     dry_run)
     if not dry_run:
         _write_marker(config_path.parent / MARKER, source)
     if (go.root / "auth.json").exists() or (go.root / "auth.json").is_symlink():

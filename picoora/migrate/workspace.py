@@ -24,7 +24,8 @@ MAX_SKILL_FILES = 200  # a skill folder with more is not a skill (a copied repos
 MAX_SKILL_FILE_BYTES = 5_000_000  # a larger file in a skill (a model, a video) is listed, not copied
 
 
-def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section) -> None:
+def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section,
+                    dry_run: bool = False) -> None:
     """A prompt file the Go user wrote is added after picoora's own (its template or the user's picoora
     text, which ``force`` saves as .bak first); Go's unedited templates are left behind."""
     templates = template_files()
@@ -41,10 +42,10 @@ def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, fo
         edited = held is not None and held.encode() != templates.get(name)
         if held is not None and normalise(text) in normalise(held):
             section.unchanged(name)
-        elif store is None:
-            section.would(name, "added after picoora's own" if template or held else "")
         elif edited and not force:
             section.kept(name, "picoora's was edited; --force adds the Go text after it, keeping a .bak")
+        elif store is None or dry_run:
+            section.would(name, "added after picoora's own" if template or held else "")
         else:
             with one_item(section, name):
                 _add_prompt(store, name, text, held if held is not None else template, edited, workspace, section)
