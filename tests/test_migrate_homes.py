@@ -230,3 +230,20 @@ def test_a_dry_run_says_what_the_real_run_keeps_and_writes_nothing(isolated_home
                  "unchanged: Morning tides (a1b2c3d4e5f60718) (already migrated)"):
         assert line in dry and line in real, line
     assert "would migrate: telegram:123456789" not in dry and "would migrate: 2026-11-01" not in dry
+
+
+def test_a_changed_memory_md_fact_supersedes_the_old_one(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    memory = root / "workspace" / "memory" / "MEMORY.md"
+    memory.write_text(memory.read_text() + "\n- The gate code is 4421.\n")
+    migrate(isolated_home, "--from", str(root))
+    memory.write_text(memory.read_text().replace("4421", "5532"))
+    out = migrate(isolated_home, "--from", str(root))
+    assert "migrated: MEMORY.md (1 memories, embedded as they were stored; 1 earlier ones superseded)" in out
+    listed = json.loads(run_cli("memory", "list", "--all", "--json", home=isolated_home).stdout)
+    by_text = {m["content"]: m for m in listed}
+    assert by_text["The gate code is 4421."]["status"] == f"superseded by {by_text['The gate code is 5532.']['id']}"
+    found = run_cli("memory", "search", "gate code", "--json", home=isolated_home).stdout
+    assert "5532" in found and "4421" not in found
+    again = migrate(isolated_home, "--from", str(root))
+    assert "unchanged: MEMORY.md (4 memories already there)" in again

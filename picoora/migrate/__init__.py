@@ -70,7 +70,7 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         migrate_prompts(go.workspace, store, workspace, force, report.section("Prompts"), dry_run)
         migrate_sessions(go.workspace, store, ledger, force, report.section("Sessions"), dry_run)
         migrate_notes(go.workspace, store, ledger, report.section("Daily notes"), dry_run)
-        migrate_long_term_memory(go.workspace, store, report.section("Memories (MEMORY.md)"), dry_run)
+        migrate_long_term_memory(go.workspace, store, ledger, report.section("Memories (MEMORY.md)"), dry_run)
         migrate_last_chat(go.workspace, store, report.section("State"), dry_run)  # before the jobs: their default
         migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"),
                      dry_run)

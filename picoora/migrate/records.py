@@ -179,9 +179,12 @@ def _without_heading(text: str, day: date) -> str:
     return "\n".join(lines).strip()
 
 
-def migrate_long_term_memory(workspace: Path, store: Store | None, section: Section, dry_run: bool = False) -> None:
+def migrate_long_term_memory(workspace: Path, store: Store | None, ledger: Ledger, section: Section,
+                             dry_run: bool = False) -> None:
     """MEMORY.md (Go's whole-file memory) as one picoora memory per bullet or paragraph, embedded by the
-    store as it imports; the ids come from the text, so a rerun finds what it already imported."""
+    store as it imports; the ids come from the text, so a rerun finds what it already imported. A line
+    that is new on a rerun is added as the assistant adds a memory, so one that states a fact anew
+    (the gate code is 5532) supersedes the memory of the old line (4421), which recall stops offering."""
     path = workspace / "memory" / "MEMORY.md"
     text = read_listed(path, section)
     if text is None:
@@ -189,24 +192,38 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, section: Sect
     records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category,
                             provenance=Provenance(how="imported", session="MEMORY.md"))
                for category, item in memory_items(text)]
+    new = [r for r in records if store is None or store.get_memory(r.id) is None]
     if not records:
         return
     if store is None or dry_run:
-        new = [r for r in records if store is None or store.get_memory(r.id) is None]
         if new:
             section.would("MEMORY.md", f"{len(new)} memories")
-        if len(new) < len(records):
-            section.unchanged("MEMORY.md", f"{len(records) - len(new)} memories already there")
-        return
-    try:
-        added = store.import_memories(records)
-    except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
-        section.skipped("MEMORY.md", f"the store refused it: {err}")
-        return
-    if added:
-        section.done("MEMORY.md", f"{added} memories, embedded as they were stored")
-    if added < len(records):
-        section.unchanged("MEMORY.md", f"{len(records) - added} memories already there")
+    else:
+        try:
+            added, superseded = _add_memories(store, records, new, rerun=ledger.value(path) is not None)
+            ledger.record(path, digest(text))
+        except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
+            section.skipped("MEMORY.md", f"the store refused it: {err}")
+            return
+        if added:
+            section.done("MEMORY.md", f"{added} memories, embedded as they were stored"
+                         + (f"; {superseded} earlier ones superseded" if superseded else ""))
+        new = new[:added]
+    if len(new) < len(records):
+        section.unchanged("MEMORY.md", f"{len(records) - len(new)} memories already there")
+
+
+def _add_memories(store: Store, records: list[MemoryRecord], new: list[MemoryRecord], *,
+                  rerun: bool) -> tuple[int, int]:
+    """(memories added, earlier ones superseded): all at once the first time, one by one on a rerun."""
+    if not rerun:
+        return store.import_memories(records), 0
+    added = superseded = 0
+    for record in new:
+        result = store.add_memory(record.content, category=record.category, provenance=record.provenance)
+        added += result.created
+        superseded += len(result.replaced)
+    return added, superseded
 
 
 def memory_items(text: str) -> list[tuple[str, str]]:
