@@ -36,6 +36,11 @@ from picoora.providers import ALIASES, PRESETS, key_env, own_endpoint, provider_
 from picoora.secrets import SECRET_FIELDS, SECRET_MAPS, dsn_password, redact_tree, scrub
 
 ENV_PREFIX = "PICO_"
+GO_ENV_PREFIX = "PICOCLAW_"  # PicoOraClaw's (Go) variables: read, with a notice to rename them
+# Go variables whose setting has another name here (Go's max_tokens was the context size).
+GO_ENV_RENAMES = {"agents_defaults_max_tokens": ("agents", "defaults", "context_window"),
+                  "channels_slack_bot_token": ("channels", "slack", "token"),
+                  "channels_web_token": ("gateway", "token")}
 DEFAULT_OLLAMA_BASE = "http://localhost:11434"
 
 
@@ -127,6 +132,18 @@ class Providers(_Section):
     vllm: ProviderConfig = _preset("vllm")
     llamacpp: ProviderConfig = _preset("llamacpp")
     lmstudio: ProviderConfig = _preset("lmstudio")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_base_is_the_providers_own(cls, data: Any) -> Any:
+        """An empty ``api_base`` (what the Go config holds for every provider) means the provider's own
+        endpoint: left empty, a preset would reach the OpenAI client's default, and its key a foreign host."""
+        if not isinstance(data, dict):
+            return data
+        own = {"ollama": DEFAULT_OLLAMA_BASE, **{name: preset.api_base for name, preset in PRESETS.items()}}
+        return {name: {**section, "api_base": own[name]}
+                if name in own and isinstance(section, dict) and not section.get("api_base") else section
+                for name, section in data.items()}
 
 
 class MemoryConfig(_Section):
@@ -410,7 +427,21 @@ def load_config(path: Path | None = None) -> Config:
     try:
         return Config.model_validate(tree)
     except ValidationError as err:
-        raise _report(secrets, [(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()]) from None
+        error = _report(secrets, [(source(e["loc"]), e["loc"], _problem(e)) for e in err.errors()])
+        if _looks_like_go(e["loc"] for e in err.errors() if e["type"] == "extra_forbidden"):
+            error = ConfigError(f"{error}\nThis is a PicoOraClaw (Go) config: `picoora migrate --from DIR` (DIR "
+                                "holding it as config.json) converts every key and says what has no equivalent.")
+        raise error from None
+
+
+# Sections only the Go config has: a file holding one of them was copied from PicoOraClaw, not written here.
+_GO_ONLY = {("devices",), ("tools", "web"), ("tools", "cron"), ("providers", "nvidia"), ("providers", "moonshot"),
+            ("providers", "github_copilot"), *(("channels", name) for name in
+                                               ("whatsapp", "feishu", "maixcam", "qq", "dingtalk", "line", "onebot"))}
+
+
+def _looks_like_go(unknown_keys: Iterator[Key]) -> bool:
+    return any(tuple(key[:length]) in _GO_ONLY for key in unknown_keys for length in (1, 2))
 
 
 def _keys_from_provider_variables(tree: dict[str, Any]) -> None:
@@ -553,18 +584,27 @@ def _env_key(model: type[BaseModel], rest: str) -> tuple[str, ...] | None:
 
 
 def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[tuple[str, ...], str], list[str]]:
-    """({field path: variable name} for PICO_* variables naming a field, [the other PICO_* names])."""
+    """({field path: variable name} for PICO_* variables naming a field, [the other PICO_* names]). The
+    PicoOraClaw (Go) names (``PICOCLAW_AGENTS_DEFAULTS_MODEL``) count too, below a PICO_ one for the same field."""
     known: dict[tuple[str, ...], str] = {}
     unknown: list[str] = []
-    for name in sorted(environ):
-        if not name.startswith(ENV_PREFIX) or name.startswith(_TEST_PREFIX):
+    for name in sorted(environ, key=lambda n: n.startswith(ENV_PREFIX)):  # PICO_ last: it wins
+        if name.startswith(_TEST_PREFIX) or not name.startswith((ENV_PREFIX, GO_ENV_PREFIX)):
             continue
-        key = _env_key(Config, name[len(ENV_PREFIX):].lower())
+        rest = name.split("_", 1)[1].lower()
+        key = GO_ENV_RENAMES.get(rest) if name.startswith(GO_ENV_PREFIX) else None
+        key = key or _env_key(Config, rest)
         if key is None:
             unknown.append(name)
         else:
             known[key] = name
-    return known, unknown
+    return known, sorted(unknown)
+
+
+def go_env_notices() -> list[str]:
+    """One line per PicoOraClaw (Go) variable read, with the name it has in picoora."""
+    return [f"Note: {name} (PicoOraClaw's name) is read as {ENV_PREFIX}{'_'.join(key).upper()}; rename it"
+            for key, name in _env_overrides(os.environ)[0].items() if name.startswith(GO_ENV_PREFIX)]
 
 
 def _env_value(name: str, raw: str, key: tuple[str, ...]) -> Any:

@@ -67,9 +67,9 @@ def key_env(provider: str) -> str:
 
 
 def own_endpoint(provider: str, api_base: str) -> bool:
-    """Whether ``api_base`` is ``provider``'s own service (its preset base, its public API, or empty for the
-    clients' defaults): only then may a key from the provider's variable be sent there."""
+    """Whether ``api_base`` is ``provider``'s own service (its preset base, its public API, or empty for its
+    default): only then may a key from the provider's variable be sent there."""
     base = api_base.rstrip("/")
     if provider in PRESETS:
-        return base == PRESETS[provider].api_base
+        return base in ("", PRESETS[provider].api_base)
     return base in ("", PUBLIC_BASES.get(provider))

@@ -60,6 +60,32 @@ def go_default_config() -> dict[str, Any]:
     }
 
 
+GO_PROVIDERS = ("anthropic", "openai", "openrouter", "groq", "vllm", "gemini", "nvidia", "ollama", "moonshot",
+                "deepseek", "github_copilot")  # ProvidersConfig in the Go project's pkg/config/config.go
+
+
+def go_full_config() -> dict[str, Any]:
+    """Every key of the Go config struct (pkg/config/config.go), each with a value that is set: the default
+    config plus the optional ``routing`` section, every ProviderConfig field and a value for each empty one."""
+    config = go_default_config()
+    config["agents"]["defaults"]["routing"] = {"enabled": True, "light_model": "small", "threshold": 0.5}
+    config["providers"] = {name: {"api_key": f"{name}-key", "api_base": f"https://{name}.example/v1",
+                                  "proxy": "http://proxy:3128", "auth_method": "token", "connect_mode": "grpc"}
+                           for name in GO_PROVIDERS}
+    config["agents"]["defaults"]["provider"] = "groq"
+
+    def fill(node: dict[str, Any]) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                fill(value)
+            elif value in ("", []):
+                node[key] = ["42"] if isinstance(value, list) else f"{key}-value"
+    fill(config)
+    config["channels"]["telegram"]["enabled"] = config["channels"]["discord"]["enabled"] = True
+    config["tools"]["web"]["brave"]["enabled"] = True
+    return config
+
+
 def session_file(key: str, messages: list[dict[str, Any]], summary: str = "") -> dict[str, Any]:
     data: dict[str, Any] = {"key": key, "messages": messages, "created": "2026-11-01T09:00:00Z",
                             "updated": "2026-11-02T10:00:00Z"}

@@ -8,8 +8,8 @@ import asyncio
 import threading
 
 from picoora.config import ApprovalsConfig, Config, save_config
+from picoora.gateway.channels.links import Inbound
 from picoora.gateway.runtime.approvals import Approvals
-from picoora.gateway.runtime.envelopes import Inbound
 from picoora.identities import Person
 from picoora.store.aio import AsyncStore
 from tests.fakes.channel_kit import run_runtime, until

@@ -11,7 +11,7 @@ import pytest
 from picoora.assistant import build_assistant
 from picoora.config import Config, save_config
 from picoora.gateway.channels.links import COMMANDS
-from picoora.gateway.runtime.commands import parse_command
+from picoora.gateway.runtime.commands import help_text, parse_command
 from picoora.gateway.runtime.services import NOTHING_TO_STOP, STOPPED_REPLY, GatewayRuntime
 from picoora.gateway.runtime.streaming import EditedReply
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -77,6 +77,22 @@ def test_commands_are_parsed_only_when_they_are_commands():
     assert parse_command("/MODEL x") == ("model", "x")
     assert parse_command("/usr is full") is None and parse_command("new") is None
     assert parse_command("/path/to/file") is None
+
+
+def test_the_go_chat_commands_are_aliases():
+    assert parse_command("/show model") == parse_command("/list models") == ("model", "")
+    assert parse_command("/switch model to llama3.2") == ("model", "llama3.2")
+    assert parse_command("/show channel") == ("whoami", "")
+    for other in ("/show", "/list channels", "/switch channel to slack", "/switch model llama3.2"):
+        assert parse_command(other) == ("help", ""), other
+    assert "/switch model to NAME" in help_text()
+
+
+def test_switch_model_to_switches_this_chat(isolated_home):
+    telegram, ollama, _ = run_chat(isolated_home, [(7, "/switch model to llama3.2"), (7, "which?")],
+                                   models=("qwen3:latest", "llama3.2:latest"), until=said(None, 7, 2))
+    assert telegram.texts(7)[0] == "This chat now answers with ollama/llama3.2."
+    assert ollama.requests[-1]["model"] == "llama3.2"
 
 
 def test_new_starts_afresh_and_no_command_reaches_the_model(isolated_home):

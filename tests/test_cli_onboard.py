@@ -215,3 +215,12 @@ def test_a_read_only_home_stops_with_the_fix(isolated_home, tmp_path):
         locked.chmod(0o755)
     assert result.returncode == CANNOT_WRITE and "(Permission denied)" in result.stderr
     assert "set PICOORA_HOME to a folder you can write" in result.stderr
+
+
+def test_the_ollama_address_onboard_used_is_saved(isolated_home):
+    with FakeOllama(models=("qwen3:latest",)) as fake:
+        assert _onboard(isolated_home, url=fake.url).returncode == 0
+        saved = json.loads((isolated_home / "config.json").read_text())["providers"]["ollama"]["api_base"]
+        assert saved == fake.url
+        answer = run_cli("agent", "-m", "hi", home=isolated_home)  # no variable now
+    assert answer.returncode == 0, answer.stderr

@@ -86,3 +86,19 @@ def test_a_running_gateway_is_seen_on_its_port(isolated_home):
     assert _line(text, "Gateway") == f"Gateway:   127.0.0.1:{port}, token set; ✓ running ({__version__})"
     [gateway] = [check for check in report["checks"] if check["check"] == "gateway"]
     assert gateway["running"] is True and gateway["version"] == __version__ and gateway["port"] == port
+
+
+def test_a_gateway_started_with_another_port_is_seen_there(isolated_home):
+    configured, given = free_port(), free_port()
+    with FakeOllama() as fake:
+        gateway_home(isolated_home, fake.url, port=configured)
+        process, url, _ = start_gateway(isolated_home, "--port", str(given))
+        try:
+            text = run_cli("status", home=isolated_home).stdout
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(15) == 0
+    assert url.endswith(f":{given}")
+    assert _line(text, "Gateway") == f"Gateway:   127.0.0.1:{given}, token set; ✓ running ({__version__})"
+    after = run_cli("status", home=isolated_home).stdout  # stopped: the configured port, not running
+    assert _line(after, "Gateway").startswith(f"Gateway:   127.0.0.1:{configured}, token set; not running")

@@ -203,6 +203,13 @@ def test_print_systemd_unit_as_a_system_unit_for_this_user_or_a_user_unit(isolat
     assert "User=" not in user.stdout and "WantedBy=default.target" in user.stdout
 
 
+def test_print_systemd_unit_keeps_the_host_and_port_given(isolated_home):
+    write_config(isolated_home, ollama_url="http://127.0.0.1:9")
+    unit = run_cli("gateway", "--print-systemd-unit", "--port", "19123", "--host", "0.0.0.0", home=isolated_home)
+    assert unit.returncode == 0, unit.stderr
+    assert f"--config {(isolated_home / 'config.json').resolve()} gateway --host 0.0.0.0 --port 19123\n" in unit.stdout
+
+
 def recording_runtime(log: list[str], fail: bool = False):
     """A GatewayRuntime recording when it starts and stops and whether the assistant was open."""
     from picoora.gateway.runtime.services import GatewayRuntime

@@ -41,6 +41,14 @@ def test_sandbox_leaves_only_picoora_home_writable():
     assert "RestrictNamespaces" not in unit and "ProtectKernelTunables" not in unit
 
 
+def test_host_and_port_are_written_into_the_command_or_refused():
+    unit = directives(unit_text(EXE, HOME, CONFIG, "opc", host="::1", port=19123))
+    assert unit["ExecStart"] == [f"{EXE} --config {CONFIG} gateway --host ::1 --port 19123"]
+    for bad in ("0.0.0.0\nExecStartPre=/bin/sh", "a b", "%h"):
+        with pytest.raises(ValueError):
+            unit_text(EXE, HOME, CONFIG, "opc", host=bad)
+
+
 def test_user_unit_has_no_user_line_and_starts_with_the_session():
     unit = directives(unit_text(EXE, HOME, CONFIG, None))
     assert "User" not in unit

@@ -51,3 +51,37 @@ def test_a_provider_picoora_lacks_is_listed_not_guessed():
     assert "not a provider picoora has" in reasons["agents.defaults.provider"]
     assert "no moonshot preset" in reasons["providers.moonshot"]
     assert "provider" not in result.tree.get("agents", {}).get("defaults", {})
+
+
+def test_discord_and_slack_are_carried_with_their_tokens_and_people():
+    go = go_default_config()
+    go["channels"]["discord"] = {"enabled": True, "token": "discord-token", "allow_from": [112233445566778899]}
+    go["channels"]["slack"] = {"enabled": True, "bot_token": "xoxb-bot", "app_token": "xapp-app", "allow_from": ["U01"]}
+    result = convert(go)
+    config = Config.model_validate(result.tree)
+    assert (config.channels.discord.enabled, config.channels.discord.token) == (True, "discord-token")
+    assert config.channels.discord.allow_from == ["112233445566778899"]
+    slack = config.channels.slack
+    assert (slack.enabled, slack.token, slack.app_token, slack.allow_from) == (True, "xoxb-bot", "xapp-app", ["U01"])
+    assert not any(key.startswith(("channels.discord", "channels.slack")) for key, _ in result.dropped)
+    assert dict(result.dropped)["channels.feishu"].startswith("picoora has no feishu channel (it has telegram, discord")
+
+
+def test_every_channel_picoora_has_takes_the_go_section_of_that_name():
+    """A channel added to picoora's config is carried from the Go config without touching the converter."""
+    from picoora.channel_registry import Channels
+
+    for name in (n for n in Channels.model_fields if n != "web"):
+        result = convert({"channels": {name: {"enabled": False, "allow_from": ["42"]}}})
+        assert result.tree["channels"][name]["allow_from"] == ["42"], name
+
+
+def test_a_preset_is_written_with_its_own_base_url():
+    from picoora.providers import PRESETS
+
+    go = go_default_config()
+    go["providers"]["groq"] = {"api_key": "gsk-key", "api_base": ""}
+    go["providers"]["deepseek"] = {"api_key": "ds-key"}
+    tree = convert(go).tree
+    assert tree["providers"]["groq"] == {"api_key": "gsk-key", "api_base": PRESETS["groq"].api_base}
+    assert tree["providers"]["deepseek"]["api_base"] == PRESETS["deepseek"].api_base

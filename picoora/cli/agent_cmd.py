@@ -29,6 +29,8 @@ def agent(
     stream: bool | None = typer.Option(
         None, "--stream/--no-stream", help="Show the answer as it is written. Default: on when stdout is a terminal."
     ),
+    debug: bool = typer.Option(False, "-d", "--debug", help="picoora's debug log on stderr (PicoOraClaw's flag); "
+                                                           "`picoora trace last` shows a turn step by step."),
 ) -> None:
     """Chat with the assistant: one message with -m (or piped on stdin), else an interactive session.
 
@@ -41,6 +43,8 @@ def agent(
     if not session.strip():
         raise CLIError("the session name is empty: pass -s KEY (or leave -s out for the default session)", EXIT_USAGE)
     config = load_config(ctx)
+    if debug:
+        _debug_log(config, session)
     if stream is None:
         stream = sys.stdout.isatty()
     if message is None and not sys.stdin.isatty():
@@ -53,6 +57,19 @@ def agent(
     from picoora.cli.repl import run_repl
 
     asyncio.run(run_repl(config, session, stream, config_path=config_path(ctx)))
+
+
+def _debug_log(config: Config, session: str) -> None:
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("picoora")  # picoora's own log only: the HTTP libraries' debug output shows headers
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    defaults = config.agents.defaults
+    logger.debug("agent: session %s, %s/%s, workspace %s", session, defaults.provider, defaults.model,
+                 defaults.workspace or "(default)")
 
 
 async def _one_shot(config: Config, text: str, session: str, stream: bool, path: Path | None) -> int:

@@ -60,26 +60,41 @@ def _iso(moment: datetime | None) -> str | None:
 
 def add(
     ctx: typer.Context,
-    kind: str = typer.Argument(..., help="at (once), every (interval) or cron (expression)."),
-    when: str = typer.Argument(..., help="at: an ISO time (2026-12-24T18:00), a clock time (20:03: the next one) or "
-                                          "'in 5 minutes'; every: an interval (90m, 2h, 1d); cron: 5 fields."),
-    message: str = typer.Argument(..., help="What the agent should do then (or the reminder's text)."),
+    kind: str | None = typer.Argument(None, help="at (once), every (interval) or cron (expression)."),
+    when: str | None = typer.Argument(None, help="at: an ISO time (2026-12-24T18:00), a clock time (20:03: the next "
+                                                 "one) or 'in 5 minutes'; every: an interval (90m, 2h, 1d); cron: "
+                                                 "5 fields."),
+    message: str | None = typer.Argument(None, help="What the agent should do then (or the reminder's text)."),
     reminder: bool = typer.Option(False, "--reminder", help="Send the message as it is, without the agent."),
     channel: str | None = typer.Option(None, "--channel", help="Where the result goes: telegram, web or cli "
                                           "(default: the chat used last, else the terminal)."),
-    chat: str | None = typer.Option(None, "--chat", help="The chat id on that channel."),
+    chat: str | None = typer.Option(None, "--chat", "--to", help="The chat id on that channel."),
     tz: str = typer.Option("", "--tz", help="IANA time zone (default: agents.defaults.timezone)."),
+    go_message: str | None = typer.Option(None, "-m", "--message", help="PicoOraClaw's form: the message."),
+    go_every: int | None = typer.Option(None, "-e", "--every", min=1, help="PicoOraClaw's form: every N seconds."),
+    go_cron: str | None = typer.Option(None, "-c", "--cron", help="PicoOraClaw's form: a cron expression."),
+    go_deliver: bool = typer.Option(False, "-d", "--deliver", help="PicoOraClaw's form of --reminder."),
+    go_name: str | None = typer.Option(None, "-n", "--name", help="PicoOraClaw's form: accepted; jobs are known "
+                                                                 "by id and message."),
 ) -> None:
-    """Schedule a job."""
+    """Schedule a job: `cron add every 2h "stretch"`, or as PicoOraClaw wrote it: `cron add -n NAME -m TEXT -e 7200`."""
     from picoora.cli.opening import command_store
     from picoora.scheduler.jobs import JobBook, JobError
 
+    if go_every is not None or go_cron is not None or go_message is not None:
+        if kind is not None:
+            raise CLIError("give the job either as KIND WHEN MESSAGE or with -m and -e/-c, not both", EXIT_USAGE)
+        if go_message is None or (go_every is None) == (go_cron is None):
+            raise CLIError("-m MESSAGE and one of -e SECONDS or -c 'EXPR' are needed", EXIT_USAGE)
+        kind, when, message = ("every", f"{go_every}s", go_message) if go_every else ("cron", go_cron, go_message)
+    if kind is None or when is None or message is None:
+        raise CLIError("give KIND WHEN MESSAGE (`cron add every 2h \"stretch\"`)", EXIT_USAGE)
     config = load_config(ctx)
     with command_store(config) as store:
         book = JobBook(store, default_zone=config.agents.defaults.timezone)
         try:
             job = book.add(kind, when, message, *book.target(channel, chat),
-                           action="reminder" if reminder else "agent", timezone_name=tz)
+                           action="reminder" if reminder or go_deliver else "agent", timezone_name=tz)
         except JobError as err:
             raise CLIError(str(err), EXIT_USAGE) from None
     print(f"Scheduled {job.id}: {job.kind} {job.spec} → {job.channel}:{job.chat_id}")

@@ -55,7 +55,7 @@ def config_path(ctx: typer.Context) -> Path | None:
 
 def load_config(ctx: typer.Context) -> Config:
     """Load the config the user pointed at; a bad file becomes a CLIError with exit code 2."""
-    from picoora.config import ConfigError, env_override_warnings, secret_values
+    from picoora.config import ConfigError, env_override_warnings, go_env_notices, secret_values
     from picoora.config import load_config as _load
 
     path = config_path(ctx)
@@ -67,6 +67,6 @@ def load_config(ctx: typer.Context) -> Config:
     except ConfigError as err:
         raise CLIError(str(err), EXIT_USAGE) from None
     _known_secrets[:] = secret_values(config)
-    for line in env_override_warnings():
+    for line in env_override_warnings() + go_env_notices():
         warn(line)
     return config

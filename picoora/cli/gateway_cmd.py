@@ -38,7 +38,7 @@ def gateway(
     start carries the token. Listening off loopback without a configured token is refused."""
     config = load_config(ctx)
     if print_systemd_unit:
-        _print_unit(ctx, user_unit)
+        _print_unit(ctx, user_unit, host, port)
         return
     if host is not None:
         config.gateway.host = host
@@ -97,7 +97,7 @@ def _require_extras(config: Config) -> None:
         raise CLIError("; ".join(problems))
 
 
-def _print_unit(ctx: typer.Context, user_unit: bool) -> None:
+def _print_unit(ctx: typer.Context, user_unit: bool, host: str | None, port: int | None) -> None:
     import getpass
 
     from picoora.config import default_config_path, picoora_home
@@ -106,7 +106,7 @@ def _print_unit(ctx: typer.Context, user_unit: bool) -> None:
     path = config_path(ctx) or default_config_path()
     try:
         text = unit_text(_executable(), str(picoora_home().resolve()), str(path.expanduser().resolve()),
-                         None if user_unit else getpass.getuser())
+                         None if user_unit else getpass.getuser(), host=host, port=port)
     except ValueError as err:
         raise CLIError(str(err), EXIT_USAGE) from None
     sys.stdout.write(text)

@@ -78,8 +78,12 @@ def onboard(
         fresh.gateway.token = _new_token()
         if owner_entry is not None:
             fresh.users = [owner_entry]
+        ollama_from_env = _ollama_base_from_env(config)
+        if ollama_from_env:  # where the model was found: the next command, without the variable, looks there too
+            fresh.providers.ollama.api_base = ollama_from_env
         _save_new(fresh, path)
-        print(f"Wrote {path}")
+        print(f"Wrote {path}" + (f" (providers.ollama.api_base {ollama_from_env}, from the environment)"
+                                 if ollama_from_env else ""))
     else:
         if config.agents.defaults.provider != configured_provider:
             _set_in_file(path, ("agents", "defaults", "provider"), config.agents.defaults.provider)
@@ -89,6 +93,10 @@ def onboard(
             print(f"Set agents.defaults.model to {chosen} in {path}")
         else:
             print(f"Kept {path}")
+        ollama_from_env = _ollama_base_from_env(config)
+        if ollama_from_env:
+            _set_in_file(path, ("providers", "ollama", "api_base"), ollama_from_env)
+            print(f"Set providers.ollama.api_base to {ollama_from_env} (from the environment) in {path}")
         if not config.gateway.token:  # neither the file nor PICO_GATEWAY_TOKEN gives the gateway one
             _set_in_file(path, ("gateway", "token"), _new_token())
             print(f"Wrote a new gateway.token to {path}")
@@ -102,6 +110,15 @@ def onboard(
     _print_next_steps(path, config.agents.defaults.provider, chosen or config.agents.defaults.model, problem)
     if problem:
         raise typer.Exit(EXIT_FAILURE)  # set up, but a chat would fail now: scripts must not read "ready"
+
+
+def _ollama_base_from_env(config: Config) -> str | None:
+    """The Ollama address a PICO_ variable gives, when onboard set up Ollama with it: it goes into the file."""
+    from picoora.config import env_override
+
+    if config.agents.defaults.provider != "ollama":
+        return None
+    return config.providers.ollama.api_base if env_override(config, "providers", "ollama", "api_base") else None
 
 
 def _mention_go_home(path: Path) -> None:

@@ -7,9 +7,14 @@ from any shell, while the gateway runs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
+
+if TYPE_CHECKING:
+    from picoora.config import Config
 
 
 def register(app: typer.Typer) -> None:
@@ -36,11 +41,29 @@ def list_(ctx: typer.Context) -> None:
         who = f"@{request.username}" if request.username else request.sender_id
         print(f"  {request.code}  {request.channel}  {who} (id {request.sender_id})  until {request.expires[:16]}Z")
     configured = [(identity, user.name) for user in config.users for identity in user.identities]
-    print("With access:" if approved or configured else "No one has access through pairing or the config's users.")
+    allowed = _allow_from(config)
+    print("With access:" if approved or configured or allowed else
+          "No one has access through pairing, the config's users or a channel's allow_from.")
     for identity, person in approved.items():
         print(f"  {identity}  as {person}  (approved; `picoora pair revoke {identity}` takes it back)")
     for identity, person in configured:
         print(f"  {identity}  as {person}  (config users; edit the config to change)")
+    for identity, how in allowed:
+        print(f"  {identity}  {how}")
+
+
+def _allow_from(config: Config) -> list[tuple[str, str]]:
+    """(identity, as whom) for each id in an enabled or configured channel's ``allow_from`` (migrated from
+    the Go version, or written by hand): the owner, unless a person claims it; everyone for ``*``."""
+    from picoora.gateway.channels import CHANNELS
+
+    found = []
+    for channel in CHANNELS:
+        for entry in getattr(config.channels, channel).allow_from:
+            how = ("everyone, each as a guest of their own" if entry == "*" else
+                   f"as the owner unless a person claims it (channels.{channel}.allow_from)")
+            found.append((f"{channel}:{entry}", how))
+    return found
 
 
 def approve(

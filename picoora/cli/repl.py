@@ -108,6 +108,11 @@ async def handle_command(state: ReplState, line: str) -> None:
 
     name, _, arg = line.partition(" ")
     arg = arg.strip()
+    if name in ("/show", "/list", "/switch"):  # PicoOraClaw's (Go) forms: /show model, /switch model to NAME
+        from picoora.gateway.runtime.commands import parse_command
+
+        go = parse_command(line)
+        name, arg = ("/model", go[1]) if go is not None and go[0] == "model" else ("/help", "")
     assistant = state.assistant
     if name == "/help":
         print(HELP)

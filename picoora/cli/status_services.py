@@ -21,29 +21,40 @@ HEALTH_TIMEOUT = 1.5  # seconds; the gateway is local, or on the LAN
 def service_lines(config: Config, store: KeyValueStore | None) -> list[Line]:
     """``store`` None: nothing is stored yet (no jobs, no beats, no choices)."""
     state = store.all_state() if store is not None else {}
-    return [_gateway_line(config), _cron_line(config, store), _heartbeat_line(config, state),
+    return [_gateway_line(config, state), _cron_line(config, store), _heartbeat_line(config, state),
             *_session_model_lines(state)]
 
 
-def _gateway_line(config: Config) -> Line:
+def _gateway_line(config: Config, state: dict[str, str]) -> Line:
+    settings = config.gateway
+    host, port, version = settings.host, settings.port, _health(settings.host, settings.port)
+    started = state.get("gateway.listening", "")  # where the last gateway started (--host/--port included)
+    if version is None and ":" in started:
+        last_host, _, last_port = started.rpartition(":")
+        if last_port.isdigit() and (last_host, int(last_port)) != (host, port):
+            version = _health(last_host, int(last_port))
+            if version is not None:
+                host, port = last_host, int(last_port)
+    token = "token set" if settings.token else "no token (each run makes one up; `picoora onboard` writes one)"
+    running = f"{OK} running ({version})" if version is not None else "not running (start it: picoora gateway)"
+    return Line("Gateway", f"{host}:{port}, {token}; {running}",
+                facts={"host": host, "port": port, "token_set": bool(settings.token),
+                       "running": version is not None, "version": version})
+
+
+def _health(host: str, port: int) -> str | None:
+    """The version a picoora gateway at host:port reports on /health, or None when none answers."""
     import httpx
 
     from picoora.gateway.binding import base_url
 
-    settings = config.gateway
-    url = base_url(settings.host, settings.port)
-    version = None
     try:
-        answer = httpx.get(url + "/health", timeout=HEALTH_TIMEOUT)
+        answer = httpx.get(base_url(host, port) + "/health", timeout=HEALTH_TIMEOUT)
         if answer.status_code == 200 and answer.json().get("status") == "ok":
-            version = str(answer.json().get("version", ""))
+            return str(answer.json().get("version", ""))
     except (httpx.HTTPError, ValueError, AttributeError):
         pass  # nothing there, or something that is not a picoora gateway: not running
-    token = "token set" if settings.token else "no token (each run makes one up; `picoora onboard` writes one)"
-    running = f"{OK} running ({version})" if version is not None else "not running (start it: picoora gateway)"
-    return Line("Gateway", f"{settings.host}:{settings.port}, {token}; {running}",
-                facts={"host": settings.host, "port": settings.port, "token_set": bool(settings.token),
-                       "running": version is not None, "version": version})
+    return None
 
 
 def _cron_line(config: Config, store: KeyValueStore | None) -> Line:

@@ -71,6 +71,9 @@ def open_gateway(config: Config, *, config_path: Path | None = None) -> Gateway:
     return gateway
 
 
+LISTENING = "gateway.listening"  # state key: host:port of the gateway that started last
+
+
 def workspace_lock(gateway: Gateway, port: int) -> AbstractContextManager[Any]:
     """The store's one-gateway lock, to hold from before serving until the gateway has stopped: on files one
     gateway per workspace (``store/service_lock.py``), on Oracle none. Entering it raises StoreError naming
@@ -104,6 +107,8 @@ async def serve(gateway: Gateway, sock: socket.socket, on_started: Callable[[Gat
             from picoora.gateway.readiness import run_checks, warnings
 
             gateway.start_warnings = warnings(await run_checks(gateway.assistant))
+            # Where it listens, for `picoora status` (a --port run is not at gateway.port).
+            await gateway.assistant.astore.set_state(LISTENING, f"{gateway.config.gateway.host}:{server.port}")
         on_started(server)
     await serving
 

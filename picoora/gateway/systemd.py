@@ -17,11 +17,13 @@ from pathlib import PurePosixPath
 
 # useradd's rule (lower case, digits, _ and -, 32 characters), which systemd accepts as User=.
 _USER_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+_HOST = re.compile(r"[A-Za-z0-9.:_\[\]-]{1,253}")  # names, IPv4 and IPv6 addresses: no spaces or specifiers
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\"'\\%$]")
 
 
-def unit_text(executable: str, picoora_home: str, config_path: str, user: str | None) -> str:
-    """The unit file for ``executable gateway``.
+def unit_text(executable: str, picoora_home: str, config_path: str, user: str | None, *,
+              host: str | None = None, port: int | None = None) -> str:
+    """The unit file for ``executable gateway`` (with ``--host``/``--port`` when given, as on the command line).
 
     ``user`` names the account a system unit (``/etc/systemd/system``) runs as; ``None`` makes a
     user unit (``~/.config/systemd/user``, started by ``systemctl --user``). Paths must be absolute.
@@ -32,6 +34,15 @@ def unit_text(executable: str, picoora_home: str, config_path: str, user: str | 
     if user is not None and not _USER_NAME.fullmatch(user):
         raise ValueError(f"not a valid user name for a systemd unit: {user!r}")
     service_user = [f"User={user}"] if user is not None else []
+    listen = ""
+    if host is not None:
+        if not _HOST.fullmatch(host):
+            raise ValueError(f"not a host name or address a unit file can hold: {host!r}")
+        listen += f" --host {host}"
+    if port is not None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"not a port: {port}")
+        listen += f" --port {port}"
     lines = [
         "[Unit]",
         "Description=picoora gateway (HTTP API, web chat, channels, scheduler)",
@@ -42,7 +53,7 @@ def unit_text(executable: str, picoora_home: str, config_path: str, user: str | 
         "Type=simple",
         *service_user,
         f"Environment={_quote('PICOORA_HOME=' + home)}",
-        f"ExecStart={_quote(exe)} --config {_quote(config)} gateway",
+        f"ExecStart={_quote(exe)} --config {_quote(config)} gateway{listen}",
         "Restart=on-failure",
         "RestartSec=5",
         "UMask=0077",

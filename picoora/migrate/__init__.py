@@ -8,19 +8,25 @@ The config is converted key by key (``config_map``; every key with no equivalent
 workspace's prompts, HEARTBEAT.md, TOOLS.md and skills are copied (``workspace``), and sessions, daily notes,
 MEMORY.md, the cron store and the last chat go through the store API (``records``, ``cron``), so they reach
 whichever backend the config names. Nothing is overwritten without ``force``, and what ``force`` replaces is
-kept as ``.bak`` first. A dry run writes nothing and opens no store.
+kept as ``.bak`` first. A dry run writes nothing: it reads the store picoora already has, to say what a real
+run would keep or skip, and opens none before picoora is set up.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from picoora.atomic import atomic_write_text
 from picoora.config import Config, load_config, picoora_home, save_config, workspace_path
 from picoora.migrate.config_map import Conversion, convert, dotted
+from picoora.migrate.config_merge import merge, untouched
 from picoora.migrate.cron import migrate_cron
 from picoora.migrate.records import Ledger, migrate_last_chat, migrate_long_term_memory, migrate_notes, migrate_sessions
 from picoora.migrate.report import Report, Section
@@ -55,17 +61,24 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
     migrate_skills(go.workspace / "skills", workspace / "skills", builtin, dry_run, force, skills)
     migrate_skills(source / "skills", picoora_home() / "skills", builtin, dry_run, force, skills)
 
-    opened: AbstractContextManager[Store | None] = nullcontext() if dry_run else open_store(config)
+    # A dry run reads the store picoora already has (what it holds is kept, what came before is unchanged),
+    # and opens none on a first run, so it writes nothing.
+    exists = config_path.exists() and workspace.is_dir()
+    opened: AbstractContextManager[Store | None] = nullcontext() if dry_run and not exists else open_store(config)
     with opened as store:
         ledger = Ledger(store)
-        migrate_prompts(go.workspace, store, workspace, force, report.section("Prompts"))
-        migrate_sessions(go.workspace, store, ledger, force, report.section("Sessions"))
-        migrate_notes(go.workspace, store, ledger, report.section("Daily notes"))
-        migrate_long_term_memory(go.workspace, store, report.section("Memories (MEMORY.md)"))
-        migrate_last_chat(go.workspace, store, report.section("State"))  # before the jobs: it is their default
-        migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"))
+        migrate_prompts(go.workspace, store, workspace, force, report.section("Prompts"), dry_run)
+        migrate_sessions(go.workspace, store, ledger, force, report.section("Sessions"), dry_run)
+        migrate_notes(go.workspace, store, ledger, report.section("Daily notes"), dry_run)
+        migrate_long_term_memory(go.workspace, store, ledger, report.section("Memories (MEMORY.md)"), dry_run)
+        migrate_last_chat(go.workspace, store, report.section("State"), dry_run)  # before the jobs: their default
+        migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"),
+                     dry_run)
     if not dry_run:
         _write_marker(config_path.parent / MARKER, source)
+    if (go.root / "auth.json").exists() or (go.root / "auth.json").is_symlink():
+        report.notes.append("auth.json (what `auth login` kept: OAuth or a pasted session token) is not read: "
+                            "picoora uses API keys; set providers.<name>.api_key or the provider's key variable")
     oracle = go.config.get("oracle")
     if isinstance(oracle, dict) and oracle.get("enabled"):
         report.notes.append("The Go version kept sessions, memories and notes in Oracle: picoora reads the same "
@@ -75,8 +88,6 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
 
 def go_home_notice(config_path: Path, user_home: Path | None = None) -> str | None:
     """One line for ``status`` and ``onboard`` when a Go home is there: migrate it, or when it was."""
-    import json
-
     home = find_go_home(user_home)
     if home is None:
         return None
@@ -90,46 +101,59 @@ def go_home_notice(config_path: Path, user_home: Path | None = None) -> str | No
 
 
 def _write_marker(path: Path, source: Path) -> None:
-    import json
     from datetime import datetime
-
-    from picoora.atomic import atomic_write_text
 
     atomic_write_text(path, json.dumps({"source": str(source), "at": datetime.now().isoformat(timespec="minutes")}))
 
 
 def _migrate_config(go_config: dict[str, Any], path: Path, dry_run: bool, force: bool, report: Report) -> Config:
-    """picoora's config after the migration: the one there (kept unless ``force``), else the converted one."""
+    """picoora's config after the migration: the converted Go config, laid over the one there (config_merge)."""
     section = report.section("Config")
     conversion = convert(go_config) if go_config else Conversion()
     report.dropped, report.notes = conversion.dropped, report.notes + conversion.notes
-    if path.exists() and not force:
-        section.kept(str(path), "picoora's own; --force replaces it with the converted Go config, keeping a .bak")
-        return load_config(path)
     config = _validated(conversion)
-    if not config.gateway.token:
-        import secrets
+    if not path.exists():
+        if not config.gateway.token:
+            import secrets
 
-        config.gateway.token = secrets.token_urlsafe(32)
-    detail = f"{len(conversion.carried)} settings carried"
-    if dry_run:
-        section.would(str(path), detail)
-        return config
-    if path.exists():
-        backup = backup_path(path)
-        shutil.copy2(path, backup)  # keeps its 0600
-        save_config(config, path)
-        section.replaced(str(path), f"{detail}; the previous one saved as {backup.name}")
-    else:
+            config.gateway.token = secrets.token_urlsafe(32)
+        detail = f"{len(conversion.carried)} settings carried"
+        if dry_run:
+            section.would(str(path), detail)
+            return config
         save_config(config, path)
         section.done(str(path), detail)
-    return load_config(path)  # with the PICO_* environment over it, as every command sees it
+        return load_config(path)  # with the PICO_* environment over it, as every command sees it
+    current = load_config(path)  # a broken file stops here (ConfigError), before anything is changed
+    file_tree = json.loads(path.read_text(encoding="utf-8-sig"))
+    fresh = untouched(file_tree)
+    merged = merge(file_tree, conversion, go_wins=force or fresh)
+    for key in merged.kept:
+        section.kept(key, "edited in picoora; the Go config has another value (--force takes it)")
+    if not merged.from_go:
+        section.unchanged(str(path), "every Go setting is there already" if not merged.kept else "")
+        return current
+    how = ("onboard's unedited config: " if fresh and not force else "") + "from the Go config: " + \
+        ", ".join(merged.from_go)
+    try:
+        Config.model_validate(merged.tree)
+    except ValidationError as err:
+        first = err.errors()[0]
+        section.skipped(str(path), f"with the Go settings it would not load ({dotted(tuple(map(str, first['loc'])))}: "
+                                   f"{first['msg']}); left as it is")
+        return current
+    if dry_run:
+        section.would(str(path), how)
+        return current
+    backup = backup_path(path)
+    shutil.copy2(path, backup)  # keeps its 0600
+    atomic_write_text(path, json.dumps(merged.tree, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+    section.replaced(str(path), f"{how}; the previous one saved as {backup.name}")
+    return load_config(path)
 
 
 def _validated(conversion: Conversion) -> Config:
     """The converted config; a value picoora refuses is taken out and listed as not carried, with why."""
-    from pydantic import ValidationError
-
     for _ in range(len(conversion.carried) + 1):
         try:
             return Config.model_validate(conversion.tree)

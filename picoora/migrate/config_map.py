@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from picoora.providers import ALIASES, provider_names
+from picoora.channel_registry import Channels as ChannelsModel
+from picoora.providers import ALIASES, PRESETS, provider_names
 
 Key = tuple[str, ...]
 Take = Callable[[Key], Any]  # reads a Go key and marks it handled
@@ -35,8 +36,12 @@ NO_EQUIVALENT: dict[Key, str] = {
 for _embedding in ("embedding_provider", "embedding_api_base", "embedding_api_key", "embedding_model"):
     NO_EQUIVALENT[("oracle", _embedding)] = ("picoora embeds in the database with oracle.onnx_model (or locally): "
                                              "no embedding API")
-for _channel in ("whatsapp", "feishu", "maixcam", "qq", "dingtalk", "line", "onebot", "discord", "slack"):
-    NO_EQUIVALENT[("channels", _channel)] = f"picoora has no {_channel} channel (Telegram and the web chat only)"
+# picoora's chat channels, from its config model ("web" there is accepted for old configs, not a channel).
+CHANNELS = tuple(name for name in ChannelsModel.model_fields if name != "web")
+_HAS = ", ".join(CHANNELS)
+for _channel in ("whatsapp", "feishu", "maixcam", "qq", "dingtalk", "line", "onebot"):
+    NO_EQUIVALENT[("channels", _channel)] = f"picoora has no {_channel} channel (it has {_HAS} and the web chat)"
+CHANNEL_RENAMES = {"bot_token": "token"}  # Slack's bot token is picoora's channels.slack.token
 for _field in ("proxy", "auth_method", "connect_mode"):
     NO_EQUIVALENT[("providers", "*", _field)] = (f"providers.*.{_field}: picoora uses API keys only, without a proxy "
                                                  "setting or OAuth")
@@ -77,13 +82,13 @@ def convert(go: dict[str, Any]) -> Conversion:
 
     def take(key: Key) -> Any:
         handled.add(key)
-        return _get(go, key)
+        return get_key(go, key)
 
     _agents(go, out, take)
     _providers(go, out, take)
     _channels(go, out, take)
     _rest(go, out, take)
-    for key, _value in _leaves(go):
+    for key, _value in leaves(go):
         if key not in handled:
             shown, why = _why(key)
             if (dotted(shown), why) not in out.dropped:  # a whole section is listed once (channels.feishu)
@@ -122,32 +127,50 @@ def _providers(go: dict[str, Any], out: Conversion, take: Take) -> None:
             continue
         for part in ("api_key", "api_base"):
             value = take(("providers", name, part))
+            if part == "api_base" and not value and ours in PRESETS and section.get("api_key"):
+                value = PRESETS[ours].api_base  # written out: the key's host is plain to see in the file
             if isinstance(value, str) and value:
                 out.carry(("providers", name, part), ("providers", ours, part), value)
-        chosen = _get(go, ("agents", "defaults", "provider"))
+        chosen = get_key(go, ("agents", "defaults", "provider"))
         if ours == "openai" == chosen and ":9999" in str(section.get("api_base") or ""):
             out.notes.append("providers.openai points at the Go version's OCI GenAI proxy (port 9999): it works while "
                              "that proxy runs; `provider: oci` reaches OCI Generative AI directly with an API key")
 
 
 def _channels(go: dict[str, Any], out: Conversion, take: Take) -> None:
-    enabled = take(("channels", "telegram", "enabled"))
-    token = take(("channels", "telegram", "token"))
-    allow = take(("channels", "telegram", "allow_from"))
-    if enabled is not None:
-        out.carry(("channels", "telegram", "enabled"), ("channels", "telegram", "enabled"), bool(enabled))
-    if token:
-        out.carry(("channels", "telegram", "token"), ("channels", "telegram", "token"), token)
-    if isinstance(allow, list):
-        # Go wrote numeric ids as numbers; picoora's list holds text ("123456", "@alice").
-        ids = [f"{v:.0f}" if isinstance(v, float) else str(v) for v in allow]
-        out.carry(("channels", "telegram", "allow_from"), ("channels", "telegram", "allow_from"), ids)
-        if enabled and not ids:
-            out.notes.append("channels.telegram.allow_from is empty: the Go version let everyone in, picoora lets "
-                             "nobody in until you add ids or approve people with `picoora pair`")
+    """Every chat channel picoora has takes the Go section of the same name, key by key (CHANNELS comes from
+    picoora's config model, so a channel added there is carried); the others are listed by ``_why``."""
+    channels = go.get("channels")
+    for name, section in (channels.items() if isinstance(channels, dict) else ()):
+        if name not in CHANNELS or not isinstance(section, dict):
+            continue
+        ours = ChannelsModel.model_fields[name].annotation
+        fields = set(ours.model_fields) - {"api_base"} if ours is not None else set()
+        for go_field in map(str, section):
+            field_name = CHANNEL_RENAMES.get(go_field) or go_field
+            if field_name not in fields:
+                continue
+            value = take(("channels", name, go_field))
+            if field_name == "allow_from":
+                value = _ids(value)
+                if section.get("enabled") and not value:
+                    out.notes.append(f"channels.{name}.allow_from is empty: the Go version let everyone in, "
+                                     "picoora lets nobody in until you add ids or approve people with `picoora pair`")
+            elif field_name == "enabled":
+                value = bool(value)
+            elif not value:
+                continue  # an empty token is picoora's default already
+            out.carry(("channels", name, go_field), ("channels", name, field_name), value)
     web_token = take(("channels", "web", "token"))
     if web_token:
         out.carry(("channels", "web", "token"), ("gateway", "token"), web_token)
+
+
+def _ids(value: Any) -> list[str]:
+    # Go wrote numeric ids as numbers; picoora's list holds text ("123456", "@alice").
+    if not isinstance(value, list):
+        return []
+    return [f"{v:.0f}" if isinstance(v, float) else str(v) for v in value]
 
 
 def _rest(go: dict[str, Any], out: Conversion, take: Take) -> None:
@@ -205,7 +228,7 @@ def _why(key: Key) -> tuple[Key, str]:
     return key, "not a key the Go version reads either (it ignored it)"
 
 
-def _get(tree: Any, key: Key) -> Any:
+def get_key(tree: Any, key: Key) -> Any:
     for part in key:
         if not isinstance(tree, dict):
             return None
@@ -213,11 +236,11 @@ def _get(tree: Any, key: Key) -> Any:
     return tree
 
 
-def _leaves(tree: dict[str, Any], prefix: Key = ()) -> list[tuple[Key, Any]]:
+def leaves(tree: dict[str, Any], prefix: Key = ()) -> list[tuple[Key, Any]]:
     found: list[tuple[Key, Any]] = []
     for name, value in tree.items():
         if isinstance(value, dict):
-            found += _leaves(value, (*prefix, str(name)))  # an empty section ({}) holds nothing to carry
+            found += leaves(value, (*prefix, str(name)))  # an empty section ({}) holds nothing to carry
         else:
             found.append(((*prefix, str(name)), value))
     return found

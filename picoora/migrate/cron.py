@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from picoora.scheduler.jobs import JobBook
 
 
-def migrate_cron(workspace: Path, store: Store | None, ledger: Ledger, default_zone: str, section: Section) -> None:
+def migrate_cron(workspace: Path, store: Store | None, ledger: Ledger, default_zone: str, section: Section,
+                 dry_run: bool = False) -> None:
     path = workspace / "cron" / "jobs.json"
     if not path.is_file():
         return
@@ -45,7 +46,7 @@ def migrate_cron(workspace: Path, store: Store | None, ledger: Ledger, default_z
         if ledger.done(marker, "added"):
             section.unchanged(name, "already migrated")
             continue
-        if book is None:
+        if book is None or dry_run:
             section.would(name, f"{kind} {spec}, {action}")
             continue
         channel, chat = _target(job, book)

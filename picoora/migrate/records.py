@@ -19,7 +19,7 @@ from typing import Any
 
 from picoora.messages import Message
 from picoora.migrate.report import Section, one_item
-from picoora.migrate.source import read_json, read_listed
+from picoora.migrate.source import MAX_JSON_BYTES, parse_json, read_bytes, read_json, read_listed
 from picoora.store.base import MemoryRecord, Provenance, Store, StoreError
 
 LEDGER_PREFIX = "migrate.go."
@@ -54,9 +54,11 @@ def digest(data: bytes | str) -> str:
 
 # ---- sessions -------------------------------------------------------------------------------------
 
-def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force: bool, section: Section) -> None:
+def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force: bool, section: Section,
+                     dry_run: bool = False) -> None:
     for path in sorted((workspace / "sessions").glob("*.json")):
-        data, problem = read_json(path)
+        raw, problem = read_bytes(path, MAX_JSON_BYTES)
+        data, problem = parse_json(path, raw) if raw is not None else (None, problem or "cannot be read")
         if problem:
             section.skipped(path.name, problem.split(": ", 1)[-1])
             continue
@@ -65,34 +67,31 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
             section.skipped(path.name, parsed)
             continue
         key, messages, summary = parsed
-        stamp = digest(path.read_bytes())
+        stamp = digest(raw or b"")
         if ledger.done(path, stamp):
             section.unchanged(key, "already migrated")
             continue
-        if store is None:
-            section.would(key, f"{len(messages)} messages")
-            continue
-        with one_item(section, key):
-            if _write_session(store, key, messages, summary, force, section):
+        with one_item(section, key):  # a key or role the store refuses ends this session only
+            held = len(store.load_session(key).messages) if store is not None else 0
+            if held and not force:
+                section.kept(key, f"picoora already has this session ({held} messages); --force replaces its "
+                                  "model view (its transcript stays)")
+            elif store is None or dry_run:
+                section.would(key, f"{len(messages)} messages")
+            else:
+                _write_session(store, key, messages, summary, section)
                 ledger.record(path, stamp)  # a kept session is not recorded: --force may still replace it
 
 
-def _write_session(store: Store, key: str, messages: list[Message], summary: str, force: bool,
-                   section: Section) -> bool:
-    """Whether the session was written (False: picoora's own was kept)."""
-    held = store.load_session(key).messages
-    if held and not force:
-        section.kept(key, f"picoora already has this session ({len(held)} messages); --force replaces its "
-                          "model view (its transcript stays)")
-        return False
-    if held:
+def _write_session(store: Store, key: str, messages: list[Message], summary: str, section: Section) -> None:
+    """Write the session (picoora's own, which only ``force`` lets this replace, is reset first)."""
+    if store.load_session(key).messages:
         store.reset_session(key)
     store.append_transcript(key, messages)  # first: a refused message (too long a role) leaves no half session
     store.append_session(key, messages)
     if summary:
         store.set_summary(key, summary)
     section.done(key, f"{len(messages)} messages")
-    return True
 
 
 def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
@@ -108,7 +107,12 @@ def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
             return "a message without a role"
         if raw["role"] == "system":
             continue  # the Go system prompt; picoora builds its own each turn
-        messages.append(Message.from_dict({**raw, "tool_calls": [_tool_call(c) for c in raw.get("tool_calls") or []]}))
+        calls = raw.get("tool_calls")
+        calls = calls if isinstance(calls, list) else []
+        try:
+            messages.append(Message.from_dict({**raw, "tool_calls": [_tool_call(c) for c in calls]}))
+        except (TypeError, ValueError, AttributeError) as err:
+            return f"a message picoora cannot read ({err})"
     if not messages:
         return "no messages"
     summary = data.get("summary")
@@ -126,7 +130,8 @@ def _tool_call(call: Any) -> dict[str, Any]:
 
 # ---- daily notes and MEMORY.md --------------------------------------------------------------------
 
-def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section: Section) -> None:
+def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section: Section,
+                  dry_run: bool = False) -> None:
     for path, day in _note_files(workspace / "memory"):
         text = read_listed(path, section)
         if text is None:
@@ -139,8 +144,8 @@ def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section:
             section.unchanged(day.isoformat(), "already migrated")
         elif not body:
             continue
-        elif store is None:
-            section.would(day.isoformat(), f"{len(body)} characters")
+        elif store is None or dry_run:
+            section.would(day.isoformat(), f"{len(body)} characters" + (", added since" if earlier else ""))
         else:
             with one_item(section, day.isoformat()):
                 store.append_daily_note(body, day)
@@ -174,9 +179,12 @@ def _without_heading(text: str, day: date) -> str:
     return "\n".join(lines).strip()
 
 
-def migrate_long_term_memory(workspace: Path, store: Store | None, section: Section) -> None:
+def migrate_long_term_memory(workspace: Path, store: Store | None, ledger: Ledger, section: Section,
+                             dry_run: bool = False) -> None:
     """MEMORY.md (Go's whole-file memory) as one picoora memory per bullet or paragraph, embedded by the
-    store as it imports; the ids come from the text, so a rerun finds what it already imported."""
+    store as it imports; the ids come from the text, so a rerun finds what it already imported. A line
+    that is new on a rerun is added as the assistant adds a memory, so one that states a fact anew
+    (the gate code is 5532) supersedes the memory of the old line (4421), which recall stops offering."""
     path = workspace / "memory" / "MEMORY.md"
     text = read_listed(path, section)
     if text is None:
@@ -184,20 +192,38 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, section: Sect
     records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category,
                             provenance=Provenance(how="imported", session="MEMORY.md"))
                for category, item in memory_items(text)]
+    new = [r for r in records if store is None or store.get_memory(r.id) is None]
     if not records:
         return
-    if store is None:
-        section.would("MEMORY.md", f"{len(records)} memories")
-        return
-    try:
-        added = store.import_memories(records)
-    except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
-        section.skipped("MEMORY.md", f"the store refused it: {err}")
-        return
-    if added:
-        section.done("MEMORY.md", f"{added} memories, embedded as they were stored")
-    if added < len(records):
-        section.unchanged("MEMORY.md", f"{len(records) - added} memories already there")
+    if store is None or dry_run:
+        if new:
+            section.would("MEMORY.md", f"{len(new)} memories")
+    else:
+        try:
+            added, superseded = _add_memories(store, records, new, rerun=ledger.value(path) is not None)
+            ledger.record(path, digest(text))
+        except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
+            section.skipped("MEMORY.md", f"the store refused it: {err}")
+            return
+        if added:
+            section.done("MEMORY.md", f"{added} memories, embedded as they were stored"
+                         + (f"; {superseded} earlier ones superseded" if superseded else ""))
+        new = new[:added]
+    if len(new) < len(records):
+        section.unchanged("MEMORY.md", f"{len(records) - len(new)} memories already there")
+
+
+def _add_memories(store: Store, records: list[MemoryRecord], new: list[MemoryRecord], *,
+                  rerun: bool) -> tuple[int, int]:
+    """(memories added, earlier ones superseded): all at once the first time, one by one on a rerun."""
+    if not rerun:
+        return store.import_memories(records), 0
+    added = superseded = 0
+    for record in new:
+        result = store.add_memory(record.content, category=record.category, provenance=record.provenance)
+        added += result.created
+        superseded += len(result.replaced)
+    return added, superseded
 
 
 def memory_items(text: str) -> list[tuple[str, str]]:
@@ -233,7 +259,7 @@ def memory_items(text: str) -> list[tuple[str, str]]:
 
 # ---- the last chat ----------------------------------------------------------------------------------
 
-def migrate_last_chat(workspace: Path, store: Store | None, section: Section) -> None:
+def migrate_last_chat(workspace: Path, store: Store | None, section: Section, dry_run: bool = False) -> None:
     """Go's state/state.json last_channel ("telegram:123"): where the heartbeat and jobs deliver by default."""
     data, problem = read_json(workspace / "state" / "state.json")
     last = data.get("last_channel") if isinstance(data, dict) else None
@@ -247,10 +273,10 @@ def migrate_last_chat(workspace: Path, store: Store | None, section: Section) ->
     held = store.get_state(LAST_CHAT) if store is not None else None
     if held == last:
         section.unchanged("last chat", last)
-    elif store is None:
-        section.would("last chat", last)
     elif held:
         section.kept("last chat", f"picoora's own ({held}) stays")
+    elif store is None or dry_run:
+        section.would("last chat", last)
     else:
         store.set_state(LAST_CHAT, last)
         section.done("last chat", last)

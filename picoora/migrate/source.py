@@ -4,9 +4,12 @@ and workspace. Reading never fails on bad content: what cannot be read is a prob
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from picoora.safe_fs import UnsafeFile, open_for_reading
 
 if TYPE_CHECKING:
     from picoora.migrate.report import Section
@@ -14,6 +17,7 @@ if TYPE_CHECKING:
 HOME_NAMES = (".picooraclaw", ".picoclaw")  # PicoOraClaw's home, then its parent project's (sipeed/picoclaw)
 MAX_JSON_BYTES = 20_000_000  # a config, session or cron store larger than this is not read (a broken file)
 MAX_TEXT_BYTES = 5_000_000  # a prompt, note or MEMORY.md larger than this is not read
+MAX_JSON_DEPTH = 64  # a Go config, session or job is a few levels deep
 
 
 @dataclass
@@ -37,6 +41,8 @@ def find_go_home(user_home: Path | None = None) -> Path | None:
 def read_go_home(root: Path) -> GoHome:
     """The Go home at ``root``: its config (empty when missing or unreadable) and its workspace folder
     (``agents.defaults.workspace`` when that folder exists, else ``root/workspace`` as Go's default)."""
+    # The home's own place is the user's choice (links included); below it nothing is followed (read_bytes).
+    root = root.resolve()
     home = GoHome(root=root, workspace=root / "workspace")
     config_file = root / "config.json"
     if config_file.is_file():
@@ -51,40 +57,91 @@ def read_go_home(root: Path) -> GoHome:
     defaults = agents.get("defaults") if isinstance(agents, dict) else None
     raw = defaults.get("workspace") if isinstance(defaults, dict) else None
     if isinstance(raw, str) and raw.strip():
-        path = Path(raw.strip()).expanduser()
-        if path.is_dir():
-            home.workspace = path
+        path = configured_workspace(root, raw.strip())
+        if path is not None and not path.is_symlink() and path.is_dir():
+            home.workspace = path.parent.resolve() / path.name
     return home
+
+
+def configured_workspace(root: Path, raw: str) -> Path | None:
+    """``agents.defaults.workspace`` as the Go version read it on the machine that wrote it: ``~`` is the
+    home the Go home lives in (the parent of ``.picooraclaw``), never this process's HOME, and a home
+    copied elsewhere (``--from /backup/go``) keeps its own ``~/.picooraclaw/...`` under ``root``.
+    None for ``~other_user`` paths, which name a home this run cannot know."""
+    if raw.startswith("~") and not (raw == "~" or raw.startswith("~/")):
+        return None
+    if not raw.startswith("~"):
+        return Path(raw)
+    parts = Path(raw[1:].lstrip("/")).parts
+    if parts and parts[0] in HOME_NAMES:
+        return root.joinpath(*parts[1:])
+    return root.parent.joinpath(*parts)
+
+
+def read_bytes(path: Path, max_bytes: int) -> tuple[bytes | None, str | None]:
+    """(the content, None); (None, None) when there is no such file; (None, why) for a file too large, not a
+    regular file, or reached through a symbolic link at any level: the tools' safe file access walks the
+    path from ``/`` without following one (a linked ``memory`` folder could bring any file of the machine)."""
+    try:
+        with open_for_reading(path, lambda _real: True, max_bytes) as fd, os.fdopen(os.dup(fd), "rb") as file:
+            return file.read(max_bytes + 1), None
+    except FileNotFoundError:
+        return None, None
+    except (UnsafeFile, IsADirectoryError, NotADirectoryError) as err:
+        return None, _why_unsafe(err, max_bytes)
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror or err})"
+
+
+def _why_unsafe(err: Exception, max_bytes: int) -> str:
+    if isinstance(err, UnsafeFile) and "bytes, more than" in str(err):
+        return f"larger than {max_bytes} bytes; not read"
+    return "a symbolic link (at some level of its path) or not a file; not followed"
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:
     """(the parsed file, None) or (None, what is wrong with it)."""
+    raw, problem = read_bytes(path, MAX_JSON_BYTES)
+    if raw is None:
+        return None, f"{path}: {problem or 'cannot be read (no such file)'}"
+    return parse_json(path, raw)
+
+
+def parse_json(path: Path, raw: bytes) -> tuple[Any, str | None]:
+    """JSON no deeper than MAX_JSON_DEPTH: deeper nesting is no config, session or job, and would exhaust
+    the recursion of the code that walks it."""
     try:
-        if path.is_symlink():
-            return None, f"{path}: a symbolic link, not followed"
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            return None, f"{path}: {size} bytes, larger than {MAX_JSON_BYTES}; not read"
-        return json.loads(path.read_text(encoding="utf-8-sig")), None
-    except OSError as err:
-        return None, f"{path}: cannot be read ({err.strerror or err})"
+        data = json.loads(raw.decode("utf-8-sig"))
+    except RecursionError:
+        return None, f"{path}: nested deeper than {MAX_JSON_DEPTH} levels; not read"
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         return None, f"{path}: not valid JSON ({err})"
+    if _depth(data) > MAX_JSON_DEPTH:
+        return None, f"{path}: nested deeper than {MAX_JSON_DEPTH} levels; not read"
+    return data, None
+
+
+def _depth(data: Any) -> int:
+    """How deeply lists and objects nest in ``data`` (walked without recursion)."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        node, level = todo.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            if deepest > MAX_JSON_DEPTH:
+                return deepest
+            todo += [(child, level + 1) for child in (node.values() if isinstance(node, dict) else node)]
+    return deepest
 
 
 def read_text(path: Path) -> tuple[str | None, str | None]:
     """(the text, None); (None, None) when there is no such file; (None, why) for a link, a file too large
-    or one that is not UTF-8 text. Links are never followed: one could bring any file of the machine."""
-    if not path.exists() and not path.is_symlink():
-        return None, None
+    or one that is not UTF-8 text."""
+    raw, problem = read_bytes(path, MAX_TEXT_BYTES)
+    if raw is None:
+        return None, problem
     try:
-        if path.is_symlink() or not path.is_file():
-            return None, "a symbolic link or not a file; not followed"
-        if path.stat().st_size > MAX_TEXT_BYTES:
-            return None, f"larger than {MAX_TEXT_BYTES} bytes; not read"
-        return path.read_text(encoding="utf-8-sig"), None
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror or err})"
+        return raw.decode("utf-8-sig"), None
     except UnicodeDecodeError:
         return None, "not UTF-8 text"
 

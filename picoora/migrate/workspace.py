@@ -9,57 +9,77 @@ the tools' reach.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
+from picoora.migrate.go_templates import heartbeat_tasks, is_go_template, normalise
 from picoora.migrate.report import Section, one_item
-from picoora.migrate.source import read_listed
+from picoora.migrate.source import read_bytes, read_listed
 from picoora.store.base import PROMPT_NAMES, Store
 from picoora.templates import backup_path, template_files
 
 PLAIN_FILES = ("HEARTBEAT.md", "TOOLS.md")  # workspace files picoora reads (HEARTBEAT.md) or keeps for people
 MAX_SKILL_FILES = 200  # a skill folder with more is not a skill (a copied repository): listed, not copied
+MAX_SKILL_FILE_BYTES = 5_000_000  # a larger file in a skill (a model, a video) is listed, not copied
 
 
-def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section) -> None:
+def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section,
+                    dry_run: bool = False) -> None:
+    """A prompt file the Go user wrote is added after picoora's own (its template or the user's picoora
+    text, which ``force`` saves as .bak first); Go's unedited templates are left behind."""
     templates = template_files()
     for name in PROMPT_NAMES:
         text = read_listed(go_workspace / name, section)
         if text is None:
             continue
+        if is_go_template(name, text):
+            section.skipped(name, "the Go version's own unedited template; picoora's instructions stay")
+            continue
         current = store.get_prompt(name) if store is not None else None
         held = current.content if current is not None else None
-        if held == text:
+        template = templates.get(name, b"").decode("utf-8")
+        edited = held is not None and held.encode() != templates.get(name)
+        if held is not None and normalise(text) in normalise(held):
             section.unchanged(name)
-        elif store is None:
-            section.would(name)
-        elif held is not None and held.encode() != templates.get(name) and not force:
-            section.kept(name, "picoora's differs; --force replaces it, keeping a .bak")
+        elif edited and not force:
+            section.kept(name, "picoora's was edited; --force adds the Go text after it, keeping a .bak")
+        elif store is None or dry_run:
+            section.would(name, "added after picoora's own" if template or held else "")
         else:
             with one_item(section, name):
-                _replace_prompt(store, name, text, held, templates.get(name), workspace, section)
+                _add_prompt(store, name, text, held if held is not None else template, edited, workspace, section)
 
 
-def _replace_prompt(store: Store, name: str, text: str, held: str | None, template: bytes | None, workspace: Path,
-                    section: Section) -> None:
-    """Write the prompt; one the user wrote (neither absent nor picoora's template) is saved as NAME.bak first."""
-    if held is None or held.encode() == template:
-        store.set_prompt(name, text)
-        section.done(name)
+def _add_prompt(store: Store, name: str, text: str, base: str, edited: bool, workspace: Path,
+                section: Section) -> None:
+    """The Go text after ``base``; a base the user wrote is saved as NAME.bak first."""
+    combined = f"{base.rstrip()}\n\n{text.strip()}\n" if base.strip() else text
+    if not edited:
+        store.set_prompt(name, combined)
+        section.done(name, "added after picoora's own" if base.strip() else "")
         return
     backup = backup_path(workspace / name)
-    backup.write_text(held, encoding="utf-8")
-    store.set_prompt(name, text)
-    section.replaced(name, f"yours saved as {backup.name}")
+    backup.write_text(base, encoding="utf-8")
+    store.set_prompt(name, combined)
+    section.replaced(name, f"added after yours, which is saved as {backup.name}")
 
 
 def migrate_files(go_workspace: Path, workspace: Path, dry_run: bool, force: bool, section: Section) -> None:
     templates = template_files()
     for name in PLAIN_FILES:
-        source = go_workspace / name
-        if read_listed(source, section) is None:
+        text = read_listed(go_workspace / name, section)
+        if text is None:
             continue
-        _copy_file(source, workspace / name, templates.get(name), dry_run, force, section)
+        data = text.encode("utf-8")
+        if name == "HEARTBEAT.md":
+            tasks = heartbeat_tasks(text)
+            if not tasks:
+                section.skipped(name, "only the Go version's examples, no task of yours: no beat runs them")
+                continue
+            # Under picoora's "Tasks" heading, where its heartbeat reads them; Go's instructions stay behind.
+            data = templates[name].rstrip() + b"\n\n" + tasks.encode("utf-8") + b"\n"
+        _copy_file(name, data, workspace / name, templates.get(name), dry_run, force, section)
 
 
 def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bool, force: bool,
@@ -69,7 +89,7 @@ def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bo
     for folder in sorted(go_skills.iterdir()):
         if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
             continue
-        files = [p for p in folder.rglob("*") if p.is_file() or p.is_symlink()]
+        files = [p for p in folder.rglob("*") if p.is_file() or p.is_symlink()]  # rglob enters no linked folder
         if not (folder / "SKILL.md").is_file():
             section.skipped(folder.name, "no SKILL.md")
         elif len(files) > MAX_SKILL_FILES:
@@ -77,58 +97,67 @@ def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bo
         elif folder.name in builtin and not force:
             section.kept(folder.name, "picoora ships its own skill of this name; --force copies yours over it")
         else:
-            _copy_skill(folder, skills / folder.name, files, dry_run, force, section)
+            _copy_skill(folder, skills / folder.name, _readable(folder, files, section), dry_run, force, section)
 
 
-def _copy_skill(folder: Path, target: Path, files: list[Path], dry_run: bool, force: bool, section: Section) -> None:
-    if target.exists() and _same_tree(folder, target, files):
+def _readable(folder: Path, files: list[Path], section: Section) -> dict[Path, bytes]:
+    """Each file of the skill that can be read safely (no link at any level, at most MAX_SKILL_FILE_BYTES),
+    by its path in the skill; every other one is listed."""
+    found = {}
+    for path in files:
+        data, problem = read_bytes(path, MAX_SKILL_FILE_BYTES)
+        if data is not None:
+            found[path.relative_to(folder)] = data
+        else:
+            section.skipped(f"{folder.name}/{path.relative_to(folder)}", problem or "gone while it was read")
+    return found
+
+
+def _copy_skill(folder: Path, target: Path, files: dict[Path, bytes], dry_run: bool, force: bool,
+                section: Section) -> None:
+    if target.exists() and _same_tree(target, files):
         section.unchanged(folder.name)
         return
     if target.exists() and not force:
         section.kept(folder.name, f"{target} exists with other content; --force replaces it, keeping a .bak")
         return
-    links = [p for p in files if p.is_symlink()]
-    detail = f"{len(links)} symbolic link(s) left out" if links else ""
     if dry_run:
-        section.would(folder.name, detail)
+        section.would(folder.name)
         return
+    detail = ""
     if target.exists():
         backup = backup_path(target)
         target.rename(backup)
-        detail = "; ".join(filter(None, [detail, f"yours saved as {backup.name}"]))
-    for path in files:
-        if path.is_symlink():
-            continue
-        destination = target / path.relative_to(folder)
+        detail = f"yours saved as {backup.name}"
+    for relative, data in files.items():
+        destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, destination, follow_symlinks=False)
-    (section.replaced if "saved as" in detail else section.done)(folder.name, detail)
+        destination.write_bytes(data)
+        if os.access(folder / relative, os.X_OK, follow_symlinks=False):
+            destination.chmod(0o755)  # a skill's script stays runnable
+    (section.replaced if detail else section.done)(folder.name, detail)
 
 
-def _same_tree(folder: Path, target: Path, files: list[Path]) -> bool:
-    return all(p.is_symlink() or ((target / p.relative_to(folder)).is_file()
-                                  and (target / p.relative_to(folder)).read_bytes() == p.read_bytes())
-               for p in files)
+def _same_tree(target: Path, files: dict[Path, bytes]) -> bool:
+    return all((target / relative).is_file() and (target / relative).read_bytes() == data
+               for relative, data in files.items())
 
 
-def _copy_file(source: Path, target: Path, template: bytes | None, dry_run: bool, force: bool,
+def _copy_file(name: str, data: bytes, target: Path, template: bytes | None, dry_run: bool, force: bool,
                section: Section) -> None:
-    data = source.read_bytes()
     held = target.read_bytes() if target.is_file() else None
     if held == data:
-        section.unchanged(source.name)
+        section.unchanged(name)
     elif dry_run:
-        section.would(source.name)
+        section.would(name)
     elif held is None or held == template:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        section.done(source.name)
+        section.done(name)
     elif not force:
-        section.kept(source.name, "picoora's differs; --force replaces it, keeping a .bak")
+        section.kept(name, "picoora's differs; --force replaces it, keeping a .bak")
     else:
         backup = backup_path(target)
         shutil.copy2(target, backup)
         target.write_bytes(data)
-        section.replaced(source.name, f"yours saved as {backup.name}")
-
-
+        section.replaced(name, f"yours saved as {backup.name}")

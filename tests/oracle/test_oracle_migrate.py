@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from picoora.config import save_config
+from picoora.config import load_config, save_config
 from picoora.migrate import migrate_home
 from picoora.scheduler.jobs import JobBook
 from tests.go_home import build_go_home
@@ -15,18 +15,19 @@ from tests.oracle.conftest import oracle_config
 def test_a_go_home_lands_in_the_oracle_tables_once(tmp_path, open_store, isolated_home):
     go = build_go_home(tmp_path / "user")
     config_path = isolated_home / "config.json"
-    save_config(oracle_config(), config_path)  # picoora's own config: kept, and it names Oracle
+    save_config(oracle_config(), config_path)  # picoora's own config names Oracle: that edit stays
 
     @contextmanager
     def oracle(config):
         yield open_store()
 
     first = migrate_home(go, config_path=config_path, open_store=oracle)
-    assert [i.name for s in first.sections for i in s.items if i.outcome == "kept"] == [str(config_path)]
+    assert [i.name for s in first.sections for i in s.items if i.outcome == "kept"] == ["oracle.enabled"]
+    assert load_config(config_path).oracle.enabled
     assert first.count("done") >= 12
     store = open_store()
     assert store.backend == "oracle"
-    assert store.get_prompt("IDENTITY.md").content == "# Identity\n\nYou are Claw, Ana's assistant.\n"
+    assert store.get_prompt("IDENTITY.md").content.endswith("\n\n# Identity\n\nYou are Claw, Ana's assistant.\n")
     assert [m.role for m in store.load_session("cli:default").messages] == ["user", "assistant", "tool", "assistant"]
     assert len(store.read_transcript("telegram:123456789")) == 2
     assert {n.day.isoformat() for n in store.recent_daily_notes(days=400)} >= {"2026-11-01", "2026-11-02"}

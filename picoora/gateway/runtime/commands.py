@@ -21,18 +21,33 @@ if TYPE_CHECKING:
     from picoora.gateway.channels.links import Inbound
 
 _COMMAND = re.compile(r"^/([A-Za-z_]{1,32})(?:@\w+)?(?:\s+(.*))?$", re.DOTALL)
+# PicoOraClaw's (Go) chat commands, as its users type them: (command, target) -> picoora's command.
+# Go's /switch model changed the model for every chat; here it is this chat's, as /model is.
+GO_COMMANDS = {("show", "model"): "model", ("list", "models"): "model", ("switch", "model"): "model",
+               ("show", "channel"): "whoami"}
+_GO_SWITCH = re.compile(r"^model\s+to\s+(\S.*)$", re.IGNORECASE | re.DOTALL)
 
 
 def parse_command(text: str) -> tuple[str, str] | None:
-    """(command, argument) when ``text`` is one of ``COMMANDS``, else None."""
+    """(command, argument) when ``text`` is one of ``COMMANDS`` or a Go command (``GO_COMMANDS``; its other
+    forms get the help), else None."""
     match = _COMMAND.match(text.strip())
-    if match is None or match.group(1).lower() not in COMMANDS:
+    if match is None:
         return None
-    return match.group(1).lower(), (match.group(2) or "").strip()
+    name, argument = match.group(1).lower(), (match.group(2) or "").strip()
+    if name in COMMANDS:
+        return name, argument
+    if name not in {go for go, _ in GO_COMMANDS}:
+        return None
+    if name == "switch":
+        switch = _GO_SWITCH.match(argument)
+        return ("model", switch.group(1).strip()) if switch else ("help", "")
+    return GO_COMMANDS.get((name, argument.lower()), "help"), ""
 
 
 def help_text() -> str:
-    return "Commands:\n" + "\n".join(f"/{name}: {what}" for name, what in COMMANDS.items())
+    return ("Commands:\n" + "\n".join(f"/{name}: {what}" for name, what in COMMANDS.items())
+            + "\nFrom PicoOraClaw: /show model, /list models, /switch model to NAME (this chat's), /show channel")
 
 
 async def run_command(assistant: Assistant, inbound: Inbound, command: str, argument: str) -> str:
