@@ -85,11 +85,41 @@ def test_the_model_sees_the_clients_system_message_and_whole_history(gw):
     assert "Current time" in system
 
 
-def test_without_a_system_message_picooras_own_prompt_and_tools_apply(gw):
-    openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}])
+def offered(request: dict) -> set[str]:
+    return {t["function"]["name"] for t in request.get("tools") or []}
+
+
+MEMORY_TOOLS = {"remember", "recall", "forget"}
+
+
+def test_a_client_without_tools_gets_memory_not_picooras_actions(gw):
+    client = openai_client(gw)
+    client.chat.completions.create(model="picoora", messages=[
+        {"role": "system", "content": "You are a shell command generator."}, {"role": "user", "content": "ls"}])
     request = gw.fake.requests[-1]
-    assert "You are picoora" in request["messages"][0]["content"]
-    assert "remember" in {t["function"]["name"] for t in request["tools"]}
+    assert offered(request) == MEMORY_TOOLS  # no exec, write_file, spawn...
+    system = request["messages"][0]["content"]
+    assert system.startswith("You are a shell command generator.")
+    assert "## Memory" in system and "Use tools to act" not in system and "## Rules" not in system
+    client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}])
+    request = gw.fake.requests[-1]
+    assert "You are picoora" in request["messages"][0]["content"] and offered(request) == MEMORY_TOOLS
+    assert "Use tools to act" not in request["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("model, headers", [("picoora-agent", {}), ("picoora", {"X-Picoora-Agent": "1"})])
+def test_a_client_that_opts_in_gets_picooras_agent(gw, model, headers):
+    openai_client(gw, default_headers=headers).chat.completions.create(model=model, messages=[
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": "tidy my workspace"}])
+    request = gw.fake.requests[-1]
+    assert {"exec", "write_file", *MEMORY_TOOLS} <= offered(request)
+    assert "Use tools to act" in request["messages"][0]["content"]
+
+
+def test_a_json_answer_without_client_tools_offers_no_tools(gw):
+    openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}],
+                                              response_format={"type": "json_object"})
+    assert offered(gw.fake.requests[-1]) == set() and gw.fake.requests[-1]["format"] == "json"
 
 
 def test_two_conversations_without_ids_never_see_each_other(gw):
@@ -306,7 +336,7 @@ def test_models_list_and_retrieve(gw):
     from openai.types import Model
 
     client = openai_client(gw)
-    assert [m.id for m in client.models.list()] == ["picoora", "qwen3:latest"]
+    assert [m.id for m in client.models.list()] == ["picoora", "picoora-agent", "qwen3:latest"]
     retrieved = client.models.retrieve("picoora")
     assert_matches_reference(Model, retrieved.model_dump())
     assert client.models.retrieve("qwen3:latest").id == "qwen3:latest"

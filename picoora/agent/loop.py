@@ -85,6 +85,7 @@ from picoora.messages import Image, Message, ToolCall
 from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
+from picoora.tools.memory import MEMORY_TOOL_NAMES
 from picoora.tools.tool_outputs import KEPT_MARK
 
 if TYPE_CHECKING:
@@ -482,25 +483,37 @@ class _Turn:
             log.warning("could not save the trace of turn %s: %s", self.emit.turn_id, exc)
 
     async def _offered_tools(self) -> list[dict[str, Any]]:
-        """The tools the model may call: the client's when it brought some (they go back to it), else
-        picoora's; none when the request says ``tool_choice: none``."""
+        """The tools the model may call: the client's when it brought some (they go back to it); else picoora's,
+        all of them for its own sessions and a client that opted into its agent, only the memory tools for
+        other clients (none when their answer must be JSON in a format); none with ``tool_choice: none``."""
         conversation = self.conversation
         if conversation is not None and conversation.tools is not None:
             return [] if self.options.tool_choice == "none" else list(conversation.tools)
+        if self.options.tool_choice == "none":
+            return []
+        if not self.offers_all_tools:
+            if self.options.json_object or self.options.json_schema is not None:
+                return []
+            return [s for s in self.agent.tools.schemas() if s["function"]["name"] in MEMORY_TOOL_NAMES]
         for notice in await self.agent.tools.prepare():  # MCP servers start on the first turn
             await self.emit(NoticeEvent(self.key, notice))
-        return [] if self.options.tool_choice == "none" else self.agent.tools.schemas()
+        return self.agent.tools.schemas()
 
     def _offer_kept_outputs(self) -> None:
-        """Offer the on-demand tools (``read_tool_output``) from now on: a kept output is there to read. Not when
-        no tools are offered (``tool_choice: none``) or the client brought its own."""
-        if self.schemas and not self.hands_calls_back and not self.offers_kept_outputs:
+        """Offer the on-demand tools (``read_tool_output``) from now on: a kept output is there to read. Only
+        where all of picoora's tools are offered."""
+        if self.schemas and self.offers_all_tools and not self.offers_kept_outputs:
             self.schemas = self.agent.tools.schemas(on_demand=True)
             self.offers_kept_outputs = True
 
     @property
     def hands_calls_back(self) -> bool:
         return self.conversation is not None and self.conversation.tools is not None
+
+    @property
+    def offers_all_tools(self) -> bool:
+        """picoora's own tools and rules: its own sessions, and a client conversation that opted into them."""
+        return self.conversation is None or (self.conversation.tools is None and self.conversation.agent)
 
     def _use_context(self, inputs: ContextInputs) -> None:
         """Take the session's history and summary into this turn (a client's conversation: its own
@@ -512,7 +525,7 @@ class _Turn:
             if conversation.system.strip():
                 self.system = build_client_system_prompt(
                     conversation.system, inputs, tools=[] if self.hands_calls_back else self.schemas,
-                    settings=self.settings, tool_parts=() if self.hands_calls_back else self.agent.tools.prompt_parts())
+                    settings=self.settings, tool_parts=self.agent.tools.prompt_parts() if self.offers_all_tools else ())
                 return
         else:
             self.history, self.summary = inputs.session.messages, inputs.session.summary
@@ -522,7 +535,7 @@ class _Turn:
             workspace=self.agent.workspace,
             settings=self.settings,
             model_label=self.model_label,
-            tool_parts=self.agent.tools.prompt_parts(),
+            tool_parts=self.agent.tools.prompt_parts() if self.offers_all_tools else (),
         )
 
     async def _loop(self) -> TurnResult:

@@ -25,6 +25,7 @@ from picoora.llm.pool import ModelChoice
 from picoora.messages import Message, ToolCall, parse_arguments
 
 MODEL_ID = "picoora"  # "the assistant's model for this session", whatever that is
+AGENT_MODEL_ID = "picoora-agent"  # the same model, with all of picoora's tools and rules (not only memory)
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 
@@ -120,8 +121,9 @@ class EmbeddingRequest(_Open):
     dimensions: int | None = Field(None, ge=1)
 
 
-def to_conversation(body: CompletionRequest, model: ModelChoice | None) -> ClientConversation:
-    """The request as the conversation the model sees; ``ApiError`` 400 for what cannot be one."""
+def to_conversation(body: CompletionRequest, model: ModelChoice | None, *, agent: bool = False) -> ClientConversation:
+    """The request as the conversation the model sees; ``ApiError`` 400 for what cannot be one. ``agent``:
+    the client opted into picoora's tools by a header; the model id ``picoora-agent`` says it too."""
     if body.n not in (None, 1):
         raise ApiError(400, "invalid_request", "only n=1 is supported: one answer per request", param="n",
                        code="unsupported_value")
@@ -153,7 +155,7 @@ def to_conversation(body: CompletionRequest, model: ModelChoice | None) -> Clien
         raise ApiError(400, "invalid_request", "the last user message is empty", param="messages")
     return ClientConversation(
         system="\n\n".join(system), history=conversation[:last_assistant + 1], new=new, query=users[-1].content,
-        tools=_tools(body), options=_options(body), model=model)
+        tools=_tools(body), options=_options(body), model=model, agent=agent or body.model == AGENT_MODEL_ID)
 
 
 def conversation_key(body: CompletionRequest, session_header: str | None) -> str:

@@ -23,6 +23,7 @@ from picoora.gateway.limits import check_message_size
 from picoora.gateway.openai import responses as out
 from picoora.gateway.openai.replays import Replays
 from picoora.gateway.openai.requests import (
+    AGENT_MODEL_ID,
     MODEL_ID,
     CompletionRequest,
     EmbeddingRequest,
@@ -66,9 +67,11 @@ def _state(request: Request) -> EndpointState:
 
 @router.get("/models", response_model=out.ModelList)
 async def models(request: Request) -> dict[str, Any]:
-    """``picoora`` (the session's model) and the configured default model."""
+    """``picoora`` (the session's model), ``picoora-agent`` (the same with picoora's tools) and the configured
+    default model."""
     default = assistant_of(request).models.default
-    return {"object": "list", "data": [out.model_card(MODEL_ID), out.model_card(default.model)]}
+    return {"object": "list", "data": [out.model_card(MODEL_ID), out.model_card(AGENT_MODEL_ID),
+                                       out.model_card(default.model)]}
 
 
 @router.get("/models/{model_id:path}", response_model=out.ModelCard)
@@ -82,8 +85,9 @@ async def model(model_id: str, request: Request) -> dict[str, Any]:
                                               "description": "The completion, or its chunks when streamed"}})
 async def chat_completions(body: CompletionRequest, request: Request, response: Response,
                            x_session_id: str | None = Header(None, max_length=128),
-                           idempotency_key: str | None = Header(None, max_length=256)) -> Any:
-    conversation = to_conversation(body, await _model_choice(request, body.model))
+                           idempotency_key: str | None = Header(None, max_length=256),
+                           x_picoora_agent: str | None = Header(None, max_length=8)) -> Any:
+    conversation = to_conversation(body, await _model_choice(request, body.model), agent=_opted_in(x_picoora_agent))
     limit = gateway_of(request).config.gateway.max_message_chars
     check_message_size("".join(m.content for m in conversation.new), limit)
     session = conversation_key(body, x_session_id)
@@ -141,7 +145,7 @@ async def _model_choice(request: Request, name: str) -> ModelChoice | None:
     from picoora.llm import PROVIDERS
     from picoora.llm.pool import ModelChoice
 
-    if name in ("", MODEL_ID):
+    if name in ("", MODEL_ID, AGENT_MODEL_ID):
         return None
     if not caller_of(request).owner:  # as PUT /v1/sessions/{key}/model: models cost the owner
         raise ApiError(403, "forbidden", "only the owner chooses the model: send model 'picoora'", param="model",
@@ -172,6 +176,11 @@ async def _check_options(request: Request, conversation: ClientConversation, ses
         param, why = refused
         raise ApiError(400, "invalid_request", f"{choice.label} cannot honour '{param}': {why}", param=param,
                        code="unsupported_parameter")
+
+
+def _opted_in(header: str | None) -> bool:
+    """``X-Picoora-Agent: 1`` (or true, yes): the client wants picoora's agent, its tools and rules."""
+    return (header or "").strip().lower() in ("1", "true", "yes")
 
 
 def _answered(outcome: TurnOutcome) -> Any:
