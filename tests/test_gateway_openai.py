@@ -228,6 +228,14 @@ def test_response_format_and_sampling_parameters_reach_the_model(gw):
     assert gw.fake.requests[-1]["format"] == "json" and gw.fake.requests[-1]["options"]["num_predict"] == 20
 
 
+def test_top_p_seed_and_penalties_reach_ollama(gw):
+    openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}],
+                                              top_p=0.5, seed=7, presence_penalty=0.25, frequency_penalty=-0.5)
+    options = gw.fake.requests[-1]["options"]
+    assert (options["top_p"], options["seed"], options["presence_penalty"], options["frequency_penalty"]) == (
+        0.5, 7, 0.25, -0.5)
+
+
 def test_n_above_one_is_a_clear_400(gw):
     with pytest.raises(openai.BadRequestError) as refused:
         openai_client(gw).chat.completions.create(model="picoora", n=2, messages=[{"role": "user", "content": "hi"}])

@@ -125,6 +125,7 @@ class OllamaLLM:
         }
         if options.stop:
             request["options"]["stop"] = list(options.stop)
+        request["options"].update(options.sampling())
         if constraint is not None:
             request["format"] = constraint.schema
         elif options.json_schema is not None or options.json_object:

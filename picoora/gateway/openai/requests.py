@@ -104,6 +104,10 @@ class CompletionRequest(_Open):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     response_format: ResponseFormat | None = None
     temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    seed: int | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     stop: str | list[str] | None = None
@@ -218,6 +222,8 @@ def _options(body: CompletionRequest) -> CallOptions:
         json_schema=(fmt.json_schema.model_dump(by_alias=True, exclude_none=True)
                      if fmt is not None and fmt.type == "json_schema" and fmt.json_schema else None),
         tool_choice=tool_choice,
+        top_p=body.top_p, seed=body.seed, presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty,
     )
 
 
