@@ -78,7 +78,10 @@ def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return out(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found" and request.url.path.startswith("/v1/"):
+            message = f"no endpoint {request.method} {request.url.path}; the endpoints are: {_endpoints(request.app)}"
+        return out(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), message,
                    getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
@@ -99,6 +102,13 @@ def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
         return error_response(500, "internal_error", "the gateway failed on this request; its log says why")
+
+
+def _endpoints(app: FastAPI) -> str:
+    """The routes under /v1 as "METHOD path", from the OpenAPI document (built once, then kept by FastAPI)."""
+    paths = app.openapi().get("paths", {})
+    return ", ".join(f"{method.upper()} {path}" for path, operations in sorted(paths.items())
+                     if path.startswith("/v1/") for method in operations)
 
 
 def _first_param(exc: RequestValidationError) -> str | None:

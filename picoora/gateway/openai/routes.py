@@ -8,19 +8,22 @@ failure (and a retry that still comes is answered from ``replays`` without a new
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import Response, StreamingResponse
 
-from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent
+from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent, TurnStarted
 from picoora.gateway.auth import require_token
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.openai import responses as out
+from picoora.gateway.openai.items import ResponsesRequest, as_completion_request
 from picoora.gateway.openai.replays import Replays
 from picoora.gateway.openai.requests import (
     AGENT_MODEL_ID,
@@ -30,6 +33,7 @@ from picoora.gateway.openai.requests import (
     conversation_key,
     to_conversation,
 )
+from picoora.gateway.openai.response_objects import EventWriter, ResponseMaker
 from picoora.gateway.runtime.envelopes import Inbound
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
@@ -39,8 +43,6 @@ from picoora.llm.base import LLMError
 from picoora.store.base import NoEmbedder
 
 if TYPE_CHECKING:
-    import asyncio
-
     from picoora.agent.conversation import ClientConversation
     from picoora.gateway.runtime.envelopes import TurnOutcome
     from picoora.llm.pool import ModelChoice
@@ -80,6 +82,38 @@ async def model(model_id: str, request: Request) -> dict[str, Any]:
     return out.model_card(model_id)
 
 
+@dataclass
+class _StartedTurn:
+    task: asyncio.Task[TurnOutcome]
+    id: str  # the completion's or response's, the same for a replay
+    created: int
+    sink: TurnEvents | None  # the turn's events, for a new streamed turn (a replay has none)
+
+
+async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str, session_header: str | None,
+                      idempotency_key: str | None, agent_header: str | None) -> _StartedTurn:
+    """The request's turn: started (its events followed when streamed), or the earlier one it repeats."""
+    conversation = to_conversation(body, await _model_choice(request, body.model), agent=_opted_in(agent_header))
+    limit = gateway_of(request).config.gateway.max_message_chars
+    check_message_size("".join(m.content for m in conversation.new), limit)
+    session = conversation_key(body, session_header)
+    await _check_options(request, conversation, session)
+    replays = _state(request).replays
+    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
+    replay = replays.find(key)
+    if replay is not None:
+        return _StartedTurn(replay.task, replay.completion_id, replay.created, None)
+    inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
+                      conversation=conversation)
+    sink = TurnEvents() if body.stream else None
+    task = submit_turn(request, inbound, sink)
+    started = _StartedTurn(task, id_prefix + uuid.uuid4().hex[:24], int(time.time()), sink)
+    replays.keep(key, task, started.id, started.created)
+    if sink is not None:
+        sink.follow(task)
+    return started
+
+
 @router.post("/chat/completions", response_model=out.ChatCompletion,
              responses={**MODEL_FAILED, 200: {"content": {"text/event-stream": {}},
                                               "description": "The completion, or its chunks when streamed"}})
@@ -87,32 +121,34 @@ async def chat_completions(body: CompletionRequest, request: Request, response: 
                            x_session_id: str | None = Header(None, max_length=128),
                            idempotency_key: str | None = Header(None, max_length=256),
                            x_picoora_agent: str | None = Header(None, max_length=8)) -> Any:
-    conversation = to_conversation(body, await _model_choice(request, body.model), agent=_opted_in(x_picoora_agent))
-    limit = gateway_of(request).config.gateway.max_message_chars
-    check_message_size("".join(m.content for m in conversation.new), limit)
-    session = conversation_key(body, x_session_id)
-    await _check_options(request, conversation, session)
-    replays = _state(request).replays
-    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
-    replay = replays.find(key)
     started = time.perf_counter()
-    if replay is None:
-        inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
-                          conversation=conversation)
-        sink = TurnEvents() if body.stream else None
-        task = submit_turn(request, inbound, sink)
-        completion_id, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(time.time())
-        replays.keep(key, task, completion_id, created)
-        if sink is not None:
-            sink.follow(task)
-            return _stream(_chunks(sink, task, completion_id, body.include_usage))
-    else:
-        task, completion_id, created = replay.task, replay.completion_id, replay.created
-        if body.stream:
-            return _stream(_replayed_chunks(task, completion_id, body.include_usage))
-    result = _answered(await outcome_of(task))
+    turn = await _start_turn(request, body, "chatcmpl-", x_session_id, idempotency_key, x_picoora_agent)
+    if body.stream:
+        if turn.sink is not None:
+            return _stream(_chunks(turn.sink, turn.task, turn.id, body.include_usage))
+        return _stream(_replayed_chunks(turn.task, turn.id, body.include_usage))
+    result = _answered(await outcome_of(turn.task))
     response.headers["Server-Timing"] = server_timing(request, started)
-    return out.completion_body(result, completion_id, created)
+    return out.completion_body(result, turn.id, turn.created)
+
+
+@router.post("/responses", responses={**MODEL_FAILED, 200: {
+    "content": {"text/event-stream": {}}, "description": "The response, or its events when streamed"}})
+async def responses(body: ResponsesRequest, request: Request, response: Response,
+                    x_session_id: str | None = Header(None, max_length=128),
+                    idempotency_key: str | None = Header(None, max_length=256),
+                    x_picoora_agent: str | None = Header(None, max_length=8)) -> Any:
+    """OpenAI's Responses API, stateless: ``input`` carries the conversation (``picoora.gateway.openai.items``)."""
+    started = time.perf_counter()
+    turn = await _start_turn(request, as_completion_request(body), "resp_", x_session_id, idempotency_key,
+                             x_picoora_agent)
+    maker = ResponseMaker(body, turn.id, turn.created)
+    if body.stream:
+        return _stream(_response_events(EventWriter(maker), turn))
+    result = _answered(await outcome_of(turn.task))
+    maker.model = result.model or MODEL_ID
+    response.headers["Server-Timing"] = server_timing(request, started)
+    return maker.finished(result.stop_reason, result.text, result.calls, result.usage)
 
 
 @router.post("/embeddings", response_model=out.EmbeddingList)
@@ -237,6 +273,47 @@ async def _closing(maker: out.ChunkMaker, final: FinalAnswer, streamed: bool, ta
             if outcome.result is not None:
                 yield frame(maker.usage(outcome.result.usage))
     yield frame("[DONE]")
+
+
+async def _response_events(writer: EventWriter, turn: _StartedTurn) -> AsyncIterator[bytes]:
+    """A streamed response's events (``response_objects``); a replay's, told in one piece once it is done."""
+    streamed = False
+    events = turn.sink.events(turn.task) if turn.sink is not None else _no_events()
+    async for event in events:
+        if event is None:
+            yield KEEPALIVE
+        elif isinstance(event, TurnStarted):
+            writer.maker.model = event.model or MODEL_ID
+            for opening in writer.opening():
+                yield _event_frame(opening)
+        elif isinstance(event, TokenEvent):
+            streamed = True
+            for delta in writer.text_delta(event.text):
+                yield _event_frame(delta)
+        elif isinstance(event, FinalAnswer) and event.stop_reason in ("error", "refused"):
+            yield _event_frame(writer.failed(event.text, "server_error" if event.stop_reason == "error"
+                                             else "invalid_request"))
+            return
+    outcome = await outcome_of(turn.task)
+    result = outcome.result
+    if writer.sequence == 0:  # a replay, or a turn that failed before it started: nothing was told yet
+        writer.maker.model = (result.model if result else "") or MODEL_ID
+        for opening in writer.opening():
+            yield _event_frame(opening)
+    if result is None or result.stop_reason in ("error", "refused"):
+        yield _event_frame(writer.failed(result.text if result else outcome.error or "the turn failed"))
+        return
+    for closing in writer.closing(result.stop_reason, "" if streamed else result.text, result.calls, result.usage):
+        yield _event_frame(closing)
+
+
+async def _no_events() -> AsyncIterator[None]:
+    return
+    yield
+
+
+def _event_frame(event: dict[str, Any]) -> bytes:
+    return frame(event, event=event["type"])
 
 
 async def _replayed_chunks(task: asyncio.Task[TurnOutcome], completion_id: str,
