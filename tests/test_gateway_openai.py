@@ -340,11 +340,23 @@ def test_streaming_deltas_add_up_and_include_usage_adds_a_usage_chunk(gw):
     assert len({c.id for c in chunks}) == 1
 
 
+def test_with_include_usage_every_content_chunk_says_usage_null(gw):
+    with http(gw) as client:
+        text = client.post("/v1/chat/completions", json={
+            "model": "picoora", "stream": True, "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "stream it"}]}).text
+    chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    assert all("usage" in c and c["usage"] is None for c in chunks if c["choices"])
+    assert chunks[-1]["usage"]["total_tokens"] > 0
+
+
 def test_models_list_and_retrieve(gw):
     from openai.types import Model
 
     client = openai_client(gw)
-    assert [m.id for m in client.models.list()] == ["picoora", "picoora-agent", "qwen3:latest"]
+    listed = client.models.list().data
+    assert [m.id for m in listed] == ["picoora", "picoora-agent", "qwen3:latest"]
+    assert all(abs(m.created - __import__("time").time()) < 3600 for m in listed)  # a real time, not 0
     retrieved = client.models.retrieve("picoora")
     assert_matches_reference(Model, retrieved.model_dump())
     assert client.models.retrieve("qwen3:latest").id == "qwen3:latest"

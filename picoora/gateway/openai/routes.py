@@ -60,6 +60,7 @@ class EndpointState:
     def __init__(self) -> None:
         self.replays = Replays()
         self.usable: set[ModelChoice] = set()
+        self.created = int(time.time())  # the models' ``created``: when this endpoint began serving them
 
 
 def _state(request: Request) -> EndpointState:
@@ -71,15 +72,15 @@ def _state(request: Request) -> EndpointState:
 async def models(request: Request) -> dict[str, Any]:
     """``picoora`` (the session's model), ``picoora-agent`` (the same with picoora's tools) and the configured
     default model."""
-    default = assistant_of(request).models.default
-    return {"object": "list", "data": [out.model_card(MODEL_ID), out.model_card(AGENT_MODEL_ID),
-                                       out.model_card(default.model)]}
+    default, created = assistant_of(request).models.default, _state(request).created
+    return {"object": "list", "data": [out.model_card(name, created) for name in (MODEL_ID, AGENT_MODEL_ID,
+                                                                                  default.model)]}
 
 
 @router.get("/models/{model_id:path}", response_model=out.ModelCard)
 async def model(model_id: str, request: Request) -> dict[str, Any]:
     await _model_choice(request, model_id)
-    return out.model_card(model_id)
+    return out.model_card(model_id, _state(request).created)
 
 
 @dataclass
@@ -241,7 +242,7 @@ async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnOutcome], completion_
             yield KEEPALIVE
             continue
         if maker is None:  # the first event (TurnStarted) names the model
-            maker = out.ChunkMaker(completion_id, getattr(event, "model", "") or MODEL_ID)
+            maker = out.ChunkMaker(completion_id, getattr(event, "model", "") or MODEL_ID, include_usage)
             yield frame(maker.delta({"role": "assistant", "content": ""}))
         if isinstance(event, TokenEvent):
             streamed = True
@@ -325,7 +326,7 @@ async def _replayed_chunks(task: asyncio.Task[TurnOutcome], completion_id: str,
         yield _error_frame(outcome)
         yield frame("[DONE]")
         return
-    maker = out.ChunkMaker(completion_id, result.model or MODEL_ID)
+    maker = out.ChunkMaker(completion_id, result.model or MODEL_ID, include_usage)
     yield frame(maker.delta({"role": "assistant", "content": ""}))
     final = FinalAnswer("", result.text, stop_reason=result.stop_reason, calls=result.calls)
     async for chunk in _closing(maker, final, False, task, include_usage):
