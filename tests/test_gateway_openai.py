@@ -228,6 +228,29 @@ def test_response_format_and_sampling_parameters_reach_the_model(gw):
     assert gw.fake.requests[-1]["format"] == "json" and gw.fake.requests[-1]["options"]["num_predict"] == 20
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+def picture_message(text: str) -> dict:
+    url = "data:image/png;base64," + __import__("base64").b64encode(PNG).decode()
+    return {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]}
+
+
+def test_an_image_url_reaches_a_vision_model(isolated_home):
+    with FakeOllama(responder=_respond, vision_models=("qwen3:latest",)) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+        answer = openai_client(gw).chat.completions.create(model="picoora", messages=[picture_message("what is it?")])
+        sent = fake.requests[-1]["messages"][-1]
+    assert answer.choices[0].message.content.startswith("answer to what is it?")
+    assert sent["content"] == "what is it?" and sent["images"] == [__import__("base64").b64encode(PNG).decode()]
+
+
+def test_an_image_for_a_model_that_cannot_see_is_a_clear_400(gw):
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client(gw).chat.completions.create(model="picoora", messages=[picture_message("what is it?")])
+    assert "cannot look at pictures" in refused.value.message and not gw.fake.requests
+
+
 def test_top_p_seed_and_penalties_reach_ollama(gw):
     openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}],
                                               top_p=0.5, seed=7, presence_penalty=0.25, frequency_penalty=-0.5)
@@ -372,7 +395,12 @@ def test_models_list_and_retrieve(gw):
     ({"model": "picoora", "messages": [{"role": "assistant", "content": "no user here"}]}, "messages"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "  "}]}, "messages"),
     ({"model": "picoora", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content"),
+        {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content.0.image_url"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm90IGEgcGljdHVyZQ=="}}]}]},
+     "messages.0.content.0.image_url"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": [
+        {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]}]}, "messages.0.content"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}, "tool_choice"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL] * 129}, "tools"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL],

@@ -11,6 +11,8 @@ transcript unless they begin with the very same words.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
@@ -20,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from picoora.agent.conversation import ClientConversation
 from picoora.gateway.errors import ApiError
+from picoora.gateway.runtime.media import sniffed_image
 from picoora.llm.base import CallOptions, ToolSchema
 from picoora.llm.pool import ModelChoice
-from picoora.messages import Message, ToolCall, parse_arguments
+from picoora.messages import Image, Message, ToolCall, parse_arguments
 
 MODEL_ID = "picoora"  # "the assistant's model for this session", whatever that is
 AGENT_MODEL_ID = "picoora-agent"  # the same model, with all of picoora's tools and rules (not only memory)
@@ -33,9 +36,14 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")  # fields of later API versions are accepted and not used
 
 
+class ImageUrl(_Open):
+    url: str
+
+
 class ContentPart(_Open):
     type: str
     text: str | None = None
+    image_url: ImageUrl | None = None
 
 
 class FunctionCall(_Open):
@@ -139,7 +147,7 @@ def to_conversation(body: CompletionRequest, model: ModelChoice | None, *, agent
             if text.strip():
                 system.append(text)
         elif message.role == "user":
-            conversation.append(Message(role="user", content=text))
+            conversation.append(Message(role="user", content=text, images=_images_of(message, index)))
         elif message.role == "assistant":
             calls = [ToolCall(id=c.id, name=c.function.name, arguments=parse_arguments(c.function.arguments))
                      for c in message.tool_calls or []]
@@ -177,10 +185,39 @@ def conversation_key(body: CompletionRequest, session_header: str | None) -> str
 def _text_of(message: ChatMessage, index: int) -> str:
     if isinstance(message.content, str) or message.content is None:
         return message.content or ""
-    if any(part.type not in ("text", "input_text") for part in message.content):
-        raise ApiError(400, "unsupported_content", "only text content is supported (no images, audio or files)",
-                       param=f"messages.{index}.content", code="unsupported_content")
-    return "\n".join(part.text or "" for part in message.content)
+    allowed = ("text", "input_text", "image_url") if message.role == "user" else ("text", "input_text")
+    if any(part.type not in allowed for part in message.content):
+        raise ApiError(400, "unsupported_content", "only text content, and images in user messages, are supported "
+                       "(no audio or files)", param=f"messages.{index}.content", code="unsupported_content")
+    return "\n".join(part.text or "" for part in message.content if part.type != "image_url")
+
+
+def _images_of(message: ChatMessage, index: int) -> list[Image]:
+    """A user message's ``image_url`` parts as pictures: ``data:`` URLs only (fetching a URL the client names
+    would make the gateway a proxy into its own network), of a picture type picoora reads."""
+    if not isinstance(message.content, list):
+        return []
+    images = []
+    for number, part in enumerate(message.content):
+        if part.type != "image_url":
+            continue
+        where = f"messages.{index}.content.{number}.image_url"
+        url = part.image_url.url if part.image_url is not None else ""
+        header, comma, payload = url.partition(",")
+        if not (url.startswith("data:") and comma and header.endswith(";base64")):
+            raise ApiError(400, "unsupported_content", "send a picture inline, as a data: URL "
+                           "(data:image/png;base64,...); picoora does not fetch image URLs", param=where,
+                           code="unsupported_content")
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ApiError(400, "invalid_request", f"the picture's base64 is broken: {exc}", param=where) from exc
+        mime = sniffed_image(data)
+        if mime is None:
+            raise ApiError(400, "unsupported_content", "the picture is not a JPEG, PNG, GIF or WebP", param=where,
+                           code="unsupported_content")
+        images.append(Image(name=f"image-{index}-{number}", mime=mime, data=data))
+    return images
 
 
 def _plain(message: ChatMessage) -> str:

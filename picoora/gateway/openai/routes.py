@@ -213,6 +213,12 @@ async def _check_options(request: Request, conversation: ClientConversation, ses
         param, why = refused
         raise ApiError(400, "invalid_request", f"{choice.label} cannot honour '{param}': {why}", param=param,
                        code="unsupported_parameter")
+    if any(m.images for m in (*conversation.history, *conversation.new)):
+        async with assistant_of(request).models.lease(choice) as llm:
+            sees = await llm.sees_images()
+        if not sees:
+            raise ApiError(400, "unsupported_content", f"{choice.label} cannot look at pictures: name a vision "
+                           "model (for Ollama, e.g. qwen2.5vl or llava)", param="messages", code="unsupported_content")
 
 
 def _opted_in(header: str | None) -> bool:
