@@ -151,6 +151,16 @@ def test_the_session_header_or_prompt_cache_key_names_the_transcript(gw):
     assert {"openai:my_editor_1", "openai:thread-7"} <= set(transcripts(gw))
 
 
+def test_openai_conversations_are_listed_among_the_sessions(gw):
+    openai_client(gw, default_headers={"X-Session-Id": "editor"}).chat.completions.create(
+        model="picoora", messages=[{"role": "user", "content": "hi"}])
+    with http(gw) as client:
+        listed = {s["key"]: s for s in client.get("/v1/sessions").json()}
+        assert listed["openai:editor"]["messages"] == 2 and listed["openai:editor"]["updated_at"]
+        history = client.get("/v1/sessions/openai:editor").json()["entries"]
+    assert [e["message"]["role"] for e in history] == ["user", "assistant"]
+
+
 def test_the_user_field_prefixes_the_conversation_key(gw):
     openai_client(gw).chat.completions.create(model="picoora", user="carol",
                                               messages=[{"role": "user", "content": "hi"}])

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from picoora.messages import Message
 
 
+CLIENT_KEPT_PREFIX = "openai:"  # the session keys of conversations a client keeps (the OpenAI endpoint's)
+
+
 @dataclass(frozen=True)
 class ClientConversation:
     system: str  # the client's system (and developer) messages, joined; "" when it sent none

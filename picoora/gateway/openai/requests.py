@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from picoora.agent.conversation import ClientConversation
+from picoora.agent.conversation import CLIENT_KEPT_PREFIX, ClientConversation
 from picoora.gateway.errors import ApiError
 from picoora.gateway.runtime.media import sniffed_image
 from picoora.llm.base import CallOptions, ToolSchema
@@ -174,12 +174,12 @@ def conversation_key(body: CompletionRequest, session_header: str | None) -> str
     """Where this conversation's turns are recorded: ``openai:<id>``."""
     named = session_header or body.prompt_cache_key
     if named:
-        return "openai:" + _session_id(named)
+        return CLIENT_KEPT_PREFIX + _session_id(named)
     first_system = next((_plain(m) for m in body.messages if m.role in ("system", "developer")), "")
     first_user = next((_plain(m) for m in body.messages if m.role == "user"), "")
     digest = hashlib.sha256(json.dumps([first_system, first_user]).encode("utf-8", "surrogatepass")).hexdigest()
     prefix = _session_id(body.user)[:100] + "." if body.user else ""
-    return f"openai:{prefix}c{digest[:16]}"
+    return f"{CLIENT_KEPT_PREFIX}{prefix}c{digest[:16]}"
 
 
 def _text_of(message: ChatMessage, index: int) -> str:
