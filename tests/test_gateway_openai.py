@@ -4,7 +4,9 @@ what the scripted model server received checked: the client's conversation, and 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import time
 
 import httpx
 import openai
@@ -242,8 +244,9 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 
 
 def picture_message(text: str) -> dict:
-    url = "data:image/png;base64," + __import__("base64").b64encode(PNG).decode()
-    return {"role": "user", "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]}
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    return {"role": "user", "content": [{"type": "text", "text": text},
+                                        {"type": "image_url", "image_url": {"url": url}}]}
 
 
 def test_an_image_url_reaches_a_vision_model(isolated_home):
@@ -252,7 +255,7 @@ def test_an_image_url_reaches_a_vision_model(isolated_home):
         answer = openai_client(gw).chat.completions.create(model="picoora", messages=[picture_message("what is it?")])
         sent = fake.requests[-1]["messages"][-1]
     assert answer.choices[0].message.content.startswith("answer to what is it?")
-    assert sent["content"] == "what is it?" and sent["images"] == [__import__("base64").b64encode(PNG).decode()]
+    assert sent["content"] == "what is it?" and sent["images"] == [base64.b64encode(PNG).decode()]
 
 
 def test_an_image_for_a_model_that_cannot_see_is_a_clear_400(gw):
@@ -389,7 +392,7 @@ def test_models_list_and_retrieve(gw):
     client = openai_client(gw)
     listed = client.models.list().data
     assert [m.id for m in listed] == ["picoora", "picoora-agent", "qwen3:latest"]
-    assert all(abs(m.created - __import__("time").time()) < 3600 for m in listed)  # a real time, not 0
+    assert all(abs(m.created - time.time()) < 3600 for m in listed)  # a real time, not 0
     retrieved = client.models.retrieve("picoora")
     assert_matches_reference(Model, retrieved.model_dump())
     assert client.models.retrieve("qwen3:latest").id == "qwen3:latest"

@@ -142,3 +142,26 @@ def test_response_format_beside_client_tools_answers_in_the_format(gw):
     # the scripted model takes the union's first member: a call of the client's tool
     assert completion.choices[0].message.tool_calls[0].function.name == "get_weather"
     assert gw.fake.requests[-1]["format"]["anyOf"][-1]["properties"]["to"] == {"$ref": "#/anyOf/1/$defs/Place"}
+
+
+def test_openai_agents_over_chat_completions_with_tool_choice_required(gw):
+    agents = pytest.importorskip("agents", reason="openai-agents is in the test extras")
+    agents.set_tracing_disabled(True)
+    client, sent = recording_client(gw, openai.AsyncOpenAI, httpx.AsyncClient)
+    model = agents.OpenAIChatCompletionsModel("picoora", client)
+    agent = agents.Agent(name="planner", model=model, output_type=Trip)
+    result = agents.Runner.run_sync(agent, "plan a trip to Rome")
+    assert result.final_output.model_dump() == TRIP
+    assert sent[-1]["response_format"]["type"] == "json_schema"
+    assert gw.fake.requests[-1]["format"] == sent[-1]["response_format"]["json_schema"]["schema"]
+
+
+def test_litellm_gets_a_forced_call(gw):
+    litellm = pytest.importorskip("litellm", reason="litellm is in the test extras")
+    tool = {"type": "function", "function": {"name": "plan", "parameters": Trip.model_json_schema()}}
+    response = litellm.completion(model="openai/picoora", api_base=gw.url + "/v1", api_key=TOKEN, tools=[tool],
+                                  tool_choice={"type": "function", "function": {"name": "plan"}},
+                                  messages=[{"role": "user", "content": "plan a trip"}])
+    call = response.choices[0].message.tool_calls[0]
+    assert call.function.name == "plan" and json.loads(call.function.arguments) == TRIP
+    assert gw.fake.requests[-1]["format"] == Trip.model_json_schema()
