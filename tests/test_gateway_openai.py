@@ -356,7 +356,7 @@ def test_a_completion_has_usage_and_the_reference_shape(gw):
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     choice = body["choices"][0]
     assert choice["logprobs"] is None and choice["message"]["refusal"] is None
-    assert abs(body["created"] - __import__("time").time()) < 120
+    assert abs(body["created"] - time.time()) < 120
 
 
 def test_streaming_deltas_add_up_and_include_usage_adds_a_usage_chunk(gw):
