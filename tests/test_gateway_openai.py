@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
+from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config, gateway_over_fake_ollama
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.openai_shapes import assert_matches_reference
 
@@ -33,8 +33,7 @@ def _respond(body: dict) -> Reply:
 
 @pytest.fixture
 def gw(isolated_home):
-    with FakeOllama(responder=_respond) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as running:
-        running.fake = fake
+    with gateway_over_fake_ollama(isolated_home, _respond) as running:
         yield running
 
 

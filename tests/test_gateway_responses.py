@@ -12,8 +12,8 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import BaseModel, TypeAdapter
 
-from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
-from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.gateway_kit import TOKEN, gateway_over_fake_ollama
+from tests.fakes.ollama_server import Reply
 from tests.openai_shapes import assert_matches_reference
 
 STREAM_EVENT = TypeAdapter(ResponseStreamEvent)
@@ -36,8 +36,7 @@ def _respond(body: dict) -> Reply:
 
 @pytest.fixture
 def gw(isolated_home):
-    with FakeOllama(responder=_respond) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as running:
-        running.fake = fake
+    with gateway_over_fake_ollama(isolated_home, _respond) as running:
         yield running
 
 

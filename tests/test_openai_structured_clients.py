@@ -13,8 +13,8 @@ import openai
 import pytest
 from pydantic import BaseModel, Field
 
-from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
-from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.gateway_kit import TOKEN, gateway_over_fake_ollama
+from tests.fakes.ollama_server import Reply
 
 instructor = pytest.importorskip("instructor", reason="instructor is in the test extras")
 pydantic_ai = pytest.importorskip("pydantic_ai", reason="pydantic-ai-slim[openai] is in the test extras")
@@ -53,8 +53,7 @@ class Recorded(list):
 
 @pytest.fixture
 def gw(isolated_home):
-    with FakeOllama(responder=_respond) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as running:
-        running.fake = fake
+    with gateway_over_fake_ollama(isolated_home, _respond) as running:
         yield running
 
 
