@@ -23,8 +23,11 @@ concurrent ``POST /v1/chat`` requests on distinct sessions, ``--rounds`` times. 
     .venv/bin/python bench/gateway_bench.py --model-ms 0 --memories 10000 --chats 20 --rounds 50   # turns/s
     .venv/bin/python bench/gateway_bench.py --model-ms 500 --chats 20 --rounds 3                   # first burst
     .venv/bin/python bench/gateway_bench.py --door openai     # through /v1/chat/completions, not /v1/chat
+    .venv/bin/python bench/gateway_bench.py --door responses  # through /v1/responses
 
-``--door openai`` sends each turn through ``POST /v1/chat/completions`` (a conversation of three messages).
+``--door openai`` sends each turn through ``POST /v1/chat/completions`` (a conversation of three messages),
+``--door responses`` through ``POST /v1/responses`` (the same conversation as input items, with
+instructions). Target (issue 35): the Responses door's overhead per turn within 1 ms of the chat door's.
 
 ``--memories N`` seeds N memories (random unit vectors tagged as MiniLM's, bench/scale_bench.py) and implies
 ``--embedder minilm``. ``--distinct-queries`` (the default) makes every chat's text unique, so each recall
@@ -118,7 +121,14 @@ def timings(header: str) -> dict[str, float]:
     return {name.strip(): float(dur) / 1000 for name, dur in re.findall(r"(\w+);dur=([\d.]+)", header)}
 
 
+DOOR_PATHS = {"chat": "/v1/chat", "openai": "/v1/chat/completions", "responses": "/v1/responses"}
+
+
 def chat_request(door: str, round_no: int, n: int, text: str) -> tuple[str, dict]:
+    if door == "responses":
+        return DOOR_PATHS[door], {"model": "picoora", "instructions": "Be brief.", "input": [
+            {"role": "user", "content": f"chat {n} starts"}, {"role": "assistant", "content": "Go on."},
+            {"role": "user", "content": [{"type": "input_text", "text": text}]}]}
     if door == "openai":
         return "/v1/chat/completions", {"model": "picoora", "messages": [
             {"role": "user", "content": f"chat {n} starts"}, {"role": "assistant", "content": "Go on."},
@@ -127,6 +137,8 @@ def chat_request(door: str, round_no: int, n: int, text: str) -> tuple[str, dict
 
 
 def answered(door: str, body: dict) -> bool:
+    if door == "responses":
+        return body["status"] == "completed"
     if door == "openai":
         return body["choices"][0]["finish_reason"] == "stop"
     return body["stop_reason"] == "answer"
@@ -212,7 +224,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model-ms", type=float, default=200)
     parser.add_argument("--embedder", choices=("none", "minilm"), default="none")
-    parser.add_argument("--door", choices=("chat", "openai"), default="chat")
+    parser.add_argument("--door", choices=tuple(DOOR_PATHS), default="chat")
     parser.add_argument("--memories", type=int, default=0, help="seed this many memories (implies minilm)")
     parser.add_argument("--repeat-queries", action="store_true", help="the same few texts, not unique ones")
     parser.add_argument("--profile", metavar="FILE", help="py-spy's raw samples of the measured rounds")
@@ -267,7 +279,7 @@ def main() -> int:
     print(f"{args.chats} concurrent chats x {args.rounds} rounds, fake model {args.model_ms:g} ms per call, "
           f"embedder {args.embedder}, {args.memories:,} memories, "
           f"{'repeated' if args.repeat_queries else 'distinct'} texts, through "
-          f"{'/v1/chat/completions' if args.door == 'openai' else '/v1/chat'}")
+          f"{DOOR_PATHS[args.door]}")
     print(f"  first burst after start: {first_burst:.3f} s")
     print(f"  turns per second over the measured rounds: {args.chats * args.rounds / sum(walls):.1f}")
     print(f"  wall time per round: {', '.join(f'{w:.3f}' for w in walls)} s "

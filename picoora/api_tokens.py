@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from picoora.identities import Person, owner_name
@@ -22,6 +24,8 @@ from picoora.identities import Person, owner_name
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import KeyValueStore
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "pico_"  # recognisable in a config file or a leak scanner
 STATE_PREFIX = "api.token."
@@ -41,12 +45,32 @@ def _digest(secret: str) -> str:
 
 
 class ApiTokens:
-    """The tokens in ``store`` (the owner's), for the people of ``config.users``."""
+    """The tokens in ``store`` (the owner's), for the people of ``config.users``. With ``config_file`` (a
+    running gateway), the people are read again when that file changes, so a person added to ``users`` (and
+    given a token) gets in at once, and one removed is out at their next request, without a restart."""
 
-    def __init__(self, store: KeyValueStore, config: Config):
+    def __init__(self, store: KeyValueStore, config: Config, *, config_file: Path | None = None):
         self.store = store
+        self._config_file = config_file
+        self._stamp: tuple[int, int] | None = None  # the file is read at the first lookup: it may have changed
+        self._take_people(config)
+
+    def _take_people(self, config: Config) -> None:
         self.owner = owner_name(config)
         self.people = {user.name for user in config.users} | {self.owner}
+
+    def _refresh(self) -> None:
+        stamp = _stamp(self._config_file)
+        if self._config_file is None or stamp == self._stamp:
+            return
+        from picoora.config import ConfigError, load_config
+
+        self._stamp = stamp
+        try:
+            self._take_people(load_config(self._config_file))
+        except (ConfigError, OSError) as exc:  # a file caught mid-edit: the people stay as they were
+            log.warning("%s changed but cannot be read (%s); the people with tokens stay as they were",
+                        self._config_file, exc)
 
     def create(self, person: str, label: str = "") -> tuple[ApiToken, str]:
         """A new token for ``person``: its record and the token itself, which is not kept anywhere."""
@@ -76,6 +100,7 @@ class ApiTokens:
         """The person ``secret`` belongs to, or None (unknown, revoked, or its person left ``users``)."""
         if not secret.startswith(TOKEN_PREFIX):
             return None  # not one of ours: no store read for it
+        self._refresh()
         record = _parse(self.store.get_state(STATE_PREFIX + _digest(secret)))
         if record is None or record.person not in self.people:
             return None
@@ -89,6 +114,15 @@ class ApiTokens:
                 if record is not None:
                     found.append((key, record))
         return found
+
+
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    """What changes when the file does (its modification time and size), or None when it is not there."""
+    try:
+        info = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size) if info is not None else None
 
 
 def _parse(value: str | None) -> ApiToken | None:

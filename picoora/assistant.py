@@ -138,7 +138,20 @@ class Assistant:
         await self.astore.reset_session(session_key)
 
     async def sessions(self) -> list[Session]:
-        return await self.astore.list_sessions()
+        """The sessions, and the conversations OpenAI clients keep: those have a transcript and no session
+        history (the client sends it), so their messages are the transcript's."""
+        from picoora.agent.conversation import CLIENT_KEPT_PREFIX
+        from picoora.store.base import Session
+
+        sessions = await self.astore.list_sessions()
+        known = {session.key for session in sessions}
+        for key in await self.astore.transcript_keys():
+            if key.startswith(CLIENT_KEPT_PREFIX) and key not in known:
+                entries = await self.astore.read_transcript(key)
+                if entries:
+                    sessions.append(Session(key, [e.message for e in entries], created_at=entries[0].created_at,
+                                            updated_at=entries[-1].created_at))
+        return sessions
 
     async def history(self, session_key: str, limit: int | None = None) -> list[TranscriptEntry]:
         """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones."""

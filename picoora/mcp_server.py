@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from starlette.types import Receive, Scope, Send
 
+    from picoora.config import Config
     from picoora.identities import Person
     from picoora.store.base import Store
 
@@ -51,7 +52,8 @@ INSTRUCTIONS = (
 )
 MAX_LISTED = 200
 PERSON_SCOPE_KEY = "picoora.person"  # the ASGI scope key carrying the caller of an HTTP request
-GATEWAY_TOKEN_NEEDED = "this MCP endpoint needs 'Authorization: Bearer <gateway.token>' (no OAuth)"
+TOKEN_NEEDED = ("this MCP endpoint needs 'Authorization: Bearer <token>': gateway.token, or a person's API token "
+                "from `picoora token create NAME` (no OAuth)")
 
 
 class ListMemoriesArgs(BaseModel):
@@ -93,6 +95,45 @@ def fixed_store(store: Store) -> StoreFor:
         yield store
 
     return store_for
+
+
+@asynccontextmanager
+async def people_stores(config: Config, owner_store: Store) -> AsyncIterator[StoreFor]:
+    """A ``StoreFor`` giving the owner ``owner_store`` and each other person their own store (opened at their
+    first call, kept until the block ends, then closed): ``picoora mcp --http`` with people's tokens."""
+    from picoora.store.scoped import open_person_store
+
+    opened: dict[str, Store] = {}
+
+    @asynccontextmanager
+    async def store_for(person: Person | None) -> AsyncIterator[Store]:
+        if person is None or person.owner:
+            yield owner_store
+            return
+        if person.name not in opened:
+            opened[person.name] = open_person_store(config, owner_store, person.name)
+        yield opened[person.name]
+
+    try:
+        yield store_for
+    finally:
+        for store in opened.values():
+            store.close()
+
+
+def people_tokens(config: Config, store: Store, config_file: Path | None) -> Authenticate:
+    """An ``Authenticate`` admitting gateway.token as the owner and each person's API token as that person
+    (``picoora.api_tokens``, looked up in ``store``, the owner's, off the event loop)."""
+    from picoora.api_tokens import ApiTokens
+    from picoora.identities import Person, owner_name
+
+    owner_token = token_checker(config.gateway.token, Person(owner_name(config), owner=True))
+    tokens = ApiTokens(store, config, config_file=config_file)
+
+    async def authenticate(given: str) -> Person | None:
+        return await owner_token(given) or await asyncio.to_thread(tokens.person_of, given)
+
+    return authenticate
 
 
 def build_memory_server(store_for: StoreFor, *, secrets: list[str] | None = None,
@@ -210,7 +251,7 @@ class BearerGuard:
     """An ASGI app that lets only ``Authorization: Bearer <token>`` naming a person through to ``inner``, with that
     person in the scope under ``PERSON_SCOPE_KEY``; anyone else gets 401 saying ``refusal``."""
 
-    def __init__(self, authenticate: Authenticate, inner: Any, refusal: str = GATEWAY_TOKEN_NEEDED):
+    def __init__(self, authenticate: Authenticate, inner: Any, refusal: str = TOKEN_NEEDED):
         self._authenticate, self._inner, self._refusal = authenticate, inner, refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -21,11 +21,24 @@ def _required_present(model: type[BaseModel], data: Any, where: str) -> None:
         if field.is_required():
             assert key in data, f"{where}.{key} is required by the reference and missing"
         if key in data and data[key] is not None:
-            for nested in _models_in(field.annotation):
-                values = data[key] if isinstance(data[key], list) else [data[key]]
-                for i, value in enumerate(values):
-                    if isinstance(value, dict):
+            models = _models_in(field.annotation)
+            values = data[key] if isinstance(data[key], list) else [data[key]]
+            for i, value in enumerate(values):
+                if isinstance(value, dict):
+                    for nested in _members_for(models, value):
                         _required_present(nested, value, f"{where}.{key}[{i}]")
+
+
+def _members_for(models: list[type[BaseModel]], value: dict[str, Any]) -> list[type[BaseModel]]:
+    """The members of a union that ``value`` is: those whose ``type`` literal names its type (a discriminated
+    union, as the Responses API's items and parts are), else every member."""
+    typed = [m for m in models if value.get("type") in typing.get_args(_type_literal(m))]
+    return typed or models
+
+
+def _type_literal(model: type[BaseModel]) -> Any:
+    field = model.model_fields.get("type")
+    return field.annotation if field is not None else None
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:

@@ -104,6 +104,11 @@ def test_a_refused_caller_is_told_to_send_a_bearer_token_and_finds_no_oauth(gw):
         response = httpx.get(gw.url + path)
         assert response.status_code == 404 and response.headers["content-type"] == "application/json", path
         assert response.json()["error"]["type"] == "not_found"
+        assert "Bearer Token" in response.json()["error"]["message"]
+    # ...and where it ends, registering itself: told what to send instead (the Inspector shows this last)
+    for method, path in (("POST", "/register"), ("GET", "/authorize"), ("POST", "/token")):
+        response = httpx.request(method, gw.url + path)
+        assert response.status_code == 404 and "Authorization: Bearer <token>" in response.json()["error"]["message"]
 
 
 def test_an_open_mcp_stream_does_not_hold_the_shutdown(isolated_home):

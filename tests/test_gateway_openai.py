@@ -4,13 +4,15 @@ what the scripted model server received checked: the client's conversation, and 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import time
 
 import httpx
 import openai
 import pytest
 
-from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
+from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config, gateway_over_fake_ollama
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.openai_shapes import assert_matches_reference
 
@@ -31,8 +33,7 @@ def _respond(body: dict) -> Reply:
 
 @pytest.fixture
 def gw(isolated_home):
-    with FakeOllama(responder=_respond) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as running:
-        running.fake = fake
+    with gateway_over_fake_ollama(isolated_home, _respond) as running:
         yield running
 
 
@@ -85,11 +86,41 @@ def test_the_model_sees_the_clients_system_message_and_whole_history(gw):
     assert "Current time" in system
 
 
-def test_without_a_system_message_picooras_own_prompt_and_tools_apply(gw):
-    openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}])
+def offered(request: dict) -> set[str]:
+    return {t["function"]["name"] for t in request.get("tools") or []}
+
+
+MEMORY_TOOLS = {"remember", "recall", "forget"}
+
+
+def test_a_client_without_tools_gets_memory_not_picooras_actions(gw):
+    client = openai_client(gw)
+    client.chat.completions.create(model="picoora", messages=[
+        {"role": "system", "content": "You are a shell command generator."}, {"role": "user", "content": "ls"}])
     request = gw.fake.requests[-1]
-    assert "You are picoora" in request["messages"][0]["content"]
-    assert "remember" in {t["function"]["name"] for t in request["tools"]}
+    assert offered(request) == MEMORY_TOOLS  # no exec, write_file, spawn...
+    system = request["messages"][0]["content"]
+    assert system.startswith("You are a shell command generator.")
+    assert "## Memory" in system and "Use tools to act" not in system and "## Rules" not in system
+    client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}])
+    request = gw.fake.requests[-1]
+    assert "You are picoora" in request["messages"][0]["content"] and offered(request) == MEMORY_TOOLS
+    assert "Use tools to act" not in request["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("model, headers", [("picoora-agent", {}), ("picoora", {"X-Picoora-Agent": "1"})])
+def test_a_client_that_opts_in_gets_picooras_agent(gw, model, headers):
+    openai_client(gw, default_headers=headers).chat.completions.create(model=model, messages=[
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": "tidy my workspace"}])
+    request = gw.fake.requests[-1]
+    assert {"exec", "write_file", *MEMORY_TOOLS} <= offered(request)
+    assert "Use tools to act" in request["messages"][0]["content"]
+
+
+def test_a_json_answer_without_client_tools_offers_no_tools(gw):
+    openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}],
+                                              response_format={"type": "json_object"})
+    assert offered(gw.fake.requests[-1]) == set() and gw.fake.requests[-1]["format"] == "json"
 
 
 def test_two_conversations_without_ids_never_see_each_other(gw):
@@ -119,6 +150,16 @@ def test_the_session_header_or_prompt_cache_key_names_the_transcript(gw):
     openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "yo"}],
                                               extra_body={"prompt_cache_key": "thread-7"})
     assert {"openai:my_editor_1", "openai:thread-7"} <= set(transcripts(gw))
+
+
+def test_openai_conversations_are_listed_among_the_sessions(gw):
+    openai_client(gw, default_headers={"X-Session-Id": "editor"}).chat.completions.create(
+        model="picoora", messages=[{"role": "user", "content": "hi"}])
+    with http(gw) as client:
+        listed = {s["key"]: s for s in client.get("/v1/sessions").json()}
+        assert listed["openai:editor"]["messages"] == 2 and listed["openai:editor"]["updated_at"]
+        history = client.get("/v1/sessions/openai:editor").json()["entries"]
+    assert [e["message"]["role"] for e in history] == ["user", "assistant"]
 
 
 def test_the_user_field_prefixes_the_conversation_key(gw):
@@ -176,17 +217,11 @@ def test_streamed_tool_calls_come_back_as_deltas(gw):
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
-def test_tool_choice_none_offers_no_tools_and_required_is_refused_on_ollama(gw):
+def test_tool_choice_none_offers_no_tools(gw):
     client = openai_client(gw)
     client.chat.completions.create(model="picoora", tools=[WEATHER_TOOL], tool_choice="none",
                                    messages=[{"role": "user", "content": "hi"}])
     assert not gw.fake.requests[-1].get("tools")
-    asked = len(gw.fake.requests)
-    with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(model="picoora", tools=[WEATHER_TOOL], tool_choice="required",
-                                       messages=[{"role": "user", "content": "hi"}])
-    assert refused.value.status_code == 400 and refused.value.param == "tool_choice"
-    assert len(gw.fake.requests) == asked  # refused before any model call
 
 
 def test_response_format_and_sampling_parameters_reach_the_model(gw):
@@ -202,6 +237,38 @@ def test_response_format_and_sampling_parameters_reach_the_model(gw):
     client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}],
                                    response_format={"type": "json_object"}, max_completion_tokens=20)
     assert gw.fake.requests[-1]["format"] == "json" and gw.fake.requests[-1]["options"]["num_predict"] == 20
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+def picture_message(text: str) -> dict:
+    url = "data:image/png;base64," + base64.b64encode(PNG).decode()
+    return {"role": "user", "content": [{"type": "text", "text": text},
+                                        {"type": "image_url", "image_url": {"url": url}}]}
+
+
+def test_an_image_url_reaches_a_vision_model(isolated_home):
+    with FakeOllama(responder=_respond, vision_models=("qwen3:latest",)) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+        answer = openai_client(gw).chat.completions.create(model="picoora", messages=[picture_message("what is it?")])
+        sent = fake.requests[-1]["messages"][-1]
+    assert answer.choices[0].message.content.startswith("answer to what is it?")
+    assert sent["content"] == "what is it?" and sent["images"] == [base64.b64encode(PNG).decode()]
+
+
+def test_an_image_for_a_model_that_cannot_see_is_a_clear_400(gw):
+    with pytest.raises(openai.BadRequestError) as refused:
+        openai_client(gw).chat.completions.create(model="picoora", messages=[picture_message("what is it?")])
+    assert "cannot look at pictures" in refused.value.message and not gw.fake.requests
+
+
+def test_top_p_seed_and_penalties_reach_ollama(gw):
+    openai_client(gw).chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}],
+                                              top_p=0.5, seed=7, presence_penalty=0.25, frequency_penalty=-0.5)
+    options = gw.fake.requests[-1]["options"]
+    assert (options["top_p"], options["seed"], options["presence_penalty"], options["frequency_penalty"]) == (
+        0.5, 7, 0.25, -0.5)
 
 
 def test_n_above_one_is_a_clear_400(gw):
@@ -288,7 +355,7 @@ def test_a_completion_has_usage_and_the_reference_shape(gw):
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     choice = body["choices"][0]
     assert choice["logprobs"] is None and choice["message"]["refusal"] is None
-    assert abs(body["created"] - __import__("time").time()) < 120
+    assert abs(body["created"] - time.time()) < 120
 
 
 def test_streaming_deltas_add_up_and_include_usage_adds_a_usage_chunk(gw):
@@ -308,11 +375,23 @@ def test_streaming_deltas_add_up_and_include_usage_adds_a_usage_chunk(gw):
     assert len({c.id for c in chunks}) == 1
 
 
+def test_with_include_usage_every_content_chunk_says_usage_null(gw):
+    with http(gw) as client:
+        text = client.post("/v1/chat/completions", json={
+            "model": "picoora", "stream": True, "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "stream it"}]}).text
+    chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    assert all("usage" in c and c["usage"] is None for c in chunks if c["choices"])
+    assert chunks[-1]["usage"]["total_tokens"] > 0
+
+
 def test_models_list_and_retrieve(gw):
     from openai.types import Model
 
     client = openai_client(gw)
-    assert [m.id for m in client.models.list()] == ["picoora", "qwen3:latest"]
+    listed = client.models.list().data
+    assert [m.id for m in listed] == ["picoora", "picoora-agent", "qwen3:latest"]
+    assert all(abs(m.created - time.time()) < 3600 for m in listed)  # a real time, not 0
     retrieved = client.models.retrieve("picoora")
     assert_matches_reference(Model, retrieved.model_dump())
     assert client.models.retrieve("qwen3:latest").id == "qwen3:latest"
@@ -328,7 +407,12 @@ def test_models_list_and_retrieve(gw):
     ({"model": "picoora", "messages": [{"role": "assistant", "content": "no user here"}]}, "messages"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "  "}]}, "messages"),
     ({"model": "picoora", "messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content"),
+        {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}, "messages.0.content.0.image_url"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm90IGEgcGljdHVyZQ=="}}]}]},
+     "messages.0.content.0.image_url"),
+    ({"model": "picoora", "messages": [{"role": "user", "content": [
+        {"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]}]}, "messages.0.content"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"}, "tool_choice"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL] * 129}, "tools"),
     ({"model": "picoora", "messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER_TOOL],

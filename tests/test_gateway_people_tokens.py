@@ -153,6 +153,19 @@ def test_revoked_wrong_and_absent_tokens_are_refused(home, gw):
     assert run_cli("token", "list", home=home).stdout.startswith("No tokens yet")
 
 
+def test_a_person_added_to_or_removed_from_config_counts_without_a_restart(home, gw):
+    bob = make_token(home, "bob")
+    config_file = home / "config.json"
+    data = json.loads(config_file.read_text())
+    data["users"] = [{"name": "alice"}, {"name": "carol"}]  # carol joins, bob leaves, the gateway runs on
+    config_file.write_text(json.dumps(data))
+    carol = make_token(home, "carol")
+    with as_(gw, carol) as client:
+        assert chat(client, "s1", "hello")["text"] == "You said: hello"
+    with as_(gw, bob) as client:
+        assert client.get("/v1/memory").status_code == 401
+
+
 def test_the_owner_can_have_tokens_of_their_own(home, gw):
     own = as_(gw, make_token(home, "owner", "--label", "second laptop"))
     chat(own, "s1", "remember The owner's plant is a fern")

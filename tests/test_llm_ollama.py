@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
-from picoora.llm.base import AuthenticationError, ModelNotFoundError, ProviderUnavailableError
-from picoora.llm.ollama import OllamaLLM, to_ollama_messages, to_ollama_tool
+from picoora.llm.base import (
+    AuthenticationError,
+    CallOptions,
+    LLMError,
+    ModelNotFoundError,
+    ProviderUnavailableError,
+)
+from picoora.llm.ollama import OllamaLLM, to_ollama_messages
 from picoora.messages import Message, ToolCall
 from tests.fakes._http import closed_port_url
 from tests.fakes.ollama_server import FakeOllama, Reply
@@ -44,25 +51,84 @@ def test_messages_translate_to_ollamas_native_shape():
     ]
 
 
-def test_optional_parameters_keep_their_type_for_ollama():
-    schema = {
-        "type": "function",
-        "function": {
-            "name": "recall",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string"},
-                    "max_results": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
-                    "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
-                },
+NESTED_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "book_trip",
+        "description": "Book a trip",
+        "parameters": {
+            "type": "object",
+            "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}},
+                                "required": ["city"]}},
+            "properties": {
+                "to": {"$ref": "#/$defs/Place"},
+                "nights": {"type": "integer", "minimum": 1, "default": 2},
+                "budget": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
+                "party": {"type": "object", "properties": {"adults": {"type": "integer"}}, "required": ["adults"]},
             },
+            "required": ["to", "party"],
         },
-    }
-    props = to_ollama_tool(schema)["function"]["parameters"]["properties"]
-    assert props["query"] == {"type": "string"}
-    assert props["max_results"] == {"type": ["integer", "null"], "default": None}
-    assert props["tags"] == {"type": ["array", "null"], "items": {"type": "string"}}
+    },
+}
+
+
+def test_tool_schemas_reach_ollama_as_they_were_written():
+    with FakeOllama([Reply("ok")]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        asyncio.run(llm.chat([Message("user", "book")], [NESTED_TOOL, WEATHER_TOOL]))
+    assert fake.requests[0]["tools"] == [NESTED_TOOL, WEATHER_TOOL]
+
+
+def test_a_named_tool_choice_is_answered_through_format_with_its_parameters():
+    arguments = {"to": {"city": "Rome"}, "nights": 3, "party": {"adults": 2}}
+    with FakeOllama([Reply(json.dumps(arguments))]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        deltas = Deltas()
+        response = asyncio.run(llm.chat([Message("system", "be brief"), Message("user", "book Rome")],
+                                        [NESTED_TOOL, WEATHER_TOOL], on_delta=deltas,
+                                        options=CallOptions(tool_choice="book_trip")))
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("book_trip", arguments)]
+    assert response.content == "" and response.finish_reason == "tool_calls"
+    assert deltas.text("token") == ""  # the JSON is the call, not an answer to show
+    body = fake.requests[0]
+    assert body["format"] == NESTED_TOOL["function"]["parameters"] and "tools" not in body
+    system = body["messages"][0]["content"]
+    assert system.startswith("be brief") and "`book_trip`" in system and '"minimum": 1' in system
+
+
+def test_tool_choice_required_lets_the_model_pick_among_the_tools():
+    with FakeOllama([Reply(json.dumps({"name": "get_weather", "arguments": {"city": "Oslo"}}))]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        response = asyncio.run(llm.chat([Message("user", "weather?")], [NESTED_TOOL, WEATHER_TOOL],
+                                        options=CallOptions(tool_choice="required")))
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("get_weather", {"city": "Oslo"})]
+    members = fake.requests[0]["format"]["anyOf"]
+    assert [m["properties"]["name"] for m in members] == [{"const": "book_trip"}, {"const": "get_weather"}]
+    # the union's references point where the parameters now sit, so the schema stays whole
+    assert members[0]["properties"]["arguments"]["properties"]["to"] == {
+        "$ref": "#/anyOf/0/properties/arguments/$defs/Place"}
+    assert fake.requests[0]["messages"][0]["role"] == "system"
+
+
+def test_response_format_beside_tools_takes_a_call_or_the_answer():
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    options = CallOptions(json_schema={"name": "Answer", "schema": schema})
+    with FakeOllama([Reply(json.dumps({"answer": "42"})),
+                     Reply(json.dumps({"name": "get_weather", "arguments": {"city": "Oslo"}}))]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        answered = asyncio.run(llm.chat([Message("user", "q")], [WEATHER_TOOL], options=options))
+        called = asyncio.run(llm.chat([Message("user", "q")], [WEATHER_TOOL], options=options))
+    assert json.loads(answered.content) == {"answer": "42"} and answered.tool_calls == []
+    assert [c.name for c in called.tool_calls] == ["get_weather"] and called.content == ""
+    assert fake.requests[0]["format"]["anyOf"][-1] == schema
+
+
+def test_a_required_call_the_model_did_not_write_is_an_error():
+    with FakeOllama([Reply("I would rather chat")]) as fake:
+        llm, _ = make_llm("ollama", fake.url)
+        with pytest.raises(LLMError, match="was to call one of the tools"):
+            asyncio.run(llm.chat([Message("user", "q")], [NESTED_TOOL, WEATHER_TOOL],
+                                 options=CallOptions(tool_choice="required")))
 
 
 def test_plain_answer_forwards_temperature_max_tokens_and_context_window():

@@ -10,6 +10,7 @@ import pytest
 from picoora.llm.base import (
     RAW_ARGUMENTS_KEY,
     AuthenticationError,
+    CallOptions,
     ContextOverflowError,
     ModelNotFoundError,
     ProviderUnavailableError,
@@ -62,6 +63,15 @@ def test_plain_answer_forwards_temperature_max_tokens_and_the_key():
     body = fake.requests[0]
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("gpt-test", 0.3, 77)
     assert fake.request_headers[0]["authorization"] == "Bearer fk-test"
+
+
+def test_a_clients_sampling_parameters_are_forwarded():
+    with FakeOpenAI([Reply("ok")]) as fake:
+        llm, _ = openai_llm(fake)
+        asyncio.run(llm.chat([Message("user", "hi")], options=CallOptions(top_p=0.9, seed=3, frequency_penalty=1.0)))
+    body = fake.requests[0]
+    assert (body["top_p"], body["seed"], body["frequency_penalty"]) == (0.9, 3, 1.0)
+    assert "presence_penalty" not in body  # only what the client set
 
 
 def test_streaming_assembles_tool_call_deltas_and_forwards_text_and_reasoning():

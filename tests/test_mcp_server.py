@@ -85,7 +85,7 @@ def test_stdout_stays_the_protocol_when_storage_falls_back(isolated_home):
 
 @pytest.fixture
 def http_memory(isolated_home):
-    write_config(isolated_home, gateway={"token": TOKEN})
+    write_config(isolated_home, gateway={"token": TOKEN}, users=[{"name": "alice"}])
     port = free_port()
     env = {**os.environ, "PICOORA_HOME": str(isolated_home)}
     process = subprocess.Popen([sys.executable, "-m", "picoora", "mcp", "--http", "--port", str(port)], cwd=REPO,
@@ -113,7 +113,19 @@ def test_streamable_http_behind_the_token(http_memory):
             asyncio.run(session(http_memory, [], headers=headers))
         raw = httpx.post(http_memory, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
         assert raw.status_code == 401 and raw.headers["www-authenticate"] == "Bearer"
-        assert "'Authorization: Bearer <gateway.token>'" in raw.json()["error"]["message"]
+        assert "'Authorization: Bearer <token>'" in raw.json()["error"]["message"]
+
+
+def test_a_persons_token_reaches_their_own_memory_over_http(http_memory, isolated_home):
+    made = run_cli("token", "create", "alice", home=isolated_home)
+    assert made.returncode == 0, made.stderr
+    alice, owner = {"Authorization": f"Bearer {made.stdout.strip()}"}, {"Authorization": f"Bearer {TOKEN}"}
+    asyncio.run(session(http_memory, [("remember", {"text": "Alice likes lemon tea"})], headers=alice))
+    asyncio.run(session(http_memory, [("remember", {"text": "The owner likes coffee"})], headers=owner))
+    _, [(_, hers)] = asyncio.run(session(http_memory, [("list_memories", {})], headers=alice))
+    _, [(_, theirs)] = asyncio.run(session(http_memory, [("list_memories", {})], headers=owner))
+    assert "lemon tea" in hers and "coffee" not in hers
+    assert "coffee" in theirs and "lemon tea" not in theirs
 
 
 def test_http_needs_a_token(isolated_home):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
-from tests.fakes.ollama_server import FakeOllama, Reply
+from tests.fakes.gateway_kit import TOKEN, gateway_over_fake_ollama
+from tests.fakes.ollama_server import Reply
 
 langchain_openai = pytest.importorskip("langchain_openai", reason="langchain-openai is in the test extras")
 
@@ -32,8 +32,7 @@ def _respond(body: dict) -> Reply:
 
 @pytest.fixture
 def gw(isolated_home):
-    with FakeOllama(responder=_respond) as fake, RunningGateway(gateway_config(isolated_home, fake.url)) as running:
-        running.fake = fake
+    with gateway_over_fake_ollama(isolated_home, _respond) as running:
         yield running
 
 

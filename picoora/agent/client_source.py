@@ -1,9 +1,10 @@
 """The conversation a client keeps: one request of the OpenAI endpoint (``picoora.agent.conversation``).
 
 The history and system message are the request's; picoora adds the memories recalled for the last user
-message, and its own tools and rules only when the client brings no tools (the client's tools end the turn
-with their calls). Nothing goes to the session and nothing is compacted: the next request brings the
-conversation again, so a conversation too long for the window is the client's to shorten.
+message and, when the client brings no tools, its memory tools: all its tools and rules only when the client
+opts into picoora's agent (``ClientConversation.agent``). The client's tools end the turn with their calls.
+Nothing goes to the session and nothing is compacted: the next request brings the conversation again, so a
+conversation too long for the window is the client's to shorten.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ class ClientSource:
 
     async def offer_tools(self, announce: Announce) -> ToolOffer:
         tools = self._conversation.tools
-        if tools is None:
+        if tools is None and self._conversation.agent:
             return await self._parts.own_tools(self.options, announce)
+        if tools is None:
+            return self._parts.memory_tools(self.options)
         return ToolOffer([] if self.options.tool_choice == "none" else list(tools), hands_back=True)
 
     async def load(self, offer: ToolOffer, model_label: str) -> RecallResult | None:
@@ -47,10 +50,8 @@ class ClientSource:
         client_system = self._conversation.system
         if not client_system.strip():
             return self._parts.system_prompt(inputs, offer, model_label)
-        own_tools = not offer.hands_back
-        return build_client_system_prompt(client_system, inputs, tools=offer.schemas if own_tools else [],
-                                          settings=self._parts.settings,
-                                          tool_parts=self._parts.tools.prompt_parts() if own_tools else ())
+        return build_client_system_prompt(client_system, inputs, tools=[] if offer.hands_back else offer.schemas,
+                                          settings=self._parts.settings, tool_parts=self._parts.tool_parts(offer))
 
     @property
     def history(self) -> list[Message]:

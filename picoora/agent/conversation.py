@@ -5,7 +5,9 @@ are built on that. Such a turn (``Agent.run_turn(..., conversation=)``) differs 
 what the model sees and what is stored:
 
 - the model sees the client's system message and history, not the session's; picoora adds the memories
-  recalled for the last user message (and its own tools when the client brings none);
+  recalled for the last user message and, when the client brings no tools, its memory tools (all of its
+  tools and its rules only when the client opts into picoora's agent, ``agent``; no tools at all when the
+  answer must be JSON in a format);
 - the session's transcript records the request's new messages and the turn's own, so every turn is kept,
   but nothing is appended to the session's history and nothing is compacted: the next request brings its
   history itself, and a failed turn leaves nothing that a later request sees;
@@ -25,12 +27,16 @@ if TYPE_CHECKING:
     from picoora.messages import Message
 
 
+CLIENT_KEPT_PREFIX = "openai:"  # the session keys of conversations a client keeps (the OpenAI endpoint's)
+
+
 @dataclass(frozen=True)
 class ClientConversation:
     system: str  # the client's system (and developer) messages, joined; "" when it sent none
     history: list[Message]  # the messages before ``new``
     new: list[Message]  # this turn's input: the request's messages after its last assistant message
     query: str  # the last user message's text: what memories are recalled for
-    tools: list[ToolSchema] | None = None  # the client's tools; None: picoora's own
+    tools: list[ToolSchema] | None = None  # the client's tools; None: picoora's own (see ``agent``)
+    agent: bool = False  # the client opted into picoora's agent: all its tools and rules, not only memory
     options: CallOptions = DEFAULT_OPTIONS
     model: ModelChoice | None = None  # None: the session's model

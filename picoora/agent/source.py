@@ -30,6 +30,7 @@ from picoora.llm.base import LLM, CallOptions, ToolSchema
 from picoora.messages import Message
 from picoora.store.aio import AsyncStore
 from picoora.store.base import RecallResult, Store
+from picoora.tools.memory import MEMORY_TOOL_NAMES
 
 if TYPE_CHECKING:
     from picoora.llm.pool import ModelChoice
@@ -59,7 +60,11 @@ class AgentParts:
     def system_prompt(self, inputs: ContextInputs, offer: ToolOffer, model_label: str) -> str:
         """picoora's own system prompt: its identity, rules, prompt files, memories, notes and summary."""
         return build_system_prompt(inputs, tools=offer.schemas, workspace=self.workspace, settings=self.settings,
-                                   model_label=model_label, tool_parts=self.tools.prompt_parts())
+                                   model_label=model_label, tool_parts=self.tool_parts(offer))
+
+    def tool_parts(self, offer: ToolOffer) -> tuple[str, ...]:
+        """The tools' own prompt parts (skills, ...): only where all of picoora's tools are offered."""
+        return tuple(self.tools.prompt_parts()) if offer.all_own else ()
 
     async def own_tools(self, options: CallOptions, announce: Announce) -> ToolOffer:
         """picoora's tools (none with ``tool_choice: none``); MCP servers start on the first turn that asks."""
@@ -68,16 +73,24 @@ class AgentParts:
         if options.tool_choice == "none":
             return ToolOffer([])
         registry = self.tools
-        return ToolOffer(registry.schemas(), on_demand=lambda: registry.schemas(on_demand=True))
+        return ToolOffer(registry.schemas(), on_demand=lambda: registry.schemas(on_demand=True), all_own=True)
+
+    def memory_tools(self, options: CallOptions) -> ToolOffer:
+        """Only the memory tools (a client that did not opt into picoora's agent); none when the answer must
+        be JSON in a format or the request says ``tool_choice: none``."""
+        if options.tool_choice == "none" or options.json_object or options.json_schema is not None:
+            return ToolOffer([])
+        return ToolOffer([s for s in self.tools.schemas() if s["function"]["name"] in MEMORY_TOOL_NAMES])
 
 
 class ToolOffer:
     """The tools offered to the model this turn, and who runs their calls."""
 
     def __init__(self, schemas: list[ToolSchema], *, hands_back: bool = False,
-                 on_demand: Callable[[], list[ToolSchema]] | None = None):
+                 on_demand: Callable[[], list[ToolSchema]] | None = None, all_own: bool = False):
         self.schemas = schemas
         self.hands_back = hands_back  # the client's tools: a call ends the turn and goes back to the client
+        self.all_own = all_own  # all of picoora's tools, with their rules and prompt parts
         self._on_demand = on_demand  # picoora's tools with the on-demand ones (``read_tool_output``)
 
     def offer_on_demand(self) -> None:

@@ -1,8 +1,9 @@
 """``picoora mcp``: serve picoora's memory to MCP clients (Claude Desktop, editors, other assistants).
 
 stdio by default: stdout carries the protocol, so every other line (a storage fallback, errors)
-goes to stderr. ``--http`` serves streamable HTTP on 127.0.0.1 instead, behind gateway.token (the
-owner's memory; the gateway's ``/mcp`` also takes people's tokens).
+goes to stderr. ``--http`` serves streamable HTTP on 127.0.0.1 instead, behind gateway.token (the owner's
+memory) and people's API tokens (``picoora token create NAME``: each person's own memory), as the gateway's
+``/mcp`` does.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
+from picoora.cli.errors import EXIT_USAGE, CLIError, config_path, load_config, warn
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from picoora.identities import Person
+    from picoora.config import Config
     from picoora.store.base import Store
 
 DEFAULT_HTTP_PORT = 18791
@@ -54,10 +55,7 @@ def mcp(
     secrets, workspace = secret_values(config), workspace_path(config)
     try:
         if http:
-            from picoora.identities import Person, owner_name
-
-            owner = Person(owner_name(config), owner=True)
-            asyncio.run(_serve_http(store, config.gateway.token, owner, port, secrets=secrets, workspace=workspace))
+            asyncio.run(_serve_http(config, store, config_path(ctx), port, secrets=secrets, workspace=workspace))
         else:
             from picoora.mcp_server import serve_stdio
 
@@ -68,20 +66,24 @@ def mcp(
         store.close()
 
 
-async def _serve_http(store: Store, token: str, owner: Person, port: int, *, secrets: list[str],
+async def _serve_http(config: Config, store: Store, config_file: Path | None, port: int, *, secrets: list[str],
                       workspace: Path) -> None:
     import uvicorn
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from picoora.mcp_server import BearerGuard, MemoryHttpApp, fixed_store, token_checker
+    from picoora.config import default_config_path
+    from picoora.mcp_server import BearerGuard, MemoryHttpApp, people_stores, people_tokens
 
-    memory = MemoryHttpApp(fixed_store(store), secrets=secrets, workspace=workspace)
-    guarded = BearerGuard(token_checker(token, owner), memory)
+    async with people_stores(config, store) as store_for:
+        memory = MemoryHttpApp(store_for, secrets=secrets, workspace=workspace)
+        authenticate = people_tokens(config, store, config_file or default_config_path())
+        guarded = BearerGuard(authenticate, memory)
 
-    def lifespan(_app: Starlette) -> AbstractAsyncContextManager[None]:
-        return memory.lifespan()
+        def lifespan(_app: Starlette) -> AbstractAsyncContextManager[None]:
+            return memory.lifespan()
 
-    app = Starlette(routes=[Route("/mcp", guarded), Route("/mcp/", guarded)], lifespan=lifespan)
-    warn(f"picoora memory over MCP at http://127.0.0.1:{port}/mcp (Authorization: Bearer <gateway.token>)")
-    await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")).serve()
+        app = Starlette(routes=[Route("/mcp", guarded), Route("/mcp/", guarded)], lifespan=lifespan)
+        warn(f"picoora memory over MCP at http://127.0.0.1:{port}/mcp (Authorization: Bearer <gateway.token>, or a "
+             "person's token from `picoora token create NAME`)")
+        await uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")).serve()

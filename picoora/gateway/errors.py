@@ -60,6 +60,13 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     )
 }
 
+# Where an OAuth client (the MCP Inspector) looks after a 401: discovery, then dynamic client registration.
+# picoora has no OAuth; the 404 there says what to send instead, since that is the last thing such a client shows.
+OAUTH_DISCOVERY = ("/.well-known/oauth-", "/.well-known/openid-configuration")
+OAUTH_PATHS = frozenset({"/register", "/authorize", "/token"})
+NO_OAUTH = ("picoora has no OAuth: send 'Authorization: Bearer <token>' (gateway.token, or a person's token from "
+            "`picoora token create NAME`); in the MCP Inspector, open Authentication and paste it as the Bearer Token")
+
 _STATUS_TYPES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
                  413: "too_large", 415: "unsupported_media_type"}
 
@@ -78,7 +85,13 @@ def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return out(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
+        message = str(exc.detail)
+        path = request.url.path
+        if exc.status_code == 404 and message == "Not Found" and path.startswith("/v1/"):
+            message = f"no endpoint {request.method} {path}; the endpoints are: {_endpoints(request.app)}"
+        elif exc.status_code == 404 and message == "Not Found" and _is_oauth(path):
+            message = NO_OAUTH
+        return out(exc.status_code, _STATUS_TYPES.get(exc.status_code, "http_error"), message,
                    getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
@@ -99,6 +112,17 @@ def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
         return error_response(500, "internal_error", "the gateway failed on this request; its log says why")
+
+
+def _is_oauth(path: str) -> bool:
+    return path.rstrip("/") in OAUTH_PATHS or path.startswith(OAUTH_DISCOVERY)
+
+
+def _endpoints(app: FastAPI) -> str:
+    """The routes under /v1 as "METHOD path", from the OpenAPI document (built once, then kept by FastAPI)."""
+    paths = app.openapi().get("paths", {})
+    return ", ".join(f"{method.upper()} {path}" for path, operations in sorted(paths.items())
+                     if path.startswith("/v1/") for method in operations)
 
 
 def _first_param(exc: RequestValidationError) -> str | None:

@@ -18,9 +18,6 @@ from typing import TYPE_CHECKING
 from picoora.gateway.auth import person_of_token
 from picoora.mcp_server import BearerGuard
 
-TOKEN_NEEDED = ("this MCP endpoint needs 'Authorization: Bearer <token>': gateway.token, or a person's API token "
-                "from `picoora token create NAME` (no OAuth)")
-
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
@@ -33,7 +30,7 @@ if TYPE_CHECKING:
 class GatewayMcp:
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
-        self._guard = BearerGuard(lambda token: person_of_token(gateway, token), self._serve, TOKEN_NEEDED)
+        self._guard = BearerGuard(lambda token: person_of_token(gateway, token), self._serve)
         self._memory: MemoryHttpApp | None = None
         self._host: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None

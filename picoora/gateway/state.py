@@ -58,9 +58,11 @@ class Gateway:
         """The people's API tokens, in the owner's store (call while the assistant is open)."""
         if self._api_tokens is None:
             from picoora.api_tokens import ApiTokens
+            from picoora.config import default_config_path
 
             assert self.assistant is not None, "open the gateway's assistant first"
-            self._api_tokens = ApiTokens(self.assistant.store, self.config)
+            self._api_tokens = ApiTokens(self.assistant.store, self.config,
+                                         config_file=self.config_path or default_config_path())
         return self._api_tokens
 
     @property

@@ -53,6 +53,18 @@ class CallOptions:
     json_object: bool = False  # the answer must be a JSON object
     json_schema: dict[str, Any] | None = None  # OpenAI's {"name", "schema", "strict"}: the answer must match it
     tool_choice: str = "auto"
+    # Sampling, passed as the client gave them to Ollama (as options) and OpenAI-compatible servers; the
+    # Anthropic API refuses sampling parameters, so there they are not sent.
+    top_p: float | None = None
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+
+    def sampling(self) -> dict[str, float | int]:
+        """The sampling parameters the client set, by their OpenAI (and Ollama option) names."""
+        values = {"top_p": self.top_p, "seed": self.seed, "presence_penalty": self.presence_penalty,
+                  "frequency_penalty": self.frequency_penalty}
+        return {name: value for name, value in values.items() if value is not None}
 
     @property
     def forced_tool(self) -> str:

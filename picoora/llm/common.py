@@ -62,10 +62,12 @@ class ProviderSettings:
 
 
 class DeltaSink:
-    """Forwards streamed text to the caller's ``on_delta`` (sync or async) and remembers whether any went out."""
+    """Forwards streamed text to the caller's ``on_delta`` (sync or async) and remembers whether any went out;
+    with ``tokens=False`` only the reasoning (the answer is not text to show as it comes)."""
 
-    def __init__(self, on_delta: OnDelta | None):
+    def __init__(self, on_delta: OnDelta | None, *, tokens: bool = True):
         self._on_delta = on_delta
+        self._tokens = tokens
         self.started = False
 
     @property
@@ -73,7 +75,7 @@ class DeltaSink:
         return self._on_delta is not None
 
     async def __call__(self, kind: DeltaKind, text: str | None) -> None:
-        if not text or self._on_delta is None:
+        if not text or self._on_delta is None or (kind == "token" and not self._tokens):
             return
         self.started = True
         result = self._on_delta(kind, text)

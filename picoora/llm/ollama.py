@@ -37,6 +37,7 @@ from picoora.llm.common import (
     new_call_id,
     within_first_response,
 )
+from picoora.llm.constrained import constraint_for, with_instruction
 from picoora.llm.ollama_admin import (
     TOOL_MODEL_EXAMPLES,
     capabilities_of,
@@ -90,9 +91,7 @@ class OllamaLLM:
 
     @staticmethod
     def unsupported(options: CallOptions) -> tuple[str, str] | None:
-        if options.tool_choice == "required" or options.forced_tool:
-            return "tool_choice", "Ollama cannot be made to call a tool: send tool_choice 'auto' or 'none'"
-        return None
+        return None  # a forced tool call is asked for as constrained JSON (``picoora.llm.constrained``)
 
     async def chat(
         self, messages: list[Message], tools: list[ToolSchema] | None = None, *, on_delta: OnDelta | None = None,
@@ -103,6 +102,9 @@ class OllamaLLM:
         notice = None
         if options.tool_choice == "none":
             tools = None
+        constraint = constraint_for(tools or [], options)
+        if constraint is not None:  # the tools are described in the prompt and the call comes back as JSON
+            messages, tools = with_instruction(messages, constraint.instruction), None
         if tools and caps is not None and "tools" not in caps:
             tools = None
             if model not in self._told_no_tools:
@@ -111,7 +113,7 @@ class OllamaLLM:
         request: dict[str, Any] = {
             "model": model,
             "messages": to_ollama_messages(messages),
-            "tools": [_prebuilt_tool(t) for t in tools or []] or None,
+            "tools": tools or None,  # as the tools wrote them: JSON Schema, nested, with $defs
             "think": True if caps and "thinking" in caps else None,
             "options": {
                 "temperature": self._settings.temperature if options.temperature is None else options.temperature,
@@ -123,11 +125,18 @@ class OllamaLLM:
         }
         if options.stop:
             request["options"]["stop"] = list(options.stop)
-        if options.json_schema is not None or options.json_object:
+        request["options"].update(options.sampling())
+        if constraint is not None:
+            request["format"] = constraint.schema
+        elif options.json_schema is not None or options.json_object:
             schema = (options.json_schema or {}).get("schema")  # OpenAI's {"name", "schema", "strict"}
             request["format"] = schema if isinstance(schema, dict) else "json"
-        sink = DeltaSink(on_delta)
+        # A constrained answer is JSON that may turn out to be a call: its text is not streamed as the answer.
+        sink = DeltaSink(on_delta, tokens=constraint is None)
         response = await self._with_retries(partial(self._chat_once, request, sink), model, sink)
+        if constraint is not None:
+            response.content, response.tool_calls = constraint.read(response.content)
+            response.finish_reason = "tool_calls" if response.tool_calls else response.finish_reason
         response.notice = notice
         return response
 
@@ -141,7 +150,11 @@ class OllamaLLM:
     async def _chat_once(self, request: dict[str, Any], sink: DeltaSink) -> LLMResponse:
         """Always streamed, so a silent server shows at the first part; text reaches ``sink`` only when asked."""
         _retry_after.set([None])
-        stream = await self._clients.get().chat(**request, stream=True)
+        # The client's own chat() validates the tools into its ``Tool`` model, which keeps four fields of a
+        # property (no nested properties, $ref, minimum, default): the body goes as built, parsed as chat() would.
+        body = {key: value for key, value in request.items() if value is not None}
+        stream = await self._clients.get()._request(ollama.ChatResponse, "POST", "/api/chat",
+                                                    json={**body, "stream": True}, stream=True)
         first = await first_of(stream, seconds=self._settings.first_response, where=f"Ollama at {self.base}",
                                setting=FIRST_RESPONSE_SETTING, extend=partial(self._while_loading, request["model"]))
         parts = []
@@ -248,49 +261,6 @@ def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 item["tool_name"] = name
         native.append(item)
     return native
-
-
-# The client validates every tool dict into its own model on every call (half a millisecond a turn with the
-# default tools); a prebuilt ollama.Tool passes through. Keyed by the schema dict, which tools build once
-# and share; the dict is kept in the entry so its id cannot be reused while the entry lives.
-_PREBUILT: dict[int, tuple[ToolSchema, ollama.Tool]] = {}
-MAX_PREBUILT = 256
-
-
-def _prebuilt_tool(schema: ToolSchema) -> ollama.Tool:
-    entry = _PREBUILT.get(id(schema))
-    if entry is not None and entry[0] is schema:
-        return entry[1]
-    tool = ollama.Tool.model_validate(to_ollama_tool(schema))
-    if len(_PREBUILT) >= MAX_PREBUILT:
-        _PREBUILT.pop(next(iter(_PREBUILT)))
-    _PREBUILT[id(schema)] = (schema, tool)
-    return tool
-
-
-def to_ollama_tool(schema: ToolSchema) -> dict[str, Any]:
-    """An OpenAI-style function schema for Ollama. The client keeps only plain ``type`` fields of
-    properties, so ``anyOf`` (how pydantic writes ``int | None``) is folded into a type list."""
-    function = dict(schema["function"])
-    parameters = dict(function.get("parameters") or {"type": "object"})
-    properties = parameters.get("properties") or {}
-    parameters["properties"] = {name: _fold_any_of(prop) for name, prop in properties.items()}
-    return {"type": "function", "function": {**function, "parameters": parameters}}
-
-
-def _fold_any_of(prop: dict[str, Any]) -> dict[str, Any]:
-    if "type" in prop or "anyOf" not in prop:
-        return prop
-    options = prop["anyOf"]
-    folded = {key: value for key, value in prop.items() if key != "anyOf"}
-    types = [option["type"] for option in options if isinstance(option.get("type"), str)]
-    if types:
-        folded["type"] = types[0] if len(types) == 1 else types
-    for option in options:
-        for key in ("items", "enum"):
-            if key in option:
-                folded.setdefault(key, option[key])
-    return folded
 
 
 def response_from_parts(parts: list[ollama.ChatResponse]) -> LLMResponse:

@@ -116,6 +116,7 @@ class OpenAICompatLLM:
             request["temperature"] = self._settings.temperature if options.temperature is None else options.temperature
         if options.stop:
             request["stop"] = list(options.stop)
+        request.update(options.sampling())
         if options.json_schema is not None:
             request["response_format"] = {"type": "json_schema", "json_schema": options.json_schema}
         elif options.json_object:

@@ -16,6 +16,8 @@ from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.untrusted import quoted
 
 PREVIEW_CHARS = 100
+# The tools a client's conversation gets from picoora without opting into its agent: memory, no actions.
+MEMORY_TOOL_NAMES = frozenset({"remember", "recall", "forget"})
 DEGRADED_NOTE = "recall is keyword-only right now (no embedding model available), so matches are by words, not meaning"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from picoora.config import Config, load_config
 from picoora.gateway.server import GatewayServer, bind, make_server, open_gateway
 from picoora.gateway.state import Gateway
 from tests.cli_support import write_config
+from tests.fakes.ollama_server import FakeOllama, Responder
 
 TOKEN = "test-token-0123456789"
 
@@ -81,3 +83,13 @@ class RunningGateway:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+@contextmanager
+def gateway_over_fake_ollama(home: Path, responder: Responder, **fake_options: Any) -> Iterator[RunningGateway]:
+    """A running gateway whose model is a ``FakeOllama`` answering with ``responder``; the fake is ``gw.fake``
+    (what it received: ``gw.fake.requests``)."""
+    with FakeOllama(responder=responder, **fake_options) as fake, \
+            RunningGateway(gateway_config(home, fake.url)) as running:
+        running.fake = fake
+        yield running

@@ -11,6 +11,8 @@ transcript unless they begin with the very same words.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import re
@@ -18,13 +20,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from picoora.agent.conversation import ClientConversation
+from picoora.agent.conversation import CLIENT_KEPT_PREFIX, ClientConversation
 from picoora.gateway.errors import ApiError
+from picoora.gateway.runtime.media import sniffed_image
 from picoora.llm.base import CallOptions, ToolSchema
 from picoora.llm.pool import ModelChoice
-from picoora.messages import Message, ToolCall, parse_arguments
+from picoora.messages import Image, Message, ToolCall, parse_arguments
 
 MODEL_ID = "picoora"  # "the assistant's model for this session", whatever that is
+AGENT_MODEL_ID = "picoora-agent"  # the same model, with all of picoora's tools and rules (not only memory)
 TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
 
 
@@ -32,9 +36,14 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")  # fields of later API versions are accepted and not used
 
 
+class ImageUrl(_Open):
+    url: str
+
+
 class ContentPart(_Open):
     type: str
     text: str | None = None
+    image_url: ImageUrl | None = None
 
 
 class FunctionCall(_Open):
@@ -103,6 +112,10 @@ class CompletionRequest(_Open):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     response_format: ResponseFormat | None = None
     temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    seed: int | None = None
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     stop: str | list[str] | None = None
@@ -120,8 +133,9 @@ class EmbeddingRequest(_Open):
     dimensions: int | None = Field(None, ge=1)
 
 
-def to_conversation(body: CompletionRequest, model: ModelChoice | None) -> ClientConversation:
-    """The request as the conversation the model sees; ``ApiError`` 400 for what cannot be one."""
+def to_conversation(body: CompletionRequest, model: ModelChoice | None, *, agent: bool = False) -> ClientConversation:
+    """The request as the conversation the model sees; ``ApiError`` 400 for what cannot be one. ``agent``:
+    the client opted into picoora's tools by a header; the model id ``picoora-agent`` says it too."""
     if body.n not in (None, 1):
         raise ApiError(400, "invalid_request", "only n=1 is supported: one answer per request", param="n",
                        code="unsupported_value")
@@ -133,7 +147,7 @@ def to_conversation(body: CompletionRequest, model: ModelChoice | None) -> Clien
             if text.strip():
                 system.append(text)
         elif message.role == "user":
-            conversation.append(Message(role="user", content=text))
+            conversation.append(Message(role="user", content=text, images=_images_of(message, index)))
         elif message.role == "assistant":
             calls = [ToolCall(id=c.id, name=c.function.name, arguments=parse_arguments(c.function.arguments))
                      for c in message.tool_calls or []]
@@ -153,28 +167,57 @@ def to_conversation(body: CompletionRequest, model: ModelChoice | None) -> Clien
         raise ApiError(400, "invalid_request", "the last user message is empty", param="messages")
     return ClientConversation(
         system="\n\n".join(system), history=conversation[:last_assistant + 1], new=new, query=users[-1].content,
-        tools=_tools(body), options=_options(body), model=model)
+        tools=_tools(body), options=_options(body), model=model, agent=agent or body.model == AGENT_MODEL_ID)
 
 
 def conversation_key(body: CompletionRequest, session_header: str | None) -> str:
     """Where this conversation's turns are recorded: ``openai:<id>``."""
     named = session_header or body.prompt_cache_key
     if named:
-        return "openai:" + _session_id(named)
+        return CLIENT_KEPT_PREFIX + _session_id(named)
     first_system = next((_plain(m) for m in body.messages if m.role in ("system", "developer")), "")
     first_user = next((_plain(m) for m in body.messages if m.role == "user"), "")
     digest = hashlib.sha256(json.dumps([first_system, first_user]).encode("utf-8", "surrogatepass")).hexdigest()
     prefix = _session_id(body.user)[:100] + "." if body.user else ""
-    return f"openai:{prefix}c{digest[:16]}"
+    return f"{CLIENT_KEPT_PREFIX}{prefix}c{digest[:16]}"
 
 
 def _text_of(message: ChatMessage, index: int) -> str:
     if isinstance(message.content, str) or message.content is None:
         return message.content or ""
-    if any(part.type not in ("text", "input_text") for part in message.content):
-        raise ApiError(400, "unsupported_content", "only text content is supported (no images, audio or files)",
-                       param=f"messages.{index}.content", code="unsupported_content")
-    return "\n".join(part.text or "" for part in message.content)
+    allowed = ("text", "input_text", "image_url") if message.role == "user" else ("text", "input_text")
+    if any(part.type not in allowed for part in message.content):
+        raise ApiError(400, "unsupported_content", "only text content, and images in user messages, are supported "
+                       "(no audio or files)", param=f"messages.{index}.content", code="unsupported_content")
+    return "\n".join(part.text or "" for part in message.content if part.type != "image_url")
+
+
+def _images_of(message: ChatMessage, index: int) -> list[Image]:
+    """A user message's ``image_url`` parts as pictures: ``data:`` URLs only (fetching a URL the client names
+    would make the gateway a proxy into its own network), of a picture type picoora reads."""
+    if not isinstance(message.content, list):
+        return []
+    images = []
+    for number, part in enumerate(message.content):
+        if part.type != "image_url":
+            continue
+        where = f"messages.{index}.content.{number}.image_url"
+        url = part.image_url.url if part.image_url is not None else ""
+        header, comma, payload = url.partition(",")
+        if not (url.startswith("data:") and comma and header.endswith(";base64")):
+            raise ApiError(400, "unsupported_content", "send a picture inline, as a data: URL "
+                           "(data:image/png;base64,...); picoora does not fetch image URLs", param=where,
+                           code="unsupported_content")
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ApiError(400, "invalid_request", f"the picture's base64 is broken: {exc}", param=where) from exc
+        mime = sniffed_image(data)
+        if mime is None:
+            raise ApiError(400, "unsupported_content", "the picture is not a JPEG, PNG, GIF or WebP", param=where,
+                           code="unsupported_content")
+        images.append(Image(name=f"image-{index}-{number}", mime=mime, data=data))
+    return images
 
 
 def _plain(message: ChatMessage) -> str:
@@ -216,6 +259,8 @@ def _options(body: CompletionRequest) -> CallOptions:
         json_schema=(fmt.json_schema.model_dump(by_alias=True, exclude_none=True)
                      if fmt is not None and fmt.type == "json_schema" and fmt.json_schema else None),
         tool_choice=tool_choice,
+        top_p=body.top_p, seed=body.seed, presence_penalty=body.presence_penalty,
+        frequency_penalty=body.frequency_penalty,
     )
 
 

@@ -122,13 +122,17 @@ def completion_body(result: TurnResult, completion_id: str, created: int) -> dic
 
 
 class ChunkMaker:
-    """The chunks of one streamed completion: same id, creation time and model on each."""
+    """The chunks of one streamed completion: same id, creation time and model on each. With
+    ``include_usage``, every chunk before the usage chunk says ``"usage": null``, as OpenAI's do (some clients
+    read the key on each chunk)."""
 
-    def __init__(self, completion_id: str, model: str):
+    def __init__(self, completion_id: str, model: str, include_usage: bool = False):
         self.completion_id, self.model, self.created = completion_id, model, int(time.time())
+        self.include_usage = include_usage
 
     def delta(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return self._chunk([{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+        chunk = self._chunk([{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+        return {**chunk, "usage": None} if self.include_usage else chunk
 
     def usage(self, usage: Usage) -> dict[str, Any]:
         """The extra last chunk of ``stream_options.include_usage``: no choices, the turn's usage."""
@@ -150,5 +154,5 @@ def embedding_value(vector: list[float], encoding: str) -> list[float] | str:
     return vector
 
 
-def model_card(model_id: str, created: int = 0) -> dict[str, Any]:
+def model_card(model_id: str, created: int) -> dict[str, Any]:
     return {"id": model_id, "object": "model", "created": created, "owned_by": "picoora"}

@@ -8,28 +8,33 @@ failure (and a retry that still comes is answered from ``replays`` without a new
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import Response, StreamingResponse
 
-from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent
+from picoora.agent.events import FinalAnswer, ReasoningEvent, TokenEvent, TurnStarted
 from picoora.gateway.auth import require_token
 from picoora.gateway.channels.links import Inbound
 from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.openai import responses as out
+from picoora.gateway.openai.items import ResponsesRequest, as_completion_request
 from picoora.gateway.openai.replays import Replays
 from picoora.gateway.openai.requests import (
+    AGENT_MODEL_ID,
     MODEL_ID,
     CompletionRequest,
     EmbeddingRequest,
     conversation_key,
     to_conversation,
 )
+from picoora.gateway.openai.response_objects import EventWriter, ResponseMaker
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
 from picoora.gateway.state import assistant_of, caller_of, gateway_of, person_assistant, result_of, submit_turn
@@ -38,8 +43,6 @@ from picoora.llm.base import LLMError
 from picoora.store.base import NoEmbedder
 
 if TYPE_CHECKING:
-    import asyncio
-
     from picoora.agent.conversation import ClientConversation
     from picoora.gateway.runtime.envelopes import TurnOutcome
     from picoora.llm.pool import ModelChoice
@@ -57,6 +60,7 @@ class EndpointState:
     def __init__(self) -> None:
         self.replays = Replays()
         self.usable: set[ModelChoice] = set()
+        self.created = int(time.time())  # the models' ``created``: when this endpoint began serving them
 
 
 def _state(request: Request) -> EndpointState:
@@ -66,15 +70,49 @@ def _state(request: Request) -> EndpointState:
 
 @router.get("/models", response_model=out.ModelList)
 async def models(request: Request) -> dict[str, Any]:
-    """``picoora`` (the session's model) and the configured default model."""
-    default = assistant_of(request).models.default
-    return {"object": "list", "data": [out.model_card(MODEL_ID), out.model_card(default.model)]}
+    """``picoora`` (the session's model), ``picoora-agent`` (the same with picoora's tools) and the configured
+    default model."""
+    default, created = assistant_of(request).models.default, _state(request).created
+    return {"object": "list", "data": [out.model_card(name, created) for name in (MODEL_ID, AGENT_MODEL_ID,
+                                                                                  default.model)]}
 
 
 @router.get("/models/{model_id:path}", response_model=out.ModelCard)
 async def model(model_id: str, request: Request) -> dict[str, Any]:
     await _model_choice(request, model_id)
-    return out.model_card(model_id)
+    return out.model_card(model_id, _state(request).created)
+
+
+@dataclass
+class _StartedTurn:
+    task: asyncio.Task[TurnOutcome]
+    id: str  # the completion's or response's, the same for a replay
+    created: int
+    sink: TurnEvents | None  # the turn's events, for a new streamed turn (a replay has none)
+
+
+async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str, session_header: str | None,
+                      idempotency_key: str | None, agent_header: str | None) -> _StartedTurn:
+    """The request's turn: started (its events followed when streamed), or the earlier one it repeats."""
+    conversation = to_conversation(body, await _model_choice(request, body.model), agent=_opted_in(agent_header))
+    limit = gateway_of(request).config.gateway.max_message_chars
+    check_message_size("".join(m.content for m in conversation.new), limit)
+    session = conversation_key(body, session_header)
+    await _check_options(request, conversation, session)
+    replays = _state(request).replays
+    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
+    replay = replays.find(key)
+    if replay is not None:
+        return _StartedTurn(replay.task, replay.completion_id, replay.created, None)
+    inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
+                      conversation=conversation)
+    sink = TurnEvents() if body.stream else None
+    task = submit_turn(request, inbound, sink)
+    started = _StartedTurn(task, id_prefix + uuid.uuid4().hex[:24], int(time.time()), sink)
+    replays.keep(key, task, started.id, started.created)
+    if sink is not None:
+        sink.follow(task)
+    return started
 
 
 @router.post("/chat/completions", response_model=out.ChatCompletion,
@@ -82,33 +120,36 @@ async def model(model_id: str, request: Request) -> dict[str, Any]:
                                               "description": "The completion, or its chunks when streamed"}})
 async def chat_completions(body: CompletionRequest, request: Request, response: Response,
                            x_session_id: str | None = Header(None, max_length=128),
-                           idempotency_key: str | None = Header(None, max_length=256)) -> Any:
-    conversation = to_conversation(body, await _model_choice(request, body.model))
-    limit = gateway_of(request).config.gateway.max_message_chars
-    check_message_size("".join(m.content for m in conversation.new), limit)
-    session = conversation_key(body, x_session_id)
-    await _check_options(request, conversation, session)
-    replays = _state(request).replays
-    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
-    replay = replays.find(key)
+                           idempotency_key: str | None = Header(None, max_length=256),
+                           x_picoora_agent: str | None = Header(None, max_length=8)) -> Any:
     started = time.perf_counter()
-    if replay is None:
-        inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
-                          conversation=conversation)
-        sink = TurnEvents() if body.stream else None
-        task = submit_turn(request, inbound, sink)
-        completion_id, created = "chatcmpl-" + uuid.uuid4().hex[:24], int(time.time())
-        replays.keep(key, task, completion_id, created)
-        if sink is not None:
-            sink.follow(task)
-            return _stream(_chunks(sink, task, completion_id, body.include_usage))
-    else:
-        task, completion_id, created = replay.task, replay.completion_id, replay.created
-        if body.stream:
-            return _stream(_replayed_chunks(task, completion_id, body.include_usage))
-    result = _answered(await outcome_of(task))
+    turn = await _start_turn(request, body, "chatcmpl-", x_session_id, idempotency_key, x_picoora_agent)
+    if body.stream:
+        if turn.sink is not None:
+            return _stream(_chunks(turn.sink, turn.task, turn.id, body.include_usage))
+        return _stream(_replayed_chunks(turn.task, turn.id, body.include_usage))
+    result = _answered(await outcome_of(turn.task))
     response.headers["Server-Timing"] = server_timing(request, started)
-    return out.completion_body(result, completion_id, created)
+    return out.completion_body(result, turn.id, turn.created)
+
+
+@router.post("/responses", responses={**MODEL_FAILED, 200: {
+    "content": {"text/event-stream": {}}, "description": "The response, or its events when streamed"}})
+async def responses(body: ResponsesRequest, request: Request, response: Response,
+                    x_session_id: str | None = Header(None, max_length=128),
+                    idempotency_key: str | None = Header(None, max_length=256),
+                    x_picoora_agent: str | None = Header(None, max_length=8)) -> Any:
+    """OpenAI's Responses API, stateless: ``input`` carries the conversation (``picoora.gateway.openai.items``)."""
+    started = time.perf_counter()
+    turn = await _start_turn(request, as_completion_request(body), "resp_", x_session_id, idempotency_key,
+                             x_picoora_agent)
+    maker = ResponseMaker(body, turn.id, turn.created)
+    if body.stream:
+        return _stream(_response_events(EventWriter(maker), turn))
+    result = _answered(await outcome_of(turn.task))
+    maker.model = result.model or MODEL_ID
+    response.headers["Server-Timing"] = server_timing(request, started)
+    return maker.finished(result.stop_reason, result.text, result.calls, result.usage)
 
 
 @router.post("/embeddings", response_model=out.EmbeddingList)
@@ -141,7 +182,7 @@ async def _model_choice(request: Request, name: str) -> ModelChoice | None:
     from picoora.llm import PROVIDERS
     from picoora.llm.pool import ModelChoice
 
-    if name in ("", MODEL_ID):
+    if name in ("", MODEL_ID, AGENT_MODEL_ID):
         return None
     if not caller_of(request).owner:  # as PUT /v1/sessions/{key}/model: models cost the owner
         raise ApiError(403, "forbidden", "only the owner chooses the model: send model 'picoora'", param="model",
@@ -172,6 +213,17 @@ async def _check_options(request: Request, conversation: ClientConversation, ses
         param, why = refused
         raise ApiError(400, "invalid_request", f"{choice.label} cannot honour '{param}': {why}", param=param,
                        code="unsupported_parameter")
+    if any(m.images for m in (*conversation.history, *conversation.new)):
+        async with assistant_of(request).models.lease(choice) as llm:
+            sees = await llm.sees_images()
+        if not sees:
+            raise ApiError(400, "unsupported_content", f"{choice.label} cannot look at pictures: name a vision "
+                           "model (for Ollama, e.g. qwen2.5vl or llava)", param="messages", code="unsupported_content")
+
+
+def _opted_in(header: str | None) -> bool:
+    """``X-Picoora-Agent: 1`` (or true, yes): the client wants picoora's agent, its tools and rules."""
+    return (header or "").strip().lower() in ("1", "true", "yes")
 
 
 def _answered(outcome: TurnOutcome) -> Any:
@@ -196,7 +248,7 @@ async def _chunks(sink: TurnEvents, task: asyncio.Task[TurnOutcome], completion_
             yield KEEPALIVE
             continue
         if maker is None:  # the first event (TurnStarted) names the model
-            maker = out.ChunkMaker(completion_id, getattr(event, "model", "") or MODEL_ID)
+            maker = out.ChunkMaker(completion_id, getattr(event, "model", "") or MODEL_ID, include_usage)
             yield frame(maker.delta({"role": "assistant", "content": ""}))
         if isinstance(event, TokenEvent):
             streamed = True
@@ -230,6 +282,47 @@ async def _closing(maker: out.ChunkMaker, final: FinalAnswer, streamed: bool, ta
     yield frame("[DONE]")
 
 
+async def _response_events(writer: EventWriter, turn: _StartedTurn) -> AsyncIterator[bytes]:
+    """A streamed response's events (``response_objects``); a replay's, told in one piece once it is done."""
+    streamed = False
+    events = turn.sink.events(turn.task) if turn.sink is not None else _no_events()
+    async for event in events:
+        if event is None:
+            yield KEEPALIVE
+        elif isinstance(event, TurnStarted):
+            writer.maker.model = event.model or MODEL_ID
+            for opening in writer.opening():
+                yield _event_frame(opening)
+        elif isinstance(event, TokenEvent):
+            streamed = True
+            for delta in writer.text_delta(event.text):
+                yield _event_frame(delta)
+        elif isinstance(event, FinalAnswer) and event.stop_reason in ("error", "refused"):
+            yield _event_frame(writer.failed(event.text, "server_error" if event.stop_reason == "error"
+                                             else "invalid_request"))
+            return
+    outcome = await outcome_of(turn.task)
+    result = outcome.result
+    if writer.sequence == 0:  # a replay, or a turn that failed before it started: nothing was told yet
+        writer.maker.model = (result.model if result else "") or MODEL_ID
+        for opening in writer.opening():
+            yield _event_frame(opening)
+    if result is None or result.stop_reason in ("error", "refused"):
+        yield _event_frame(writer.failed(result.text if result else outcome.error or "the turn failed"))
+        return
+    for closing in writer.closing(result.stop_reason, "" if streamed else result.text, result.calls, result.usage):
+        yield _event_frame(closing)
+
+
+async def _no_events() -> AsyncIterator[None]:
+    return
+    yield
+
+
+def _event_frame(event: dict[str, Any]) -> bytes:
+    return frame(event, event=event["type"])
+
+
 async def _replayed_chunks(task: asyncio.Task[TurnOutcome], completion_id: str,
                            include_usage: bool) -> AsyncIterator[bytes]:
     """A retried stream: the first request's turn, told in one piece once it is done."""
@@ -239,7 +332,7 @@ async def _replayed_chunks(task: asyncio.Task[TurnOutcome], completion_id: str,
         yield _error_frame(outcome)
         yield frame("[DONE]")
         return
-    maker = out.ChunkMaker(completion_id, result.model or MODEL_ID)
+    maker = out.ChunkMaker(completion_id, result.model or MODEL_ID, include_usage)
     yield frame(maker.delta({"role": "assistant", "content": ""}))
     final = FinalAnswer("", result.text, stop_reason=result.stop_reason, calls=result.calls)
     async for chunk in _closing(maker, final, False, task, include_usage):
