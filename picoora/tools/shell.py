@@ -44,7 +44,8 @@ from picoora.store.limits import TOOL_OUTPUT_CHARS
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.command_guard import REFUSED, destructive_reason, path_escape_reason
 from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, PidsCgroup, Watchdog, after_exit_note
-from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, exec_mode
+from picoora.tools.exec_user import hand_over_workspace
+from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, command_user, exec_mode
 from picoora.tools.sandbox import Sandbox, SandboxError
 
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -241,12 +242,17 @@ class Exec(Tool):
         if reason is not None:
             return ToolResult.error(REFUSED.format(reason=reason))
         limits = ExecLimits.from_config(settings)
-        command = [*limits.prlimit_argv(own_process_count=sandboxed), "/bin/sh", "-c", args.command]
+        user = command_user(settings) if sandboxed else None
+        assert not isinstance(user, Exception)  # exec_mode is "off" then
+        # RLIMIT_NPROC counts per user namespace; the host uid ``user`` may have other processes.
+        command = [*limits.prlimit_argv(own_process_count=sandboxed and user is None), "/bin/sh", "-c", args.command]
         if sandboxed:
             mounts = Mounts(sandbox.workspace, sandbox.hidden_paths(), writable_system=not sandbox.restricted)
+            if user is not None:
+                await asyncio.to_thread(hand_over_workspace, sandbox.workspace, user, mounts.hidden)
             # In a thread: as root, finding the host's root-only files reads a dozen folders (~10 ms).
             argv = await asyncio.to_thread(bwrap_argv, command, cwd, mounts, network=settings.network,
-                                           tmp_bytes=limits.disk_bytes)
+                                           tmp_bytes=limits.disk_bytes, user=user)
             env = clean_env(sandbox.workspace)
         else:
             argv = command
