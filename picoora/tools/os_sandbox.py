@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from picoora.config import ExecToolConfig
+from picoora.tools.exec_cgroup import enforcement
 from picoora.tools.exec_limits import ExecLimits
 from picoora.tools.exec_user import HOW_TO_FIX, SWITCH_CAPS, ExecUser, NoExecUser, resolve
 
@@ -132,7 +133,8 @@ def exec_mode(cfg: ExecToolConfig) -> ExecMode:
         else:
             reach = f"running as uid {os.geteuid()}: no capabilities, reads what that user may read"
         return ExecMode("sandboxed", f"sandboxed by bubblewrap (writes only the workspace, {network}, cannot see the "
-                                     f"config, the store or other processes; {reach}; at most {limits})")
+                                     f"config, the store or other processes; {reach}; at most {limits}; "
+                                     f"{enforcement()})")
     if cfg.allow_unsandboxed:
         return ExecMode("unsandboxed", f"UNSANDBOXED (tools.exec.allow_unsandboxed): {support.reason}; commands run "
                                        f"as uid {os.geteuid()} and reach all it can, at most {limits}")

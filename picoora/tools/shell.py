@@ -29,6 +29,7 @@ Settings read (``ToolContext.settings.tools.exec``): ``timeout_seconds``, ``max_
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
@@ -43,7 +44,8 @@ from picoora.secrets import meaningful
 from picoora.store.limits import TOOL_OUTPUT_CHARS
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.command_guard import REFUSED, destructive_reason, path_escape_reason
-from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, PidsCgroup, Watchdog, after_exit_note
+from picoora.tools.exec_cgroup import CommandCgroup
+from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, Watchdog, after_exit_note
 from picoora.tools.exec_user import hand_over_workspace
 from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, command_user, exec_mode
 from picoora.tools.sandbox import Sandbox, SandboxError
@@ -257,7 +259,8 @@ class Exec(Tool):
         else:
             argv = command
             env = child_env(ctx.secrets, sandbox.workspace if sandbox.restricted else None)
-        cgroup = await asyncio.to_thread(PidsCgroup.create, limits.processes + WALL_HEADROOM)
+        cgroup = await asyncio.to_thread(functools.partial(
+            CommandCgroup.create, memory_bytes=limits.memory_bytes, processes=limits.processes + WALL_HEADROOM))
         try:
             watchdog = Watchdog(limits, sandbox.workspace, cgroup)
             # Captured up to what is kept whole for read_tool_output; the model sees max_output_chars of it.
