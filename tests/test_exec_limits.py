@@ -103,9 +103,10 @@ def test_four_processes_together_are_held_to_the_memory_limit(tmp_path, monkeypa
 def test_dev_shm_is_a_sized_tmpfs(tmp_path, monkeypatch, who):
     """bwrap's /dev/shm was a folder of its unsized /dev tmpfs: 1.2 GB of memory in one call."""
     command = ("i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > /dev/shm/f$i 2>/dev/null || break; "
-               "i=$((i+1)); done; du -sk /dev/shm | cut -f1")
+               "i=$((i+1)); done; du -sk /dev/shm | cut -f1; echo x > /dev/fill && echo dev-writable")
     results, _ = _run(tmp_path, monkeypatch, who, [command], max_memory_mb=1024)
     assert int(results[command].split()[0]) <= 64 * 1024
+    assert "dev-writable" not in results[command]  # /dev itself is an unsized tmpfs: read-only
 
 
 def test_space_reserved_without_writing_counts_against_the_disk_limit(tmp_path, monkeypatch, who):

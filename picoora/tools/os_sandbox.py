@@ -199,7 +199,9 @@ def bwrap_argv(command: list[str], cwd: Path, mounts: Mounts, *, network: bool, 
     writable_system = mounts.writable_system and not root
     argv += ["--bind" if writable_system else "--ro-bind", "/", "/",
              "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-             *_sized_tmpfs("/dev/shm", SHM_TMPFS_BYTES), "--size", str(RUN_TMPFS_BYTES), "--tmpfs", "/run",
+             # bwrap cannot size /dev (a tmpfs a user namespace's uid owns): read-only, /dev/shm its own tmpfs.
+             *_sized_tmpfs("/dev/shm", SHM_TMPFS_BYTES), "--remount-ro", "/dev",
+             "--size", str(RUN_TMPFS_BYTES), "--tmpfs", "/run",
              *_sized_tmpfs("/tmp", tmp_bytes)]
     hidden = list(mounts.hidden)
     if not writable_system:
