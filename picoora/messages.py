@@ -16,7 +16,8 @@ older pictures as a short "[image: name]" note (``Image.note``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # The one key for tool-call arguments that are not a JSON object (a model's broken JSON): providers and
@@ -132,3 +133,21 @@ class Message:
             cancelled=data.get("cancelled") is True,
             images=images_from(data.get("images")),
         )
+
+
+def scrubbed(message: Message, scrub: Callable[[str], str]) -> Message:
+    """``message`` with ``scrub`` applied to every text it carries: content, reasoning, tool-call arguments."""
+    calls = [ToolCall(c.id, c.name, _scrub_tree(c.arguments, scrub)) for c in message.tool_calls]
+    return replace(message, content=scrub(message.content), tool_calls=calls,
+                   reasoning=scrub(message.reasoning) if message.reasoning else message.reasoning)
+
+
+def _scrub_tree(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrub_tree(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_tree(item, scrub) for item in value]
+    return value
+

@@ -30,6 +30,7 @@ user message stays unmarked and is sent with the next one (``join_user_runs``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
@@ -81,7 +82,8 @@ from picoora.llm.base import (
     Usage,
 )
 from picoora.llm.pool import ModelChoice, ModelPool
-from picoora.messages import Image, Message, ToolCall
+from picoora.messages import Image, Message, ToolCall, scrubbed
+from picoora.secrets import scrub
 from picoora.store.aio import AsyncStore
 from picoora.store.base import Store, StoreError
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
@@ -792,6 +794,8 @@ class _Turn:
         await self._save_session([replace(m, cancelled=True) for m in complete_pairs(self.produced)])
 
     async def _record(self, messages: list[Message]) -> None:
+        # Stored as they may be shown: the transcript is served (history) on every backend.
+        messages = [scrubbed(m, functools.partial(scrub, secrets=self.agent.secrets)) for m in messages]
         # Listed before the write: a write cut short by cancellation still completes in its thread.
         self.produced.extend(messages)
         await self.store.append_transcript(self.key, messages)
