@@ -20,7 +20,7 @@ from picoora.tools.base import ToolContext
 from picoora.tools.mcp_client import McpServers
 from picoora.tools.registry import ToolRegistry
 from tests.fakes.ollama_server import FakeOllama
-from tests.tools_support import require_sandbox
+from tests.tools_support import mcp_data, require_sandbox
 
 pytestmark = pytest.mark.slow  # real sandboxed processes: `pytest -m slow` (.ci/run) runs it
 
@@ -72,7 +72,7 @@ def _call_all(workspace: Path, calls: list[tuple[str, dict]], **settings) -> lis
         assert notices == [], notices
         ctx = ToolContext(workspace=workspace, store=None)
         try:
-            return [(await registry.execute(f"probe__{name}", args, ctx)).content for name, args in calls]
+            return [mcp_data((await registry.execute(f"probe__{name}", args, ctx)).content) for name, args in calls]
         finally:
             await source.aclose()
 

@@ -27,8 +27,9 @@ SETPRIV = "setpriv"
 HOW_TO_FIX = ("create an unprivileged user for them (useradd --system --no-create-home --shell /usr/sbin/nologin "
               "picoora-exec) and set tools.exec.run_as to it, or set tools.exec.allow_root_commands to run them "
               "as root")
-# Capabilities bubblewrap keeps for setpriv alone: switching uid/gid and emptying the bounding set.
-SWITCH_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
+# Capabilities bubblewrap keeps until setpriv empties every set: entering the workspace, which belongs to the
+# user and may be 0700 (bwrap's --chdir runs as root, after its own capability drop), and the switch itself.
+SWITCH_CAPS = ("CAP_DAC_READ_SEARCH", "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP")
 # Walking a huge workspace once is fine; an endless one (a bind loop) must not stall a call.
 HAND_OVER_LIMIT = 200_000
 

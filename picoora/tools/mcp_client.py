@@ -39,7 +39,7 @@ from picoora.tools.os_sandbox import command_user, server_argv
 from picoora.tools.os_sandbox import probe as probe_sandbox
 from picoora.tools.sandbox import Sandbox
 from picoora.tools.tool_outputs import head_and_tail
-from picoora.untrusted import one_line
+from picoora.untrusted import MCP_NOTICE, one_line, wrap_untrusted
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -270,7 +270,12 @@ class McpConnection:
         whole = render_result(result)
         text = head_and_tail(whole, self.cfg.max_output_chars) if len(whole) > self.cfg.max_output_chars else whole
         prefix = "Error: " if result.is_error else ""
-        return ToolResult(prefix + text, is_error=bool(result.is_error), full=prefix + whole if text != whole else None)
+        # A server is someone else's program: what it returns is data, fenced like a web page (in a thread:
+        # the marker scan is linear in a result that may be large).
+        source = f"mcp:{self.name}/{name}"
+        marked = await asyncio.to_thread(lambda: [wrap_untrusted(t, source, notice=MCP_NOTICE) for t in (text, whole)])
+        return ToolResult(prefix + marked[0], is_error=bool(result.is_error),
+                          full=prefix + marked[1] if text != whole else None)
 
     async def close(self) -> None:
         self.stop.set()
