@@ -158,7 +158,7 @@ class ToolRegistry:
         if isinstance(raw_args, str):  # some providers hand over the JSON text itself
             try:
                 raw_args = json.loads(raw_args) if raw_args.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 raw_args = None
         if not isinstance(raw_args, dict):
             return ToolResult.error(f"arguments for {tool.name} must be a JSON object with: {_expected(tool)}")
