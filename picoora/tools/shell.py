@@ -12,7 +12,7 @@ group is killed (sandboxed, the PID namespace takes every process of the command
 daemons included). Output is read while the command runs and capped, so a chatty command cannot fill
 memory. A non-zero exit code is an ordinary result the model reads; a timeout is an error.
 
-Unsandboxed, the child's environment has none of the assistant's secrets: ``PICO_*`` variables,
+Unsandboxed, the child's environment has none of the assistant's secrets: ``PICO_*`` and ``PICOORA_*`` variables,
 anything whose name says KEY/TOKEN/SECRET/PASSWORD/PASSWD/CREDENTIAL, and anything whose value
 contains a known secret are dropped, and (restricted) HOME points at the workspace.
 ``picoora.tools.command_guard`` first refuses destructive commands, and unsandboxed also paths
@@ -50,6 +50,7 @@ from picoora.tools.exec_user import hand_over_workspace
 from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, command_user, exec_mode
 from picoora.tools.sandbox import Sandbox, SandboxError
 
+PICOORA_PREFIX = "PICOORA_"  # PICOORA_HOME and the like: where the config and the store are
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # After the shell exits and its group is killed, how long to wait for pipes a detached
 # (setsid) grandchild may still hold open before giving up on the rest of the output.
@@ -62,7 +63,7 @@ def child_env(secrets: list[str], home: Path | None) -> dict[str, str]:
     env = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(ENV_PREFIX)
+        if not name.startswith((ENV_PREFIX, PICOORA_PREFIX))
         and not any(part in name.upper() for part in SECRET_NAME_PARTS)
         and not any(secret in value for secret in known)
     }
