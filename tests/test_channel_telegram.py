@@ -155,6 +155,15 @@ def test_markup_telegram_rejects_goes_again_as_plain_text(tmp_path):
     assert fake.texts(7) == ["**bold** and <script>x</script>"]  # the words, unchanged
 
 
+def test_the_scrub_mark_is_shown_as_it_is_never_as_bold_or_italic(tmp_path):
+    """Two ``***`` marks on a line made the words between them bold."""
+    with FakeTelegram(TOKEN) as fake:
+        h = Harness(tmp_path, fake, allow_from=["7"], reply=lambda m: "key *** and token *** here, **real bold**")
+        fake.push(7, "hi")
+        asyncio.run(h.run(lambda: fake.texts(7), seconds=5))
+    assert fake.texts(7) == ["key *** and token *** here, <b>real bold</b>"]
+
+
 def test_model_html_is_escaped_so_nothing_becomes_a_tag(tmp_path):
     with FakeTelegram(TOKEN) as fake:
         h = Harness(tmp_path, fake, allow_from=["7"], reply=lambda m: '<a href="javascript:x">hi</a> `<b>`')
