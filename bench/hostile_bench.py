@@ -203,34 +203,6 @@ def _peak_rss_mb() -> float:
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
 
 
-def _docx_bomb() -> bytes:
-    """python-docx's empty document with 640 MB of paragraphs packed into ~1 MB."""
-    import io
-    import zipfile
-
-    import docx
-
-    empty = io.BytesIO()
-    docx.Document().save(empty)
-    source = zipfile.ZipFile(empty)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            if info.filename != "word/document.xml":
-                target.writestr(info, source.read(info))
-                continue
-            member = zipfile.ZipInfo("word/document.xml")
-            member.compress_type = zipfile.ZIP_DEFLATED
-            with target.open(member, "w", force_zip64=True) as stream:
-                stream.write(b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
-                             b"<w:body>")
-                chunk = b"<w:p/>" * (1024 * 1024 // 6)
-                for _ in range(640):
-                    stream.write(chunk)
-                stream.write(b"</w:body></w:document>")
-    return out.getvalue()
-
-
 def bench_gateway_under_attack() -> None:
     import os
     import threading
@@ -247,7 +219,9 @@ def bench_gateway_under_attack() -> None:
             return Reply(content=body["messages"][-1]["content"][:200])
         return Reply(tool_calls=[("exec", {"command": fork_bomb})])
 
-    bomb = _docx_bomb()
+    from tests.helpers.documents import docx_bomb
+
+    bomb = docx_bomb(640)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PICOORA_HOME"] = tmp
         with FakeOllama(responder=respond) as fake:

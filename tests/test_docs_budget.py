@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import io
 import resource
 import subprocess
 import sys
-import zipfile
 
 import httpx
 import pytest
@@ -16,44 +14,15 @@ from picoora.docs.budget import ParseBudget
 from picoora.docs.parsers import UnreadableDocument, parse_bytes
 from tests.fakes._http import closed_port_url
 from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
+from tests.helpers.documents import docx_bomb, docx_with_body
 
 MIB = 1024 * 1024
-XML_HEAD = (b'<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/'
-            b'main"><w:body>')
-
-
-def _docx_with_body(write_body) -> bytes:  # noqa: ANN001 - writes word/document.xml's paragraphs to a stream
-    """A real DOCX (python-docx's empty document) whose document.xml is ``write_body``'s."""
-    import docx
-
-    empty = io.BytesIO()
-    docx.Document().save(empty)
-    source = zipfile.ZipFile(empty)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as target:
-        for info in source.infolist():
-            if info.filename != "word/document.xml":
-                target.writestr(info, source.read(info))
-                continue
-            member = zipfile.ZipInfo("word/document.xml")
-            member.compress_type = zipfile.ZIP_DEFLATED
-            with target.open(member, "w", force_zip64=True) as stream:
-                stream.write(XML_HEAD)
-                write_body(stream)
-                stream.write(b"</w:body></w:document>")
-    return out.getvalue()
 
 
 @pytest.fixture(scope="module")
 def bomb() -> bytes:
     """About 1 MB packed, 640 MB of paragraphs unpacked."""
-    chunk = b"<w:p/>" * (MIB // 6)
-
-    def body(stream) -> None:  # noqa: ANN001
-        for _ in range(640):
-            stream.write(chunk)
-
-    data = _docx_with_body(body)
+    data = docx_bomb(640)
     assert 0.9 * MIB <= len(data) <= 1.1 * MIB
     return data
 
@@ -105,13 +74,13 @@ def test_the_parser_worker_is_held_to_its_memory_budget():
             text = b" ".join(words[(i + k) % 5000] for k in range(20))
             stream.write(b"<w:p><w:r><w:t>" + text + b"</w:t></w:r></w:p>")
 
-    data = _docx_with_body(body)
+    data = docx_with_body(body)
     with pytest.raises(UnreadableDocument, match=r"^refused: parsing it needed more than 100 MB of memory"):
         parse_bytes(data, ".docx", "big", ParseBudget(memory_bytes=100 * MIB))
 
 
 def test_the_parser_worker_is_held_to_its_time_budget():
-    data = _docx_with_body(lambda stream: stream.write(b"<w:p><w:r><w:t>hello</w:t></w:r></w:p>"))
+    data = docx_with_body(lambda stream: stream.write(b"<w:p><w:r><w:t>hello</w:t></w:r></w:p>"))
     with pytest.raises(UnreadableDocument, match=r"^refused: parsing it took longer than 0.01 s$"):
         parse_bytes(data, ".docx", "slow", ParseBudget(seconds=0.01))
     assert parse_bytes(data, ".docx", "quick")[1][0].text == "hello"
