@@ -75,3 +75,13 @@ def test_root_commands_run_as_root_only_when_the_config_says_so(root_home, root_
     assert results[commands[0]].split()[0] == "0"
     assert ROOT_ONLY in results[commands[1]]  # what the setting gives away: why it is off by default
     assert SECRET not in "".join(results.values())
+
+
+def test_handing_the_workspace_over_skips_files_linked_elsewhere(root_home, root_only_file):
+    """A command that ran as root before could link a root file in: its owner would become the exec user."""
+    workspace = root_home / "workspace"
+    workspace.mkdir()
+    os.link(root_only_file, workspace / "linked-in")
+    (workspace / "notes.md").write_text("mine")
+    run_attacks(root_home, ["true"])
+    assert root_only_file.stat().st_uid == 0 and (workspace / "notes.md").stat().st_uid == 65534

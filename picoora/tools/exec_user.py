@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,12 +83,25 @@ def hand_over_workspace(workspace: Path, user: ExecUser, keep_out: tuple[Path, .
 
 
 def _entries(workspace: Path, keep_out: tuple[Path, ...]) -> list[Path]:
-    """What lies in ``workspace`` outside ``keep_out``, at most HAND_OVER_LIMIT entries."""
+    """What lies in ``workspace`` outside ``keep_out`` that may change hands, at most HAND_OVER_LIMIT entries:
+    folders, symlinks (themselves) and files with one link. A file with others is skipped: a command that
+    ran as root before could have linked ``/etc/shadow`` in, and its owner would become the exec user."""
     found: list[Path] = []
     for folder, dirs, files in os.walk(workspace):
         here = Path(folder)
         dirs[:] = [d for d in dirs if here / d not in keep_out]
-        found += [here / name for name in (*dirs, *files) if here / name not in keep_out]
+        paths = (here / name for name in (*dirs, *files))
+        found += [path for path in paths if path not in keep_out and _may_change_hands(path)]
         if len(found) >= HAND_OVER_LIMIT:
             break
     return found
+
+
+def _may_change_hands(path: Path) -> bool:
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    if stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode):
+        return True
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
