@@ -11,9 +11,13 @@
   on the same loop records its longest stall; the marker pattern before this work on 50 KB of the bait,
   for comparison;
 - exec's limits with the defaults: time until a fork bomb, a 2 GiB allocation and a disk fill are
-  stopped (sandboxed).
+  stopped (sandboxed);
+- a real gateway under attack: a 1 MB DOCX zip bomb uploaded and a fork bomb run by the model through
+  exec, while a client polls ``/health`` every 20 ms: the gateway process's peak RSS (``VmHWM``, the bench
+  and its fake servers share the process, so the line before the attacks is the baseline) and ``/health``'s
+  p50/p99 during the attacks.
 
-    .venv/bin/python bench/hostile_bench.py [--runs 30] [--only loop|limits]
+    .venv/bin/python bench/hostile_bench.py [--runs 30] [--only loop|limits|gateway]
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from tests.fakes._http import Exchange  # noqa: E402
 from tests.fakes.web_page_server import WebPageServer  # noqa: E402
 
 STALL_TARGET_MS = 50
+ATTACK_ROUNDS = 5  # each attack, one after the other, while /health is polled
 # Many "<", each before a long run of whitespace: quadratic for the marker pattern before this work.
 MARKER_BAIT = ("<" + " " * 5000) * 400  # 2 MB
 OLD_MARKER_PATTERN = re.compile(r"<(\s*/?\s*untrusted[\s_-]*content)", re.IGNORECASE)  # before, for comparison
@@ -193,10 +198,73 @@ def bench_limits() -> None:
         print(f"{'stopped: ' + label:<44} {elapsed * 1000:8.1f} ms  {why[:110]}")
 
 
+def _peak_rss_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
+
+
+def bench_gateway_under_attack() -> None:
+    import os
+    import threading
+
+    import httpx
+
+    from tests.fakes.gateway_kit import TOKEN, RunningGateway, gateway_config
+    from tests.fakes.ollama_server import FakeOllama, Reply
+
+    fork_bomb = "python3 -c 'import os\nwhile True:\n    try: os.fork()\n    except OSError: pass'"
+
+    def respond(body: dict) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(content=body["messages"][-1]["content"][:200])
+        return Reply(tool_calls=[("exec", {"command": fork_bomb})])
+
+    from tests.helpers.documents import docx_bomb
+
+    bomb = docx_bomb(640)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["PICOORA_HOME"] = tmp
+        with FakeOllama(responder=respond) as fake:
+            config = gateway_config(Path(tmp), fake.url, max_body_bytes=2 * 1024 * 1024)
+            with RunningGateway(config) as gw:
+                headers = {"Authorization": f"Bearer {TOKEN}"}
+                httpx.get(gw.url + "/health", timeout=10)
+                before = _peak_rss_mb()
+                latencies: list[float] = []
+                attacking = threading.Event()
+                attacking.set()
+
+                def poll() -> None:
+                    with httpx.Client(base_url=gw.url, timeout=30) as http:
+                        while attacking.is_set():
+                            started = time.perf_counter()
+                            http.get("/health")
+                            latencies.append(time.perf_counter() - started)
+                            time.sleep(0.02)
+
+                poller = threading.Thread(target=poll)
+                poller.start()
+                with httpx.Client(base_url=gw.url, headers=headers, timeout=120) as http:
+                    for round_ in range(ATTACK_ROUNDS):
+                        refused_doc = http.post("/v1/docs", files={"file": ("report.docx", bomb)}).text
+                        answer = http.post("/v1/chat", json={"session_id": f"attack{round_}", "text": "go"}).json()
+                attacking.clear()
+                poller.join()
+                after = _peak_rss_mb()
+    doc_line = refused_doc.split("refused: ", 1)[-1].split('"')[0]
+    ordered = sorted(latencies)
+    print(f"{'gateway peak RSS before the attacks':<44} {before:8.1f} MB")
+    print(f"{'gateway peak RSS after them':<44} {after:8.1f} MB  (+{after - before:.1f} MB)")
+    print(f"{'DOCX bomb (' + str(len(bomb) // 1024) + f' KB -> 640 MB) x{ATTACK_ROUNDS}':<44} refused: {doc_line[:80]}")
+    print(f"{f'fork bomb through exec x{ATTACK_ROUNDS}':<44} {answer.get('text', answer)[:90]!s}")
+    print(f"{'/health during the attacks':<44} {len(ordered)} requests, p50 "
+          f"{ordered[len(ordered) // 2] * 1000:.1f} ms, p99 {ordered[int(len(ordered) * 0.99)] * 1000:.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--only", choices=("loop", "limits"), help="run one part only")
+    parser.add_argument("--only", choices=("loop", "limits", "gateway"), help="run one part only")
     args = parser.parse_args()
     if args.only is None:
         bench_probe()
@@ -207,6 +275,8 @@ def main() -> None:
         bench_event_loop()
     if args.only in (None, "limits"):
         bench_limits()
+    if args.only in (None, "gateway"):
+        bench_gateway_under_attack()
 
 
 if __name__ == "__main__":

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 # asyncio and json are imported where used: the CLI imports this module for DEFAULT_SESSION, and
 # `picoora --help` must not pay for asyncio.
+import functools
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -154,15 +155,23 @@ class Assistant:
         return sessions
 
     async def history(self, session_key: str, limit: int | None = None) -> list[TranscriptEntry]:
-        """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones."""
-        return await self.astore.read_transcript(session_key, limit)
+        """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones.
+        Scrubbed of the config's secrets whatever the backend holds (a transcript written before that)."""
+        return self._scrubbed(await self.astore.read_transcript(session_key, limit))
 
     async def arrived(self, session_key: str) -> list[TranscriptEntry]:
         """Results delivered to this chat while nobody watched it (jobs, the heartbeat), oldest first; each is
         returned once (``picoora.inbox``)."""
         from picoora import inbox
 
-        return await self.astore.run(inbox.take, self.store, session_key)
+        return self._scrubbed(await self.astore.run(inbox.take, self.store, session_key))
+
+    def _scrubbed(self, entries: list[TranscriptEntry]) -> list[TranscriptEntry]:
+        from picoora.messages import scrubbed
+        from picoora.secrets import scrub
+
+        clean = functools.partial(scrub, secrets=self.agent.secrets)
+        return [replace(e, message=scrubbed(e.message, clean)) for e in entries]
 
     async def trace(self, turn_id: str | None = None, session_key: str | None = None) -> TurnTrace | None:
         """The trace of ``turn_id``, or the last turn's (of ``session_key`` when given)."""

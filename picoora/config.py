@@ -274,6 +274,10 @@ class ExecToolConfig(_Section):
     # Where no OS sandbox (bubblewrap) can run, exec is off unless this is on: commands then run
     # directly as the user, behind the text guard only.
     allow_unsandboxed: bool = False
+    # Under a root gateway commands run as this unprivileged user (a name or a uid), never as root,
+    # unless allow_root_commands is on (see picoora.tools.exec_user).
+    run_as: str = Field("nobody", min_length=1)
+    allow_root_commands: bool = False
     # Per call: processes at once, address space per process, size of one file, disk written in all.
     max_processes: int = Field(256, ge=8)
     max_memory_mb: int = Field(1024, ge=64)

@@ -16,29 +16,53 @@ older pictures as a short "[image: name]" note (``Image.note``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # The one key for tool-call arguments that are not a JSON object (a model's broken JSON): providers and
 # stored sessions of every format keep the raw text under it, and the agent answers such a call with an
 # error telling the model its arguments were malformed instead of running the tool.
 RAW_ARGUMENTS_KEY = "__raw__"
+# Deeper arguments are refused: every JSON encoder, validator and scrubber on their way recurses per level.
+MAX_ARGUMENT_DEPTH = 64
+TOO_DEEP = f"(arguments nested more than {MAX_ARGUMENT_DEPTH} levels deep)"
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Tool-call arguments from a JSON string (or an already parsed object); anything that is not a JSON
-    object is kept whole under ``RAW_ARGUMENTS_KEY``."""
+    object, or is nested more than ``MAX_ARGUMENT_DEPTH`` deep, is kept under ``RAW_ARGUMENTS_KEY``."""
     if isinstance(raw, dict):
-        return raw
+        return raw if nesting_depth(raw) <= MAX_ARGUMENT_DEPTH else {RAW_ARGUMENTS_KEY: TOO_DEEP}
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
     if not isinstance(raw, str):
-        return {RAW_ARGUMENTS_KEY: json.dumps(raw)}
+        return {RAW_ARGUMENTS_KEY: json.dumps(raw) if nesting_depth(raw) <= MAX_ARGUMENT_DEPTH else TOO_DEEP}
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
         return {RAW_ARGUMENTS_KEY: raw}
+    except RecursionError:  # the parser recurses per level: thousands of "[" exhaust Python's stack
+        return {RAW_ARGUMENTS_KEY: TOO_DEEP}
+    if isinstance(value, dict) and nesting_depth(value) > MAX_ARGUMENT_DEPTH:
+        return {RAW_ARGUMENTS_KEY: TOO_DEEP}
     return value if isinstance(value, dict) else {RAW_ARGUMENTS_KEY: raw}
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep lists and dicts nest in ``value``, counted without recursion (so any depth can be measured)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_ARGUMENT_DEPTH:
+            return deepest
+        stack += [(child, depth + 1) for child in children]
+    return deepest
 
 
 @dataclass
@@ -132,3 +156,21 @@ class Message:
             cancelled=data.get("cancelled") is True,
             images=images_from(data.get("images")),
         )
+
+
+def scrubbed(message: Message, scrub: Callable[[str], str]) -> Message:
+    """``message`` with ``scrub`` applied to every text it carries: content, reasoning, tool-call arguments."""
+    calls = [ToolCall(c.id, c.name, _scrub_tree(c.arguments, scrub)) for c in message.tool_calls]
+    return replace(message, content=scrub(message.content), tool_calls=calls,
+                   reasoning=scrub(message.reasoning) if message.reasoning else message.reasoning)
+
+
+def _scrub_tree(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrub_tree(item, scrub) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub_tree(item, scrub) for item in value]
+    return value
+

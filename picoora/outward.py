@@ -10,12 +10,13 @@ name URLs, models and paths of the owner's machine; the real reason goes to the 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from picoora.agent.events import ErrorEvent, FinalAnswer
-from picoora.secrets import meaningful, scrub
+from picoora.agent.events import ErrorEvent, FinalAnswer, ReasoningEvent, TokenEvent
+from picoora.secrets import StreamScrubber, meaningful, scrub
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
@@ -33,6 +34,10 @@ class Outward:
     def __init__(self, secrets: Iterable[str], *, guest: bool = False):
         self._secrets = tuple(meaningful(secrets))
         self.guest = guest
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self._secrets
 
     def text(self, text: str) -> str:
         return scrub(text, self._secrets) if self._secrets else text
@@ -52,13 +57,48 @@ class Outward:
         return dataclasses.replace(event, **changed) if changed else event
 
     def sink(self, on_event: EventSink | None) -> EventSink | None:
-        """``on_event`` receiving the outward form of every event."""
+        """``on_event`` receiving the outward form of every event; streamed text is scrubbed as one text."""
         if on_event is None:
             return None
-        return lambda event: on_event(self.event(event))
+        if not self._secrets:
+            return lambda event: on_event(self.event(event))
+        return _StreamingSink(self, on_event)
 
     def result(self, result: TurnResult) -> TurnResult:
         if self.guest and result.stop_reason == "error":
             log.warning("a guest's turn failed (they were told the model is unavailable): %s", self.text(result.text))
             return dataclasses.replace(result, text=GUEST_FAILURE)
         return dataclasses.replace(result, text=self.text(result.text))
+
+
+class _StreamingSink:
+    """Streamed tokens (and reasoning) pass through a :class:`StreamScrubber` each, so a secret the model
+    sends in two pieces is replaced whole; what it holds back goes out before the next other event (a tool
+    call, the final answer). Holding back adds or drops pieces, so the events sent are numbered again
+    (1, 2, ... like the loop's: SSE ids stay unique and in order)."""
+
+    def __init__(self, outward: Outward, on_event: EventSink):
+        self._outward = outward
+        self._on_event = on_event
+        self._streams: dict[type, tuple[StreamScrubber, TokenEvent | ReasoningEvent]] = {}
+        self._sent = 0
+
+    async def __call__(self, event: Event) -> None:
+        if isinstance(event, (TokenEvent, ReasoningEvent)):
+            scrubber = self._streams.get(type(event), (StreamScrubber(self._outward.secrets), event))[0]
+            self._streams[type(event)] = (scrubber, event)
+            if safe := scrubber.feed(event.text):
+                await self._send(dataclasses.replace(event, text=safe))
+            return
+        for scrubber, last in self._streams.values():
+            if rest := scrubber.flush():
+                await self._send(dataclasses.replace(last, text=rest))
+        await self._send(self._outward.event(event))
+
+    async def _send(self, event: Event) -> None:
+        if event.seq:
+            self._sent += 1
+            event = dataclasses.replace(event, seq=self._sent)
+        result = self._on_event(event)
+        if inspect.isawaitable(result):
+            await result

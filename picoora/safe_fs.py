@@ -47,6 +47,7 @@ def open_dir(path: Path, allowed: Callable[[Path], bool], *, create: bool = Fals
                     raise
                 os.mkdir(part, 0o755, dir_fd=fd)
                 next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                _own_like(next_fd, os.fstat(fd))
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
@@ -119,6 +120,7 @@ def replace_file(path: Path, data: bytes, allowed: Callable[[Path], bool], new_m
             try:
                 _write_all(fd, data)
                 os.fchmod(fd, mode)
+                _own_like(fd, existing or os.fstat(dfd))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -138,14 +140,25 @@ def append_to_file(path: Path, data: bytes, allowed: Callable[[Path], bool], new
         _writable_target(dfd, path.name)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         fd = os.open(path.name, flags, new_mode, dir_fd=dfd)
+        folder = os.fstat(dfd)
     try:
         info = _regular(fd, path.name)
+        if info.st_size == 0:
+            _own_like(fd, folder)  # just made (or empty): the folder's owner's
         if info.st_nlink > 1:
             raise UnsafeFile(f"{path.name} has other hard links; file tools do not write to a hard-linked file")
         _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _own_like(fd: int, model: os.stat_result) -> None:
+    """A root gateway gives what it makes the owner of ``model`` (the file replaced, else its folder): the
+    workspace belongs to the user exec runs commands as (``picoora.tools.exec_user``), who must be able to
+    change what the file tools wrote."""
+    if os.geteuid() == 0 and model.st_uid != 0:
+        os.fchown(fd, model.st_uid, model.st_gid)
 
 
 def _write_all(fd: int, data: bytes) -> None:

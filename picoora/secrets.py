@@ -95,6 +95,10 @@ class Scrubber:
         self._forms = sorted(forms, key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, self._forms))) if self._forms else None
 
+    @property
+    def forms(self) -> list[str]:
+        return self._forms
+
     def __call__(self, text: str) -> str:
         if self._pattern is None:
             return text
@@ -103,6 +107,30 @@ class Scrubber:
         if len(text) > _PREFILTER_CHARS and not any(form in text for form in self._forms):
             return text
         return self._pattern.sub(REDACTED, text)
+
+
+class StreamScrubber:
+    """``scrub`` for a text that arrives in pieces (streamed tokens): a secret split across two pieces is
+    seen whole. Each piece gives back what is safe to send; the end of the text that could still be the
+    start of a known form (of any secret) is held back until the next piece shows what it is, or until
+    :meth:`flush` at the end of the stream."""
+
+    def __init__(self, secrets: Iterable[str]):
+        self._scrub = _scrubber(tuple(meaningful(secrets)))
+        forms = self._scrub.forms
+        self._prefixes = {form[:k] for form in forms for k in range(1, len(form))}
+        self._longest = max(map(len, forms), default=0)
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        text = self._scrub(self._held + piece)
+        keep = next((k for k in range(min(len(text), self._longest - 1), 0, -1) if text[-k:] in self._prefixes), 0)
+        self._held = text[len(text) - keep:]
+        return text[:len(text) - keep]
+
+    def flush(self) -> str:
+        rest, self._held = self._held, ""
+        return rest
 
 
 @functools.lru_cache(maxsize=8)

@@ -17,6 +17,7 @@ from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.fakes.telegram_server import FakeTelegram
 
 TOKEN = "654321:another-FAKE-token-xyz"
+LONG_CONTENT = {"shown": "a" * 1200 + "; touch HIDDEN-TAIL-RAN", "hidden": "a" * 1600 + "; touch HIDDEN-TAIL-RAN"}
 
 
 def respond(body: dict) -> Reply:
@@ -24,6 +25,8 @@ def respond(body: dict) -> Reply:
     if last["role"] == "tool":
         return Reply(content=f"tool said: {last['content']}")
     name = last["content"].split()[-1]
+    if name in LONG_CONTENT:  # a long call whose end does what its start does not say
+        return Reply(tool_calls=[("write_file", {"path": f"{name}.txt", "content": LONG_CONTENT[name]})])
     return Reply(tool_calls=[("write_file", {"path": f"{name}.txt", "content": "hello"})])
 
 
@@ -168,3 +171,20 @@ def test_finding_the_owners_chat_does_not_block_the_event_loop():
         astore.close()
     assert store.released_in_time is True
     assert refusal is not None and "no chat to ask them in" in refusal  # telegram is not running here
+
+
+def test_a_call_too_long_to_show_whole_is_refused_and_a_shorter_one_is_shown_to_its_end(isolated_home):
+    """The question cut the call at 600 characters, so a hidden tail ran on "Approve once"."""
+    async def play(telegram, workspace):
+        telegram.push(7, "please write hidden")
+        assert await until(answered(telegram))
+        assert not telegram.buttons(7)  # nobody was asked
+        await ask_and_press(telegram, "please write shown", "once")
+        assert await until(answered(telegram, count=2))
+        return workspace
+
+    workspace, telegram = scenario(isolated_home, play)
+    assert not (workspace / "hidden.txt").exists()
+    assert any("more than the 1500 an approval question can show whole" in t for t in telegram.texts(7))
+    question = next(t for t in telegram.texts(7) if "wants to run write_file" in t)
+    assert "HIDDEN-TAIL-RAN" in question and (workspace / "shown.txt").read_text() == LONG_CONTENT["shown"]

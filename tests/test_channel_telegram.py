@@ -156,12 +156,18 @@ def test_markup_telegram_rejects_goes_again_as_plain_text(tmp_path):
     assert fake.texts(7) == ["**bold** and <script>x</script>"]  # the words, unchanged
 
 
-def test_model_html_is_escaped_so_nothing_becomes_a_tag(tmp_path):
+@pytest.mark.parametrize(("reply", "shown"), [
+    # Model HTML is escaped, so nothing becomes a tag.
+    ('<a href="javascript:x">hi</a> `<b>`', '&lt;a href="javascript:x"&gt;hi&lt;/a&gt; <code>&lt;b&gt;</code>'),
+    # The scrub mark is shown as it is: two marks on a line made the words between them bold.
+    ("key *** and token *** here, **real bold**", "key *** and token *** here, <b>real bold</b>"),
+])
+def test_replies_become_telegram_html_that_says_what_the_model_wrote(tmp_path, reply, shown):
     with FakeTelegram(TOKEN) as fake:
-        h = Harness(tmp_path, fake, allow_from=["7"], reply=lambda m: '<a href="javascript:x">hi</a> `<b>`')
+        h = Harness(tmp_path, fake, allow_from=["7"], reply=lambda m: reply)
         fake.push(7, "hi")
         asyncio.run(h.run(lambda: fake.texts(7), seconds=5))
-    assert fake.texts(7) == ['&lt;a href="javascript:x"&gt;hi&lt;/a&gt; <code>&lt;b&gt;</code>']
+    assert fake.texts(7) == [shown]
 
 
 def test_typing_is_shown_while_the_assistant_works(tmp_path):

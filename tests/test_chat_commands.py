@@ -21,6 +21,9 @@ TOKEN = "654321:another-FAKE-token-xyz"
 LONG = ("Here is a fairly long answer that arrives word by word, so the chat shows it growing in one message "
         "instead of a long wait and then all of it at once.")
 
+LEAK_HEAD = "Here is what you asked for, the key: "
+LEAK = f"{LEAK_HEAD}{TOKEN} ok"  # split 12 characters into the token: what round three saw in an edit
+
 
 def respond(body: dict) -> Reply:
     last = body["messages"][-1]["content"]
@@ -28,6 +31,9 @@ def respond(body: dict) -> Reply:
         return Reply(content="a slow answer that takes its time", piece_delay=1.0)
     if last == "long":
         return Reply(content=LONG, piece_delay=0.15)
+    if last == "leak":  # the bot token in two pieces, an edit's time apart
+        cut = len(LEAK_HEAD) + 12
+        return Reply(content=LEAK, pieces=[LEAK[:cut], LEAK[cut:]], piece_delay=2.0)
     return Reply(content=f"model: {last}")
 
 
@@ -170,6 +176,14 @@ def test_a_long_answer_streams_into_one_message_by_edits(isolated_home):
     assert telegram.texts(7) == [LONG]  # one message, holding the whole answer
     assert 2 <= len(telegram.edits) <= 6  # about 3 s of streaming: edits at most once a second, then the final
     assert telegram.edits[-1]["text"] == LONG and telegram.edits[0]["text"].endswith(" …")
+
+
+def test_a_secret_split_across_streamed_pieces_never_shows_in_an_edit(isolated_home):
+    telegram, _, _ = run_chat(isolated_home, [(7, "leak")],
+                              until=lambda t: t.edits and t.edits[-1]["text"].endswith(" ok"))
+    shown = telegram.texts(7) + [edit["text"] for edit in telegram.edits]
+    assert telegram.texts(7)[0].startswith(LEAK_HEAD.strip()) and telegram.edits[-1]["text"].startswith(LEAK_HEAD)
+    assert not any(TOKEN[:12] in text for text in shown)
 
 
 class RecordingChannel:

@@ -64,3 +64,14 @@ def test_two_tool_calls_sharing_an_id_both_run_and_both_answer_the_model(isolate
     call_ids = [c["id"] for m in follow_up if m.get("tool_calls") for c in m["tool_calls"]]
     result_ids = [m["tool_call_id"] for m in follow_up if m["role"] == "tool"]
     assert len(set(call_ids)) == 2 and result_ids == call_ids  # each call answered under its own id
+
+
+@pytest.mark.slow
+def test_arguments_nested_100_000_deep_are_told_to_the_model_not_a_crash(isolated_home):
+    deep = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with FakeOpenAI(replies=[Reply(tool_calls=[("remember", deep)]), Reply(content="Sorry.")]) as fake:
+        _openai_config(isolated_home, fake.url)
+        result = run_cli("agent", "-m", "Remember this", home=isolated_home)
+    assert result.returncode == 0 and "Sorry." in result.stdout, result.stderr[-500:]
+    told = next(m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "tool")
+    assert "nested more than 64 levels deep" in told and "RecursionError" not in result.stderr

@@ -86,16 +86,47 @@ def test_tmp_is_bounded_too(tmp_path, monkeypatch, who):
     assert int(results[command].split()[0]) <= 40 * 1024 * 1024
 
 
+def test_four_processes_together_are_held_to_the_memory_limit(tmp_path, monkeypatch, who):
+    """RLIMIT_AS is per process: 4 processes held 3.7 GB under "1024 MB". A cgroup counts them together."""
+    from picoora.tools.exec_cgroup import usable_controllers
+
+    if who == "user" or "memory" not in usable_controllers():
+        pytest.skip("needs a memory cgroup the gateway may create (a root gateway); `picoora status` says so")
+    hog = "python3 -c 'import time; b = b\"x\" * (120 << 20); time.sleep(4); print(\"held\")'"
+    command = f"for i in 1 2 3 4; do {hog} & done; wait; echo all-ended"
+    results, _ = _run(tmp_path, monkeypatch, who, [command])
+    assert "Command stopped: it reached the memory limit (256 MiB for it and every process it started" \
+        in results[command]
+    assert "held" not in results[command] and "all-ended" not in results[command]
+
+
+def test_dev_shm_is_a_sized_tmpfs(tmp_path, monkeypatch, who):
+    """bwrap's /dev/shm was a folder of its unsized /dev tmpfs: 1.2 GB of memory in one call."""
+    command = ("i=0; while [ $i -lt 40 ]; do head -c 4000000 /dev/zero > /dev/shm/f$i 2>/dev/null || break; "
+               "i=$((i+1)); done; du -sk /dev/shm | cut -f1; echo x > /dev/fill && echo dev-writable")
+    results, _ = _run(tmp_path, monkeypatch, who, [command], max_memory_mb=1024)
+    assert int(results[command].split()[0]) <= 64 * 1024
+    assert "dev-writable" not in results[command]  # /dev itself is an unsized tmpfs: read-only
+
+
+def test_space_reserved_without_writing_counts_against_the_disk_limit(tmp_path, monkeypatch, who):
+    """fallocate reserves blocks no write counter sees: 800 MB stayed on disk against a 512 MB limit."""
+    command = "i=0; while [ $i -lt 30 ]; do fallocate -l 4M r$i; i=$((i+1)); done; sleep 5; echo survived"
+    results, _ = _run(tmp_path, monkeypatch, who, [command])
+    assert "Command stopped: it wrote more than 40 MiB to the disk (tools.exec.max_disk_mb" in results[command]
+    assert "survived" not in results[command]
+
+
 def test_roots_pids_cgroups_are_removed_also_those_a_killed_process_left(tmp_path):
-    from picoora.tools.exec_limits import CGROUP_PREFIX, _pids_hierarchy
+    from picoora.tools.exec_cgroup import CGROUP_PREFIX, hierarchies
     from picoora.tools.shell import Exec
     from tests.tools_support import call, make_ctx
 
     require_sandbox()
-    found = _pids_hierarchy() if os.geteuid() == 0 else None
+    found = hierarchies().get("pids") if os.geteuid() == 0 else None
     if found is None:
         pytest.skip("needs root and a writable pids cgroup hierarchy")
-    point = found[0]
+    point = found.point
     orphan = point / f"{CGROUP_PREFIX}4999999-dead"  # above any pid_max: its process is surely gone
     orphan.mkdir()
     result = call(Exec(), make_ctx(tmp_path), command="echo ran")

@@ -226,3 +226,11 @@ def test_stop_reaches_only_the_callers_own_turn(home):
                 events = [line for line in lines if line.startswith("event:")]
             release.set()
     assert events[-1] == "event: stopped"
+
+
+def test_ready_details_are_for_the_owner_token_alone(gw, home):
+    """Round three: any person's token got /ready's checks (the model server's address, the store's errors)."""
+    alice = make_token(home, "alice")
+    with as_(gw, alice) as guest, as_(gw, TOKEN) as owner:
+        assert guest.get("/ready").json()["checks"] == []
+        assert {check["name"] for check in owner.get("/ready").json()["checks"]} >= {"store", "model"}

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from picoora.config import McpServerConfig
+from picoora.config import ExecToolConfig, McpServerConfig
 from picoora.tools.base import ToolContext
 from picoora.tools.mcp_client import McpServers
 from picoora.tools.registry import ToolRegistry
 from tests.fakes.ollama_server import FakeOllama
-from tests.tools_support import require_sandbox
+from tests.tools_support import mcp_data, require_sandbox
 
 pytestmark = pytest.mark.slow  # real sandboxed processes: `pytest -m slow` (.ci/run) runs it
 
@@ -70,7 +72,7 @@ def _call_all(workspace: Path, calls: list[tuple[str, dict]], **settings) -> lis
         assert notices == [], notices
         ctx = ToolContext(workspace=workspace, store=None)
         try:
-            return [(await registry.execute(f"probe__{name}", args, ctx)).content for name, args in calls]
+            return [mcp_data((await registry.execute(f"probe__{name}", args, ctx)).content) for name, args in calls]
         finally:
             await source.aclose()
 
@@ -117,7 +119,8 @@ def test_without_a_sandbox_a_stdio_server_starts_only_when_unsandboxed_runs_are_
     cfg = McpServerConfig(command=sys.executable, args=[str(workspace / "probing_server.py")])
 
     async def notices(allow: bool) -> list[str]:
-        source = McpServers({"probe": cfg}, workspace, workspace.parent / "logs", allow_unsandboxed=allow)
+        source = McpServers({"probe": cfg}, workspace, workspace.parent / "logs",
+                            ExecToolConfig(allow_unsandboxed=allow))
         registry = ToolRegistry()
         registry.add_source(source)
         try:
@@ -129,3 +132,21 @@ def test_without_a_sandbox_a_stdio_server_starts_only_when_unsandboxed_runs_are_
     assert len(refused) == 1 and "no OS sandbox for stdio servers: bubblewrap is not installed" in refused[0]
     assert "tools.exec.allow_unsandboxed" in refused[0]
     assert asyncio.run(notices(True)) == []
+
+
+def test_under_a_root_gateway_a_stdio_server_runs_as_nobody(workspace):
+    """uid 0 without capabilities still reads every root-only file; the server runs as tools.exec.run_as."""
+    require_sandbox()
+    if os.geteuid() != 0:
+        pytest.skip("the gateway runs as root only in a test run as root")
+    folder = Path("/var/tmp") / f"picoora-mcp-probe-{os.getpid()}"
+    folder.mkdir(mode=0o755)
+    try:
+        (folder / "secret.txt").write_text("root-only-mcp-marker")
+        (folder / "secret.txt").chmod(0o600)
+        results = _call_all(workspace, [("read", {"path": str(folder / "secret.txt")}),
+                                        ("read", {"path": "/proc/self/status"})])
+    finally:
+        shutil.rmtree(folder)
+    assert results[0] == "error: Permission denied"
+    assert "Uid:\t65534\t65534" in results[1]

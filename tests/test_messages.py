@@ -3,7 +3,7 @@ under one key whatever the source."""
 
 from __future__ import annotations
 
-from picoora.messages import RAW_ARGUMENTS_KEY, Image, Message, ToolCall, parse_arguments
+from picoora.messages import MAX_ARGUMENT_DEPTH, RAW_ARGUMENTS_KEY, TOO_DEEP, Image, Message, ToolCall, parse_arguments
 from picoora.store.oracle import codec
 
 
@@ -50,3 +50,19 @@ def test_images_are_written_as_references_without_bytes_and_malformed_ones_are_d
     hostile = {"role": "user", "content": "x", "images": ["junk", {"name": 5}, None]}
     assert [(i.name, i.path) for i in Message.from_dict(hostile).images] == [("5", "")]
     assert Message.from_dict({"role": "user", "content": "x", "images": "not a list"}).images == []
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth):
+        value = {"deeper": value}
+    return value
+
+
+def test_deeply_nested_arguments_are_refused_under_one_key_never_a_recursion_error():
+    """Round three: 100 000 "[" from a model raised RecursionError out of the JSON parser."""
+    deep_text = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert parse_arguments(deep_text) == {RAW_ARGUMENTS_KEY: TOO_DEEP}
+    assert parse_arguments(_nested(50_000)) == {RAW_ARGUMENTS_KEY: TOO_DEEP}  # a provider that parsed it already
+    assert parse_arguments([_nested(50_000)]) == {RAW_ARGUMENTS_KEY: TOO_DEEP}
+    assert parse_arguments(_nested(MAX_ARGUMENT_DEPTH - 2)) == _nested(MAX_ARGUMENT_DEPTH - 2)  # deep enough to use

@@ -109,6 +109,15 @@ def test_exception_in_a_tool_becomes_a_short_error(tmp_path):
     assert "Traceback" not in result.content
 
 
+def test_an_error_line_names_no_absolute_path_of_the_host(tmp_path, isolated_home):
+    """The model (and whoever steers it) learnt the host's layout from error lines."""
+    ctx = make_ctx(isolated_home)
+    workspace = Path(ctx.workspace).resolve()
+    text = f"cannot open {workspace}/notes/a.txt, {isolated_home.resolve()}/config.json or {Path.home()}/.ssh"
+    content = run(registry(), "broken", {"text": text}, ctx).content
+    assert content.endswith("cannot open ./notes/a.txt, $PICOORA_HOME/config.json or ~/.ssh")
+
+
 def test_secrets_are_scrubbed_from_results_and_errors(tmp_path):
     ctx = make_ctx(tmp_path, secrets=["sk-abcdef", "sk-abcdef-longer", "ab"])
     assert run(registry(), "echo", {"text": "key=sk-abcdef-longer ab"}, ctx).content == "key=*** ab"

@@ -137,9 +137,11 @@ def test_environment_has_no_secrets(tmp_path, monkeypatch, exec_mode_name):
     monkeypatch.setenv("DB_PASSWORD", "hunter2hunter2")
     monkeypatch.setenv("INNOCENT_LOOKING", "prefix-sk-known-secret-suffix")
     monkeypatch.setenv("HARMLESS_SETTING", "visible-value")
+    monkeypatch.setenv("PICOORA_CONFIG", "/somewhere/config.json")  # where the keys are: no command's business
     ctx = exec_ctx(tmp_path, secrets=["sk-known-secret"])
     env = call(Exec(), ctx, command="env").content
-    for leaked in ("sk-from-pico-var", "tok-123456", "hunter2hunter2", "sk-known-secret", "INNOCENT_LOOKING", "PICO_"):
+    for leaked in ("sk-from-pico-var", "tok-123456", "hunter2hunter2", "sk-known-secret", "INNOCENT_LOOKING", "PICO_",
+                   "PICOORA_HOME", "PICOORA_CONFIG"):
         assert leaked not in env
     if exec_mode_name == "unsandboxed":  # the sandbox starts from an empty environment
         assert "HARMLESS_SETTING=visible-value" in env

@@ -33,3 +33,12 @@ def require_sandbox() -> None:
     support = probe()
     if not support.available:
         pytest.skip(f"no OS sandbox on this machine: {support.reason}")
+
+
+def mcp_data(content: str) -> str:
+    """What an MCP tool returned, from inside the untrusted-content fence every result comes in."""
+    from picoora.untrusted import MCP_NOTICE
+
+    head, marker, rest = content.partition("<untrusted_content ")
+    assert marker and MCP_NOTICE in head, content[:300]
+    return rest.split(">\n", 1)[1].removesuffix("\n</untrusted_content>")

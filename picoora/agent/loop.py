@@ -302,7 +302,7 @@ class _Turn:
         self.source = source
         self.store = agent.astore
         self.settings = agent.settings
-        self.record = TurnRecord(agent.astore, self.key, saved=source.saved)
+        self.record = TurnRecord(agent.astore, self.key, saved=source.saved, secrets=agent.secrets)
         self.offer = ToolOffer([])
         self.usage = Usage()
         self.iterations = 0  # model calls made

@@ -25,12 +25,15 @@ sink during or after the session write must not save the turn a second time.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from enum import Enum
 
 from picoora.agent.repair import complete_pairs, interrupted_result
-from picoora.messages import Message, ToolCall
+from picoora.messages import Message, ToolCall, scrubbed
+from picoora.secrets import scrub
 from picoora.store.aio import AsyncStore
 from picoora.store.base import StoreError, TurnTrace
 
@@ -65,8 +68,9 @@ class TurnRecord:
     """The messages of one turn as they are produced, the answer text the user has seen of the model call in
     progress, the tool calls running and the results back so far; and the turn's writes to the store."""
 
-    def __init__(self, store: AsyncStore, session_key: str, *, saved: bool):
+    def __init__(self, store: AsyncStore, session_key: str, *, saved: bool, secrets: Iterable[str] = ()):
         self._store = store
+        self._scrub = functools.partial(scrub, secrets=tuple(secrets))
         self._key = session_key
         self._saved = saved
         self.produced: list[Message] = []  # in the transcript already (or being written to it)
@@ -76,6 +80,8 @@ class TurnRecord:
         self.ending: Ending | None = None
 
     async def add(self, messages: list[Message]) -> None:
+        # Stored as they may be shown: the transcript is served (history) on every backend.
+        messages = [scrubbed(m, self._scrub) for m in messages]
         # Listed before the write: a write cut short by cancellation still completes in its thread.
         self.produced.extend(messages)
         await self._store.append_transcript(self._key, messages)

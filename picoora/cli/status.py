@@ -211,7 +211,7 @@ def _mcp_lines(config: Config, workspace: Path) -> list[Line]:
 
     quiet_failures_told_elsewhere()  # each failure is one of the lines below
     reports = asyncio.run(probe(config.tools.mcp_servers, workspace, picoora_home() / "logs",
-                                config.tools.exec.allow_unsandboxed))
+                                config.tools.exec))
     return [Line("MCP server",
                  f"{r.name} ({r.text})" if r.text == "disabled" else f"{r.name} {OK if r.ok else BAD} {r.text}",
                  r.ok or r.text == "disabled", {"server": r.name, "enabled": r.text != "disabled", "started": r.ok})

@@ -1,15 +1,20 @@
 """A document file to its title and text pages, by suffix, with a well-kept parser for each format:
 pypdf (PDF, one page each), python-docx (Word), lxml via ``html_text`` (HTML), plain decoding for text
-and Markdown. Any failure is ``UnreadableDocument`` with one line saying why, so a folder goes on."""
+and Markdown. PDF and DOCX are parsed in a worker process under a memory and time budget, a DOCX's zip
+checked first (``picoora.docs.budget``). Any failure is ``UnreadableDocument`` with one line saying why,
+so a folder goes on."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from picoora.docs.budget import DocumentTooCostly, ParseBudget, check_zip, parse_in_worker
 from picoora.store.base import DocPage
 
 SUFFIXES = (".txt", ".md", ".markdown", ".html", ".htm", ".pdf", ".docx")
+WORKER_SUFFIXES = (".pdf", ".docx")  # parsed by a library, in a worker under a memory and time budget
+DEFAULT_BUDGET = ParseBudget()
 _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -36,34 +41,48 @@ def _check_suffix(suffix: str) -> None:
                                  f"({', '.join(SUFFIXES)})")
 
 
-def parse_bytes(data: bytes, suffix: str, fallback_title: str) -> tuple[str, list[DocPage]]:
+def parse_bytes(data: bytes, suffix: str, fallback_title: str,
+                budget: ParseBudget = DEFAULT_BUDGET) -> tuple[str, list[DocPage]]:
+    """(title, pages) of a document's bytes; PDF and DOCX are parsed in a worker under ``budget``."""
     suffix = suffix.lower()
     _check_suffix(suffix)
-    if suffix in (".pdf", ".docx"):
-        from picoora.extras import missing
-
-        absent = missing("docs")
-        if absent:
-            raise UnreadableDocument(absent)
     try:
-        if suffix == ".pdf":
-            title, pages = _pdf(data)
-        elif suffix == ".docx":
-            title, pages = _docx(data)
-        elif suffix in (".html", ".htm"):
-            title, pages = _html(_decode(data))
+        if suffix in WORKER_SUFFIXES:
+            from picoora.extras import missing
+
+            absent = missing("docs")
+            if absent:
+                raise UnreadableDocument(absent)
+            check_zip(data)
+            title, pages = parse_in_worker(data, suffix, budget)
         else:
-            text = _decode(data)
-            heading = _MD_HEADING.search(text) if suffix in (".md", ".markdown") else None
-            title, pages = (heading.group(1) if heading else ""), [DocPage(text)]
-    except UnreadableDocument:
-        raise
-    except Exception as exc:  # parsers raise their own types for broken files; each is one line here
-        raise UnreadableDocument(f"cannot be parsed as {suffix}: {type(exc).__name__}: {exc}"[:300]) from None
+            title, pages = parse_here(data, suffix)
+    except DocumentTooCostly as exc:
+        raise UnreadableDocument(f"refused: {exc}") from None
+    except ValueError as exc:  # the worker's one line about a broken file
+        raise UnreadableDocument(str(exc)) from None
     pages = [p for p in pages if p.text.strip()]
     if not pages:
         raise UnreadableDocument("no text in it (a scanned PDF needs OCR first)")
     return (title.strip() or fallback_title), pages
+
+
+def parse_here(data: bytes, suffix: str) -> tuple[str, list[DocPage]]:
+    """(title, pages) parsed in this process (the worker's side, and the formats that need no parser)."""
+    try:
+        if suffix == ".pdf":
+            return _pdf(data)
+        if suffix == ".docx":
+            return _docx(data)
+        if suffix in (".html", ".htm"):
+            return _html(_decode(data))
+        text = _decode(data)
+        heading = _MD_HEADING.search(text) if suffix in (".md", ".markdown") else None
+        return (heading.group(1) if heading else ""), [DocPage(text)]
+    except (UnreadableDocument, MemoryError):
+        raise
+    except Exception as exc:  # parsers raise their own types for broken files; each is one line here
+        raise UnreadableDocument(f"cannot be parsed as {suffix}: {type(exc).__name__}: {exc}"[:300]) from None
 
 
 def _decode(data: bytes) -> str:

@@ -67,14 +67,16 @@ async def health(request: Request) -> Health:
             responses={503: {"model": Ready, "description": "a check failed (named in checks, for a token's holder)"}})
 async def ready(request: Request, person: Person | None = Depends(caller_if_any)) -> Any:
     """200 when the store, the model (pulled, on Ollama) and every channel work; 503 naming the failing check.
-    Without a token (a load balancer's health check) the status alone: ``{"ready": ..., "checks": []}``."""
+    Without the owner's token (a load balancer's health check, a guest's token) the status alone:
+    ``{"ready": ..., "checks": []}``."""
     from picoora.gateway.readiness import run_checks
 
     gateway = gateway_of(request)
+    owner = person is not None and person.owner  # what is broken, and where, is the owner's business alone
     if gateway.assistant is None or gateway.runtime is None or not gateway.runtime.turns.accepting:
-        stopping = [ReadyCheck(name="gateway", ok=False, detail="shutting down")] if person else []
+        stopping = [ReadyCheck(name="gateway", ok=False, detail="shutting down")] if owner else []
         return JSONResponse(Ready(ready=False, checks=stopping).model_dump(), status_code=503)
-    if person is None:
+    if not owner:
         ok = await request.app.state.ready.ready(gateway.assistant, gateway.runtime.channels)
         return JSONResponse(Ready(ready=ok, checks=[]).model_dump(), status_code=200 if ok else 503)
     checks = await run_checks(gateway.assistant, gateway.runtime.channels)

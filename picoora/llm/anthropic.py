@@ -188,7 +188,8 @@ def _block_dict(block: Any) -> dict[str, Any]:
 
 
 def response_from_blocks(blocks: list[dict[str, Any]], stop_reason: str | None, usage: Usage) -> LLMResponse:
-    tool_calls = [ToolCall(id=b["id"], name=b["name"], arguments=b["input"]) for b in blocks if b["type"] == "tool_use"]
+    tool_calls = [ToolCall(id=b["id"], name=b["name"], arguments=parse_arguments(b["input"]))
+                  for b in blocks if b["type"] == "tool_use"]
     return LLMResponse(
         content="".join(b["text"] for b in blocks if b["type"] == "text"),
         reasoning="".join(b["text"] for b in blocks if b["type"] == "thinking"),

@@ -46,7 +46,7 @@ from picoora.llm.ollama_admin import (
     native_base,
 )
 from picoora.llm.retry import call_with_retries, parse_retry_after
-from picoora.messages import Message, ToolCall
+from picoora.messages import Message, ToolCall, parse_arguments
 
 # The ollama client's ResponseError drops headers, so a response hook notes Retry-After for the
 # request in flight. A ContextVar keeps concurrent chats (one task each) from seeing each other's; it
@@ -266,7 +266,8 @@ def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
 def response_from_parts(parts: list[ollama.ChatResponse]) -> LLMResponse:
     """One LLMResponse from a whole answer or the parts of a stream (the last part carries the totals)."""
     tool_calls = [
-        ToolCall(id=new_call_id(), name=call.function.name, arguments=dict(call.function.arguments or {}))
+        ToolCall(id=new_call_id(), name=call.function.name,
+                 arguments=parse_arguments(dict(call.function.arguments or {})))
         for part in parts
         for call in part.message.tool_calls or []
     ]

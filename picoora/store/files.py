@@ -20,11 +20,13 @@ Plain reads of documents need no lock: a document is only ever replaced whole, b
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
@@ -732,11 +734,20 @@ def _read_text(path: Path, most_bytes: int = TEXT_FILE_BYTES) -> str | None:
     call), so a bad byte or a huge file must not stop every turn. Undecodable bytes become U+FFFD and only
     the first ``most_bytes`` are read; either way a notice in the text says so (the model, which can
     repair the file, sees it) and the log says it once per read."""
+    # Never through a symlink, never a FIFO: a command may plant ``IDENTITY.md -> /etc/shadow`` for the
+    # gateway (root, whose commands run as another user) to read into the prompt, or a FIFO that blocks it.
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(most_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        return f"[picoora: {path.name} is a symlink; prompt files and notes are read only as plain files]"
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"[picoora: {path.name} is not a plain file (a FIFO or device): not read]"
+        raw = handle.read(most_bytes + 1)
     notices = []
     if len(raw) > most_bytes:
         raw = raw[:most_bytes]

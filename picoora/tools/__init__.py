@@ -85,4 +85,4 @@ def _register_extensions(registry: ToolRegistry, config: Config) -> None:
         from picoora.tools.mcp_client import McpServers  # only then: a one-shot turn without MCP skips it
 
         registry.add_source(McpServers(servers, workspace_path(config), picoora_home() / "logs",
-                                       config.tools.exec.allow_unsandboxed))
+                                       config.tools.exec))

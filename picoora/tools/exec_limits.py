@@ -7,11 +7,12 @@ No single mechanism holds for a user and for root, so there are three layers:
   kernel counts a user's processes per namespace, so the limit is the command's own, not the user's
   whole count (unsandboxed it would be, so it is not set there). uid 0 is exempt from
   ``RLIMIT_NPROC`` whatever its capabilities;
-- for root, a pids cgroup where one is writable (cgroup v1 ``pids``, or v2 with the pids controller
-  enabled at the top): the kernel's wall on processes that root is not exempt from;
+- for root, a cgroup (``picoora.tools.exec_cgroup``): memory and processes counted for the command's
+  whole tree, tmpfs pages included, walls root is not exempt from;
 - a watchdog polling while the command runs: the workspace filesystem's free space (no rlimit bounds
-  many small files; when it has dropped by the limit, the command's own ``write_bytes`` in /proc decide,
-  so another program writing meanwhile does not stop it) and the process count. The count is cheap to
+  many small files; when it has dropped by the limit, the command's own ``write_bytes`` in /proc and
+  the space reserved unwritten in files changed meanwhile (``fallocate``) decide, so another program
+  writing meanwhile does not stop it), the process count and the cgroup's memory kills. The count is cheap to
   watch (the cgroup's ``pids.current``, or the machine's task count in ``/proc/loadavg``); only when that
   says the limit may be reached are the command's descendants counted. A command that reaches a limit
   is killed with everything it started, and the model is told which limit and which setting raises it.
@@ -24,20 +25,22 @@ bomb took ~2 s to stop instead of ~0.35 s).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
+import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from picoora.config import ExecToolConfig
+from picoora.tools.exec_cgroup import CommandCgroup
 
 MIB = 1024 * 1024
 WATCH_SECONDS = 0.1
 WALL_HEADROOM = 8  # the kernel's wall on processes, this far above where the watchdog stops the command
+UNWRITTEN_SCAN_LIMIT = 100_000  # files looked at for reserved space, only once the free space fell by the limit
 NICENESS = 10  # commands yield the CPU to the assistant: a busy command (a fork bomb) cannot starve the watchdog
-CGROUP_PREFIX = "picoora-exec-"
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "out of memory", "std::bad_alloc",
                    "memory allocation of", "Out of memory")
 _FORK_MARKERS = ("Cannot fork", "fork: Resource temporarily unavailable", "fork: retry", "can't fork")
@@ -55,7 +58,7 @@ class ExecLimits:
         return cls(cfg.max_processes, cfg.max_memory_mb * MIB, cfg.max_file_mb * MIB, cfg.max_disk_mb * MIB)
 
     def describe(self) -> str:
-        return (f"{self.processes} processes, {self.memory_bytes // MIB} MiB memory per process, "
+        return (f"{self.processes} processes, {self.memory_bytes // MIB} MiB memory, "
                 f"{self.file_bytes // MIB} MiB per file, {self.disk_bytes // MIB} MiB written per call")
 
     def prlimit_argv(self, *, own_process_count: bool) -> list[str]:
@@ -79,101 +82,6 @@ def after_exit_note(returncode: int | None, stderr: str, limits: ExecLimits) -> 
         return (f"Limit: the command may have hit the process limit ({limits.processes}; "
                 "tools.exec.max_processes raises it)")
     return ""
-
-
-def _pids_hierarchy() -> tuple[Path, bool] | None:
-    """Where root can make a pids cgroup: (the hierarchy's mount point, whether it is cgroup v2)."""
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return None
-    for line in mounts:
-        fields = line.split()
-        if len(fields) < 4:
-            continue
-        point, kind, options = Path(fields[1]), fields[2], fields[3].split(",")
-        if kind == "cgroup" and "pids" in options:
-            return point, False
-        if kind == "cgroup2":
-            try:
-                enabled = (point / "cgroup.subtree_control").read_text().split()
-            except OSError:
-                continue
-            if "pids" in enabled:
-                return point, True
-    return None
-
-
-class PidsCgroup:
-    """A pids cgroup for one command (root only): a hard wall on its processes, and their count."""
-
-    def __init__(self, path: Path, v2: bool):
-        self.path = path
-        self.v2 = v2
-
-    @classmethod
-    def create(cls, limit: int) -> PidsCgroup | None:
-        """A fresh cgroup holding at most ``limit`` processes, or None where root cannot make one."""
-        if os.geteuid() != 0:
-            return None
-        found = _pids_hierarchy()
-        if found is None:
-            return None
-        point, v2 = found
-        _remove_orphans(point)
-        path = point / f"{CGROUP_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(limit))
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
-            return None
-        return cls(path, v2)
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` started inside the cgroup: a shell moves itself in (writing 0), then becomes ``argv``."""
-        return ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *argv]
-
-    def current(self) -> int:
-        try:
-            return int((self.path / "pids.current").read_text())
-        except (OSError, ValueError):
-            return 0
-
-    async def remove(self) -> None:
-        """Kill whatever is left in it and remove it (a cgroup can be removed only once empty)."""
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                self._kill_members()
-                await asyncio.sleep(0.01)
-
-    def _kill_members(self) -> None:
-        if self.v2:
-            with contextlib.suppress(OSError):
-                (self.path / "cgroup.kill").write_text("1")
-                return
-        try:
-            members = (self.path / "cgroup.procs").read_text().split()
-        except OSError:
-            return
-        for pid in members:
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-
-
-def _remove_orphans(point: Path) -> None:
-    """Remove the empty cgroups of picoora processes that died mid-command (a ``kill -9``)."""
-    for path in point.glob(f"{CGROUP_PREFIX}*"):
-        pid = path.name.removeprefix(CGROUP_PREFIX).split("-")[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            with contextlib.suppress(OSError):
-                path.rmdir()
 
 
 def _machine_tasks() -> int:
@@ -221,6 +129,41 @@ def written_bytes(root: int) -> int | None:
     return total
 
 
+def unwritten_bytes(folder: Path, since: float) -> int:
+    """Space reserved but never written (``fallocate``) in the files under ``folder`` changed since
+    ``since``: each file's allocated blocks minus its data (``SEEK_DATA``/``SEEK_HOLE``, where a reserved
+    extent reads as a hole). A filesystem without those calls reports all as data: nothing counted."""
+    total = 0
+    seen = 0
+    for base, _dirs, files in os.walk(folder):
+        for name in files:
+            seen += 1
+            if seen > UNWRITTEN_SCAN_LIMIT:
+                return total
+            with contextlib.suppress(OSError):
+                total += _unwritten_in(os.path.join(base, name), since)
+    return total
+
+
+def _unwritten_in(path: str, since: float) -> int:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_ctime < since:
+            return 0
+        data, offset = 0, 0
+        while offset < info.st_size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # ENXIO: only holes from here on
+                break
+            offset = os.lseek(fd, start, os.SEEK_HOLE)
+            data += offset - start
+        return max(info.st_blocks * 512 - data, 0)
+    finally:
+        os.close(fd)
+
+
 def _free_bytes(path: Path) -> int:
     info = os.statvfs(path)
     return info.f_bavail * info.f_frsize
@@ -229,15 +172,19 @@ def _free_bytes(path: Path) -> int:
 class Watchdog:
     """Checks a running command against the limits that no rlimit enforces (or not for root)."""
 
-    def __init__(self, limits: ExecLimits, workspace: Path, cgroup: PidsCgroup | None):
+    def __init__(self, limits: ExecLimits, workspace: Path, cgroup: CommandCgroup | None):
         self.limits = limits
         self.workspace = workspace
         self.cgroup = cgroup
         self.free_at_start = _free_bytes(workspace)
+        self.started = time.time()
         self.tasks_at_start = _machine_tasks()
 
     def check(self, pid: int) -> str | None:
         """Why the command ``pid`` must stop now, or None. Blocking (reads /proc): call it in a thread."""
+        if self.cgroup is not None and self.cgroup.memory_kills():
+            return (f"it reached the memory limit ({self.limits.memory_bytes // MIB} MiB for it and every process "
+                    "it started together; tools.exec.max_memory_mb raises it)")
         if self._processes(pid) >= self.limits.processes:
             return (f"it reached the process limit ({self.limits.processes} processes at once; "
                     "tools.exec.max_processes raises it)")
@@ -247,20 +194,25 @@ class Watchdog:
         return None
 
     def _wrote_too_much(self, pid: int) -> bool:
-        """The filesystem lost ``disk_bytes`` of room since the start, and the command's own writes say it
-        was the command (another program writing meanwhile is not counted against it)."""
+        """The filesystem lost ``disk_bytes`` of room since the start, and what the command used says it was
+        the command (another program writing meanwhile is not counted against it): the bytes it wrote, and
+        the blocks it reserved without writing them (``fallocate``), which no write counter sees."""
         dropped = self.free_at_start - _free_bytes(self.workspace)
         if dropped < self.limits.disk_bytes:
             return False
         written = written_bytes(pid)
-        if written is None or written >= self.limits.disk_bytes:
+        if written is None:
             return True
-        self.free_at_start -= dropped - written  # someone else's writes: not counted again
+        used = written + unwritten_bytes(self.workspace, self.started)
+        if used >= self.limits.disk_bytes:
+            return True
+        self.free_at_start -= dropped - used  # someone else's writes: not counted again
         return False
 
     def _processes(self, pid: int) -> int:
-        if self.cgroup is not None:
-            return self.cgroup.current()
+        counted = self.cgroup.processes() if self.cgroup is not None else None
+        if counted is not None:
+            return counted
         if _machine_tasks() - self.tasks_at_start < self.limits.processes:
             return 0  # far from the limit: no need to count
         return len(descendants(pid, self.limits.processes))

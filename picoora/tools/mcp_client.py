@@ -5,7 +5,8 @@ in one task): a stdio subprocess (``command``, ``args``, ``env`` over a minimal 
 the workspace, its stderr going to ``$PICOORA_HOME/logs/mcp-<name>.log``) or a streamable HTTP
 ``url`` with ``headers``. A stdio server runs in exec's OS sandbox (``os_sandbox.server_argv``: no
 capabilities, the system read-only, the config, the store and home covered, the host's network only
-with its ``network`` setting); where none can run, it starts only if ``tools.exec.allow_unsandboxed``.
+with its ``network`` setting; under a root gateway as ``tools.exec.run_as``, see ``exec_user``); where
+none can run, it starts only if ``tools.exec.allow_unsandboxed``.
 The servers start before the first turn lists its tools, all at once, each bounded by its
 ``startup_timeout_seconds``: a server that fails, hangs or dies is reported once (a notice) and its tools
 are left out; the turn goes on without them.
@@ -31,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from picoora.config import McpServerConfig
+from picoora.config import ExecToolConfig, McpServerConfig
 from picoora.tools.base import Tool, ToolContext, ToolResult
+from picoora.tools.exec_user import HOW_TO_FIX, NoExecUser, hand_over_workspace
+from picoora.tools.os_sandbox import command_user, server_argv
 from picoora.tools.os_sandbox import probe as probe_sandbox
-from picoora.tools.os_sandbox import server_argv
 from picoora.tools.sandbox import Sandbox
 from picoora.tools.tool_outputs import head_and_tail
-from picoora.untrusted import one_line
+from picoora.untrusted import MCP_NOTICE, one_line, wrap_untrusted
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -126,7 +128,8 @@ class McpConnection:
     cfg: McpServerConfig
     workspace: Path
     log_dir: Path
-    allow_unsandboxed: bool = False  # tools.exec.allow_unsandboxed: a stdio server may run without a sandbox
+    # tools.exec: allow_unsandboxed lets a stdio server run without a sandbox; run_as is whom it runs as under root
+    exec_settings: ExecToolConfig = field(default_factory=ExecToolConfig)
     state: str = "starting"
     error: str = ""
     tools: list[Any] = field(default_factory=list)
@@ -162,7 +165,10 @@ class McpConnection:
         if shutil.which(self.cfg.command) is None:
             return f"command not found ({self.cfg.command})"
         support = probe_sandbox()
-        if support.available or self.allow_unsandboxed:
+        if support.available:
+            user = command_user(self.exec_settings)
+            return f"the gateway runs as root and {user}; {HOW_TO_FIX}" if isinstance(user, NoExecUser) else ""
+        if self.exec_settings.allow_unsandboxed:
             return ""
         return f"no OS sandbox for stdio servers: {support.reason}; tools.exec.allow_unsandboxed runs them without one"
 
@@ -171,8 +177,12 @@ class McpConnection:
         if not probe_sandbox().available:
             return self.cfg.command, list(self.cfg.args)
         hidden = Sandbox.for_workspace(self.workspace).hidden_paths()
+        user = command_user(self.exec_settings)
+        assert not isinstance(user, NoExecUser)  # _launch_problem refused the start then
+        if user is not None:
+            hand_over_workspace(self.workspace.resolve(), user, hidden)
         argv = server_argv([self.cfg.command, *self.cfg.args], self.workspace.resolve(), hidden,
-                           network=self.cfg.network)
+                           network=self.cfg.network, user=user)
         return argv[0], argv[1:]
 
     async def _run(self) -> None:
@@ -260,7 +270,12 @@ class McpConnection:
         whole = render_result(result)
         text = head_and_tail(whole, self.cfg.max_output_chars) if len(whole) > self.cfg.max_output_chars else whole
         prefix = "Error: " if result.is_error else ""
-        return ToolResult(prefix + text, is_error=bool(result.is_error), full=prefix + whole if text != whole else None)
+        # A server is someone else's program: what it returns is data, fenced like a web page (in a thread:
+        # the marker scan is linear in a result that may be large).
+        source = f"mcp:{self.name}/{name}"
+        marked = await asyncio.to_thread(lambda: [wrap_untrusted(t, source, notice=MCP_NOTICE) for t in (text, whole)])
+        return ToolResult(prefix + marked[0], is_error=bool(result.is_error),
+                          full=prefix + marked[1] if text != whole else None)
 
     async def close(self) -> None:
         self.stop.set()
@@ -330,8 +345,8 @@ class McpServers:
     """The configured servers as a tool source (see ``ToolRegistry.add_source``)."""
 
     def __init__(self, servers: dict[str, McpServerConfig], workspace: Path, log_dir: Path,
-                 allow_unsandboxed: bool = False):
-        self.connections = [McpConnection(name, cfg, workspace, log_dir, allow_unsandboxed)
+                 exec_settings: ExecToolConfig | None = None):
+        self.connections = [McpConnection(name, cfg, workspace, log_dir, exec_settings or ExecToolConfig())
                             for name, cfg in servers.items() if cfg.enabled]
         self._started = False
         self._lock: asyncio.Lock | None = None
@@ -390,10 +405,10 @@ class ServerReport:
 
 
 async def probe(servers: dict[str, McpServerConfig], workspace: Path, log_dir: Path,
-                allow_unsandboxed: bool = False) -> list[ServerReport]:
+                exec_settings: ExecToolConfig | None = None) -> list[ServerReport]:
     """Start every configured server once, count its tools, stop it: for ``picoora status``."""
     reports = []
-    source = McpServers(servers, workspace, log_dir, allow_unsandboxed)
+    source = McpServers(servers, workspace, log_dir, exec_settings)
     await source.start_all()
     for name, cfg in servers.items():
         connection = next((c for c in source.connections if c.name == name), None)

@@ -41,7 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from picoora.config import ExecToolConfig
+from picoora.tools.exec_cgroup import enforcement
 from picoora.tools.exec_limits import ExecLimits
+from picoora.tools.exec_user import HOW_TO_FIX, SWITCH_CAPS, ExecUser, NoExecUser, resolve
 
 BWRAP = "bwrap"
 PROBE_TIMEOUT_SECONDS = 5.0
@@ -51,6 +53,7 @@ _KEPT_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
 COVER_TMPFS_BYTES = 1024 * 1024  # an empty stand-in needs no room; writes to it are thrown away
 RUN_TMPFS_BYTES = 1024 * 1024
+SHM_TMPFS_BYTES = 64 * 1024 * 1024  # bwrap's /dev/shm is otherwise a folder of its unsized /dev tmpfs
 SERVER_TMP_BYTES = 64 * 1024 * 1024  # a server's /tmp (memory: a tmpfs)
 # Where a host keeps files only root may read. Running as root, the entries of these directories that
 # others may not read are covered, so a root gateway's command reads no more of them than a user's.
@@ -63,10 +66,13 @@ def running_as_root() -> bool:
     return os.geteuid() == 0
 
 
-def _isolation() -> list[str]:
-    """Namespaces and capabilities: as root the user namespace is forced, not just tried."""
-    user = "--unshare-user" if running_as_root() else "--unshare-user-try"
-    return [user, *_NAMESPACES, "--cap-drop", "ALL"]
+def _isolation(user: ExecUser | None = None) -> list[str]:
+    """Namespaces and capabilities. Switching to ``user`` (a root gateway's commands) needs the host's
+    uids, so no user namespace: bwrap keeps only what setpriv needs, and setpriv empties every set. As
+    root otherwise the user namespace is forced, not just tried."""
+    if user is not None:
+        return [*_NAMESPACES, "--cap-drop", "ALL", *(arg for cap in SWITCH_CAPS for arg in ("--cap-add", cap))]
+    return ["--unshare-user" if running_as_root() else "--unshare-user-try", *_NAMESPACES, "--cap-drop", "ALL"]
 
 
 @dataclass(frozen=True)
@@ -115,17 +121,35 @@ def exec_mode(cfg: ExecToolConfig) -> ExecMode:
     limits = ExecLimits.from_config(cfg).describe()
     if support.available:
         network = "network on" if cfg.network else "no network"
-        if running_as_root():
-            reach = ("running as root: every capability dropped, the system read-only, root-only host files "
-                     "(/etc/shadow, /root, ...) covered")
+        user = command_user(cfg)
+        if isinstance(user, NoExecUser):
+            return ExecMode("off", f"off: the gateway runs as root and {user}; {HOW_TO_FIX}")
+        if user is not None:
+            reach = (f"the gateway runs as root, commands as {user.describe()} with no capabilities: they read "
+                     "only what that user may read")
+        elif running_as_root():
+            reach = ("running as root (tools.exec.allow_root_commands): every capability dropped, the system "
+                     "read-only, root-only host files (/etc/shadow, /root, ...) covered")
         else:
             reach = f"running as uid {os.geteuid()}: no capabilities, reads what that user may read"
         return ExecMode("sandboxed", f"sandboxed by bubblewrap (writes only the workspace, {network}, cannot see the "
-                                     f"config, the store or other processes; {reach}; at most {limits})")
+                                     f"config, the store or other processes; {reach}; at most {limits}; "
+                                     f"{enforcement()})")
     if cfg.allow_unsandboxed:
         return ExecMode("unsandboxed", f"UNSANDBOXED (tools.exec.allow_unsandboxed): {support.reason}; commands run "
                                        f"as uid {os.geteuid()} and reach all it can, at most {limits}")
     return ExecMode("off", f"off: {support.reason}; or set tools.exec.allow_unsandboxed to run commands without it")
+
+
+def command_user(cfg: ExecToolConfig) -> ExecUser | NoExecUser | None:
+    """Whom a command runs as: None for the gateway's own uid (a user's gateway, or a root one told to
+    with ``allow_root_commands``), the unprivileged user under root, or why there is none."""
+    if not running_as_root() or cfg.allow_root_commands:
+        return None
+    try:
+        return resolve(cfg)
+    except NoExecUser as exc:
+        return exc
 
 
 def clean_env(home: Path) -> dict[str, str]:
@@ -164,32 +188,48 @@ def host_secrets() -> list[Path]:
     return found
 
 
-def bwrap_argv(command: list[str], cwd: Path, mounts: Mounts, *, network: bool, tmp_bytes: int) -> list[str]:
+def bwrap_argv(command: list[str], cwd: Path, mounts: Mounts, *, network: bool, tmp_bytes: int,
+               user: ExecUser | None = None) -> list[str]:
     """The full argv that runs ``command`` in the sandbox with ``cwd`` as its directory and a /tmp of
-    at most ``tmp_bytes``."""
+    at most ``tmp_bytes``, as ``user`` when given (a root gateway's commands)."""
     root = running_as_root()
-    argv = [BWRAP, *_isolation(), "--die-with-parent", "--new-session"]
+    argv = [BWRAP, *_isolation(user), "--die-with-parent", "--new-session"]
     if not network:
         argv.append("--unshare-net")
     writable_system = mounts.writable_system and not root
     argv += ["--bind" if writable_system else "--ro-bind", "/", "/",
              "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-             "--size", str(RUN_TMPFS_BYTES), "--tmpfs", "/run", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+             # bwrap cannot size /dev (a tmpfs a user namespace's uid owns): read-only, /dev/shm its own tmpfs.
+             *_sized_tmpfs("/dev/shm", SHM_TMPFS_BYTES), "--remount-ro", "/dev",
+             "--size", str(RUN_TMPFS_BYTES), "--tmpfs", "/run",
+             *_sized_tmpfs("/tmp", tmp_bytes)]
     hidden = list(mounts.hidden)
     if not writable_system:
         hidden += [Path("/home"), Path("/root"), Path.home().resolve()]
-    if root:
-        hidden += host_secrets()
+    if root and user is None:
+        hidden += host_secrets()  # uid 0 reads whatever root owns: cover what we know of
     # Mounts apply in order: what may hold the workspace (home, $PICOORA_HOME) is covered before the
     # workspace is bound over it, what lies inside the workspace (the store's files) after.
     inside = [p for p in hidden if p != mounts.workspace and p.is_relative_to(mounts.workspace)]
     argv += _cover([p for p in hidden if p not in inside])
     for path in mounts.readable:
-        argv += ["--ro-bind", str(path), str(path)]
-    argv += ["--bind-try", str(mounts.workspace), str(mounts.workspace)]  # missing only before onboarding
+        argv += [*_open_parents(path), "--ro-bind", str(path), str(path)]
+    # Missing only before onboarding.
+    argv += [*_open_parents(mounts.workspace), "--bind-try", str(mounts.workspace), str(mounts.workspace)]
     argv += _cover(inside)
-    argv += ["--chdir", str(cwd), "--", *command]
+    argv += ["--chdir", str(cwd), "--", *(user.switch_argv() if user else []), *command]
     return argv
+
+
+def _open_parents(path: Path) -> list[str]:
+    """The folders leading to ``path``, made passable (0755) where a cover hides them: bwrap makes them
+    0700 as root, which an unprivileged ``run_as`` could not pass. Existing folders are left as they are."""
+    return [arg for parent in reversed(path.parents[:-1]) for arg in ("--perms", "0755", "--dir", str(parent))]
+
+
+def _sized_tmpfs(path: str, size: int) -> list[str]:
+    """A tmpfs of at most ``size`` bytes that any uid may write (sticky, like /tmp)."""
+    return ["--perms", "1777", "--size", str(size), "--tmpfs", path]
 
 
 def _cover(paths: list[Path]) -> list[str]:
@@ -225,10 +265,11 @@ def install_prefixes(command: list[str], hidden: tuple[Path, ...]) -> tuple[Path
     return tuple(dict.fromkeys(shown))
 
 
-def server_argv(command: list[str], workspace: Path, hidden: tuple[Path, ...], *, network: bool) -> list[str]:
+def server_argv(command: list[str], workspace: Path, hidden: tuple[Path, ...], *, network: bool,
+                user: ExecUser | None = None) -> list[str]:
     """The argv that runs a long-lived server (a stdio MCP server) in the sandbox exec uses: the workspace
     read-write and its directory, the system read-only, the same covers; its own installation readable
     when it lies under a cover (a Python in root's home, say)."""
     mounts = Mounts(workspace, hidden, writable_system=False, readable=install_prefixes(command, hidden))
     cwd = workspace if workspace.is_dir() else Path("/")
-    return bwrap_argv(command, cwd, mounts, network=network, tmp_bytes=SERVER_TMP_BYTES)
+    return bwrap_argv(command, cwd, mounts, network=network, tmp_bytes=SERVER_TMP_BYTES, user=user)

@@ -71,6 +71,18 @@ class ToolSource(Protocol):
     async def aclose(self) -> None: ...
 
 
+def host_paths_hidden(message: str, workspace: Path) -> str:
+    """An error line as the model may see it: paths in the workspace relative to it, picoora's home and the
+    user's home by name (the host's layout is none of the model's business, nor of whoever steers it)."""
+    from picoora.config import picoora_home
+
+    places = [(workspace.resolve(), "."), (picoora_home().resolve(), "$PICOORA_HOME"), (Path.home().resolve(), "~")]
+    for path, name in places:
+        if str(path) != "/":
+            message = message.replace(f"{path}/", f"{name}/").replace(str(path), name)
+    return message
+
+
 class ToolRegistry:
     def __init__(self, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS) -> None:
         self.max_result_chars = max_result_chars
@@ -147,7 +159,7 @@ class ToolRegistry:
             return await tool.run(args_or_error, ctx)
         except Exception as exc:  # a bug or an unexpected failure: the model gets a line, the log the traceback
             log.exception("tool %s failed", name)
-            message = str(exc).strip() or "no details"
+            message = host_paths_hidden(str(exc).strip() or "no details", Path(ctx.workspace))
             return ToolResult.error(f"{name} failed: {type(exc).__name__}: {message[:MAX_ERROR_MESSAGE_CHARS]}")
 
     @staticmethod
@@ -158,7 +170,7 @@ class ToolRegistry:
         if isinstance(raw_args, str):  # some providers hand over the JSON text itself
             try:
                 raw_args = json.loads(raw_args) if raw_args.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 raw_args = None
         if not isinstance(raw_args, dict):
             return ToolResult.error(f"arguments for {tool.name} must be a JSON object with: {_expected(tool)}")

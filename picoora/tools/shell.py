@@ -12,7 +12,7 @@ group is killed (sandboxed, the PID namespace takes every process of the command
 daemons included). Output is read while the command runs and capped, so a chatty command cannot fill
 memory. A non-zero exit code is an ordinary result the model reads; a timeout is an error.
 
-Unsandboxed, the child's environment has none of the assistant's secrets: ``PICO_*`` variables,
+Unsandboxed, the child's environment has none of the assistant's secrets: ``PICO_*`` and ``PICOORA_*`` variables,
 anything whose name says KEY/TOKEN/SECRET/PASSWORD/PASSWD/CREDENTIAL, and anything whose value
 contains a known secret are dropped, and (restricted) HOME points at the workspace.
 ``picoora.tools.command_guard`` first refuses destructive commands, and unsandboxed also paths
@@ -29,6 +29,7 @@ Settings read (``ToolContext.settings.tools.exec``): ``timeout_seconds``, ``max_
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import subprocess
@@ -43,10 +44,13 @@ from picoora.secrets import meaningful
 from picoora.store.limits import TOOL_OUTPUT_CHARS
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.command_guard import REFUSED, destructive_reason, path_escape_reason
-from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, PidsCgroup, Watchdog, after_exit_note
-from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, exec_mode
+from picoora.tools.exec_cgroup import CommandCgroup
+from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, Watchdog, after_exit_note
+from picoora.tools.exec_user import hand_over_workspace
+from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, command_user, exec_mode
 from picoora.tools.sandbox import Sandbox, SandboxError
 
+PICOORA_PREFIX = "PICOORA_"  # PICOORA_HOME and the like: where the config and the store are
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 # After the shell exits and its group is killed, how long to wait for pipes a detached
 # (setsid) grandchild may still hold open before giving up on the rest of the output.
@@ -59,7 +63,7 @@ def child_env(secrets: list[str], home: Path | None) -> dict[str, str]:
     env = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(ENV_PREFIX)
+        if not name.startswith((ENV_PREFIX, PICOORA_PREFIX))
         and not any(part in name.upper() for part in SECRET_NAME_PARTS)
         and not any(secret in value for secret in known)
     }
@@ -241,17 +245,23 @@ class Exec(Tool):
         if reason is not None:
             return ToolResult.error(REFUSED.format(reason=reason))
         limits = ExecLimits.from_config(settings)
-        command = [*limits.prlimit_argv(own_process_count=sandboxed), "/bin/sh", "-c", args.command]
+        user = command_user(settings) if sandboxed else None
+        assert not isinstance(user, Exception)  # exec_mode is "off" then
+        # RLIMIT_NPROC counts per user namespace; the host uid ``user`` may have other processes.
+        command = [*limits.prlimit_argv(own_process_count=sandboxed and user is None), "/bin/sh", "-c", args.command]
         if sandboxed:
             mounts = Mounts(sandbox.workspace, sandbox.hidden_paths(), writable_system=not sandbox.restricted)
+            if user is not None:
+                await asyncio.to_thread(hand_over_workspace, sandbox.workspace, user, mounts.hidden)
             # In a thread: as root, finding the host's root-only files reads a dozen folders (~10 ms).
             argv = await asyncio.to_thread(bwrap_argv, command, cwd, mounts, network=settings.network,
-                                           tmp_bytes=limits.disk_bytes)
+                                           tmp_bytes=limits.disk_bytes, user=user)
             env = clean_env(sandbox.workspace)
         else:
             argv = command
             env = child_env(ctx.secrets, sandbox.workspace if sandbox.restricted else None)
-        cgroup = await asyncio.to_thread(PidsCgroup.create, limits.processes + WALL_HEADROOM)
+        cgroup = await asyncio.to_thread(functools.partial(
+            CommandCgroup.create, memory_bytes=limits.memory_bytes, processes=limits.processes + WALL_HEADROOM))
         try:
             watchdog = Watchdog(limits, sandbox.workspace, cgroup)
             # Captured up to what is kept whole for read_tool_output; the model sees max_output_chars of it.

@@ -36,6 +36,7 @@ class Reply:
     call_ids: list[str] = field(default_factory=list)  # OpenAI: ids for the tool calls (default call_0, call_1, ...)
     cut_after: int = -1  # streams: the connection drops after this many content pieces (-1: never)
     piece_delay: float = 0.0  # streams (Ollama): seconds before each content piece, a model that types slowly
+    pieces: list[str] = field(default_factory=list)  # streams (Ollama): these content pieces, not content's words
 
 
 Responder = Callable[[dict], Reply]

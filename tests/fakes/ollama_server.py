@@ -216,7 +216,7 @@ def _ndjson(model: str, reply: Reply, done: dict[str, Any]):
 
     for piece in word_chunks(reply.thinking):
         yield line(_message("", thinking=piece))
-    for piece in word_chunks(reply.content):
+    for piece in reply.pieces or word_chunks(reply.content):
         if reply.piece_delay:
             time.sleep(reply.piece_delay)
         yield line(_message(piece))

@@ -3,7 +3,11 @@ syntax pypdf reads), a Word file written by python-docx, and the plain formats."
 
 from __future__ import annotations
 
+import io
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 
 def write_pdf(path: Path, pages: list[str], title: str = "") -> Path:
@@ -47,3 +51,41 @@ def write_docx(path: Path, paragraphs: list[str], title: str = "") -> Path:
         document.core_properties.title = title
     document.save(str(path))
     return path
+
+
+XML_HEAD = (b'<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/'
+            b'main"><w:body>')
+
+
+def docx_with_body(write_body: Callable[[BinaryIO], object]) -> bytes:
+    """A real DOCX (python-docx's empty document) whose document.xml's paragraphs ``write_body`` writes to a
+    stream, so a huge body is never held whole in memory."""
+    import docx
+
+    empty = io.BytesIO()
+    docx.Document().save(empty)
+    source = zipfile.ZipFile(empty)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as target:
+        for info in source.infolist():
+            if info.filename != "word/document.xml":
+                target.writestr(info, source.read(info))
+                continue
+            member = zipfile.ZipInfo("word/document.xml")
+            member.compress_type = zipfile.ZIP_DEFLATED
+            with target.open(member, "w", force_zip64=True) as stream:
+                stream.write(XML_HEAD)
+                write_body(stream)
+                stream.write(b"</w:body></w:document>")
+    return out.getvalue()
+
+
+def docx_bomb(unpacked_mb: int = 640) -> bytes:
+    """A zip bomb shaped as a Word file: ``unpacked_mb`` MB of empty paragraphs, about 1/640 of that packed."""
+    chunk = b"<w:p/>" * (1024 * 1024 // 6)
+
+    def body(stream: BinaryIO) -> None:
+        for _ in range(unpacked_mb):
+            stream.write(chunk)
+
+    return docx_with_body(body)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import unicodedata
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ARGUMENTS_SHOWN = 600  # characters of the call's arguments in the question
+_INVISIBLE = {"Cf", "Co", "Cn", "Cs", "Zl", "Zp"}
+# Characters of the call's arguments a question shows, whole: a longer call is refused, never cut (a hidden
+# tail would run on "Approve once"). Fits one message on every platform that asks (Discord's is 2000).
+ARGUMENTS_SHOWN = 1500
 
 
 class Approvals:
@@ -61,6 +65,9 @@ class Approvals:
             grant = (inbound.person_name, inbound.session, tool)
             if grant in self._granted:
                 return None
+            if len(shown := _shown(arguments)) > ARGUMENTS_SHOWN:
+                return (f"Not run: this {tool} call is {len(shown)} characters, more than the {ARGUMENTS_SHOWN} an "
+                        "approval question can show whole. Split it into shorter calls.")
             choice = await self._ask(inbound, tool, arguments)
             if choice == "session":
                 self._granted.add(grant)
@@ -129,7 +136,11 @@ class Approvals:
 
 def _question(person: Person | None, tool: str, arguments: dict[str, Any]) -> str:
     who = "This chat" if person is None or person.owner else person.name
-    shown = json.dumps(arguments, ensure_ascii=False, indent=1)
-    if len(shown) > ARGUMENTS_SHOWN:
-        shown = shown[:ARGUMENTS_SHOWN] + " …"
-    return f"{who} wants to run {tool}:\n{shown}\nAllow it?"
+    return f"{who} wants to run {tool}:\n{_shown(arguments)}\nAllow it?"
+
+
+def _shown(arguments: dict[str, Any]) -> str:
+    """The arguments as the owner reads them: JSON escapes control characters; invisible ones (bidi overrides,
+    zero-width marks, which can make text read other than it runs) are escaped too."""
+    text = json.dumps(arguments, ensure_ascii=False, indent=1)
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in _INVISIBLE else c for c in text)
