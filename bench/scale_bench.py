@@ -94,7 +94,8 @@ from pathlib import Path
 import numpy as np
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID, MiniLMEmbedder
-from picoora.store.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog, add_op, encode_vector
+from picoora.store.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog
+from picoora.store.memory_ops import add_op, encode_vector
 from picoora.store.memory_index import MemoryIndex
 path, count = Path(sys.argv[1]), int(sys.argv[2])
 memories = MemoryLog(path, lambda anchors=None: MemoryIndex(MiniLMEmbedder(), anchors=anchors), MINILM_MODEL_ID)
@@ -159,8 +160,8 @@ def seed(home: Path, count: int) -> None:
 
     from picoora.store.base import MemoryRecord
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
-    from picoora.store.file_memories import add_op, encode_vector
     from picoora.store.layout import FileLayout
+    from picoora.store.memory_ops import add_op, encode_vector
 
     path = FileLayout(home / "workspace").memory_log
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories
+from picoora.store import file_memories, memory_ops
 from picoora.store.base import MemoryRecord
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
@@ -191,7 +191,7 @@ def _seeded_log(path: Path, count: int, model: str) -> np.ndarray:
     with open(path, "w", encoding="utf-8") as out:
         for i, vector in enumerate(vectors):
             record = MemoryRecord(id=f"s{i:05d}", content=f"seeded memory number {i}", embedding_model=model)
-            out.write(json.dumps(file_memories.add_op(record, file_memories.encode_vector(vector))) + "\n")
+            out.write(json.dumps(memory_ops.add_op(record, memory_ops.encode_vector(vector))) + "\n")
     return vectors
 
 

@@ -15,11 +15,12 @@ import pytest
 from picoora.store import file_memories, memory_index, memory_snapshot
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import EmbedderUnavailable
-from picoora.store.file_memories import MemoryLog, add_op, decode_vector, encode_vector
+from picoora.store.file_memories import MemoryLog
 from picoora.store.files import FileStore
 from picoora.store.layout import FileLayout
 from picoora.store.log_index import LogIndex, Overlay
 from picoora.store.memory_index import MemoryIndex
+from picoora.store.memory_ops import add_op, decode_vector, encode_vector
 from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 

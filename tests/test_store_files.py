@@ -19,7 +19,7 @@ import pytest
 from picoora import atomic
 from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
-from picoora.store import file_memories, open_store
+from picoora.store import file_memories, memory_ops, open_store
 from picoora.store.base import MemoryRecord, Provenance, StoreError
 from picoora.store.files import FileStore, encode_key
 from tests.fakes.hash_embedder import HashEmbedder
@@ -109,7 +109,7 @@ def test_layout_and_go_compatible_daily_notes(make_store, workspace):
     (add_op,) = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert (add_op["op"], add_op["id"], add_op["content"], add_op["model"]) == (
         "add", memory.id, "Prefers tea over coffee", "test-hash-384")
-    vector = file_memories.decode_vector(add_op["vec"])
+    vector = memory_ops.decode_vector(add_op["vec"])
     assert vector.shape == (384,) and abs(float((vector**2).sum()) - 1.0) < 1e-5
     assert (workspace / ".picoora/store.lock").exists()
 

@@ -25,8 +25,8 @@ from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, Document
 from picoora.store.chunker import Chunk, WordTokens, chunk_pages
 from picoora.store.doc_ranking import doc_floor, hybrid_scores
 from picoora.store.embedder import CountsTokens, EmbedderUnavailable
-from picoora.store.file_memories import decode_vector, encode_vector
 from picoora.store.keywords import KeywordIndex
+from picoora.store.memory_ops import decode_vector, encode_vector
 
 if TYPE_CHECKING:
     import numpy as np

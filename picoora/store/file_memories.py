@@ -22,7 +22,6 @@ beside the log, and only the lines after the image are replayed (``MemoryLog``).
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
 from picoora.store.base import AddMemoryResult, MemoryRecord, Provenance, time_from_json, time_to_json
+from picoora.store.memory_ops import add_op, decode_vector, encode_vector, record_from_add
 from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
@@ -57,51 +57,10 @@ def now_utc() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def encode_vector(vector: np.ndarray) -> str:
-    import numpy as np
-
-    return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    import numpy as np
-
-    return np.frombuffer(base64.b64decode(text), dtype="<f4")
-
-
 @dataclass
 class _Entry:
     record: MemoryRecord
     vec: str | None  # the encoded vector; dropped once the index holds it, kept when folding for a rewrite
-
-
-def add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
-    op: dict[str, Any] = {
-        "op": "add",
-        "id": record.id,
-        "content": record.content,
-        "importance": record.importance,
-        "category": record.category,
-        "created_at": time_to_json(record.created_at),
-    }
-    if record.accessed_at or record.access_count:
-        op["accessed_at"] = time_to_json(record.accessed_at)
-        op["access_count"] = record.access_count
-    if record.provenance != Provenance():  # an absent field reads as "unknown"
-        op["provenance"] = record.provenance.to_json()
-    if record.expires_at:
-        op["expires_at"] = time_to_json(record.expires_at)
-    if record.superseded_by:
-        op["superseded_by"] = record.superseded_by
-    if vec is not None and record.embedding_model:
-        op["model"] = record.embedding_model
-        op["vec"] = vec
-    return op
-
-
-def record_from_add(op: dict[str, Any]) -> MemoryRecord:
-    # The log names the vector's model "model" and keeps it only beside a vector.
-    return replace(MemoryRecord.from_json(op), embedding_model=op.get("model") if op.get("vec") else None)
 
 
 def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:

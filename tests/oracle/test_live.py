@@ -28,9 +28,9 @@ from picoora.store import limits
 from picoora.store.oracle import OracleUnavailable, indexes, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Tx, error_code
+from picoora.store.oracle.context import MODEL_MISSING
 from picoora.store.oracle.schema import run_ddl
 from picoora.store.oracle.setup import OracleSetup
-from picoora.store.oracle.store import _MODEL_MISSING
 from tests.oracle.sqlcheck import check_binds
 from tests.store_contract import StoreContract
 
@@ -242,7 +242,7 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
 
     db = open_database(live_config(agent))
     try:
-        assert db.run(missing, what="embed with a missing model") in _MODEL_MISSING
+        assert db.run(missing, what="embed with a missing model") in MODEL_MISSING
     finally:
         db.close()
 

@@ -14,8 +14,8 @@ from picoora.messages import Message, ToolCall
 from picoora.store.base import MemoryRecord, Provenance, StoreError
 from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
+from picoora.store.oracle.query_text import scan_pattern
 from picoora.store.oracle.schema import LATEST_VERSION, MIGRATIONS, migrate, run_ddl
-from picoora.store.oracle.store import scan_pattern
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import FakeConnection, FakeOracle, driver_error, ora_error
 

@@ -22,9 +22,9 @@ from picoora.store.files import FileStore
 from picoora.store.oracle import OracleUnavailable, connection, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import MIN_DRIVER_VERSION, explain_connect_failure, require_driver
+from picoora.store.oracle.query_text import embedding_text
 from picoora.store.oracle.schema import LATEST_VERSION, MIGRATION_SECONDS, MIGRATIONS, run_ddl, upgrade
 from picoora.store.oracle.setup import OracleSetup
-from picoora.store.oracle.store import embedding_text
 from tests.cli_support import REPO
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import check_driver_keywords, driver_error, ora_error

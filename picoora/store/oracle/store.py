@@ -60,82 +60,27 @@ from picoora.store.base import (
     VectorStatus,
     without_folded,
 )
-from picoora.store.keywords import KeywordIndex, code_terms, tokenize
+from picoora.store.keywords import KeywordIndex, tokenize
 from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
-from picoora.store.oracle.background import BackgroundAnchors
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import MAX_STRING_BYTES, Database, Tx, error_code, error_codes
-from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN, TextIndexHealth
+from picoora.store.oracle.context import MODEL_MISSING, OracleContext
+from picoora.store.oracle.documents import OracleDocuments
+from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN
 from picoora.store.oracle.leases import OracleLeases
+from picoora.store.oracle.query_text import embedding_text, informative_first, scan_pattern, text_query
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
 
 log = logging.getLogger(__name__)
 
-EMBED_MAX_CHARS = 1000  # the model reads ~256 tokens (~1000 characters of English)
-EMBED_MAX_BYTES = 4000  # VECTOR_EMBEDDING's text is a VARCHAR2 bind: over 4000 bytes it goes as LONG and fails
-REGEXP_MAX_BYTES = 512  # REGEXP_LIKE patterns longer than this fail (ORA-12733)
-TEXT_QUERY_MAX_BYTES = 2000  # an Oracle Text query stays a short VARCHAR2 bind with a bounded term list
 ALL_ROWS = 2**31 - 1  # FETCH FIRST bound when the caller wants everything
-_MODEL_MISSING = frozenset({"ORA-40284", "ORA-00904"})  # no such mining model / identifier unknown
 _UNIQUE_VIOLATED = "ORA-00001"
 _APPEND_ATTEMPTS = 20  # concurrent transcript writers retry on a taken sequence number
 _PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 _ID_HEX_CHARS = 12
-
-
-def _utf8_prefix(text: str, max_bytes: int) -> str:
-    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
-
-
-def _utf8_suffix(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8")
-    return data[max(len(data) - max_bytes, 0):].decode("utf-8", errors="ignore")
-
-
-def embedding_text(text: str) -> str:
-    """The part of ``text`` handed to VECTOR_EMBEDDING: all of it if short, else its start and its end,
-    at most ``EMBED_MAX_CHARS`` characters and ``EMBED_MAX_BYTES`` bytes of UTF-8 (CJK text is 3 bytes a
-    character)."""
-    if len(text) <= EMBED_MAX_CHARS and len(text.encode("utf-8")) <= EMBED_MAX_BYTES:
-        return text
-    joiner = " ... "
-    half_chars, half_bytes = EMBED_MAX_CHARS // 2, (EMBED_MAX_BYTES - len(joiner)) // 2
-    head = _utf8_prefix(text[:half_chars], half_bytes)
-    tail = _utf8_suffix(text[-half_chars:], half_bytes)
-    return f"{head}{joiner}{tail}"
-
-
-def informative_first(query: str, terms: list[str]) -> list[str]:
-    """``terms`` with codes and names first, then longer (rarer) words before shorter ones: the order in
-    which they are kept when a length cap cuts the list."""
-    codes = set(code_terms(query))
-    return sorted(terms, key=lambda term: (term not in codes, -len(term)))
-
-
-def _capped(parts: list[str], joiner: str, max_bytes: int) -> str:
-    kept: list[str] = []
-    size = 0
-    for part in parts:
-        extra = len(part.encode("utf-8")) + (len(joiner) if kept else 0)
-        if size + extra <= max_bytes:
-            kept.append(part)
-            size += extra
-    return joiner.join(kept)
-
-
-def text_query(terms: list[str], max_bytes: int = TEXT_QUERY_MAX_BYTES) -> str:
-    """An Oracle Text query matching any term, more matches scoring higher; braces escape each term.
-    Terms are kept in the given order while the query fits ``max_bytes``."""
-    return _capped(["{" + term.replace("}", "") + "}" for term in terms], " ACCUM ", max_bytes)
-
-
-def scan_pattern(terms: list[str], max_bytes: int = REGEXP_MAX_BYTES) -> str:
-    """A POSIX regular expression matching any term (terms are letters, digits and . - _ / : @ '), kept in
-    the given order while the pattern fits ``max_bytes``: a pasted paragraph must not turn recall off."""
-    return _capped([re.sub(r"([.\\^$|?*+()\[\]{}])", r"\\\1", term) for term in terms], "|", max_bytes)
 
 
 def _cosine(a: Any, b: Any) -> float:
@@ -231,22 +176,19 @@ class OracleStore:
         docs: DocsConfig | None = None,
     ):
         from picoora.config import DocsConfig
-        from picoora.store.oracle.documents import OracleDocuments
 
         self._db = db
+        self._ctx = OracleContext(db, agent_id, text_index=text_index)
         self.agent_id = agent_id
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
         self.floor = min_similarity or ranking.GENERIC_SIMILARITY_FLOOR
         self.dedup_similarity = dedup_similarity
         self.push_calibration = ranking.oracle_push_calibration(self.model)  # see ranking.ORACLE_PUSH
-        self._anchors = BackgroundAnchors(self.model)
-        self._text = TextIndexHealth(text_index)
         self._secrets = tuple(secrets)
         self.note_zone = note_zone  # IANA zone of the daily notes' dates (agents.defaults.timezone); "": the machine's
-        self._missing_model_note: str | None = None
         self._owns_db = True
         self._docs_settings = docs or DocsConfig()
-        self._documents = OracleDocuments(self, self._docs_settings)
+        self._documents = OracleDocuments(self._ctx, self._docs_settings)
 
     def for_agent(self, agent_id: str) -> OracleStore:
         """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
@@ -255,15 +197,15 @@ class OracleStore:
         other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
                             dedup_similarity=self.dedup_similarity, secrets=self._secrets, note_zone=self.note_zone,
                             docs=self._docs_settings)
-        other._anchors = self._anchors
-        other._text = self._text
+        other._ctx = self._ctx.for_agent(agent_id)
+        other._documents = OracleDocuments(other._ctx, self._docs_settings)
         other._owns_db = False
         return other
 
     @property
     def text_index(self) -> bool:
         """Whether keyword recall uses the Oracle Text index right now (else the plain scan)."""
-        return self._text.usable
+        return self._ctx.text.usable
 
     @property
     def location(self) -> str:
@@ -280,21 +222,6 @@ class OracleStore:
         return NativeAsync(self)
 
     # ---- embeddings ----------------------------------------------------------------------------
-
-    async def _embed(self, tx: Tx, text: str) -> Any | None:
-        """The model's vector for ``text``, or None when the model is not loaded (recall degrades to keywords)."""
-        try:
-            row = await tx.one(q.EMBED, text=embedding_text(text))
-        except Exception as exc:
-            if error_code(exc) not in _MODEL_MISSING:
-                raise
-            self._missing_model_note = (
-                f"recall by meaning is unavailable, so recall matches keywords only: the ONNX model {self.model} "
-                f"is not loaded in {self._db.target}. Run: picoora setup-oracle --onnx-file PATH"
-            )
-            return None
-        self._missing_model_note = None
-        return row[0] if row else None
 
     # ---- documents (the knowledge base: oracle/documents.py) ----------------------------------
 
@@ -351,7 +278,7 @@ class OracleStore:
         category = category or "general"
 
         async def work(tx: Tx) -> AddMemoryResult:
-            vector = await self._embed(tx, content)
+            vector = await self._ctx.embed(tx, content)
             duplicate = await self._find_duplicate(tx, content, vector)
             if duplicate is not None:
                 return AddMemoryResult(await self._raise_importance(tx, duplicate, importance), created=False)
@@ -447,7 +374,7 @@ class OracleStore:
                 touched = [replace(m, memory=replace(m.memory, access_count=m.memory.access_count + 1,
                                                      accessed_at=now.replace(tzinfo=timezone.utc))) for m in matches]
             if not evidence.embedded:
-                return RecallResult(touched, degraded=True, note=self._missing_model_note)
+                return RecallResult(touched, degraded=True, note=self._ctx.missing_model_note)
             return RecallResult(touched)
 
         return Op(work, "recall memories")
@@ -463,8 +390,8 @@ class OracleStore:
     async def _evidence(self, tx: Tx, query: str, limit: int, *, with_anchors: bool) -> RecallEvidence:
         # The background cosine is only worth its query for automatic recall (the recall tool returns weaker
         # matches too); it is read before any write, so a first fill can commit on its own.
-        vector = await self._embed(tx, query)
-        anchor_best = await self._anchors.best(tx, vector) if with_anchors and vector is not None else None
+        vector = await self._ctx.embed(tx, query)
+        anchor_best = await self._ctx.anchors.best(tx, vector) if with_anchors and vector is not None else None
         candidates = await self._candidates(tx, query, vector, max(4 * limit, 20))
         return RecallEvidence(query, candidates, vector is not None, anchor_best)
 
@@ -490,14 +417,14 @@ class OracleStore:
     async def _keyword_rows(self, tx: Tx, terms: list[str], k: int) -> list[tuple]:
         """Memories holding a query term: through the Oracle Text index while it works, else the plain scan
         (also for this very query when the index fails under it)."""
-        if await self._text.use(tx):
+        if await self._ctx.text.use(tx):
             try:
                 return await tx.rows(q.MEMORY_KEYWORD_TEXT, agent_id=self.agent_id, text_query=text_query(terms), k=k,
                                      now=utc_stamp())
             except Exception as exc:
                 if not TEXT_INDEX_BROKEN & set(error_codes(exc)):
                     raise
-                self._text.failed()
+                self._ctx.text.failed()
                 log.warning("the Oracle Text index failed (%s); keyword recall scans until it is VALID again "
                             "(run picoora setup-oracle)", error_code(exc))
         return await tx.rows(q.MEMORY_KEYWORD_SCAN, agent_id=self.agent_id, pattern=scan_pattern(terms), k=k,
@@ -574,7 +501,7 @@ class OracleStore:
                                               text=embedding_text(codec.text(content)), embedding_model=self.model,
                                               now=utc_stamp())
                     except Exception as exc:
-                        if error_code(exc) in _MODEL_MISSING:
+                        if error_code(exc) in MODEL_MISSING:
                             raise StoreError(f"cannot re-embed memories: the ONNX model {self.model} is not loaded "
                                              f"in {self._db.target}. Run: picoora setup-oracle --onnx-file PATH"
                                              ) from None
@@ -614,7 +541,7 @@ class OracleStore:
                     memory_id = await self._free_memory_id(tx, source.id or uuid.uuid4().hex[:_ID_HEX_CHARS])
                     if memory_id is None:
                         continue
-                    vector = await self._embed(tx, content)
+                    vector = await self._ctx.embed(tx, content)
                     if await self._find_duplicate(tx, content, vector) is not None:
                         continue
                     record = replace(source, id=memory_id, content=content, category=source.category or "general")
@@ -641,12 +568,12 @@ class OracleStore:
                 if row is not None:
                     text = f"{codec.text(row[1])}\n{content}"
                     await tx.run(q.NOTE_UPDATE, agent_id=self.agent_id, note_id=row[0], content=text,
-                                 embedding=await self._embed(tx, text), now=utc_stamp())
+                                 embedding=await self._ctx.embed(tx, text), now=utc_stamp())
                     return DailyNote(day=day, content=text)
                 text = f"# {day.isoformat()}\n\n{content}"
                 try:
-                    await tx.run(q.NOTE_INSERT, note_id=uuid.uuid4().hex, agent_id=self.agent_id,
-                                 note_date=day, content=text, embedding=await self._embed(tx, text), now=utc_stamp())
+                    await tx.run(q.NOTE_INSERT, note_id=uuid.uuid4().hex, agent_id=self.agent_id, note_date=day,
+                                 content=text, embedding=await self._ctx.embed(tx, text), now=utc_stamp())
                     return DailyNote(day=day, content=text)
                 except Exception as exc:
                     if error_code(exc) != _UNIQUE_VIOLATED:
@@ -684,7 +611,7 @@ class OracleStore:
 
     def _search_daily_notes_op(self, query: str, limit: int = 5) -> Op:
         async def work(tx: Tx) -> list[tuple[DailyNote, float]]:
-            vector = await self._embed(tx, query)
+            vector = await self._ctx.embed(tx, query)
             if vector is None:
                 return []
             rows = await tx.rows(q.NOTE_SEARCH, agent_id=self.agent_id, vector=vector, k=limit,
@@ -1055,9 +982,9 @@ class OracleStore:
         async def work(tx: Tx) -> list[list[float]]:
             vectors = []
             for text in texts:
-                vector = await self._embed(tx, text)
+                vector = await self._ctx.embed(tx, text)
                 if vector is None:
-                    raise NoEmbedder(self._missing_model_note or f"the ONNX model {self.model} is not loaded")
+                    raise NoEmbedder(self._ctx.missing_model_note or f"the ONNX model {self.model} is not loaded")
                 vectors.append([float(x) for x in vector])
             return vectors
 
