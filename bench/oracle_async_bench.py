@@ -44,7 +44,7 @@ async def _reads(astore: AsyncStore, calls: int) -> tuple[float, int]:
 
     async def one() -> None:
         nonlocal most_threads
-        assert await astore.get_state("k") == "v"
+        assert await astore.state.get("k") == "v"
         most_threads = max(most_threads, threading.active_count())
 
     await asyncio.gather(*(one() for _ in range(calls)))
@@ -63,7 +63,7 @@ def main() -> None:
     config = oracle_config(pool_max=args.pool)
     set_up_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
-    store.set_state("k", "v")
+    store.state.set("k", "v")
     fake.delay["state_get"] = args.latency / 1000.0
     try:
         print(f"{args.calls} concurrent get_state calls, {args.latency:g} ms per statement, "

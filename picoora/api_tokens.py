@@ -21,7 +21,7 @@ from picoora.people import Person, owner_name
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import KeyValueStore
+    from picoora.store.protocol import Store
 
 TOKEN_PREFIX = "pico_"  # recognisable in a config file or a leak scanner
 STATE_PREFIX = "api.token."
@@ -43,7 +43,7 @@ def _digest(secret: str) -> str:
 class ApiTokens:
     """The tokens in ``store`` (the owner's), for the people of ``config.users``."""
 
-    def __init__(self, store: KeyValueStore, config: Config):
+    def __init__(self, store: Store, config: Config):
         self.store = store
         self.owner = owner_name(config)
         self.people = {user.name for user in config.users} | {self.owner}
@@ -58,7 +58,7 @@ class ApiTokens:
             raise ValueError(f"a label is at most {MAX_LABEL} characters")
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         record = ApiToken(secrets.token_hex(4), person, label, datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        self.store.set_state(STATE_PREFIX + _digest(secret), json.dumps(asdict(record)))
+        self.store.state.set(STATE_PREFIX + _digest(secret), json.dumps(asdict(record)))
         return record, secret
 
     def listed(self) -> list[ApiToken]:
@@ -68,7 +68,7 @@ class ApiTokens:
         """Revoke the token ``token_id`` (as listed); KeyError when there is none."""
         for key, record in self._records():
             if record.id == token_id.strip():
-                self.store.delete_state(key)
+                self.store.state.delete(key)
                 return record
         raise KeyError(f"no token {token_id!r}: `picoora token list` shows them")
 
@@ -76,14 +76,14 @@ class ApiTokens:
         """The person ``secret`` belongs to, or None (unknown, revoked, or its person left ``users``)."""
         if not secret.startswith(TOKEN_PREFIX):
             return None  # not one of ours: no store read for it
-        record = _parse(self.store.get_state(STATE_PREFIX + _digest(secret)))
+        record = _parse(self.store.state.get(STATE_PREFIX + _digest(secret)))
         if record is None or record.person not in self.people:
             return None
         return Person(record.person, owner=record.person == self.owner)
 
     def _records(self) -> list[tuple[str, ApiToken]]:
         found = []
-        for key, value in self.store.all_state().items():
+        for key, value in self.store.state.all().items():
             if key.startswith(STATE_PREFIX):
                 record = _parse(value)
                 if record is not None:

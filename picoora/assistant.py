@@ -48,10 +48,10 @@ if TYPE_CHECKING:
         Provenance,
         RecallResult,
         Session,
-        Store,
         TranscriptEntry,
         TurnTrace,
     )
+    from picoora.store.protocol import Store
     from picoora.tools.registry import ToolRegistry
 
 DEFAULT_SESSION = "cli:default"
@@ -156,8 +156,8 @@ class Assistant:
     async def trace(self, turn_id: str | None = None, session_key: str | None = None) -> TurnTrace | None:
         """The trace of ``turn_id``, or the last turn's (of ``session_key`` when given)."""
         if turn_id:
-            return await self.astore.get_trace(turn_id)
-        return await self.astore.last_trace(session_key)
+            return await self.astore.traces.get(turn_id)
+        return await self.astore.traces.last(session_key)
 
     @property
     def model(self) -> str:
@@ -175,7 +175,7 @@ class Assistant:
         from picoora.session_models import describe, state_key
 
         used = await self.session_model(session_key)
-        stored = await self.astore.get_state(state_key(session_key))
+        stored = await self.astore.state.get(state_key(session_key))
         return describe(self.config, session_key, stored, used=(used.provider, used.model))
 
     async def set_session_model(self, session_key: str, model: str, provider: str | None = None) -> ModelChoice:
@@ -188,14 +188,14 @@ class Assistant:
         choice = ModelChoice(provider or self.models.default.provider, model)
         await self.check_model(choice)
         self.agent.set_session_model(session_key, choice)
-        await self.astore.set_state(state_key(session_key), encode_choice(choice.provider, choice.model))
+        await self.astore.state.set(state_key(session_key), encode_choice(choice.provider, choice.model))
         return choice
 
     async def reset_session_model(self, session_key: str) -> ModelChoice:
         """Forget the session's chosen model: the configured default answers from its next turn on."""
         from picoora.session_models import state_key
 
-        await self.astore.delete_state(state_key(session_key))
+        await self.astore.state.delete(state_key(session_key))
         self.agent.set_session_model(session_key, self.models.default)
         return self.models.default
 
@@ -220,7 +220,7 @@ class Assistant:
         from picoora.llm.pool import ModelChoice
         from picoora.session_models import parse_choice, state_key
 
-        stored = parse_choice(await self.astore.get_state(state_key(session_key)))
+        stored = parse_choice(await self.astore.state.get(state_key(session_key)))
         choice = ModelChoice(*stored) if stored else self.models.default  # none, taken back or unreadable: the default
         try:
             self.agent.set_session_model(session_key, choice)

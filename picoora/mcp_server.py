@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from picoora.people import Person
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 StoreFor = Callable[["Person | None"], AbstractAsyncContextManager["Store"]]  # the caller's store, for one call
 Authenticate = Callable[[str], Awaitable["Person | None"]]  # a bearer token -> its person, or None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from picoora.store.base import DocPage, DocumentCounts, Store, StoreError
+from picoora.store.base import DocPage, DocumentCounts, StoreError
+from picoora.store.protocol import Store
 
 MANUAL = "The boiler shows error E42 when the water pressure is low; refill it to 1.5 bar."
 DIARY = "Alice keeps her spare house key under the blue flowerpot by the door."

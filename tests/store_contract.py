@@ -378,51 +378,52 @@ class StoreContract:
 
     @pytest.mark.parametrize("family", ["state", "config", "meta"])
     def test_key_value_families(self, store, reopen, family):
-        get, put, everything = (getattr(store, f"{verb}_{family}") for verb in ("get", "set", "all"))
+        values = getattr(store, family)
+        get, put, everything = values.get, values.set, values.all
         assert get("last_channel") is None and everything() == {}
         put("last_channel", "telegram:42")
         put("note", 'multi\nline "quoted" ü')
         put("last_channel", "cli:default")
         assert get("last_channel") == "cli:default"
         expected = {"last_channel": "cli:default", "note": 'multi\nline "quoted" ü'}
-        assert getattr(reopen(), f"all_{family}")() == expected
+        assert getattr(reopen(), family).all() == expected
 
     def test_delete_state_removes_the_key_and_says_whether_it_was_there(self, store, reopen):
-        store.set_state("cron.job.1", "{}")
-        store.set_state("keep", "v")
-        store.set_config("cron.job.1", "config")
-        assert store.delete_state("cron.job.1") is True
-        assert store.get_state("cron.job.1") is None and store.delete_state("cron.job.1") is False
-        assert store.delete_state("never-set") is False
+        store.state.set("cron.job.1", "{}")
+        store.state.set("keep", "v")
+        store.config.set("cron.job.1", "config")
+        assert store.state.delete("cron.job.1") is True
+        assert store.state.get("cron.job.1") is None and store.state.delete("cron.job.1") is False
+        assert store.state.delete("never-set") is False
         again = reopen()
-        assert again.all_state() == {"keep": "v"} and again.get_config("cron.job.1") == "config"
-        store.set_state("cron.job.1", "back")  # a deleted key can be set again
-        assert again.get_state("cron.job.1") == "back"
+        assert again.state.all() == {"keep": "v"} and again.config.get("cron.job.1") == "config"
+        store.state.set("cron.job.1", "back")  # a deleted key can be set again
+        assert again.state.get("cron.job.1") == "back"
 
     def test_key_value_families_are_separate(self, store):
-        store.set_state("k", "state")
-        store.set_config("k", "config")
-        store.set_meta("k", "meta")
-        assert (store.get_state("k"), store.get_config("k"), store.get_meta("k")) == ("state", "config", "meta")
+        store.state.set("k", "state")
+        store.config.set("k", "config")
+        store.meta.set("k", "meta")
+        assert (store.state.get("k"), store.config.get("k"), store.meta.get("k")) == ("state", "config", "meta")
 
     # ---- prompts -------------------------------------------------------------------------------
 
     def test_prompts_come_in_system_prompt_order(self, store, reopen):
-        assert store.list_prompts() == []
+        assert store.prompts.list() == []
         for name in ("USER.md", "AGENTS.md", "IDENTITY.md", "AGENT.md", "SOUL.md"):
-            store.set_prompt(name, f"# {name}\ncontent of {name}\n")
-        assert [p.name for p in reopen().list_prompts()] == list(PROMPT_NAMES)
-        assert store.get_prompt("SOUL.md").content == "# SOUL.md\ncontent of SOUL.md\n"
+            store.prompts.set(name, f"# {name}\ncontent of {name}\n")
+        assert [p.name for p in reopen().prompts.list()] == list(PROMPT_NAMES)
+        assert store.prompts.get("SOUL.md").content == "# SOUL.md\ncontent of SOUL.md\n"
 
     def test_set_prompt_replaces_and_missing_prompts_are_skipped(self, store):
-        store.set_prompt("USER.md", "old")
-        store.set_prompt("USER.md", "The user is called Ana.")
-        store.set_prompt("IDENTITY.md", "I am picoora.")
-        assert [(p.name, p.content) for p in store.list_prompts()] == [
+        store.prompts.set("USER.md", "old")
+        store.prompts.set("USER.md", "The user is called Ana.")
+        store.prompts.set("IDENTITY.md", "I am picoora.")
+        assert [(p.name, p.content) for p in store.prompts.list()] == [
             ("IDENTITY.md", "I am picoora."),
             ("USER.md", "The user is called Ana."),
         ]
-        assert store.get_prompt("SOUL.md") is None
+        assert store.prompts.get("SOUL.md") is None
 
     # ---- stats ---------------------------------------------------------------------------------
 
@@ -437,17 +438,17 @@ class StoreContract:
         store.append_session("a", [_user("x")])
         store.append_session("b", [_user("y")])
         store.append_transcript("a", _tool_turn("Kyiv"))
-        store.set_state("s1", "1")
-        store.set_config("c1", "1")
-        store.set_config("c2", "2")
-        store.set_prompt("SOUL.md", "soul")
+        store.state.set("s1", "1")
+        store.config.set("c1", "1")
+        store.config.set("c2", "2")
+        store.prompts.set("SOUL.md", "soul")
         stats = store.stats()
         counts = (stats.memories, stats.daily_notes, stats.sessions, stats.transcript_entries)
         assert counts == (2, 2, 2, 4)
         assert (stats.state_keys, stats.config_keys, stats.prompts) == (1, 2, 1)
 
     def test_store_satisfies_the_protocol(self, store):
-        from picoora.store.base import Store
+        from picoora.store.protocol import Store
 
         assert isinstance(store, Store)
         assert isinstance(store.load_session("x"), Session)
@@ -462,50 +463,50 @@ class StoreContract:
                           recalled=[RecalledMemory("m1", 0.61, 0.55, "a fact", "told by ana in web:a (turn t0)")],
                           tool_calls=[ToolCallTrace("c1", "recall", {"query": "x"}, 3.2, True, "Found 1")],
                           stop_reason="answer")
-        store.append_trace(first)
-        store.append_trace(TurnTrace("t2", "web:b", stop_reason="error", error="model down"))
+        store.traces.append(first)
+        store.traces.append(TurnTrace("t2", "web:b", stop_reason="error", error="model down"))
         again = reopen()
-        assert again.get_trace("t1").to_json() == first.to_json()
-        assert again.last_trace().turn_id == "t2"
-        assert again.last_trace("web:a").turn_id == "t1"
-        assert again.last_trace("nobody") is None and again.get_trace("nope") is None
+        assert again.traces.get("t1").to_json() == first.to_json()
+        assert again.traces.last().turn_id == "t2"
+        assert again.traces.last("web:a").turn_id == "t1"
+        assert again.traces.last("nobody") is None and again.traces.get("nope") is None
 
     def test_traces_are_found_by_id_and_last_among_many(self, store, reopen):
         from picoora.store.base import TurnTrace
 
         sessions = ["web:a", "telegram:7", "cli:default", "openai:x"]
         for n in range(120):
-            store.append_trace(TurnTrace(f"turn{n:04d}", sessions[n % 4 if n < 100 else 0], model=f"m{n}"))
+            store.traces.append(TurnTrace(f"turn{n:04d}", sessions[n % 4 if n < 100 else 0], model=f"m{n}"))
         again = reopen()
         picked = (0, 1, 57, 99, 119)
-        assert [again.get_trace(f"turn{n:04d}").model for n in picked] == [f"m{n}" for n in picked]
-        assert again.last_trace().turn_id == "turn0119"
-        assert [again.last_trace(key).turn_id for key in sessions] == ["turn0119", "turn0097", "turn0098", "turn0099"]
-        assert again.get_trace("turn0120") is None and again.last_trace("web:b") is None
+        assert [again.traces.get(f"turn{n:04d}").model for n in picked] == [f"m{n}" for n in picked]
+        assert again.traces.last().turn_id == "turn0119"
+        assert [again.traces.last(key).turn_id for key in sessions] == ["turn0119", "turn0097", "turn0098", "turn0099"]
+        assert again.traces.get("turn0120") is None and again.traces.last("web:b") is None
 
     def test_traces_of_two_writers_are_all_found(self, store, reopen):
         from picoora.store.base import TurnTrace
 
         other = reopen()  # a second writer with its own view (another process, on files)
         for n in range(20):
-            (store if n % 2 else other).append_trace(TurnTrace(f"two{n}", f"web:{n % 2}"))
+            (store if n % 2 else other).traces.append(TurnTrace(f"two{n}", f"web:{n % 2}"))
         for reader in (store, other):
-            assert all(reader.get_trace(f"two{n}").session_key == f"web:{n % 2}" for n in range(20))
-            assert reader.last_trace().turn_id == "two19"
-            assert (reader.last_trace("web:0").turn_id, reader.last_trace("web:1").turn_id) == ("two18", "two19")
+            assert all(reader.traces.get(f"two{n}").session_key == f"web:{n % 2}" for n in range(20))
+            assert reader.traces.last().turn_id == "two19"
+            assert (reader.traces.last("web:0").turn_id, reader.traces.last("web:1").turn_id) == ("two18", "two19")
 
     def test_whole_tool_outputs_round_trip_by_handle_only(self, store, reopen):
         from picoora.store.base import ToolOutput
 
         handle = "out_" + "A1b2_-" * 4
         content = "".join(f"line {n}: café ✓ {'x' * 40}\n" for n in range(4000))  # ~220k chars, multi-byte
-        store.save_tool_output(ToolOutput(handle, "web:a", "turn1", "exec", content))
-        kept = reopen().get_tool_output(handle)
+        store.tool_outputs.save(ToolOutput(handle, "web:a", "turn1", "exec", content))
+        kept = reopen().tool_outputs.get(handle)
         assert (kept.handle, kept.session_key, kept.turn_id, kept.tool, kept.content) == (
             handle, "web:a", "turn1", "exec", content)
         assert kept.created_at is not None
         for other in ("out_" + "A1b2_-" * 3 + "A1b2_x", "../../config", "out_", handle + "x", handle.upper()):
-            assert store.get_tool_output(other) is None
+            assert store.tool_outputs.get(other) is None
 
     def test_recall_without_touch_leaves_access_counts(self, store):
         memory = store.add_memory("The spare key is under the blue flowerpot").memory

@@ -47,7 +47,7 @@ def test_pairing_through_the_assistant(isolated_home):
         refused = await assistant.refuse_pairing(second.code)
         with pytest.raises(KeyError, match="no pairing code"):
             await assistant.approve_pairing(second.code)
-        spent = assistant.store.get_state("pair.code." + first.code)
+        spent = assistant.store.state.get("pair.code." + first.code)
         return waiting, {first.code, second.code}, person, refused, await assistant.pairing_requests(), spent
 
     waiting, codes, person, refused, after, spent = _run(isolated_home, scenario)
@@ -66,7 +66,7 @@ def test_jobs_through_the_assistant_go_to_the_chat_used_last_else_the_terminal(i
         disabled = await assistant.set_job_enabled(web.id, False)
         listed = [(job.id, run.last_status) for job, run in await assistant.jobs()]
         removed = await assistant.remove_job(terminal.id)
-        state_keys = [k for k in assistant.store.all_state() if terminal.id in k]
+        state_keys = [k for k in assistant.store.state.all() if terminal.id in k]
         return terminal, telegram, web, disabled, listed, removed, state_keys, await assistant.remove_job(terminal.id)
 
     terminal, telegram, web, disabled, listed, removed, state_keys, again = _run(isolated_home, scenario)

@@ -223,6 +223,6 @@ def test_a_turn_that_searched_the_documents_lists_the_chunks_and_scores_in_its_t
     result = asyncio.run(agent.run_turn("cli:test", "what is F22?"))
     assert result.text == "Low pressure [Boiler manual, page 2]."
     assert "search_docs" in {t["function"]["name"] for t in llm.requests[0].tools}
-    (call,) = store.last_trace("cli:test").tool_calls
+    (call,) = store.traces.last("cli:test").tool_calls
     assert call.name == "search_docs" and call.used[0]["title"] == "Boiler manual" and call.used[0]["page"] == 2
     assert 0 < call.used[0]["score"] <= 1

@@ -75,7 +75,7 @@ def test_stdio_tools_are_listed_with_a_prefix_validated_called_and_capped(tmp_pa
     assert results["parent"].content == "<unset>"  # the parent's environment is not passed on
     huge = results["huge"]
     assert len(huge.content) < 700 and "characters left out here" in huge.content
-    assert FileStore(tmp_path / "store").get_tool_output(huge.handle).content == "x" * 5000  # kept whole
+    assert FileStore(tmp_path / "store").tool_outputs.get(huge.handle).content == "x" * 5000  # kept whole
     assert results["fails"].is_error
 
 

@@ -97,7 +97,7 @@ def test_a_real_run_brings_config_workspace_and_records(isolated_home, user_home
                                  "Ana's boat is a 9 m sloop called Ariadne, moored in Lisbon."}
         assert memories["Ana prefers metric units."].category == "preferences"
         assert all(m.embedding_model for m in memories.values())  # embedded, so recall by meaning finds them
-        assert store.get_state(LAST_CHAT) == "telegram:123456789"
+        assert store.state.get(LAST_CHAT) == "telegram:123456789"
     finally:
         store.close()
 

@@ -114,8 +114,8 @@ def test_a_persons_async_store_reads_the_shared_prompts(tmp_path):
     from picoora.store.scoped import PersonStore
 
     owner, own = FileStore(tmp_path / "owner"), FileStore(tmp_path / "sam")
-    owner.set_prompt("IDENTITY.md", "I am picoora.")
+    owner.prompts.set("IDENTITY.md", "I am picoora.")
     astore = AsyncStore(PersonStore(own, owner, "sam"))  # type: ignore[arg-type]
-    prompts = asyncio.run(astore.list_prompts())
+    prompts = asyncio.run(astore.prompts.list())
     astore.close()
     assert [p.content for p in prompts] == ["I am picoora."]

@@ -61,12 +61,12 @@ def test_edits_and_run_records_from_two_processes_lose_nothing(tmp_path):
     assert editor.get(job.id).enabled is False  # the run records did not undo the edit
     assert scheduler.run_record(job.id).runs == 2
     assert editor.remove(job.id) and editor.jobs() == [] and not editor.remove(job.id)
-    assert not [key for key in editor.store.all_state() if job.id in key]  # both keys deleted, no tombstone
+    assert not [key for key in editor.store.state.all() if job.id in key]  # both keys deleted, no tombstone
 
 
 def test_an_old_empty_tombstone_reads_as_no_job(tmp_path):
     book = _book(tmp_path)
-    book.store.set_state("cron.job.0ld1d", "")  # how a removal was kept before the store could delete
+    book.store.state.set("cron.job.0ld1d", "")  # how a removal was kept before the store could delete
     assert book.get("0ld1d") is None and book.jobs() == [] and not book.remove("0ld1d")
 
 

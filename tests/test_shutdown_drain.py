@@ -118,7 +118,7 @@ def test_a_turn_in_flight_finishes_within_the_deadline_and_is_delivered_and_reco
             session = f"cron:{handle}"
         elif door == "heartbeat":
             assert telegram.texts(7) == ["the slow answer"]
-            assert json.loads(store.get_state("heartbeat.last"))["outcome"] == "delivered"
+            assert json.loads(store.state.get("heartbeat.last"))["outcome"] == "delivered"
             session = "heartbeat:main"
         else:
             assert telegram.texts(7) == [f"Background task {handle} finished:\nthe slow answer"]
@@ -151,6 +151,6 @@ def test_a_turn_past_the_deadline_is_cut_off_and_recorded_as_cut_off(isolated_ho
         record = JobBook(store).run_record(handle)
         assert record.last_status == "cut_off" and "shut down" in record.last_error
     elif door == "heartbeat":
-        assert json.loads(store.get_state("heartbeat.last"))["outcome"] == "cut_off"
+        assert json.loads(store.state.get("heartbeat.last"))["outcome"] == "cut_off"
     else:
         assert telegram.texts(7) == [f"Background task {handle} was cut off: the gateway stopped before it finished."]

@@ -91,19 +91,19 @@ def test_layout_and_go_compatible_daily_notes(make_store, workspace):
     (line,) = _jsonl_lines(workspace / ".picoora/transcripts/cli_default.jsonl")
     assert (line["seq"], line["session_key"], line["message"]) == (1, "cli:default", {"role": "user", "content": "hi"})
 
-    store.set_state("last_channel", "cli")
-    store.set_config("model", "qwen3")
-    store.set_meta("schema_version", "1")
+    store.state.set("last_channel", "cli")
+    store.config.set("model", "qwen3")
+    store.meta.set("schema_version", "1")
     assert json.loads((workspace / ".picoora/state/state.json").read_text()) == {"last_channel": "cli"}
     assert json.loads((workspace / ".picoora/state/config.json").read_text()) == {"model": "qwen3"}
     assert json.loads((workspace / ".picoora/state/meta.json").read_text()) == {"schema_version": "1"}
 
-    store.set_prompt("USER.md", "Ana")
+    store.prompts.set("USER.md", "Ana")
     assert (workspace / "USER.md").read_text() == "Ana"
     (workspace / "AGENTS.md").write_text("from the Go version")
-    assert [p.name for p in store.list_prompts()] == ["USER.md", "AGENTS.md"]
+    assert [p.name for p in store.prompts.list()] == ["USER.md", "AGENTS.md"]
     with pytest.raises(ValueError):
-        store.set_prompt("../escape.md", "x")
+        store.prompts.set("../escape.md", "x")
 
     memory = store.add_memory("Prefers tea over coffee").memory
     (add_op,) = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
@@ -258,9 +258,9 @@ def test_a_broken_state_document_is_kept_aside_with_one_line_and_the_store_goes_
     store = make_store()
     (workspace / ".picoora/state").mkdir(parents=True)
     (workspace / ".picoora/state/state.json").write_text(broken)
-    assert store.get_state("anything") is None
-    store.set_state("fresh", "1")
-    assert store.get_state("fresh") == "1"
+    assert store.state.get("anything") is None
+    store.state.set("fresh", "1")
+    assert store.state.get("fresh") == "1"
     [kept] = (workspace / ".picoora/state").glob("state.json.broken-*")
     assert kept.read_text() == broken  # nothing lost: the bytes are there for a person to copy back
     [line] = [r.getMessage() for r in caplog.records if "state.json" in r.getMessage()]
@@ -397,7 +397,7 @@ def test_threads_share_one_store_for_every_family(make_store):
         try:
             for i in range(8):
                 store.add_memory(f"thread {n} fact {i} value {n * 100 + i}")
-                store.set_state(f"t{n}", str(i))
+                store.state.set(f"t{n}", str(i))
                 store.append_daily_note(f"t{n}-{i}")
                 store.recall(f"thread {n} fact", limit=2)
         except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
@@ -410,7 +410,7 @@ def test_threads_share_one_store_for_every_family(make_store):
         thread.join()
     assert errors == []
     assert len(store.list_memories()) == 32
-    assert store.all_state() == {f"t{n}": "7" for n in range(4)}
+    assert store.state.all() == {f"t{n}": "7" for n in range(4)}
     note = store.recent_daily_notes(1)[0].content
     assert all(f"t{n}-{i}" in note for n in range(4) for i in range(8))
 
@@ -487,7 +487,7 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
         assert all(by_seq[int(a[2])] == a[1] for a in acked if a[0] == "transcript")
 
         for tag, i in [(a[1], int(a[2])) for a in acked if a[0] == "state"]:
-            assert int(store.get_state(f"counter-{tag}")) >= i
+            assert int(store.state.get(f"counter-{tag}")) >= i
 
         memory_ids = {m.id for m in store.list_memories()}
         forgetting = {a[1] for a in acked if a[0] == "forgetting"}
@@ -498,10 +498,10 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
         assert all(a[1] in notes.splitlines() for a in acked if a[0] == "note")
 
         traces = [a[1] for a in acked if a[0] == "trace"]
-        kept = [r["turn_id"] for n in (2, 1, 0) for r in atomic.read_jsonl(store._traces.generation(n).log_path)]
+        kept = [r["turn_id"] for n in (2, 1, 0) for r in atomic.read_jsonl(store.traces.log.generation(n).log_path)]
         assert traces and traces[-1] in kept  # older ones may have rotated away (every ~1 KB here)
-        assert [store.get_trace(turn_id).turn_id for turn_id in kept] == kept
-        assert store.last_trace().turn_id == store.last_trace("hammer").turn_id == kept[-1]
+        assert [store.traces.get(turn_id).turn_id for turn_id in kept] == kept
+        assert store.traces.last().turn_id == store.traces.last("hammer").turn_id == kept[-1]
         store.append_transcript("hammer", [Message(role="user", content="after the crashes")])
         _assert_every_file_parses(workspace)
     finally:

@@ -42,9 +42,9 @@ def _check_everything_readable(store: FileStore) -> None:
     session = store.load_session(KEY)
     assert session.summary == "earlier" and [m.content for m in session.messages] == ["hi"]
     assert [e.message.content for e in store.read_transcript(KEY)] == ["hi"]
-    assert store.get_state("last_channel") == "cli"
+    assert store.state.get("last_channel") == "cli"
     assert [r.content for r in store.list_memories()] == ["likes tea"]
-    assert store.get_prompt("USER.md").content == "Ana"
+    assert store.prompts.get("USER.md").content == "Ana"
 
 
 def test_an_old_workspace_moves_once_and_loses_nothing(tmp_path):
@@ -108,7 +108,7 @@ def test_once_on_this_layout_old_layout_paths_are_never_moved_in_again(tmp_path)
     store = FileStore(ws)
     try:
         assert {s.key for s in store.list_sessions()} == {"new:one"}
-        assert store.list_memories() == [] and store.get_state("last_channel") is None
+        assert store.list_memories() == [] and store.state.get("last_channel") is None
     finally:
         store.close()
     assert (ws / "sessions" / "cli_default.json").exists() and (ws / "memory" / "memories.jsonl").exists()

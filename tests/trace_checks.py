@@ -7,7 +7,7 @@ from typing import Any
 
 from picoora.agent.loop import Agent
 from picoora.config import AgentDefaults
-from picoora.store.base import Store
+from picoora.store.protocol import Store
 from tests.fakes.agent_kit import memory_registry
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 

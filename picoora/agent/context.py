@@ -28,7 +28,8 @@ from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.llm.base import ToolSchema
 from picoora.messages import Message
-from picoora.store.base import DailyNote, Prompt, RecallResult, Session, Store, StoreError
+from picoora.store.base import DailyNote, Prompt, RecallResult, Session, StoreError
+from picoora.store.protocol import Store
 from picoora.untrusted import quoted
 
 PART_SEPARATOR = "\n\n---\n\n"
@@ -60,7 +61,7 @@ def gather_inputs(store: Store, session_key: str, text: str, settings: AgentDefa
     notes = store.recent_daily_notes(settings.daily_note_days) if settings.daily_note_days > 0 else []
     return ContextInputs(
         session=store.load_session(session_key) if with_session else Session(session_key),
-        prompts=fit_prompts(store.list_prompts(), settings.context_window),
+        prompts=fit_prompts(store.prompts.list(), settings.context_window),
         recall=recall,
         daily_notes=notes,
     )

@@ -83,7 +83,8 @@ from picoora.llm.base import (
 from picoora.llm.pool import ModelChoice, ModelPool
 from picoora.messages import Image, Message, ToolCall
 from picoora.store.aio import AsyncStore
-from picoora.store.base import Store, StoreError
+from picoora.store.base import StoreError
+from picoora.store.protocol import Store
 from picoora.tools.base import ToolContext, ToolResult, ToolSettings
 from picoora.tools.tool_outputs import KEPT_MARK
 
@@ -477,7 +478,7 @@ class _Turn:
 
     async def _save_trace(self, stop_reason: str, error: str | None, detail: str | None = None) -> None:
         try:
-            await self.store.append_trace(self.trace.finish(stop_reason, error, detail))
+            await self.store.traces.append(self.trace.finish(stop_reason, error, detail))
         except StoreError as exc:  # a lost trace must not cost the answer
             log.warning("could not save the trace of turn %s: %s", self.emit.turn_id, exc)
 
@@ -817,11 +818,11 @@ class _Turn:
         key, label = NOTICES_STATE + self.key, self.model_label
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         try:
-            stored = json.loads(await self.store.get_state(key) or "{}")
+            stored = json.loads(await self.store.state.get(key) or "{}")
             shown = stored.get("shown", []) if isinstance(stored, dict) and stored.get("model") == label else []
             if digest in shown:
                 return
-            await self.store.set_state(key, json.dumps({"model": label, "shown": [*shown, digest]}))
+            await self.store.state.set(key, json.dumps({"model": label, "shown": [*shown, digest]}))
         except (StoreError, ValueError) as exc:  # better said twice than never
             log.warning("could not keep track of the notices of %s: %s", self.key, exc)
         await self.emit(NoticeEvent(self.key, text))

@@ -20,7 +20,7 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.docs.adding import Outcome
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 AS_HELP = "Act for this person (configured or paired): their own documents and the shared ones."
 

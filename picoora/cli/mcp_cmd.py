@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from picoora.people import Person
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 DEFAULT_HTTP_PORT = 18791
 

@@ -19,7 +19,8 @@ import typer
 from picoora.cli.errors import CLIError, load_config, warn
 
 if TYPE_CHECKING:
-    from picoora.store.base import MemoryRecord, RecallResult, Store
+    from picoora.store.base import MemoryRecord, RecallResult
+    from picoora.store.protocol import Store
 
 def register(app: typer.Typer) -> None:
     memory = typer.Typer(

@@ -24,7 +24,7 @@ from picoora.people import OWNER  # a document's person shown when the owner add
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 TABLES = ("memories", "sessions", "transcripts", "state", "notes", "prompts", "config", "meta", "documents")
 BANNER = "=" * 61
@@ -147,9 +147,9 @@ class Inspector:
         memories = self.store.list_memories(RECENT)
         transcripts = self._recent_transcripts(RECENT)
         sessions = self.store.list_sessions()[:RECENT]
-        state = list(self.store.all_state().items())[:RECENT]
+        state = list(self.store.state.all().items())[:RECENT]
         notes = self.store.list_daily_notes(RECENT)
-        prompts = self.store.list_prompts()[:RECENT]
+        prompts = self.store.prompts.list()[:RECENT]
         config = list(self._config_rows().items())[:RECENT]
         documents = self.store.all_documents(RECENT)
         sections = [
@@ -247,7 +247,7 @@ class Inspector:
                          for call in entry.message.tool_calls)
 
     def state(self) -> tuple[Any, list[str]]:
-        rows = dict(list(self.store.all_state().items())[: self.limit])
+        rows = dict(list(self.store.state.all().items())[: self.limit])
         lines = self._title("State") + [RULE] + [f"  {k:<30s} = {v}" for k, v in rows.items()]
         return rows, lines + ([] if rows else ["  No state entries yet."])
 
@@ -274,7 +274,7 @@ class Inspector:
         return [{"day": n.day, "match": round(s, 4), "content": n.content} for n, s in found], lines
 
     def prompts(self) -> tuple[Any, list[str]]:
-        prompts = self.store.list_prompts()
+        prompts = self.store.prompts.list()
         if self.name is not None:
             wanted = self.name if self.name.lower().endswith(".md") else f"{self.name}.md"
             prompt = next((p for p in prompts if p.name.lower() == wanted.lower()), None)
@@ -332,14 +332,14 @@ class Inspector:
     # ---- helpers -----------------------------------------------------------------------------------
 
     def _meta_rows(self) -> dict[str, str]:
-        return {**self.store.details().schema, **self.store.all_meta()}
+        return {**self.store.details().schema, **self.store.meta.all()}
 
     def _config_rows(self) -> dict[str, str]:
         from picoora.config import secret_values
         from picoora.secrets import redact_text
 
         secrets = secret_values(self.config)
-        return {k: redact_text(v, secrets) for k, v in self.store.all_config().items()}
+        return {k: redact_text(v, secrets) for k, v in self.store.config.all().items()}
 
     def _recent_transcripts(self, n: int) -> list[Any]:
         return self.store.recent_transcript_entries(n)

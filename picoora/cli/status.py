@@ -173,7 +173,7 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
                 service_lines(config, None))
     stored = None
     try:
-        stored = store.get_state(state_key(DEFAULT_SESSION))
+        stored = store.state.get(state_key(DEFAULT_SESSION))
         stats = store.stats()
         docs = store.document_counts()
         lines = [

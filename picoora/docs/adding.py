@@ -16,7 +16,8 @@ from picoora.store.base import DocumentRecord, NewDocument, StoreError
 
 if TYPE_CHECKING:
     from picoora.config import WebFetchConfig
-    from picoora.store.base import DocPage, Store
+    from picoora.store.base import DocPage
+    from picoora.store.protocol import Store
 
 MAX_FILE_BYTES = 50_000_000  # a bigger file is refused before it is read
 BATCH_CHARS = 2_000_000  # text stored per batch: enough chunks for the bulk workers, bounded memory

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from picoora.gateway.state import Gateway
     from picoora.mcp_server import MemoryHttpApp
     from picoora.people import Person
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 
 class GatewayMcp:

@@ -20,7 +20,8 @@ from typing import Any
 from picoora.messages import Message
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_json, read_listed
-from picoora.store.base import MemoryRecord, Provenance, Store, StoreError
+from picoora.store.base import MemoryRecord, Provenance, StoreError
+from picoora.store.protocol import Store
 
 LEDGER_PREFIX = "migrate.go."
 NOTE_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})\.md$")
@@ -38,14 +39,14 @@ class Ledger:
         return LEDGER_PREFIX + hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:24]
 
     def value(self, path: Path) -> str | None:
-        return self._store.get_state(self._key(path)) if self._store is not None else None
+        return self._store.state.get(self._key(path)) if self._store is not None else None
 
     def done(self, path: Path, digest: str) -> bool:
         return self.value(path) == digest
 
     def record(self, path: Path, digest: str) -> None:
         if self._store is not None:
-            self._store.set_state(self._key(path), digest)
+            self._store.state.set(self._key(path), digest)
 
 
 def digest(data: bytes | str) -> str:
@@ -244,7 +245,7 @@ def migrate_last_chat(workspace: Path, store: Store | None, section: Section) ->
         return
     from picoora.scheduler.jobs import LAST_CHAT
 
-    held = store.get_state(LAST_CHAT) if store is not None else None
+    held = store.state.get(LAST_CHAT) if store is not None else None
     if held == last:
         section.unchanged("last chat", last)
     elif store is None:
@@ -252,6 +253,6 @@ def migrate_last_chat(workspace: Path, store: Store | None, section: Section) ->
     elif held:
         section.kept("last chat", f"picoora's own ({held}) stays")
     else:
-        store.set_state(LAST_CHAT, last)
+        store.state.set(LAST_CHAT, last)
         section.done("last chat", last)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_listed
-from picoora.store.base import PROMPT_NAMES, Store
+from picoora.store.base import PROMPT_NAMES
+from picoora.store.protocol import Store
 from picoora.templates import backup_path, template_files
 
 PLAIN_FILES = ("HEARTBEAT.md", "TOOLS.md")  # workspace files picoora reads (HEARTBEAT.md) or keeps for people
@@ -27,7 +28,7 @@ def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, fo
         text = read_listed(go_workspace / name, section)
         if text is None:
             continue
-        current = store.get_prompt(name) if store is not None else None
+        current = store.prompts.get(name) if store is not None else None
         held = current.content if current is not None else None
         if held == text:
             section.unchanged(name)
@@ -44,12 +45,12 @@ def _replace_prompt(store: Store, name: str, text: str, held: str | None, templa
                     section: Section) -> None:
     """Write the prompt; one the user wrote (neither absent nor picoora's template) is saved as NAME.bak first."""
     if held is None or held.encode() == template:
-        store.set_prompt(name, text)
+        store.prompts.set(name, text)
         section.done(name)
         return
     backup = backup_path(workspace / name)
     backup.write_text(held, encoding="utf-8")
-    store.set_prompt(name, text)
+    store.prompts.set(name, text)
     section.replaced(name, f"yours saved as {backup.name}")
 
 

@@ -1,12 +1,14 @@
 """The store from the event loop: every Store method as a coroutine, without blocking the loop.
 
     astore = AsyncStore(store)
-    session = await astore.load_session("cli:default")
+    value = await astore.state.get("last_channel")      # a family's typed async form (families/)
+    session = await astore.load_session("cli:default")  # a method not yet in a family
 
-A backend with a native async path (``store.native_async()``, the Oracle backend's driver on its own
-event loop) is awaited directly, with no thread per call. Everything else (the file backend's blocking
-reads and fsyncs) runs in a bounded executor sized for the backend, so a gateway serving many chats
-never starts a thread per request. ``run`` takes any function of the store (several reads in one go).
+A family method with a native async form (the Oracle backend's, ``oracle/unit_of_work.py``; for methods not
+yet in a family ``store.native_async()``) is awaited directly on the driver's own event loop, with no
+thread per call. Everything else (the file backend's blocking reads and fsyncs) runs in a bounded executor
+sized for the backend, so a gateway serving many chats never starts a thread per request. ``run`` takes any
+function of the store (several reads in one go).
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from picoora.store.base import Store
+from picoora.store.families.calls import Caller
+from picoora.store.families.keyvalues import AsyncKeyValues, AsyncState
+from picoora.store.families.prompts import AsyncPrompts
+from picoora.store.families.tool_outputs import AsyncToolOutputs
+from picoora.store.families.traces import AsyncTraces
+from picoora.store.protocol import Store
 
 T = TypeVar("T")
 
@@ -42,6 +49,32 @@ class AsyncStore:
         self._owns_executor = executor is None
         self.executor = executor or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="picoora-store")
         self._running: set[concurrent.futures.Future] = set()
+        self._call = Caller(self.run)
+
+    # Each family's async form, made when first used.
+    @functools.cached_property
+    def state(self) -> AsyncState:
+        return AsyncState(self.store.state, self._call)
+
+    @functools.cached_property
+    def config(self) -> AsyncKeyValues:
+        return AsyncKeyValues(self.store.config, self._call)
+
+    @functools.cached_property
+    def meta(self) -> AsyncKeyValues:
+        return AsyncKeyValues(self.store.meta, self._call)
+
+    @functools.cached_property
+    def prompts(self) -> AsyncPrompts:
+        return AsyncPrompts(self.store.prompts, self._call)
+
+    @functools.cached_property
+    def traces(self) -> AsyncTraces:
+        return AsyncTraces(self.store.traces, self._call)
+
+    @functools.cached_property
+    def tool_outputs(self) -> AsyncToolOutputs:
+        return AsyncToolOutputs(self.store.tool_outputs, self._call)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in the store's executor."""

@@ -11,40 +11,50 @@ cannot see another's rows, whatever the ranking or the tool asks.
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, Any
 
 from picoora.store.base import DocumentCounts, StoreError, newest_first
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import (
-        AddDocumentResult,
-        DocPage,
-        DocumentHit,
-        DocumentRecord,
-        NewDocument,
-        Prompt,
-        Store,
-    )
+    from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, NewDocument, Prompt
+    from picoora.store.families.prompts import Prompts
+    from picoora.store.protocol import Store
 
 AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
-SHARED = frozenset({"set_prompt", "get_config", "set_config", "all_config",
-                    "get_meta", "set_meta", "all_meta", "details", "display_name", "backend"})
+SHARED = frozenset({"details", "display_name", "backend"})
 PERSONA_PROMPTS = ("IDENTITY.md", "SOUL.md")  # who the assistant is: the only prompt files a person sees
 
 
+class PersonaPrompts:
+    """The owner's prompt files as a person sees them: only the persona. Setting one sets the owner's."""
+
+    def __init__(self, prompts: Prompts):
+        self._prompts = prompts
+        self.set = prompts.set
+
+    def list(self) -> builtins.list[Prompt]:
+        return [prompt for prompt in self._prompts.list() if prompt.name in PERSONA_PROMPTS]
+
+    def get(self, name: str) -> Prompt | None:
+        return self._prompts.get(name) if name in PERSONA_PROMPTS else None
+
+
 class PersonStore:
+    """A person's families are their own store's; config and meta are the owner's, prompts the persona."""
+
     def __init__(self, own: Store, shared: Store, person: str):
         self._own, self._shared, self.person = own, shared, person
+        self.state = own.state
+        self.traces = own.traces
+        self.tool_outputs = own.tool_outputs
+        self.config = shared.config
+        self.meta = shared.meta
+        self.prompts = PersonaPrompts(shared.prompts)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shared if name in SHARED else self._own, name)
-
-    def list_prompts(self) -> list[Prompt]:
-        return [prompt for prompt in self._shared.list_prompts() if prompt.name in PERSONA_PROMPTS]
-
-    def get_prompt(self, name: str) -> Prompt | None:
-        return self._shared.get_prompt(name) if name in PERSONA_PROMPTS else None
 
     # Documents live in the owner's store, each marked with who added it: a person's search sees their own
     # and the shared ones (filtered before ranking); sharing is the owner's alone.
@@ -109,7 +119,7 @@ class _NativeRoute:
         return getattr(native, name)
 
 
-_FILTERED = frozenset({"list_prompts", "get_prompt", "add_document", "add_documents", "list_documents",
+_FILTERED = frozenset({"add_document", "add_documents", "list_documents",
                        "remove_document", "search_documents", "has_documents", "reindex_documents",
                        "all_documents", "document_counts"})
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from picoora.store.base import DailyNote, Store
+from picoora.store.base import DailyNote
+from picoora.store.families.keyvalues import KeyValues
+from picoora.store.protocol import Store
 
 ALL_DAYS = 36500  # "every daily note": the protocol reads notes by a window of days
 TRANSCRIPT_BATCH = 200  # messages per transaction: one array insert when they fit, well inside a call timeout
@@ -73,17 +75,19 @@ def transfer(source: Store, target: Store, *, shared: bool = True,
         report.count("transcript entries", True, max(len(entries) - held, 0))
         report.count("transcript entries", False, min(held, len(entries)))
 
-    for family in ("state", "config", "meta") if shared else ("state",):
-        get, put = getattr(target, f"get_{family}"), getattr(target, f"set_{family}")
-        for key, value in getattr(source, f"all_{family}")().items():
-            fresh = get(key) is None
+    families: list[tuple[str, KeyValues, KeyValues]] = [("state", source.state, target.state)]
+    if shared:
+        families += [("config", source.config, target.config), ("meta", source.meta, target.meta)]
+    for family, values, into in families:
+        for key, value in values.all().items():
+            fresh = into.get(key) is None
             if fresh:
-                put(key, value)
+                into.set(key, value)
             report.count(family, fresh)
 
-    for prompt in source.list_prompts() if shared else ():
-        fresh = target.get_prompt(prompt.name) is None
+    for prompt in source.prompts.list() if shared else ():
+        fresh = target.prompts.get(prompt.name) is None
         if fresh:
-            target.set_prompt(prompt.name, prompt.content)
+            target.prompts.set(prompt.name, prompt.content)
         report.count("prompts", fresh)
     return report

@@ -19,7 +19,8 @@ import time
 
 from pydantic import BaseModel, Field
 
-from picoora.store.base import DocumentHit, Store
+from picoora.store.base import DocumentHit
+from picoora.store.protocol import Store
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.untrusted import wrap_untrusted
 

@@ -36,7 +36,7 @@ def hammer(store: FileStore, tag: str) -> None:
         ack("session", text)
         (seq,) = store.append_transcript("hammer", [Message(role="user", content=text)])
         ack("transcript", text, seq)
-        store.set_state(f"counter-{tag}", str(i))
+        store.state.set(f"counter-{tag}", str(i))
         ack("state", tag, i)
         memory = store.add_memory(f"hammer memory {tag} number {i} seen {i * 7} times").memory
         ack("memory", memory.id)
@@ -50,7 +50,7 @@ def hammer(store: FileStore, tag: str) -> None:
         store.recall(f"hammer memory {tag}", limit=2)
         store.append_daily_note(text)
         ack("note", text)
-        store.append_trace(TurnTrace(text, "hammer", model="m", stop_reason="answer"))
+        store.traces.append(TurnTrace(text, "hammer", model="m", stop_reason="answer"))
         ack("trace", text)
 
 
@@ -69,7 +69,7 @@ def traces(store: FileStore, tag: str, count: int) -> None:
     ack("ready")
     sys.stdin.readline()
     for n in range(count):
-        store.append_trace(TurnTrace(f"{tag}-{n}", f"race:{tag}", model="m", stop_reason="answer"))
+        store.traces.append(TurnTrace(f"{tag}-{n}", f"race:{tag}", model="m", stop_reason="answer"))
     ack("done")
 
 

@@ -196,7 +196,7 @@ def test_two_stores_on_two_event_loops_share_one_fake(open_store, fake):
             for i in range(20):
                 store.append_transcript("shared", [Message(role="user", content=f"{n}-{i}")])
                 store.append_session("shared", [Message(role="user", content=f"{n}-{i}")])  # a row lock
-                store.set_state(f"k{n}", str(i))
+                store.state.set(f"k{n}", str(i))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -210,4 +210,4 @@ def test_two_stores_on_two_event_loops_share_one_fake(open_store, fake):
     expected = sorted(f"{n}-{i}" for n in range(2) for i in range(20))
     assert sorted(contents) == expected
     assert sorted(m.content for m in stores[1].load_session("shared").messages) == expected
-    assert stores[1].get_state("k0") == stores[0].get_state("k1") == "19"
+    assert stores[1].state.get("k0") == stores[0].state.get("k1") == "19"

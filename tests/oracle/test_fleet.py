@@ -191,7 +191,7 @@ async def test_three_nodes_beat_the_heartbeat_once_per_interval(nodes, tmp_path)
     assert len({node for node, _ in beats}) == 1  # one node beats; the others hold back
     gaps = [later - earlier for (_, earlier), (_, later) in zip(beats, beats[1:], strict=False)]
     assert min(gaps) >= BEAT_SECONDS - 0.001  # never two beats in one interval (three nodes: ~0 s gaps)
-    assert json.loads(nodes[1].get_state(LAST_BEAT))["outcome"] == "skipped"  # the beat's record, shared
+    assert json.loads(nodes[1].state.get(LAST_BEAT))["outcome"] == "skipped"  # the beat's record, shared
 
 
 class SharedBot(FakeTelegram):
@@ -232,8 +232,8 @@ async def test_the_real_telegram_channel_polls_from_one_node_and_a_killed_nodes_
                                      ChannelConfig(enabled=True, token=tokens[i], allow_from=["5"], api_base=bot.url))
             astore = AsyncStore(node)  # the offset lives in the fleet's database, as the gateway keeps it
             astores.append(astore)
-            harness.channel.links = replace(harness.channel.links, get_state=astore.get_state,
-                                            set_state=astore.set_state)
+            harness.channel.links = replace(harness.channel.links, get_state=astore.state.get,
+                                            set_state=astore.state.set)
             harnesses.append(harness)
         fleet = [SingletonDuty(node.leases(), "channel.telegram", f"n{i}", h.channel.run)
                  for i, (node, h) in enumerate(zip(nodes, harnesses, strict=True))]
@@ -360,7 +360,7 @@ async def test_a_session_busy_elsewhere_past_the_wait_answers_busy(nodes):
 def test_rows_are_stamped_on_the_database_clock_not_the_nodes(fake, open_store):
     fake.clock_offset = timedelta(seconds=0.5)  # this node's clock is half a second behind the database's
     store = open_store()
-    store.set_state("k", "v")
+    store.state.set("k", "v")
     [row] = [r for r in fake.rows("PICO_STATE") if r["state_key"] == "k"]
     assert row["updated_at"] - datetime.now(timezone.utc).replace(tzinfo=None) > timedelta(seconds=0.3)
     assert "database_time" in fake.names()

@@ -214,13 +214,13 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
         key = "ü" * limits.SESSION_KEY_CHARS
         store.append_session(key, [Message("user", "wide key")])
         assert store.append_transcript(key, [Message("user", "wide key")]) == [1]
-        store.set_state("ключ" * 60, "v")
+        store.state.set("ключ" * 60, "v")
         assert store.add_memory("漢字" * 700).created
         store.add_memory("Locker code A7-4421 is for the gym")
         paragraph = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) for n in range(400)) + " A7-4421"
         assert store.recall(paragraph, limit=1).matches
-        store.set_prompt("USER.md", "p" * 8_000)
-        assert store.get_prompt("USER.md").content == "p" * 8_000
+        store.prompts.set("USER.md", "p" * 8_000)
+        assert store.prompts.get("USER.md").content == "p" * 8_000
         result = Message("tool", "r" * 100_000, tool_call_id="c1")
         assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
         assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
@@ -256,7 +256,7 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     config.agents.defaults.workspace = str(tmp_path / "ws")
     save_config(config)
     files = FileStore(tmp_path / "ws")
-    files.set_prompt("IDENTITY.md", "I am the live test.")
+    files.prompts.set("IDENTITY.md", "I am the live test.")
     files.add_memory("The live test's favourite number is 42", category="fact")
     files.append_daily_note("Ran the live tier.", day=date.today())
     files.append_transcript("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
@@ -267,7 +267,7 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     assert "✓ Background questions for automatic recall" in output
     store = open_oracle_store(config)
     try:
-        assert store.get_prompt("IDENTITY.md").content == "I am the live test."
+        assert store.prompts.get("IDENTITY.md").content == "I am the live test."
         assert store.recall("what number does the live test like", limit=1).matches[0].memory.content.endswith("42")
         assert [e.message.content for e in store.read_transcript("cli:live")] == ["hello live", "hi"]
         assert store.search_daily_notes("live tier", limit=1)[0][0].day == date.today()
@@ -352,8 +352,8 @@ def test_live_a_multibyte_value_in_a_merge_and_a_2000_message_import(agent, tmp_
     store = open_oracle_store(live_config(agent))
     source = FileStore(tmp_path / "ws", embedder=HashEmbedder())
     try:
-        store.set_state("k", "ü€" * 800)  # 4000 bytes of 2- and 3-byte characters through a MERGE
-        assert store.get_state("k") == "ü€" * 800
+        store.state.set("k", "ü€" * 800)  # 4000 bytes of 2- and 3-byte characters through a MERGE
+        assert store.state.get("k") == "ü€" * 800
         source.append_transcript("long", [Message(role="user", content=f"message {n} ✓") for n in range(2000)])
         transfer(source, store)
         assert [e.seq for e in store.read_transcript("long")] == list(range(1, 2001))

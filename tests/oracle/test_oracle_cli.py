@@ -195,8 +195,8 @@ def _file_workspace(config: Config) -> FileStore:
     files.append_session("telegram:9", [Message("user", "gone soon")])
     files.append_transcript("telegram:9", [Message("user", "gone soon")])
     files.reset_session("telegram:9")  # its transcript stays and must still move
-    files.set_state("last_channel", "cli:default")
-    files.set_meta("installed_by", "test")
+    files.state.set("last_channel", "cli:default")
+    files.meta.set("installed_by", "test")
     return files
 
 
@@ -220,7 +220,7 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
         session = store.load_session("cli:default")
         assert (len(session.messages), session.summary) == (2, "greetings")
         assert [e.message.content for e in store.read_transcript("telegram:9")] == ["gone soon"]
-        assert store.get_state("last_channel") == "cli:default" and store.get_meta("installed_by") == "test"
+        assert store.state.get("last_channel") == "cli:default" and store.meta.get("installed_by") == "test"
         assert store.recall("what is my dog called", limit=1).matches[0].memory.content.startswith("The user's dog")
     finally:
         store.close()
@@ -242,7 +242,7 @@ def filled(fake, config, onnx_file):
     store.append_daily_note("Fixed the bike and booked flights to Lisbon.")
     store.append_session("cli:default", [Message("user", "hello")])
     store.append_transcript("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
-    store.set_state("db_hint", f"password is {PASSWORD}")
+    store.state.set("db_hint", f"password is {PASSWORD}")
     assert picoora("setup-oracle")[0] == 0  # with data now: the vector indexes are built
     yield store
     store.close()
@@ -470,18 +470,18 @@ def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, o
 def test_setup_again_keeps_the_fleets_prompts_unless_forced(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.set_prompt("SOUL.md", "# Soul\nEdited in the database.\n")
+    store.prompts.set("SOUL.md", "# Soul\nEdited in the database.\n")
     store.close()
     code, out = picoora("setup-oracle")  # another node, with the workspace's own SOUL.md
     assert code == 0, out
     assert "✓ Prompts already in the database kept: IDENTITY.md, SOUL.md (--force replaces them)" in _steps(out)
     store = open_oracle_store(config)
-    assert store.get_prompt("SOUL.md").content == "# Soul\nEdited in the database.\n"
+    assert store.prompts.get("SOUL.md").content == "# Soul\nEdited in the database.\n"
     store.close()
     code, out = picoora("setup-oracle", "--force")
     assert code == 0 and "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md" in _steps(out)
     store = open_oracle_store(config)
-    assert store.get_prompt("SOUL.md").content == "# Soul\nCalm and precise.\n"
+    assert store.prompts.get("SOUL.md").content == "# Soul\nCalm and precise.\n"
     store.close()
 
 

@@ -26,7 +26,7 @@ def test_a_go_home_lands_in_the_oracle_tables_once(tmp_path, open_store, isolate
     assert first.count("done") >= 12
     store = open_store()
     assert store.backend == "oracle"
-    assert store.get_prompt("IDENTITY.md").content == "# Identity\n\nYou are Claw, Ana's assistant.\n"
+    assert store.prompts.get("IDENTITY.md").content == "# Identity\n\nYou are Claw, Ana's assistant.\n"
     assert [m.role for m in store.load_session("cli:default").messages] == ["user", "assistant", "tool", "assistant"]
     assert len(store.read_transcript("telegram:123456789")) == 2
     assert {n.day.isoformat() for n in store.recent_daily_notes(days=400)} >= {"2026-11-01", "2026-11-02"}

@@ -108,7 +108,7 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
     _go_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert store.get_meta("schema_version") == str(LATEST_VERSION)
+        assert store.meta.get("schema_version") == str(LATEST_VERSION)
         go_row = fake.rows("PICO_MEMORIES")[0]
         assert go_row["content_hash"] and go_row["embedding_model"] == "ALL_MINILM_L12_V2"
         again = store.add_memory("user prefers oracle database.")
@@ -116,8 +116,8 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
         session = store.load_session("cli:default")
         assert session.messages[1].tool_calls == [ToolCall(id="c1", name="weather", arguments={"city": "Oslo"})]
         assert session.messages[2].tool_call_id == "c1"
-        assert [p.name for p in store.list_prompts()] == ["IDENTITY.md"]
-        assert store.get_prompt("IDENTITY.md").content == "I am Pico."
+        assert [p.name for p in store.prompts.list()] == ["IDENTITY.md"]
+        assert store.prompts.get("IDENTITY.md").content == "I am Pico."
         assert [(e.seq, e.message) for e in store.read_transcript("cli:default")] == [
             (1, Message("user", "user said hi")), (2, Message("assistant", "assistant said hi"))]
         assert store.append_transcript("cli:default", [Message("user", "next")]) == [3]
@@ -133,7 +133,7 @@ def test_migration_11_gives_existing_memories_unknown_provenance_and_new_ones_th
     _go_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert "provenance" in store.get_meta("migration.011")
+        assert "provenance" in store.meta.get("migration.011")
         assert fake.rows("PICO_MEMORIES")[0]["source_how"] == "unknown"
         old = store.get_memory("go01")
         assert old.provenance == Provenance() and old.is_current()
@@ -264,18 +264,18 @@ def test_agents_only_see_their_own_rows(fake, config, open_store):
     mine = open_store()
     theirs = open_store(config=oracle_config(agent_id="work"))
     mine.add_memory("Home wifi is on the router label")
-    mine.set_state("last_channel", "cli:default")
-    theirs.set_prompt("SOUL.md", "work soul")
-    assert theirs.list_memories() == [] and theirs.all_state() == {}
-    assert mine.list_prompts() == [] and theirs.stats().prompts == 1 and mine.stats().memories == 1
+    mine.state.set("last_channel", "cli:default")
+    theirs.prompts.set("SOUL.md", "work soul")
+    assert theirs.list_memories() == [] and theirs.state.all() == {}
+    assert mine.prompts.list() == [] and theirs.stats().prompts == 1 and mine.stats().memories == 1
     assert {e.binds["agent_id"] for e in fake.executed if "agent_id" in e.binds} == {"default", "work"}
 
 
 def test_config_values_are_redacted_before_they_are_stored(fake, open_store):
     store = open_store()
     snapshot = {"oracle": {"user": "picoora", "password": "s3cret-Pw"}, "providers": {"openai": {"api_key": "fk-1"}}}
-    store.set_config("full_config", json.dumps(snapshot))
-    store.set_config("note", "connect with s3cret-Pw please")
+    store.config.set("full_config", json.dumps(snapshot))
+    store.config.set("note", "connect with s3cret-Pw please")
     stored = {r["config_key"]: r["config_value"] for r in fake.rows("PICO_CONFIG")}
     assert json.loads(stored["full_config"]) == {"oracle": {"user": "picoora", "password": "***"},
                                                  "providers": {"openai": {"api_key": "***"}}}
@@ -287,17 +287,17 @@ def test_config_values_are_redacted_before_they_are_stored(fake, open_store):
 
 def test_a_database_lost_mid_run_fails_the_operation_and_the_next_one_reconnects(fake, open_store):
     store = open_store()
-    store.set_state("k", "before")
+    store.state.set("k", "before")
     pools = len(fake.pool_params)
     fake.down = True
     with pytest.raises(StoreError) as err:
-        store.set_state("k", "during")
+        store.state.set("k", "during")
     assert "Oracle could not save state" in str(err.value) and "next operation reconnects" in str(err.value)
     assert "Traceback" not in str(err.value) and "CONNECTION_ID" not in str(err.value)
     with pytest.raises(StoreError, match="DPY-6005"):
-        store.get_state("k")  # still down: connecting fails fast
+        store.state.get("k")  # still down: connecting fails fast
     fake.down = False
-    assert store.get_state("k") == "before"
+    assert store.state.get("k") == "before"
     assert len(fake.pool_params) > pools  # the broken pool was replaced
 
 
@@ -306,12 +306,12 @@ def test_a_silent_database_times_out_instead_of_hanging(fake):
     set_up_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        store.set_state("k", "v")
+        store.state.set("k", "v")
         fake.silent = True
         with pytest.raises(StoreError, match="no answer from localhost:1521/FREEPDB1 in time"):
-            store.get_state("k")
+            store.state.get("k")
         fake.silent = False
-        assert store.get_state("k") == "v"
+        assert store.state.get("k") == "v"
     finally:
         store.close()
 

@@ -17,6 +17,7 @@ from oracledb import errors as oracledb_errors
 
 from picoora.messages import Message
 from picoora.store import limits
+from picoora.store.aio import AsyncStore
 from picoora.store.base import MemoryRecord, StoreError
 from picoora.store.files import FileStore
 from picoora.store.oracle import OracleUnavailable, connection, open_database, open_oracle_store
@@ -83,9 +84,9 @@ def test_long_and_non_ascii_keys_fit_after_the_widening_migration(fake, open_sto
     store.append_session(key, [Message("user", "hi")])
     assert store.append_transcript(key, [Message("user", "hi")]) == [1]
     name = "ключ" * 60  # 240 characters, 480 bytes
-    store.set_state(name, "v")
+    store.state.set(name, "v")
     store.add_memory("A memory in a long category", category="ž" * limits.KEY_CHARS)
-    assert store.get_state(name) == "v" and store.load_session(key).messages[0].content == "hi"
+    assert store.state.get(name) == "v" and store.load_session(key).messages[0].content == "hi"
 
 
 def test_the_fake_measures_varchar_columns_in_bytes_like_oracle(fake, config):
@@ -100,13 +101,13 @@ def test_both_backends_refuse_what_does_not_fit_with_a_clear_error(backend, tmp_
     store = FileStore(tmp_path / "ws") if backend == "files" else open_store()
     try:
         with pytest.raises(limits.TooLong, match="4002 bytes in UTF-8; at most 4000"):
-            store.set_state("big", "é" * 2001)
+            store.state.set("big", "é" * 2001)
         with pytest.raises(limits.TooLong, match="at most 4000"):
-            store.set_meta("big", "x" * 4001)
-        store.set_config("big", "x" * 100_000)  # config values are CLOBs: no limit
+            store.meta.set("big", "x" * 4001)
+        store.config.set("big", "x" * 100_000)  # config values are CLOBs: no limit
         with pytest.raises(limits.TooLong, match="session key is 1001 characters"):
             store.append_session("k" * 1001, [Message("user", "hi")])
-        assert store.get_state("big") is None
+        assert store.state.get("big") is None
     finally:
         store.close()
 
@@ -172,11 +173,11 @@ def test_the_fake_refuses_a_long_bind_outside_a_clob_column(fake, config):
 
 def test_large_prompts_and_tool_results_go_into_clobs(fake, open_store):
     store = open_store()
-    store.set_prompt("USER.md", "p" * 8_000)
+    store.prompts.set("USER.md", "p" * 8_000)
     result = Message("tool", "r" * 100_000, tool_call_id="c1")
     assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
     store.append_session("cli:big", [result])
-    assert store.get_prompt("USER.md").content == "p" * 8_000
+    assert store.prompts.get("USER.md").content == "p" * 8_000
     assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
 
 
@@ -240,7 +241,7 @@ def test_a_slow_upgrade_is_not_cut_off_by_the_open_probe(fake, config, monkeypat
     fake.delay["add_sessions_key"] = 0.6  # a big Go table
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert store.get_meta("schema_version") == str(LATEST_VERSION)
+        assert store.meta.get("schema_version") == str(LATEST_VERSION)
     finally:
         store.close()
 
@@ -365,13 +366,13 @@ def test_a_text_index_that_is_not_valid_is_not_used(fake, config, open_store):
 def test_racing_upserts_of_a_new_key_all_succeed(fake, open_store):
     store = open_store()
     fake.delay["state_set"] = 0.3  # all four MERGEs in flight at once, even on a loaded machine
-    aio = store.native_async()
+    aio = AsyncStore(store)
 
     async def race() -> list:
-        return await asyncio.gather(*(aio.set_state("fresh", f"v{n}") for n in range(4)), return_exceptions=True)
+        return await asyncio.gather(*(aio.state.set("fresh", f"v{n}") for n in range(4)), return_exceptions=True)
 
     assert asyncio.run(race()) == [None] * 4
-    assert store.get_state("fresh") in {"v0", "v1", "v2", "v3"}
+    assert store.state.get("fresh") in {"v0", "v1", "v2", "v3"}
     assert "ORA-00001" in fake.raised  # the race happened and was absorbed
 
 
@@ -399,14 +400,14 @@ def test_the_similarity_floor_is_applied_on_the_oracle_recall_path(fake, open_st
 
 def test_a_lost_connection_is_discarded_not_returned_to_the_pool(fake, open_store):
     store = open_store()
-    store.set_state("k", "v")
+    store.state.set("k", "v")
     pool = fake.pools[-1]
     fake.fail_next["state_get"] = driver_error(4011)
     with pytest.raises(StoreError, match="next operation reconnects"):
-        store.get_state("k")
+        store.state.get("k")
     broken = fake.connections[-1]
     assert all(broken not in pool.released for pool in fake.pools)
-    assert store.get_state("k") == "v" and fake.connections[-1] is not broken
+    assert store.state.get("k") == "v" and fake.connections[-1] is not broken
     assert broken in pool.dropped and not pool.closed and fake.pools[-1] is pool  # that session only left
 
 
@@ -418,7 +419,7 @@ def test_an_acquire_that_never_returns_fails_within_the_connect_timeout(fake):
         fake.silent = True
         started = time.monotonic()
         with pytest.raises(StoreError, match="no answer"):
-            store.get_state("k")
+            store.state.get("k")
         assert time.monotonic() - started < 0.3 + 1.0
     finally:
         store.close()

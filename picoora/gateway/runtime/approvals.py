@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from picoora.gateway.channels.base import AsksApprovals
     from picoora.gateway.runtime.envelopes import Inbound
     from picoora.people import Person, Sender
-    from picoora.store.base import KeyValueStore
+    from picoora.store.protocol import Store
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ ARGUMENTS_SHOWN = 600  # characters of the call's arguments in the question
 
 
 class Approvals:
-    def __init__(self, settings: ApprovalsConfig, owner_store: KeyValueStore,
+    def __init__(self, settings: ApprovalsConfig, owner_store: Store,
                  is_owner: Callable[[Sender], Awaitable[bool]]):
         self.settings = settings
         self.owner_store = owner_store

@@ -170,8 +170,8 @@ class GatewayRuntime:
 
         config, astore = self.assistant.config, self.assistant.astore
         self.assistant.enable_messaging(self.messenger)
-        links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.get_state,
-                             set_state=astore.set_state, answer_approval=self.approvals.answer)
+        links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.state.get,
+                             set_state=astore.state.set, answer_approval=self.approvals.answer)
         for name, (module, class_name) in CHANNELS.items():
             if not getattr(config.channels, name).enabled:
                 continue

@@ -13,23 +13,53 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from picoora.secrets import redact_text
 from picoora.store.base import StoreError
 from picoora.store.oracle.connection import OracleUnavailable
+from picoora.store.oracle.context import OpenContext, OracleContext
+from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState
+from picoora.store.oracle.prompts import OraclePrompts
+from picoora.store.oracle.tool_outputs import OracleToolOutputs
+from picoora.store.oracle.traces import OracleTraces
 
 if TYPE_CHECKING:
+    from picoora.store.oracle.connection import Database
     from picoora.store.oracle.store import OracleStore
 
 RETRY_SECONDS = 5.0
 
 
+class AwaitedContext(OracleContext):
+    """The context of the store once it is open. A blocking call opens it in the caller's thread; an async one
+    in a worker thread (``asyncio.to_thread``), so no call ever connects on the event loop."""
+
+    def __init__(self, store: AwaitedOracleStore, agent_id: str):
+        super().__init__(agent_id)
+        self._store = store
+
+    def opened(self) -> OpenContext:
+        return self._store.opened().context
+
+    def database(self) -> Database:
+        return self.opened().db
+
+    async def adatabase(self) -> Database:
+        if not self._store.is_open:
+            await asyncio.to_thread(self._store.opened)
+        return self.opened().db
+
+
 class AwaitedOracleStore:
+    """``agent_id``: whose rows the store reads once it is open (the config's, or a person's)."""
+
     backend = "oracle"
     display_name = "Oracle AI Database"
 
-    def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, retry_seconds: float | None = None,
+    def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, agent_id: str,
+                 secrets: Iterable[str] = (), retry_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._opener = opener
         self._failure = str(failure)
@@ -38,6 +68,18 @@ class AwaitedOracleStore:
         self._next_try = clock() + self._retry_seconds
         self._store: OracleStore | None = None
         self._guard = threading.Lock()
+        self._secrets = tuple(secrets)
+        ctx = AwaitedContext(self, agent_id)
+        self.state = OracleState(ctx)
+        self.config = OracleKeyValues(ctx, CONFIG, redact=lambda value: redact_text(value, self._secrets))
+        self.meta = OracleKeyValues(ctx, META)
+        self.prompts = OraclePrompts(ctx)
+        self.traces = OracleTraces(ctx)
+        self.tool_outputs = OracleToolOutputs(ctx)
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
 
     def opened(self) -> OracleStore:
         """The real store, opening it when the last attempt is old enough; else StoreError saying why."""
@@ -76,7 +118,7 @@ class AwaitedOracleStore:
     def for_agent(self, agent_id: str) -> AwaitedOracleStore:
         """A person's rows: opened through this store (no attempts of its own)."""
         return AwaitedOracleStore(lambda: self.opened().for_agent(agent_id), StoreError(self._failure),
-                                  retry_seconds=0.0, clock=self._clock)
+                                  agent_id=agent_id, secrets=self._secrets, retry_seconds=0.0, clock=self._clock)
 
     def leases(self) -> AwaitedLeases:
         return AwaitedLeases(self)

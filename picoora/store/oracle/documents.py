@@ -36,7 +36,7 @@ from picoora.store.oracle.query_text import scan_pattern, text_query
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
     from picoora.store.oracle.connection import Tx
-    from picoora.store.oracle.context import OracleContext
+    from picoora.store.oracle.context import OpenContext
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def _record(row: tuple) -> DocumentRecord:
 
 
 class OracleDocuments:
-    def __init__(self, ctx: OracleContext, settings: DocsConfig):
+    def __init__(self, ctx: OpenContext, settings: DocsConfig):
         self._ctx = ctx
         self._settings = settings
 

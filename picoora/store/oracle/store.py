@@ -33,7 +33,6 @@ from picoora.messages import Message
 from picoora.secrets import redact_text
 from picoora.store import limits, ranking, supersession
 from picoora.store.base import (
-    PROMPT_NAMES,
     AddDocumentResult,
     AddMemoryResult,
     BackendDetails,
@@ -47,16 +46,13 @@ from picoora.store.base import (
     MemoryRecord,
     NewDocument,
     NoEmbedder,
-    Prompt,
     Provenance,
     RecallResult,
     ScoredMemory,
     Session,
     StoreError,
     StoreStats,
-    ToolOutput,
     TranscriptEntry,
-    TurnTrace,
     VectorStatus,
     without_folded,
 )
@@ -65,11 +61,16 @@ from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, utc_stamp
 from picoora.store.oracle.connection import MAX_STRING_BYTES, Database, Tx, error_code, error_codes
-from picoora.store.oracle.context import MODEL_MISSING, OracleContext
+from picoora.store.oracle.context import MODEL_MISSING, OpenContext
 from picoora.store.oracle.documents import OracleDocuments
 from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN
+from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState, is_schema_key
 from picoora.store.oracle.leases import OracleLeases
+from picoora.store.oracle.op import Op, known
+from picoora.store.oracle.prompts import OraclePrompts
 from picoora.store.oracle.query_text import embedding_text, informative_first, scan_pattern, text_query
+from picoora.store.oracle.tool_outputs import OracleToolOutputs
+from picoora.store.oracle.traces import OracleTraces
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
@@ -89,10 +90,6 @@ def _cosine(a: Any, b: Any) -> float:
     return dot / norm if norm else 0.0
 
 
-def _is_schema_key(key: str) -> bool:
-    return key == schema.VERSION_KEY or key.startswith(("migration.", "schema."))
-
-
 @dataclass(frozen=True)
 class RecallEvidence:
     """What recall ranks: the candidate memories with their cosines (None: not comparable), whether the query
@@ -104,35 +101,16 @@ class RecallEvidence:
     anchor_best: float | None
 
 
-@dataclass(frozen=True)
-class Op:
-    """One unit of work as both the blocking and the async method run it; ``work`` None means the answer
-    (``result``) is known without asking the database."""
-
-    work: Callable[[Tx], Awaitable[Any]] | None
-    what: str = ""
-    timeout: float | None = None
-    result: Any = None
-
-
 def _long(text: str | None) -> bool:
     """Over the 4000 bytes a VARCHAR2 bind carries (then it must go as a CLOB)."""
     return text is not None and len(text) * 4 > MAX_STRING_BYTES and len(text.encode("utf-8")) > MAX_STRING_BYTES
-
-
-def _known(result: Any) -> Op:
-    return Op(None, result=result)
 
 
 # The Store methods with a native coroutine in ``native_async()``: each has an ``_<name>_op`` builder.
 ASYNC_METHODS = (
     "recall", "add_memory", "get_memory", "list_memories", "forget", "append_daily_note", "recent_daily_notes",
     "search_daily_notes", "load_session", "append_session", "compact_session", "reset_session", "list_sessions",
-    "append_transcript", "read_transcript", "transcript_keys", "get_state", "set_state", "delete_state", "all_state",
-    "get_config", "set_config", "all_config", "get_meta", "set_meta", "all_meta", "list_prompts", "get_prompt",
-    "set_prompt", "stats", "append_trace", "get_trace", "last_trace", "set_summary", "save_tool_output",
-    "get_tool_output",
-)
+    "append_transcript", "read_transcript", "transcript_keys", "stats", "set_summary", )
 
 
 class NativeAsync:
@@ -178,7 +156,6 @@ class OracleStore:
         from picoora.config import DocsConfig
 
         self._db = db
-        self._ctx = OracleContext(db, agent_id, text_index=text_index)
         self.agent_id = agent_id
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
         self.floor = min_similarity or ranking.GENERIC_SIMILARITY_FLOOR
@@ -188,7 +165,17 @@ class OracleStore:
         self.note_zone = note_zone  # IANA zone of the daily notes' dates (agents.defaults.timezone); "": the machine's
         self._owns_db = True
         self._docs_settings = docs or DocsConfig()
-        self._documents = OracleDocuments(self._ctx, self._docs_settings)
+        self._use(OpenContext(db, agent_id, text_index=text_index))
+
+    def _use(self, ctx: OpenContext) -> None:
+        self._ctx = ctx
+        self.state = OracleState(ctx)
+        self.config = OracleKeyValues(ctx, CONFIG, redact=lambda value: redact_text(value, self._secrets))
+        self.meta = OracleKeyValues(ctx, META)
+        self.prompts = OraclePrompts(ctx)
+        self.traces = OracleTraces(ctx)
+        self.tool_outputs = OracleToolOutputs(ctx)
+        self._documents = OracleDocuments(ctx, self._docs_settings)
 
     def for_agent(self, agent_id: str) -> OracleStore:
         """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
@@ -197,10 +184,14 @@ class OracleStore:
         other = OracleStore(self._db, agent_id=agent_id, min_similarity=self.floor,
                             dedup_similarity=self.dedup_similarity, secrets=self._secrets, note_zone=self.note_zone,
                             docs=self._docs_settings)
-        other._ctx = self._ctx.for_agent(agent_id)
-        other._documents = OracleDocuments(other._ctx, self._docs_settings)
+        other._use(self._ctx.for_agent(agent_id))
         other._owns_db = False
         return other
+
+    @property
+    def context(self) -> OpenContext:
+        """What its families share (``oracle/context.py``)."""
+        return self._ctx
 
     @property
     def text_index(self) -> bool:
@@ -220,8 +211,6 @@ class OracleStore:
     def native_async(self) -> NativeAsync:
         """Coroutine forms of the Store methods (``ASYNC_METHODS``) for ``picoora.store.aio.AsyncStore``."""
         return NativeAsync(self)
-
-    # ---- embeddings ----------------------------------------------------------------------------
 
     # ---- documents (the knowledge base: oracle/documents.py) ----------------------------------
 
@@ -360,7 +349,7 @@ class OracleStore:
 
     def _recall_op(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> Op:
         if limit <= 0 or not query.strip():
-            return _known(RecallResult([]))
+            return known(RecallResult([]))
 
         async def work(tx: Tx) -> RecallResult:
             evidence = await self._evidence(tx, query, limit, with_anchors=confident_only)
@@ -595,7 +584,7 @@ class OracleStore:
 
     def _recent_daily_notes_op(self, days: int = 3) -> Op:
         if days <= 0:
-            return _known([])
+            return known([])
         today = self._today()
 
         async def work(tx: Tx) -> list[DailyNote]:
@@ -729,7 +718,7 @@ class OracleStore:
 
     def _append_transcript_op(self, key: str, messages: list[Message]) -> Op:
         if not messages:
-            return _known([])
+            return known([])
         limits.check_session_key(key)
         for message in messages:
             limits.check_chars(message.role, limits.ROLE_CHARS, "the message role")
@@ -768,7 +757,7 @@ class OracleStore:
 
     def _read_transcript_op(self, key: str, limit: int | None = None) -> Op:
         if limit is not None and limit <= 0:
-            return _known([])
+            return known([])
 
         async def work(tx: Tx) -> list[TranscriptEntry]:
             rows = await tx.rows(q.TRANSCRIPT_READ, agent_id=self.agent_id, session_key=key,
@@ -805,152 +794,6 @@ class OracleStore:
                 pass
         return Message(role=codec.text(role) or "user", content=codec.text(content))
 
-    # ---- state, config, meta -------------------------------------------------------------------
-
-    @staticmethod
-    def _get(stmt: q.Sql, what: str, **binds: Any) -> Op:
-        async def work(tx: Tx) -> str | None:
-            row = await tx.one(stmt, **binds)
-            return None if row is None else codec.text(row[0])
-
-        return Op(work, what)
-
-    @staticmethod
-    def _set(stmt: q.Sql, what: str, **binds: Any) -> Op:
-        async def work(tx: Tx) -> None:
-            try:
-                await tx.run(stmt, now=utc_stamp(), **binds)
-            except Exception as exc:
-                # Two sessions merging the same new key: both see no row, one insert wins, the other gets
-                # ORA-00001. Its MERGE run again finds the row and updates it (last writer wins, as in files).
-                if error_code(exc) != _UNIQUE_VIOLATED:
-                    raise
-                await tx.run(stmt, now=utc_stamp(), **binds)
-
-        return Op(work, what)
-
-    @staticmethod
-    def _all(stmt: q.Sql, what: str, keep: Callable[[str], bool] = lambda key: True, **binds: Any) -> Op:
-        async def work(tx: Tx) -> dict[str, str]:
-            return {str(row[0]): codec.text(row[1]) for row in await tx.rows(stmt, **binds) if keep(str(row[0]))}
-
-        return Op(work, what)
-
-    def get_state(self, key: str) -> str | None:
-        return self._do(self._get_state_op(key))
-
-    def _get_state_op(self, key: str) -> Op:
-        return self._get(q.STATE_GET, "read state", agent_id=self.agent_id, state_key=key)
-
-    def set_state(self, key: str, value: str) -> None:
-        self._do(self._set_state_op(key, value))
-
-    def _set_state_op(self, key: str, value: str) -> Op:
-        limits.check_key_value("state", key, value)
-        return self._set(q.STATE_SET, "save state", agent_id=self.agent_id, state_key=key, state_value=value)
-
-    def delete_state(self, key: str) -> bool:
-        return self._do(self._delete_state_op(key))
-
-    def _delete_state_op(self, key: str) -> Op:
-        async def work(tx: Tx) -> bool:
-            return await tx.run(q.STATE_DELETE, agent_id=self.agent_id, state_key=key) > 0
-
-        return Op(work, "delete state")
-
-    def all_state(self) -> dict[str, str]:
-        return self._do(self._all_state_op())
-
-    def _all_state_op(self) -> Op:
-        return self._all(q.STATE_ALL, "read state", agent_id=self.agent_id)
-
-    def get_config(self, key: str) -> str | None:
-        return self._do(self._get_config_op(key))
-
-    def _get_config_op(self, key: str) -> Op:
-        return self._get(q.CONFIG_GET, "read config", agent_id=self.agent_id, config_key=key)
-
-    def set_config(self, key: str, value: str) -> None:
-        """Stored redacted: secret-named JSON fields and known secret values never reach the table."""
-        self._do(self._set_config_op(key, value))
-
-    def _set_config_op(self, key: str, value: str) -> Op:
-        limits.check_key_value("config", key, value)
-        return self._set(q.CONFIG_SET, "save config", agent_id=self.agent_id, config_key=key,
-                         config_value=redact_text(value, self._secrets))
-
-    def all_config(self) -> dict[str, str]:
-        return self._do(self._all_config_op())
-
-    def _all_config_op(self) -> Op:
-        return self._all(q.CONFIG_ALL, "read config", agent_id=self.agent_id)
-
-    def get_meta(self, key: str) -> str | None:
-        return self._do(self._get_meta_op(key))
-
-    def _get_meta_op(self, key: str) -> Op:
-        return self._get(q.META_GET, "read meta", meta_key=key)
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._do(self._set_meta_op(key, value))
-
-    def _set_meta_op(self, key: str, value: str) -> Op:
-        limits.check_key_value("meta", key, value)
-        return self._set(q.META_SET, "save meta", meta_key=key, meta_value=value)
-
-    def all_meta(self) -> dict[str, str]:
-        """Meta set through the store; the schema's own bookkeeping rows are in :meth:`details`."""
-        return self._do(self._all_meta_op())
-
-    def _all_meta_op(self) -> Op:
-        return self._all(q.META_ALL, "read meta", keep=lambda key: not _is_schema_key(key))
-
-    # ---- prompts -------------------------------------------------------------------------------
-
-    @staticmethod
-    def _check_prompt_name(name: str) -> str:
-        if not _PROMPT_NAME.fullmatch(name):
-            raise ValueError(f"{name!r} is not a prompt file name (expected something like USER.md)")
-        limits.check_chars(name, limits.KEY_CHARS, "the prompt name")
-        return name[:-3]  # how the Go version named the row: IDENTITY for IDENTITY.md
-
-    def list_prompts(self) -> list[Prompt]:
-        return self._do(self._list_prompts_op())
-
-    def _list_prompts_op(self) -> Op:
-        async def work(tx: Tx) -> list[Prompt]:
-            found: dict[str, str] = {}
-            for name, content, _ in await tx.rows(q.PROMPT_ALL, agent_id=self.agent_id):
-                name = str(name)
-                if name.endswith(".md"):
-                    found[name] = codec.text(content)
-                else:  # a Go-era row counts unless the .md row exists too
-                    found.setdefault(f"{name}.md", codec.text(content))
-            return [Prompt(name, found[name]) for name in PROMPT_NAMES if name in found]
-
-        return Op(work, "read prompts")
-
-    def get_prompt(self, name: str) -> Prompt | None:
-        return self._do(self._get_prompt_op(name))
-
-    def _get_prompt_op(self, name: str) -> Op:
-        legacy = self._check_prompt_name(name)
-
-        async def work(tx: Tx) -> Prompt | None:
-            rows = {str(n): codec.text(c) for n, c in await tx.rows(q.PROMPT_GET, agent_id=self.agent_id,
-                                                                    prompt_name=name, legacy_name=legacy)}
-            content = rows.get(name, rows.get(legacy))
-            return None if content is None else Prompt(name, content)
-
-        return Op(work, "read the prompt")
-
-    def set_prompt(self, name: str, content: str) -> None:
-        self._do(self._set_prompt_op(name, content))
-
-    def _set_prompt_op(self, name: str, content: str) -> Op:
-        self._check_prompt_name(name)
-        return self._set(q.PROMPT_SET, "save the prompt", agent_id=self.agent_id, prompt_name=name, content=content)
-
     # ---- everything ----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
@@ -970,7 +813,7 @@ class OracleStore:
     def details(self) -> BackendDetails:
         """Schema bookkeeping rows, loaded ONNX models and the PICO_ vector indexes (by their index type)."""
         async def work(tx: Tx) -> BackendDetails:
-            schema_rows = {str(k): str(v) for k, v, _ in await tx.rows(q.META_ALL) if _is_schema_key(str(k))}
+            schema_rows = {str(k): str(v) for k, v, _ in await tx.rows(q.META_ALL) if is_schema_key(str(k))}
             models = [(str(n), str(f), str(a)) for n, f, a in await tx.rows(q.MODELS)]
             indexes = [(str(name), str(table), str(status))
                        for name, table, kind, status in await tx.rows(q.PICO_INDEXES) if "VECTOR" in str(kind).upper()]
@@ -1003,75 +846,6 @@ class OracleStore:
 
         self._run(work, "answer a ping", timeout=5.0)
 
-    # ---- traces ----------------------------------------------------------------------------------
-
-    def append_trace(self, trace: TurnTrace) -> None:
-        self._do(self._append_trace_op(trace))
-
-    def _append_trace_op(self, trace: TurnTrace) -> Op:
-        async def work(tx: Tx) -> None:
-            await tx.run(q.TRACE_INSERT, trace_id=trace.turn_id, agent_id=self.agent_id, session_key=trace.session_key,
-                         trace_json=json.dumps(trace.to_json(), ensure_ascii=False), now=utc_stamp())
-
-        return Op(work, "save the turn trace")
-
-    def get_trace(self, turn_id: str) -> TurnTrace | None:
-        return self._do(self._get_trace_op(turn_id))
-
-    def _get_trace_op(self, turn_id: str) -> Op:
-        async def work(tx: Tx) -> TurnTrace | None:
-            return _trace_from_row(await tx.one(q.TRACE_GET, agent_id=self.agent_id, trace_id=turn_id))
-
-        return Op(work, "read the turn trace")
-
-    def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
-        return self._do(self._last_trace_op(session_key))
-
-    def _last_trace_op(self, session_key: str | None = None) -> Op:
-        async def work(tx: Tx) -> TurnTrace | None:
-            if session_key is None:
-                return _trace_from_row(await tx.one(q.TRACE_LAST, agent_id=self.agent_id))
-            return _trace_from_row(await tx.one(q.TRACE_LAST_IN_SESSION, agent_id=self.agent_id,
-                                                session_key=session_key))
-
-        return Op(work, "read the turn trace")
-
-    # ---- whole tool outputs ----------------------------------------------------------------------
-
-    def save_tool_output(self, output: ToolOutput) -> None:
-        self._do(self._save_tool_output_op(output))
-
-    def _save_tool_output_op(self, output: ToolOutput) -> Op:
-        limits.check_session_key(output.session_key)
-
-        async def work(tx: Tx) -> None:
-            now = utc_stamp()
-            await tx.run(q.TOOL_OUTPUT_EXPIRE, agent_id=self.agent_id,
-                         oldest=now - timedelta(days=limits.TOOL_OUTPUT_DAYS))
-            await tx.run(q.TOOL_OUTPUT_INSERT, handle=output.handle, agent_id=self.agent_id,
-                         session_key=output.session_key, turn_id=output.turn_id[:64], tool_name=output.tool[:255],
-                         content=output.content[: limits.TOOL_OUTPUT_CHARS], now=now)
-
-        return Op(work, "keep the whole tool output")
-
-    def get_tool_output(self, handle: str) -> ToolOutput | None:
-        return self._do(self._get_tool_output_op(handle))
-
-    def _get_tool_output_op(self, handle: str) -> Op:
-        if not re.fullmatch(limits.HANDLE_PATTERN, handle):
-            return _known(None)
-
-        async def work(tx: Tx) -> ToolOutput | None:
-            row = await tx.one(q.TOOL_OUTPUT_GET, agent_id=self.agent_id, handle=handle,
-                               oldest=utc_stamp() - timedelta(days=limits.TOOL_OUTPUT_DAYS))
-            if row is None:
-                return None
-            session_key, turn_id, tool, content, created_at = row
-            return ToolOutput(handle, codec.text(session_key), codec.text(turn_id), codec.text(tool),
-                              codec.text(content), codec.to_utc(created_at))
-
-        return Op(work, "read the whole tool output")
-
     def set_summary(self, key: str, summary: str) -> None:
         self._do(self._set_summary_op(key, summary))
 
@@ -1095,6 +869,3 @@ class OracleStore:
         if self._owns_db:  # a store made by for_agent shares its opener's database
             self._db.close()
 
-
-def _trace_from_row(row: tuple | None) -> TurnTrace | None:
-    return TurnTrace.from_json(json.loads(codec.text(row[0]))) if row else None

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -36,7 +35,6 @@ from picoora.messages import Message
 from picoora.secrets import redact_text
 from picoora.store import limits, supersession
 from picoora.store.base import (
-    PROMPT_NAMES,
     AddDocumentResult,
     AddMemoryResult,
     BackendDetails,
@@ -50,15 +48,12 @@ from picoora.store.base import (
     MemoryRecord,
     NewDocument,
     NoEmbedder,
-    Prompt,
     Provenance,
     RecallResult,
     Session,
     StoreError,
     StoreStats,
-    ToolOutput,
     TranscriptEntry,
-    TurnTrace,
     VectorStatus,
     newest_first,
     time_from_json,
@@ -67,11 +62,14 @@ from picoora.store.base import (
 )
 from picoora.store.embedder import EmbedderUnavailable
 from picoora.store.file_memories import MemoryLog, embed, now_utc
+from picoora.store.files.context import PRIVATE, FileContext, read_document, read_text
+from picoora.store.files.keyvalues import FileKeyValues, FileState
+from picoora.store.files.prompts import FilePrompts
+from picoora.store.files.tool_outputs import FileToolOutputs
+from picoora.store.files.traces import FileTraces
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
-from picoora.store.tool_output_files import ToolOutputFiles
-from picoora.store.trace_log import TraceLog
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
@@ -84,13 +82,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PRIVATE = 0o600  # conversations and state are nobody else's business
 _KEY_SAFE = re.compile(r"[A-Za-z0-9.\-]")
 _MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for suffixes
-_PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 NOTE_SEARCH_DAYS = 366  # notes searched by `oracle-inspect notes -s` on files: about a year
-_KV_FILES = {"state": "state.json", "config": "config.json", "meta": "meta.json"}
-TEXT_FILE_BYTES = 256 * 1024  # the most of a prompt file or a note read (the window takes far less)
 
 
 def encode_key(key: str) -> str:
@@ -151,8 +145,13 @@ class FileStore:
         self._dedup_similarity = dedup_similarity
         self._secrets = tuple(secrets)
         self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
-        self._traces = TraceLog(self.layout.traces)
-        self._tool_outputs = ToolOutputFiles(self.layout.tool_outputs)
+        ctx = FileContext(self.workspace, self.layout, self._lock)
+        self.state = FileState(ctx)
+        self.config = FileKeyValues(ctx, "config", redact=lambda value: redact_text(value, self._secrets))
+        self.meta = FileKeyValues(ctx, "meta")
+        self.prompts = FilePrompts(ctx)
+        self.traces = FileTraces(ctx)
+        self.tool_outputs = FileToolOutputs(ctx)
         self._docs = DocLibrary(self.layout.docs, embedder, docs or DocsConfig())
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
@@ -295,7 +294,7 @@ class FileStore:
         notes = []
         for back in range(days):
             day = today - timedelta(days=back)
-            text = _read_text(self._note_path(day))
+            text = read_text(self._note_path(day))
             if text is not None:
                 notes.append(DailyNote(day=day, content=text))
         return notes
@@ -307,7 +306,7 @@ class FileStore:
 
     def load_session(self, key: str) -> Session:
         path = self._session_path(key)
-        document = self._read_document(path)
+        document = read_document(path)
         return _session_from_json(document, path) if document is not None else Session(key=key)
 
     def _write_session(self, session: Session) -> None:
@@ -352,7 +351,7 @@ class FileStore:
         sessions = []
         for path in self.layout.sessions.glob("*.json"):
             try:
-                document = self._read_document(path)
+                document = read_document(path)
                 if document is not None:
                     sessions.append(_session_from_json(document, path))
             except StoreError as exc:  # one unreadable file must not hide the other sessions
@@ -412,101 +411,6 @@ class FileStore:
             if isinstance(first, dict) and first.get("session_key"):
                 keys.add(str(first["session_key"]))
         return sorted(keys)
-
-    # ---- state, config, meta -------------------------------------------------------------------
-
-    def _kv_path(self, family: str) -> Path:
-        return self.layout.state / _KV_FILES[family]
-
-    def _kv_all(self, family: str) -> dict[str, str]:
-        path = self._kv_path(family)
-        try:
-            document = self._read_document(path) or {}
-        except StoreError as exc:
-            document = self._set_aside(path, str(exc))
-        if not isinstance(document, dict):
-            document = self._set_aside(path, f"{path} is not a JSON object")
-        return {str(k): v if isinstance(v, str) else str(v) for k, v in document.items()}
-
-    def _set_aside(self, path: Path, problem: str) -> dict[str, Any]:
-        """A broken state/config/meta document (a hand edit, a bad disk) is moved aside, kept for the user,
-        and the store goes on empty for that family: one clear line, never a stopped gateway or CLI."""
-        with self._lock:
-            try:  # under the lock again: another thread may have set it aside already
-                current = atomic.read_json(path)
-                if current is None or isinstance(current, dict):
-                    return current or {}
-            except (ValueError, RecursionError):
-                pass
-            kept = path.with_name(f"{path.name}.broken-{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}")
-            os.replace(path, kept)
-            atomic.fsync_dir(path.parent)
-        log.warning("%s; it was moved to %s and picoora goes on without what it held (pairings, jobs, offsets: "
-                    "copy back what you need)", problem.removesuffix(": fix it or delete it"), kept.name)
-        return {}
-
-    def _kv_set(self, family: str, key: str, value: str) -> None:
-        limits.check_key_value(family, key, value)
-        with self._lock:
-            document = self._kv_all(family)
-            document[key] = value
-            atomic.atomic_write_json(self._kv_path(family), document, PRIVATE)
-
-    def get_state(self, key: str) -> str | None:
-        return self._kv_all("state").get(key)
-
-    def set_state(self, key: str, value: str) -> None:
-        self._kv_set("state", key, value)
-
-    def delete_state(self, key: str) -> bool:
-        with self._lock:
-            document = self._kv_all("state")
-            if document.pop(key, None) is None:
-                return False
-            atomic.atomic_write_json(self._kv_path("state"), document, PRIVATE)
-        return True
-
-    def all_state(self) -> dict[str, str]:
-        return self._kv_all("state")
-
-    def get_config(self, key: str) -> str | None:
-        return self._kv_all("config").get(key)
-
-    def set_config(self, key: str, value: str) -> None:
-        """Stored redacted, as on Oracle: secret-named JSON fields, DSN passwords and known secrets."""
-        self._kv_set("config", key, redact_text(value, self._secrets))
-
-    def all_config(self) -> dict[str, str]:
-        return self._kv_all("config")
-
-    def get_meta(self, key: str) -> str | None:
-        return self._kv_all("meta").get(key)
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._kv_set("meta", key, value)
-
-    def all_meta(self) -> dict[str, str]:
-        return self._kv_all("meta")
-
-    # ---- prompts -------------------------------------------------------------------------------
-
-    def _prompt_path(self, name: str) -> Path:
-        if not _PROMPT_NAME.fullmatch(name):
-            raise ValueError(f"{name!r} is not a prompt file name (expected something like USER.md)")
-        return self.layout.prompt_path(name)
-
-    def list_prompts(self) -> list[Prompt]:
-        prompts = (self.get_prompt(name) for name in PROMPT_NAMES)
-        return [prompt for prompt in prompts if prompt is not None]
-
-    def get_prompt(self, name: str) -> Prompt | None:
-        text = _read_text(self._prompt_path(name))
-        return Prompt(name=name, content=text) if text is not None else None
-
-    def set_prompt(self, name: str, content: str) -> None:
-        path = self._prompt_path(name)
-        with self._lock:
-            atomic.atomic_write_text(path, content)
 
     # ---- documents (the knowledge base) ---------------------------------------------------------
 
@@ -619,7 +523,7 @@ class FileStore:
         rows = []
         for day in self._note_days()[: max(limit, 0)]:
             path = self._note_path(day)
-            text = _read_text(path)
+            text = read_text(path)
             if text is not None:
                 updated = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
                 rows.append(DailyNoteRow(day, day.strftime("%Y%m%d"), text, updated, has_vector=False))
@@ -653,30 +557,6 @@ class FileStore:
         entries.sort(key=lambda e: (e.created_at is not None, e.created_at, e.seq), reverse=True)
         return entries[: max(limit, 0)]
 
-    # ---- traces (``trace_log``; reads take the lock too: a lookup may index another process's append) ---
-
-    def append_trace(self, trace: TurnTrace) -> None:
-        with self._lock:
-            self._traces.append(trace)
-
-    def get_trace(self, turn_id: str) -> TurnTrace | None:
-        with self._lock:
-            return self._traces.get(turn_id)
-
-    def last_trace(self, session_key: str | None = None) -> TurnTrace | None:
-        with self._lock:
-            return self._traces.last(session_key)
-
-    # ---- whole tool outputs (``tool_output_files``) ---------------------------------------------------
-
-    def save_tool_output(self, output: ToolOutput) -> None:
-        limits.check_session_key(output.session_key)
-        with self._lock:
-            self._tool_outputs.save(replace(output, created_at=output.created_at or now_utc()))
-
-    def get_tool_output(self, handle: str) -> ToolOutput | None:
-        return self._tool_outputs.get(handle)  # one whole file, written by an atomic replace: no lock needed
-
     def ping(self) -> None:
         if not self.workspace.is_dir():
             raise StoreError(f"the workspace {self.workspace} is missing: run `picoora onboard`")
@@ -698,9 +578,9 @@ class FileStore:
             daily_notes=len(notes),
             sessions=len(list(self.layout.sessions.glob("*.json"))),
             transcript_entries=transcript_lines,
-            state_keys=len(self.all_state()),
-            prompts=len(self.list_prompts()),
-            config_keys=len(self.all_config()),
+            state_keys=len(self.state.all()),
+            prompts=len(self.prompts.list()),
+            config_keys=len(self.config.all()),
         )
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> ServiceLock:
@@ -718,39 +598,6 @@ class FileStore:
     def close(self) -> None:
         self._lock.close()
 
-    @staticmethod
-    def _read_document(path: Path) -> Any | None:
-        try:
-            return atomic.read_json(path)
-        except (ValueError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
-            raise StoreError(f"{path} is not valid JSON ({reason}): fix it or delete it") from None
-
-
-def _read_text(path: Path, most_bytes: int = TEXT_FILE_BYTES) -> str | None:
-    """A prompt file or a note, as far as it can be read: anyone may edit these (the user, a tool, an exec
-    call), so a bad byte or a huge file must not stop every turn. Undecodable bytes become U+FFFD and only
-    the first ``most_bytes`` are read; either way a notice in the text says so (the model, which can
-    repair the file, sees it) and the log says it once per read."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(most_bytes + 1)
-    except FileNotFoundError:
-        return None
-    notices = []
-    if len(raw) > most_bytes:
-        raw = raw[:most_bytes]
-        notices.append(f"{path.name} is longer than {most_bytes // 1024} KB: only its start was read")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
-        if not (notices and exc.start >= len(raw) - 3):  # a character cut at the size limit is no fault
-            notices.append(f"{path.name} is not valid UTF-8 (byte {exc.start}): undecodable bytes are shown "
-                           "as \ufffd; save it as UTF-8 to fix it")
-    for notice in notices:
-        log.warning("%s: %s", path, notice)
-    return text + "".join(f"\n\n[picoora: {notice}]" for notice in notices)
 
 
 def _read_bytes(path: Path) -> bytes | None:

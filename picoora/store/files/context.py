@@ -1,0 +1,68 @@
+"""What every family of the file backend shares: the workspace, its layout and its lock, and how a JSON
+document or a hand-editable text file is read."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from picoora import atomic
+from picoora.store.base import StoreError
+from picoora.store.layout import FileLayout
+from picoora.store.locking import WorkspaceLock
+
+log = logging.getLogger(__name__)
+
+PRIVATE = 0o600  # conversations and state are nobody else's business
+TEXT_FILE_BYTES = 256 * 1024  # the most of a prompt file or a note read (the window takes far less)
+
+
+@dataclass(frozen=True)
+class FileContext:
+    workspace: Path
+    layout: FileLayout
+    lock: WorkspaceLock  # every write, and every read a write depends on, holds it (see ``files``)
+
+
+class FileFamily:
+    """A family of the file backend; ``workspace`` names it in the errors of ``fs_errors.report_os_errors``."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.workspace = ctx.workspace
+
+
+def read_document(path: Path) -> Any | None:
+    try:
+        return atomic.read_json(path)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise StoreError(f"{path} is not valid JSON ({reason}): fix it or delete it") from None
+
+
+def read_text(path: Path, most_bytes: int = TEXT_FILE_BYTES) -> str | None:
+    """A prompt file or a note, as far as it can be read: anyone may edit these (the user, a tool, an exec
+    call), so a bad byte or a huge file must not stop every turn. Undecodable bytes become U+FFFD and only
+    the first ``most_bytes`` are read; either way a notice in the text says so (the model, which can
+    repair the file, sees it) and the log says it once per read."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(most_bytes + 1)
+    except FileNotFoundError:
+        return None
+    notices = []
+    if len(raw) > most_bytes:
+        raw = raw[:most_bytes]
+        notices.append(f"{path.name} is longer than {most_bytes // 1024} KB: only its start was read")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        if not (notices and exc.start >= len(raw) - 3):  # a character cut at the size limit is no fault
+            notices.append(f"{path.name} is not valid UTF-8 (byte {exc.start}): undecodable bytes are shown "
+                           "as \ufffd; save it as UTF-8 to fix it")
+    for notice in notices:
+        log.warning("%s: %s", path, notice)
+    return text + "".join(f"\n\n[picoora: {notice}]" for notice in notices)
