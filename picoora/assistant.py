@@ -137,14 +137,14 @@ class Assistant:
 
     async def new_session(self, session_key: str) -> None:
         """Start the session afresh: its history and summary go, its transcript and memories stay."""
-        await self.astore.reset_session(session_key)
+        await self.astore.sessions.reset(session_key)
 
     async def sessions(self) -> list[Session]:
-        return await self.astore.list_sessions()
+        return await self.astore.sessions.list()
 
     async def history(self, session_key: str, limit: int | None = None) -> list[TranscriptEntry]:
         """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones."""
-        return await self.astore.read_transcript(session_key, limit)
+        return await self.astore.transcripts.read(session_key, limit)
 
     async def arrived(self, session_key: str) -> list[TranscriptEntry]:
         """Results delivered to this chat while nobody watched it (jobs, the heartbeat), oldest first; each is

@@ -25,7 +25,7 @@ MAX_WAITING = 50  # sequence numbers remembered per chat; older ones stay in the
 
 def keep(store: Store, session_key: str, text: str) -> int:
     """Append ``text`` to the chat's transcript and mark it waiting; returns its sequence number."""
-    seq = store.append_transcript(session_key, [Message(role="assistant", content=text)])[0]
+    seq = store.transcripts.append(session_key, [Message(role="assistant", content=text)])[0]
     waiting = _waiting(store, session_key)
     waiting.append(seq)
     store.state.set(INBOX_PREFIX + session_key, json.dumps(waiting[-MAX_WAITING:]))
@@ -37,7 +37,7 @@ def take(store: Store, session_key: str) -> list[TranscriptEntry]:
     waiting = set(_waiting(store, session_key))
     if not waiting:
         return []
-    entries = [e for e in store.read_transcript(session_key) if e.seq in waiting]
+    entries = [e for e in store.transcripts.read(session_key) if e.seq in waiting]
     store.state.delete(INBOX_PREFIX + session_key)
     return entries
 

@@ -209,34 +209,34 @@ class StoreContract:
     # ---- daily notes ---------------------------------------------------------------------------
 
     def test_daily_note_appends_within_a_day(self, store, reopen):
-        store.append_daily_note("Met Ana for coffee.")
-        note = store.append_daily_note("Fixed the bike.")
+        store.notes.append("Met Ana for coffee.")
+        note = store.notes.append("Fixed the bike.")
         assert note.day == date.today()
         assert note.content.index("Met Ana for coffee.") < note.content.index("Fixed the bike.")
-        assert reopen().recent_daily_notes(1) == [note]
+        assert reopen().notes.recent(1) == [note]
 
     def test_recent_daily_notes_window_newest_first(self, store):
         today = date.today()
         for back in (0, 1, 3, 9):
-            store.append_daily_note(f"entry from {back} days ago", day=today - timedelta(days=back))
-        store.append_daily_note("entry from tomorrow", day=today + timedelta(days=1))
-        recent = store.recent_daily_notes(4)
+            store.notes.append(f"entry from {back} days ago", day=today - timedelta(days=back))
+        store.notes.append("entry from tomorrow", day=today + timedelta(days=1))
+        recent = store.notes.recent(4)
         assert [n.day for n in recent] == [today, today - timedelta(days=1), today - timedelta(days=3)]
         assert "entry from 3 days ago" in recent[2].content
-        assert [n.day for n in store.recent_daily_notes(2)] == [today, today - timedelta(days=1)]
-        assert store.recent_daily_notes(0) == []
+        assert [n.day for n in store.notes.recent(2)] == [today, today - timedelta(days=1)]
+        assert store.notes.recent(0) == []
 
     # ---- sessions ------------------------------------------------------------------------------
 
     def test_missing_session_loads_empty(self, store):
-        session = store.load_session("cli:nobody")
+        session = store.sessions.load("cli:nobody")
         assert (session.key, session.messages, session.summary) == ("cli:nobody", [], "")
 
     def test_session_round_trips_tool_calls(self, store, reopen):
         turn = _tool_turn("Lisbon")
-        store.append_session("cli:default", turn[:2])
-        store.append_session("cli:default", turn[2:])
-        session = reopen().load_session("cli:default")
+        store.sessions.append("cli:default", turn[:2])
+        store.sessions.append("cli:default", turn[2:])
+        session = reopen().sessions.load("cli:default")
         assert session.messages == turn
         assert session.created_at is not None and session.created_at <= session.updated_at
 
@@ -247,90 +247,90 @@ class StoreContract:
             Message(role="assistant", content="", tool_calls=[call], cancelled=True),
             Message(role="tool", content="done", tool_call_id=call.id, name="exec", cancelled=True),
         ]
-        store.append_session("cli:default", [*cancelled, _user("something else")])
-        store.append_transcript("cli:default", [*cancelled, _user("something else")])
+        store.sessions.append("cli:default", [*cancelled, _user("something else")])
+        store.transcripts.append("cli:default", [*cancelled, _user("something else")])
         other = reopen()
-        assert [m.cancelled for m in other.load_session("cli:default").messages] == [True, True, True, False]
-        assert other.load_session("cli:default").messages == [*cancelled, _user("something else")]
-        assert [e.message for e in other.read_transcript("cli:default")] == [*cancelled, _user("something else")]
-        assert [m.cancelled for s in other.list_sessions() for m in s.messages] == [True, True, True, False]
+        assert [m.cancelled for m in other.sessions.load("cli:default").messages] == [True, True, True, False]
+        assert other.sessions.load("cli:default").messages == [*cancelled, _user("something else")]
+        assert [e.message for e in other.transcripts.read("cli:default")] == [*cancelled, _user("something else")]
+        assert [m.cancelled for s in other.sessions.list() for m in s.messages] == [True, True, True, False]
 
     def test_a_pictures_reference_is_kept_and_its_bytes_never_are(self, store, reopen):
         sent = Message(role="user", content="what is this?",
                        images=[Image("cat.jpg", "image/jpeg", "inbox/cat.jpg", b"\xff\xd8\xff" * 1000)])
-        store.append_session("telegram:7", [sent])
-        store.append_transcript("telegram:7", [sent])
+        store.sessions.append("telegram:7", [sent])
+        store.transcripts.append("telegram:7", [sent])
         other = reopen()
-        for kept in (other.load_session("telegram:7").messages[0], other.read_transcript("telegram:7")[0].message):
+        for kept in (other.sessions.load("telegram:7").messages[0], other.transcripts.read("telegram:7")[0].message):
             assert [(i.name, i.mime, i.path, i.data) for i in kept.images] == [("cat.jpg", "image/jpeg",
                                                                                 "inbox/cat.jpg", None)]
             assert kept.text_with_notes() == "[image: inbox/cat.jpg]\nwhat is this?"
 
     def test_compaction_drops_oldest_and_sets_summary(self, store):
-        store.append_session("s", _tool_turn("Oslo") + _tool_turn("Rome"))
-        assert store.compact_session("s", "Asked about the weather in Oslo.", _tool_turn("Oslo"))
-        store.append_session("s", [_user("and Paris?")])
-        session = store.load_session("s")
+        store.sessions.append("s", _tool_turn("Oslo") + _tool_turn("Rome"))
+        assert store.sessions.compact("s", "Asked about the weather in Oslo.", _tool_turn("Oslo"))
+        store.sessions.append("s", [_user("and Paris?")])
+        session = store.sessions.load("s")
         assert session.summary == "Asked about the weather in Oslo."
         assert session.messages == _tool_turn("Rome") + [_user("and Paris?")]
 
     def test_compaction_keeps_messages_another_writer_appended(self, store, reopen):
-        store.append_session("shared", [_user(f"old {n}") for n in range(4)])
-        stale_view = store.load_session("shared")
-        reopen().append_session("shared", [_user("arrived meanwhile")])
-        assert store.compact_session("shared", "summary of old", stale_view.messages[:3])
-        assert [m.content for m in store.load_session("shared").messages] == ["old 3", "arrived meanwhile"]
+        store.sessions.append("shared", [_user(f"old {n}") for n in range(4)])
+        stale_view = store.sessions.load("shared")
+        reopen().sessions.append("shared", [_user("arrived meanwhile")])
+        assert store.sessions.compact("shared", "summary of old", stale_view.messages[:3])
+        assert [m.content for m in store.sessions.load("shared").messages] == ["old 3", "arrived meanwhile"]
 
     def test_concurrent_compactions_fold_by_identity_and_lose_nothing(self, store, reopen):
-        store.append_session("c", [_user(f"turn {n}") for n in range(6)])
-        first_view, second_view = store.load_session("c"), reopen().load_session("c")
-        assert store.compact_session("c", "summary A", first_view.messages[:4])
+        store.sessions.append("c", [_user(f"turn {n}") for n in range(6)])
+        first_view, second_view = store.sessions.load("c"), reopen().sessions.load("c")
+        assert store.sessions.compact("c", "summary A", first_view.messages[:4])
         # The second compaction saw the same messages; they are gone already, so it changes nothing.
-        assert not reopen().compact_session("c", "summary B", second_view.messages[:2])
-        session = store.load_session("c")
+        assert not reopen().sessions.compact("c", "summary B", second_view.messages[:2])
+        session = store.sessions.load("c")
         assert (session.summary, [m.content for m in session.messages]) == ("summary A", ["turn 4", "turn 5"])
 
     def test_set_summary_keeps_the_messages(self, store):
-        store.append_session("s", [_user("hi")])
-        store.set_summary("s", "greeted")
-        assert (store.load_session("s").summary, store.load_session("s").messages) == ("greeted", [_user("hi")])
+        store.sessions.append("s", [_user("hi")])
+        store.sessions.set_summary("s", "greeted")
+        assert (store.sessions.load("s").summary, store.sessions.load("s").messages) == ("greeted", [_user("hi")])
 
     def test_reset_clears_the_session_but_not_its_transcript(self, store):
-        store.append_session("telegram:42", [_user("hello")])
-        store.append_transcript("telegram:42", [_user("hello")])
-        store.set_summary("telegram:42", "greeting")
-        store.reset_session("telegram:42")
-        session = store.load_session("telegram:42")
+        store.sessions.append("telegram:42", [_user("hello")])
+        store.transcripts.append("telegram:42", [_user("hello")])
+        store.sessions.set_summary("telegram:42", "greeting")
+        store.sessions.reset("telegram:42")
+        session = store.sessions.load("telegram:42")
         assert (session.messages, session.summary) == ([], "")
-        assert "telegram:42" not in [s.key for s in store.list_sessions()]
-        assert [e.message for e in store.read_transcript("telegram:42")] == [_user("hello")]
-        assert store.transcript_keys() == ["telegram:42"]
+        assert "telegram:42" not in [s.key for s in store.sessions.list()]
+        assert [e.message for e in store.transcripts.read("telegram:42")] == [_user("hello")]
+        assert store.transcripts.keys() == ["telegram:42"]
 
     def test_transcript_keys_sorted_with_odd_keys(self, store, reopen):
         keys = ["web:a b/../ü?*", "cli:default", "slack:C01/1700.12", "x" * 300]
         for key in keys:
-            store.append_transcript(key, [_user("hi")])
-        assert reopen().transcript_keys() == sorted(keys)
+            store.transcripts.append(key, [_user("hi")])
+        assert reopen().transcripts.keys() == sorted(keys)
 
     def test_list_sessions_with_odd_keys_most_recent_first(self, store, reopen):
         keys = ["cli:default", "slack:C01/1700.12", "web:a b/../ü?*", "a_b", "a:b"]
         for key in keys:
-            store.append_session(key, [_user(f"hi from {key}")])
-        listed = reopen().list_sessions()
+            store.sessions.append(key, [_user(f"hi from {key}")])
+        listed = reopen().sessions.list()
         assert [s.key for s in listed] == keys[::-1]
         assert all(s.messages == [_user(f"hi from {s.key}")] for s in listed)
 
     def test_concurrent_session_appends_lose_nothing(self, store):
         def writer(name: str) -> None:
             for n in range(15):
-                store.append_session("busy", [_user(f"{name}-{n}")])
+                store.sessions.append("busy", [_user(f"{name}-{n}")])
 
         threads = [threading.Thread(target=writer, args=(f"t{i}",)) for i in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        contents = [m.content for m in store.load_session("busy").messages]
+        contents = [m.content for m in store.sessions.load("busy").messages]
         assert sorted(contents) == sorted(f"t{i}-{n}" for i in range(4) for n in range(15))
         for i in range(4):  # each writer's messages stay in its order
             mine = [c for c in contents if c.startswith(f"t{i}-")]
@@ -340,30 +340,30 @@ class StoreContract:
 
     def test_transcript_numbers_messages_in_order(self, store, reopen):
         turn = _tool_turn("Bern")
-        assert store.append_transcript("cli:default", turn[:3]) == [1, 2, 3]
-        assert reopen().append_transcript("cli:default", turn[3:]) == [4]
-        entries = store.read_transcript("cli:default")
+        assert store.transcripts.append("cli:default", turn[:3]) == [1, 2, 3]
+        assert reopen().transcripts.append("cli:default", turn[3:]) == [4]
+        entries = store.transcripts.read("cli:default")
         assert [e.seq for e in entries] == [1, 2, 3, 4]
         assert [e.message for e in entries] == turn
         assert all(e.session_key == "cli:default" and e.created_at is not None for e in entries)
-        assert [e.seq for e in store.read_transcript("cli:default", limit=2)] == [3, 4]
-        assert store.read_transcript("cli:other") == []
-        assert store.append_transcript("cli:other", [_user("x")]) == [1]
+        assert [e.seq for e in store.transcripts.read("cli:default", limit=2)] == [3, 4]
+        assert store.transcripts.read("cli:other") == []
+        assert store.transcripts.append("cli:other", [_user("x")]) == [1]
 
     def test_transcript_is_never_rewritten_by_compaction(self, store):
         turn = _tool_turn("Graz") + _tool_turn("Linz")
-        store.append_session("s", turn)
-        store.append_transcript("s", turn)
-        store.compact_session("s", "weather talk", turn[:6])
-        assert len(store.load_session("s").messages) == 2
-        assert [e.message for e in store.read_transcript("s")] == turn
+        store.sessions.append("s", turn)
+        store.transcripts.append("s", turn)
+        store.sessions.compact("s", "weather talk", turn[:6])
+        assert len(store.sessions.load("s").messages) == 2
+        assert [e.message for e in store.transcripts.read("s")] == turn
 
     def test_concurrent_transcript_appends_get_unique_seqs(self, store):
         results: list[list[int]] = []
 
         def writer(name: str) -> None:
             for n in range(10):
-                results.append(store.append_transcript("busy", [_user(f"{name}-{n}a"), _user(f"{name}-{n}b")]))
+                results.append(store.transcripts.append("busy", [_user(f"{name}-{n}a"), _user(f"{name}-{n}b")]))
 
         threads = [threading.Thread(target=writer, args=(f"t{i}",)) for i in range(4)]
         for thread in threads:
@@ -372,7 +372,7 @@ class StoreContract:
             thread.join()
         assert sorted(seq for seqs in results for seq in seqs) == list(range(1, 81))
         assert all(seqs[1] == seqs[0] + 1 for seqs in results)  # one call's messages stay together
-        assert [e.seq for e in store.read_transcript("busy")] == list(range(1, 81))
+        assert [e.seq for e in store.transcripts.read("busy")] == list(range(1, 81))
 
     # ---- state, config, meta -------------------------------------------------------------------
 
@@ -433,11 +433,11 @@ class StoreContract:
         assert (empty.memories, empty.sessions, empty.transcript_entries, empty.daily_notes) == (0, 0, 0, 0)
         store.add_memory("stat fact one")
         store.add_memory("stat fact two about something else")
-        store.append_daily_note("note")
-        store.append_daily_note("older note", day=date.today() - timedelta(days=2))
-        store.append_session("a", [_user("x")])
-        store.append_session("b", [_user("y")])
-        store.append_transcript("a", _tool_turn("Kyiv"))
+        store.notes.append("note")
+        store.notes.append("older note", day=date.today() - timedelta(days=2))
+        store.sessions.append("a", [_user("x")])
+        store.sessions.append("b", [_user("y")])
+        store.transcripts.append("a", _tool_turn("Kyiv"))
         store.state.set("s1", "1")
         store.config.set("c1", "1")
         store.config.set("c2", "2")
@@ -451,7 +451,7 @@ class StoreContract:
         from picoora.store.protocol import Store
 
         assert isinstance(store, Store)
-        assert isinstance(store.load_session("x"), Session)
+        assert isinstance(store.sessions.load("x"), Session)
 
     # ---- what the front doors ask for (no backend checks anywhere above the store) ---------------
 
@@ -521,18 +521,18 @@ class StoreContract:
         assert status.embedder and status.where and status.missing == 0
 
     def test_daily_notes_are_listed_newest_first_without_loading_all(self, store):
-        store.append_daily_note("old entry about the garden", day=date.today() - timedelta(days=40))
-        store.append_daily_note("today: fixed the bike")
-        rows = store.list_daily_notes(1)
+        store.notes.append("old entry about the garden", day=date.today() - timedelta(days=40))
+        store.notes.append("today: fixed the bike")
+        rows = store.notes.list(1)
         assert [r.day for r in rows] == [date.today()] and "bike" in rows[0].content
-        assert [r.day for r in store.list_daily_notes(10)] == [date.today(), date.today() - timedelta(days=40)]
-        found = store.search_daily_notes("garden", 5)
+        assert [r.day for r in store.notes.list(10)] == [date.today(), date.today() - timedelta(days=40)]
+        found = store.notes.search("garden", 5)
         assert found and "garden" in found[0][0].content
 
     def test_recent_transcript_entries_span_sessions_newest_first(self, store):
-        store.append_transcript("a", [_user("first")])
-        store.append_transcript("b", [_user("second")])
-        assert [e.message.content for e in store.recent_transcript_entries(5)] == ["second", "first"]
+        store.transcripts.append("a", [_user("first")])
+        store.transcripts.append("b", [_user("second")])
+        assert [e.message.content for e in store.transcripts.recent(5)] == ["second", "first"]
 
     def test_ping_and_details_answer(self, store):
         store.ping()

@@ -34,7 +34,7 @@ def empty_search(args, ctx):
 def turn(store, llm, tmp_path, tools, **settings):
     events = Collector()
     result = asyncio.run(make_agent(store, llm, tmp_path, tools, **settings).run_turn(KEY, "go", on_event=events))
-    saved = store.load_session(KEY).messages
+    saved = store.sessions.load(KEY).messages
     assert repair_history(saved) == saved  # every call has its result, also the ones not run
     return result, events, store.traces.last(KEY)
 

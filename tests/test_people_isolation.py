@@ -81,10 +81,10 @@ def test_each_guest_has_their_own_sessions_and_notes(config):
         async def scenario():
             async with build_assistant(cfg) as owner:
                 people = PersonAssistants(owner)
-                await owner.astore.append_daily_note("Owner: dentist at 3pm")
+                await owner.astore.notes.append("Owner: dentist at 3pm")
                 async with people.lease(Person("ana")) as ana, people.lease(Person("ben")) as ben:
                     await ana.ask("hello from ana", "telegram:1")
-                    seen = ([n.content for n in await ben.astore.recent_daily_notes(3)],
+                    seen = ([n.content for n in await ben.astore.notes.recent(3)],
                         [s.key for s in await ben.sessions()], [s.key for s in await ana.sessions()],
                         [s.key for s in await owner.sessions()], await ana.trace() is not None,
                             await ben.trace() is None)

@@ -125,7 +125,7 @@ def test_a_reminder_fires_for_real_reaches_its_chat_and_is_not_repeated_after_a_
 
     first = asyncio.run(run_once())
     assert [(m.chat_id, m.text) for m in first] == [("42", "⏰ take the cake out")]
-    assert [e.message.content for e in book.store.read_transcript(job.session_key)] == ["⏰ take the cake out"]
+    assert [e.message.content for e in book.store.transcripts.read(job.session_key)] == ["⏰ take the cake out"]
     assert asyncio.run(run_once()) == []  # restarted: a one-off job that ran stays done
 
 
@@ -203,7 +203,7 @@ def test_a_job_for_the_web_chat_or_the_terminal_is_kept_in_that_chat(isolated_ho
     assert [e.message.content for e in waiting] == ["Backups look fine."] and inbox.take(store, "cli:default") == []
     _, _, record, _ = _agent_job(isolated_home, lambda body: Reply(content="Web news."), channel="web", chat="abc")
     assert record.last_status == "ok"
-    assert [e.message.content for e in store.read_transcript("web:abc")] == ["Web news."]
+    assert [e.message.content for e in store.transcripts.read("web:abc")] == ["Web news."]
 
 
 def test_jobs_name_a_front_door_that_exists(tmp_path):

@@ -21,7 +21,8 @@ from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
 from picoora.store import file_memories, memory_ops, open_store
 from picoora.store.base import MemoryRecord, Provenance, StoreError
-from picoora.store.files import FileStore, encode_key
+from picoora.store.files import FileStore
+from picoora.store.files.context import encode_key
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.store_contract import StoreContract
 
@@ -76,18 +77,18 @@ def _jsonl_lines(path: Path) -> list[dict]:
 def test_layout_and_go_compatible_daily_notes(make_store, workspace):
     store = make_store()
     day = date(2026, 3, 7)
-    store.append_daily_note("Bought a kettle.", day=day)
-    store.append_daily_note("Called mum.", day=day)
+    store.notes.append("Bought a kettle.", day=day)
+    store.notes.append("Called mum.", day=day)
     assert (workspace / "memory/202603/20260307.md").read_text() == "# 2026-03-07\n\nBought a kettle.\nCalled mum."
 
-    store.append_session("cli:default", [Message(role="user", content="hi")])
+    store.sessions.append("cli:default", [Message(role="user", content="hi")])
     session_file = workspace / ".picoora/sessions/cli_default.json"
     document = json.loads(session_file.read_text())
     assert document["key"] == "cli:default" and document["messages"] == [{"role": "user", "content": "hi"}]
     assert set(document) == {"key", "summary", "messages", "created_at", "updated_at"}
     assert stat.S_IMODE(session_file.stat().st_mode) == 0o600
 
-    store.append_transcript("cli:default", [Message(role="user", content="hi")])
+    store.transcripts.append("cli:default", [Message(role="user", content="hi")])
     (line,) = _jsonl_lines(workspace / ".picoora/transcripts/cli_default.jsonl")
     assert (line["seq"], line["session_key"], line["message"]) == (1, "cli:default", {"role": "user", "content": "hi"})
 
@@ -118,11 +119,11 @@ def test_odd_session_keys_get_distinct_safe_files(make_store, workspace):
     store = make_store()
     keys = ["slack:C01/1700.12", "../../etc/passwd", ".", "..", "a_b", "a:b", "a%3Ab", "ü mlaut", "x" * 400, "y" * 400]
     for key in keys:
-        store.append_session(key, [Message(role="user", content=key)])
+        store.sessions.append(key, [Message(role="user", content=key)])
     files = sorted((workspace / ".picoora/sessions").iterdir())
     assert len(files) == len(keys)
     assert all(f.parent == workspace / ".picoora/sessions" and len(f.name.encode()) < 255 for f in files)
-    assert sorted(s.key for s in make_store().list_sessions()) == sorted(keys)
+    assert sorted(s.key for s in make_store().sessions.list()) == sorted(keys)
     assert len({encode_key(k) for k in keys}) == len(keys)
     with pytest.raises(ValueError):
         encode_key("")
@@ -145,7 +146,7 @@ def test_go_version_session_files_are_read(make_store, workspace):
         "updated": "2026-02-01T10:05:00Z",
     }
     (workspace / ".picoora/sessions/telegram_123.json").write_text(json.dumps(go_session))
-    session = make_store().load_session("telegram:123")
+    session = make_store().sessions.load("telegram:123")
     calls = session.messages[1].tool_calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}),
                                                             ("c2", "echo", {RAW_ARGUMENTS_KEY: "not json"})]
@@ -154,14 +155,14 @@ def test_go_version_session_files_are_read(make_store, workspace):
 
 def test_an_unreadable_session_file_is_reported_and_skipped_in_listings(make_store, workspace):
     store = make_store()
-    store.append_session("good", [Message(role="user", content="fine")])
+    store.sessions.append("good", [Message(role="user", content="fine")])
     (workspace / ".picoora/sessions/broken.json").write_text('{"messages": "no key"}')
     (workspace / ".picoora/sessions/torn.json").write_text('{"key": "torn", "mess')
-    assert [s.key for s in store.list_sessions()] == ["good"]
+    assert [s.key for s in store.sessions.list()] == ["good"]
     with pytest.raises(StoreError, match="broken.json"):
-        store.load_session("broken")
+        store.sessions.load("broken")
     with pytest.raises(StoreError, match="torn.json"):
-        store.load_session("torn")
+        store.sessions.load("torn")
 
 
 def test_open_store_uses_the_configured_workspace(tmp_path):
@@ -182,12 +183,12 @@ def test_open_store_uses_the_configured_workspace(tmp_path):
 
 def test_torn_last_transcript_line_is_skipped_and_appends_continue(make_store, workspace):
     store = make_store()
-    store.append_transcript("k", [Message(role="user", content="one"), Message(role="user", content="two")])
+    store.transcripts.append("k", [Message(role="user", content="one"), Message(role="user", content="two")])
     path = workspace / ".picoora/transcripts/k.jsonl"
     with open(path, "ab") as handle:
         handle.write(b'{"seq": 3, "created_at": "2026-01-01T00:00:00+00:00", "session_key": "k", "mess')
-    assert [e.message.content for e in store.read_transcript("k")] == ["one", "two"]
-    assert store.append_transcript("k", [Message(role="user", content="three")]) == [3]
+    assert [e.message.content for e in store.transcripts.read("k")] == ["one", "two"]
+    assert store.transcripts.append("k", [Message(role="user", content="three")]) == [3]
     assert [line["message"]["content"] for line in _jsonl_lines(path)] == ["one", "two", "three"]
 
 
@@ -244,7 +245,7 @@ def test_last_record_is_found_behind_long_lines_and_torn_tails(tmp_path):
 
 
 def test_leftover_temp_files_are_removed_on_open(make_store, workspace):
-    make_store().append_session("s", [Message(role="user", content="x")])
+    make_store().sessions.append("s", [Message(role="user", content="x")])
     leftover = workspace / ".picoora/sessions/.s.json.abc123.tmp"
     leftover.write_text("{half")
     make_store()
@@ -398,7 +399,7 @@ def test_threads_share_one_store_for_every_family(make_store):
             for i in range(8):
                 store.add_memory(f"thread {n} fact {i} value {n * 100 + i}")
                 store.state.set(f"t{n}", str(i))
-                store.append_daily_note(f"t{n}-{i}")
+                store.notes.append(f"t{n}-{i}")
                 store.recall(f"thread {n} fact", limit=2)
         except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
             errors.append(exc)
@@ -411,7 +412,7 @@ def test_threads_share_one_store_for_every_family(make_store):
     assert errors == []
     assert len(store.list_memories()) == 32
     assert store.state.all() == {f"t{n}": "7" for n in range(4)}
-    note = store.recent_daily_notes(1)[0].content
+    note = store.notes.recent(1)[0].content
     assert all(f"t{n}-{i}" in note for n in range(4) for i in range(8))
 
 
@@ -436,9 +437,9 @@ def test_two_processes_write_one_session_and_transcript(workspace):
     store = FileStore(workspace)
     try:
         expected = {f"{tag}-{n}" for tag in "AB" for n in range(count)}
-        session = [m.content for m in store.load_session("race").messages]
+        session = [m.content for m in store.sessions.load("race").messages]
         assert sorted(session) == sorted(expected)
-        transcript = store.read_transcript("race")
+        transcript = store.transcripts.read("race")
         assert [e.seq for e in transcript] == list(range(1, 2 * count + 1))
         assert {e.message.content for e in transcript} == expected
         for tag in "AB":  # each process's messages in its own order, in both logs
@@ -477,11 +478,11 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
     store = FileStore(workspace)
     try:
         assert not list(workspace.rglob("*.tmp"))  # opening cleaned up after the crashes
-        session = [m.content for m in store.load_session("hammer").messages]
+        session = [m.content for m in store.sessions.load("hammer").messages]
         session_acks = [a[1] for a in acked if a[0] == "session"]
         assert [c for c in session if c in set(session_acks)] == session_acks
 
-        transcript = store.read_transcript("hammer")
+        transcript = store.transcripts.read("hammer")
         assert [e.seq for e in transcript] == list(range(1, len(transcript) + 1))
         by_seq = {e.seq: e.message.content for e in transcript}
         assert all(by_seq[int(a[2])] == a[1] for a in acked if a[0] == "transcript")
@@ -494,7 +495,7 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
         assert {a[1] for a in acked if a[0] == "memory"} - forgetting <= memory_ids
         assert not {a[1] for a in acked if a[0] == "forget"} & memory_ids
 
-        notes = "\n".join(n.content for n in store.recent_daily_notes(2))
+        notes = "\n".join(n.content for n in store.notes.recent(2))
         assert all(a[1] in notes.splitlines() for a in acked if a[0] == "note")
 
         traces = [a[1] for a in acked if a[0] == "trace"]
@@ -502,7 +503,7 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
         assert traces and traces[-1] in kept  # older ones may have rotated away (every ~1 KB here)
         assert [store.traces.get(turn_id).turn_id for turn_id in kept] == kept
         assert store.traces.last().turn_id == store.traces.last("hammer").turn_id == kept[-1]
-        store.append_transcript("hammer", [Message(role="user", content="after the crashes")])
+        store.transcripts.append("hammer", [Message(role="user", content="after the crashes")])
         _assert_every_file_parses(workspace)
     finally:
         store.close()

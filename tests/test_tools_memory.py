@@ -10,24 +10,17 @@ import pytest
 from picoora.store.base import MemoryRecord, RecallResult, ScoredMemory
 from picoora.store.files import FileStore
 from picoora.tools.memory import DEGRADED_NOTE, Forget, Recall, Remember, WriteDailyNote, format_recall
+from tests.fakes.recording_store import Recorded
 from tests.tools_support import call, make_ctx
 
 
-class ThreadRecordingStore:
+class ThreadRecordingStore(Recorded):
     """Delegates to a real store and records which thread each call ran on."""
 
     def __init__(self, inner: Any) -> None:
+        super().__init__(inner, lambda name, args: self.threads.append((name, threading.current_thread().name)))
         self.inner = inner
         self.threads: list[tuple[str, str]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-
-        def recorded(*args: Any, **kwargs: Any) -> Any:
-            self.threads.append((name, threading.current_thread().name))
-            return target(*args, **kwargs)
-
-        return recorded
 
 
 @pytest.fixture
@@ -141,7 +134,7 @@ def test_format_recall_quotes_multiline_memories_and_shows_store_note():
 
 def test_write_daily_note(tmp_path, store):
     result = call(WriteDailyNote(), ctx_for(tmp_path, store), content="Shipped the tools")
-    [note] = store.inner.recent_daily_notes(1)
+    [note] = store.inner.notes.recent(1)
     assert result.content == f"Daily note written for {note.day.isoformat()}: Shipped the tools"
     assert "Shipped the tools" in note.content
 
@@ -152,5 +145,5 @@ def test_store_calls_run_off_the_event_loop_thread(tmp_path, store):
     call(Recall(), ctx, query="fact")
     call(Forget(), ctx, id="no-such-id")
     call(WriteDailyNote(), ctx, content="note")
-    assert [m for m, _ in store.threads] == ["add_memory", "recall", "forget", "append_daily_note"]
+    assert [m for m, _ in store.threads] == ["add_memory", "recall", "forget", "notes.append"]
     assert all(thread != threading.main_thread().name for _, thread in store.threads)

@@ -58,9 +58,9 @@ def gather_inputs(store: Store, session_key: str, text: str, settings: AgentDefa
             recall = store.recall(text, limit=RECALL_CANDIDATES, confident_only=True)
         except StoreError as exc:  # a broken memory index must not stop the conversation
             recall = RecallResult(matches=[], degraded=True, note=f"memory recall failed: {exc}")
-    notes = store.recent_daily_notes(settings.daily_note_days) if settings.daily_note_days > 0 else []
+    notes = store.notes.recent(settings.daily_note_days) if settings.daily_note_days > 0 else []
     return ContextInputs(
-        session=store.load_session(session_key) if with_session else Session(session_key),
+        session=store.sessions.load(session_key) if with_session else Session(session_key),
         prompts=fit_prompts(store.prompts.list(), settings.context_window),
         recall=recall,
         daily_notes=notes,

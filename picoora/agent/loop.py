@@ -638,7 +638,7 @@ class _Turn:
         if not folded:
             raise self._context_full("and there is no older conversation left to summarise")
         assert self.inputs is not None  # set before the first model call
-        session = await self.store.load_session(self.key)
+        session = await self.store.sessions.load(self.key)
         self._use_context(replace(self.inputs, session=session))
         await self.emit(NoticeEvent(self.key, f"The older conversation ({folded} messages) was summarised to fit "
                                               "the model's context window; the transcript keeps every message."))
@@ -795,7 +795,7 @@ class _Turn:
     async def _record(self, messages: list[Message]) -> None:
         # Listed before the write: a write cut short by cancellation still completes in its thread.
         self.produced.extend(messages)
-        await self.store.append_transcript(self.key, messages)
+        await self.store.transcripts.append(self.key, messages)
 
     async def _save_session(self, messages: list[Message]) -> None:
         """Append the turn to the session, once: a cancellation or a failing event sink after (or during)
@@ -807,7 +807,7 @@ class _Turn:
         if self.conversation is not None:
             return
         stripped = [replace(m, reasoning=None) if m.reasoning else m for m in messages]
-        await self.store.append_session(self.key, stripped)
+        await self.store.sessions.append(self.key, stripped)
 
     async def _notice_once(self, text: str | None) -> None:
         """Tell the session once, also across processes (each ``agent -m`` is a new one): the notices a

@@ -146,9 +146,9 @@ class Inspector:
 
         memories = self.store.list_memories(RECENT)
         transcripts = self._recent_transcripts(RECENT)
-        sessions = self.store.list_sessions()[:RECENT]
+        sessions = self.store.sessions.list()[:RECENT]
         state = list(self.store.state.all().items())[:RECENT]
-        notes = self.store.list_daily_notes(RECENT)
+        notes = self.store.notes.list(RECENT)
         prompts = self.store.prompts.list()[:RECENT]
         config = list(self._config_rows().items())[:RECENT]
         documents = self.store.all_documents(RECENT)
@@ -222,7 +222,7 @@ class Inspector:
         return data, lines
 
     def sessions(self) -> tuple[Any, list[str]]:
-        sessions = self.store.list_sessions()[: self.limit]
+        sessions = self.store.sessions.list()[: self.limit]
         lines = self._title("Sessions") + [RULE]
         data = []
         for s in sessions:
@@ -255,7 +255,7 @@ class Inspector:
         if self.search is not None:
             return self._note_search()
         lines = self._title("Daily Notes") + [RULE]
-        rows = self.store.list_daily_notes(self.limit)
+        rows = self.store.notes.list(self.limit)
         for n in rows:
             lines += ["", f"  Date: {n.day.isoformat()}  ID: {n.note_id}  Vector: {'yes' if n.has_vector else 'no'}  "
                           f"Updated: {_when(n.updated_at)}", _block("Content", _note_text(n.day, n.content))]
@@ -264,7 +264,7 @@ class Inspector:
         return data, lines + ([] if data else ["  No daily notes yet."])
 
     def _note_search(self) -> tuple[Any, list[str]]:
-        found = self.store.search_daily_notes(self.search or "", self.limit)
+        found = self.store.notes.search(self.search or "", self.limit)
         lines = self._title("") + [f"  Semantic Search of Daily Notes: \"{self.search}\"", RULE]
         for note, similarity in found:
             lines += ["", f"  [{similarity * 100:5.1f}% match]  Date: {note.day.isoformat()}",
@@ -342,7 +342,7 @@ class Inspector:
         return {k: redact_text(v, secrets) for k, v in self.store.config.all().items()}
 
     def _recent_transcripts(self, n: int) -> list[Any]:
-        return self.store.recent_transcript_entries(n)
+        return self.store.transcripts.recent(n)
 
 
 def _memory(m: Any) -> dict[str, Any]:

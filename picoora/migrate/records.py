@@ -81,17 +81,17 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
 def _write_session(store: Store, key: str, messages: list[Message], summary: str, force: bool,
                    section: Section) -> bool:
     """Whether the session was written (False: picoora's own was kept)."""
-    held = store.load_session(key).messages
+    held = store.sessions.load(key).messages
     if held and not force:
         section.kept(key, f"picoora already has this session ({len(held)} messages); --force replaces its "
                           "model view (its transcript stays)")
         return False
     if held:
-        store.reset_session(key)
-    store.append_transcript(key, messages)  # first: a refused message (too long a role) leaves no half session
-    store.append_session(key, messages)
+        store.sessions.reset(key)
+    store.transcripts.append(key, messages)  # first: a refused message (too long a role) leaves no half session
+    store.sessions.append(key, messages)
     if summary:
-        store.set_summary(key, summary)
+        store.sessions.set_summary(key, summary)
     section.done(key, f"{len(messages)} messages")
     return True
 
@@ -144,7 +144,7 @@ def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section:
             section.would(day.isoformat(), f"{len(body)} characters")
         else:
             with one_item(section, day.isoformat()):
-                store.append_daily_note(body, day)
+                store.notes.append(body, day)
                 ledger.record(path, stamp)
                 section.done(day.isoformat(), f"{len(body)} characters" + (", added since" if earlier else ""))
 

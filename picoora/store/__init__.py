@@ -42,7 +42,7 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
                 from picoora.store.oracle.awaited import AwaitedOracleStore
 
                 return AwaitedOracleStore(lambda: open_oracle_store(config), exc, agent_id=config.oracle.agent_id,
-                                          secrets=secret_values(config))
+                                          secrets=secret_values(config), note_zone=config.agents.defaults.timezone)
             if on_fallback is not None:
                 on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
     return open_file_store(config)

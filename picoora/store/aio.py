@@ -2,7 +2,7 @@
 
     astore = AsyncStore(store)
     value = await astore.state.get("last_channel")      # a family's typed async form (families/)
-    session = await astore.load_session("cli:default")  # a method not yet in a family
+    session = await astore.sessions.load("cli:default")  # a method not yet in a family
 
 A family method with a native async form (the Oracle backend's, ``oracle/unit_of_work.py``; for methods not
 yet in a family ``store.native_async()``) is awaited directly on the driver's own event loop, with no
@@ -22,9 +22,12 @@ from typing import Any, TypeVar
 
 from picoora.store.families.calls import Caller
 from picoora.store.families.keyvalues import AsyncKeyValues, AsyncState
+from picoora.store.families.notes import AsyncNotes
 from picoora.store.families.prompts import AsyncPrompts
+from picoora.store.families.sessions import AsyncSessions
 from picoora.store.families.tool_outputs import AsyncToolOutputs
 from picoora.store.families.traces import AsyncTraces
+from picoora.store.families.transcripts import AsyncTranscripts
 from picoora.store.protocol import Store
 
 T = TypeVar("T")
@@ -75,6 +78,18 @@ class AsyncStore:
     @functools.cached_property
     def tool_outputs(self) -> AsyncToolOutputs:
         return AsyncToolOutputs(self.store.tool_outputs, self._call)
+
+    @functools.cached_property
+    def notes(self) -> AsyncNotes:
+        return AsyncNotes(self.store.notes, self._call)
+
+    @functools.cached_property
+    def sessions(self) -> AsyncSessions:
+        return AsyncSessions(self.store.sessions, self._call)
+
+    @functools.cached_property
+    def transcripts(self) -> AsyncTranscripts:
+        return AsyncTranscripts(self.store.transcripts, self._call)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in the store's executor."""

@@ -19,19 +19,16 @@ Families and what they mirror in Oracle:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from picoora.messages import Message
     from picoora.store.base import (
         AddDocumentResult,
         AddMemoryResult,
         BackendDetails,
-        DailyNote,
-        DailyNoteRow,
         DocPage,
         DocumentCounts,
         DocumentHit,
@@ -41,15 +38,16 @@ if TYPE_CHECKING:
         NewDocument,
         Provenance,
         RecallResult,
-        Session,
         StoreStats,
-        TranscriptEntry,
         VectorStatus,
     )
     from picoora.store.families.keyvalues import KeyValues, State
+    from picoora.store.families.notes import Notes
     from picoora.store.families.prompts import Prompts
+    from picoora.store.families.sessions import Sessions
     from picoora.store.families.tool_outputs import ToolOutputs
     from picoora.store.families.traces import Traces
+    from picoora.store.families.transcripts import Transcripts
     from picoora.store.leases import Leases
 
 
@@ -76,34 +74,6 @@ class MemoryStore(Protocol):
     def embed_texts(self, texts: list[str]) -> Embeddings: ...  # NoEmbedder when there is none
 
 
-class DailyNoteStore(Protocol):
-    def append_daily_note(self, content: str, day: date | None = None) -> DailyNote: ...
-    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]: ...  # today and days-1 before, newest first
-    def list_daily_notes(self, limit: int) -> list[DailyNoteRow]: ...  # newest first, without loading the rest
-    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]: ...
-
-
-class SessionStore(Protocol):
-    """The model's view of a conversation; compaction rewrites it."""
-
-    def load_session(self, key: str) -> Session: ...
-    def append_session(self, key: str, messages: list[Message]) -> None: ...
-    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool: ...  # see without_folded
-    def set_summary(self, key: str, summary: str) -> None: ...
-    def reset_session(self, key: str) -> None: ...
-    def list_sessions(self) -> list[Session]: ...
-
-
-class TranscriptStore(Protocol):
-    """Append-only, never rewritten."""
-
-    def append_transcript(self, key: str, messages: list[Message]) -> list[int]: ...
-    # seq order; the last `limit` when given
-    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]: ...
-    def transcript_keys(self) -> list[str]: ...  # sorted; every key with a transcript, reset sessions too
-    def recent_transcript_entries(self, limit: int) -> list[TranscriptEntry]: ...  # newest first, all sessions
-
-
 class DocumentStore(Protocol):
     """The knowledge base. ``person`` is whose documents ("" the owner's); a search sees that person's own
     documents and the shared ones, filtered before any ranking. A person store (``scoped``) passes its person."""
@@ -127,7 +97,7 @@ class DocumentStore(Protocol):
 
 
 @runtime_checkable
-class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, DocumentStore, Protocol):
+class Store(MemoryStore, DocumentStore, Protocol):
     """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
     which backend they have (``display_name`` is for titles only)."""
 
@@ -146,6 +116,12 @@ class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, Document
     def traces(self) -> Traces: ...
     @property
     def tool_outputs(self) -> ToolOutputs: ...
+    @property
+    def notes(self) -> Notes: ...
+    @property
+    def sessions(self) -> Sessions: ...
+    @property
+    def transcripts(self) -> Transcripts: ...
 
     def stats(self) -> StoreStats: ...  # counts of every family (one query each; fine for status, not /ready)
     def ping(self) -> None: ...  # cheap liveness check; raises StoreError when the store cannot answer

@@ -49,6 +49,9 @@ class PersonStore:
         self.state = own.state
         self.traces = own.traces
         self.tool_outputs = own.tool_outputs
+        self.notes = own.notes
+        self.sessions = own.sessions
+        self.transcripts = own.transcripts
         self.config = shared.config
         self.meta = shared.meta
         self.prompts = PersonaPrompts(shared.prompts)

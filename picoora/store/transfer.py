@@ -47,29 +47,29 @@ def transfer(source: Store, target: Store, *, shared: bool = True,
     report.count("memories", True, added)
     report.count("memories", False, len(memories) - added)
 
-    have_days = {note.day for note in target.recent_daily_notes(ALL_DAYS)}
-    for note in reversed(source.recent_daily_notes(ALL_DAYS)):  # oldest first
+    have_days = {note.day for note in target.notes.recent(ALL_DAYS)}
+    for note in reversed(source.notes.recent(ALL_DAYS)):  # oldest first
         fresh = note.day not in have_days
         if fresh:
-            target.append_daily_note(_note_body(note), day=note.day)
+            target.notes.append(_note_body(note), day=note.day)
         report.count("daily notes", fresh)
 
-    have_sessions = {s.key for s in target.list_sessions()}
-    sessions = source.list_sessions()
+    have_sessions = {s.key for s in target.sessions.list()}
+    sessions = source.sessions.list()
     for session in reversed(sessions):  # oldest first, so the target lists them in the same order
         fresh = session.key not in have_sessions
         if fresh:
-            target.append_session(session.key, session.messages)
+            target.sessions.append(session.key, session.messages)
             if session.summary:
-                target.set_summary(session.key, session.summary)
+                target.sessions.set_summary(session.key, session.summary)
         report.count("sessions", fresh)
 
-    for key in source.transcript_keys():  # reset sessions keep their transcripts: copy those too
-        entries = source.read_transcript(key)
-        last = target.read_transcript(key, limit=1)
+    for key in source.transcripts.keys():  # reset sessions keep their transcripts: copy those too
+        entries = source.transcripts.read(key)
+        last = target.transcripts.read(key, limit=1)
         held = last[0].seq if last else 0  # seqs run 1..n: the target has the first ``held`` entries
         for start in range(held, len(entries), TRANSCRIPT_BATCH):
-            target.append_transcript(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
+            target.transcripts.append(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
             if progress is not None:
                 progress(min(start + TRANSCRIPT_BATCH, len(entries)), len(entries))
         report.count("transcript entries", True, max(len(entries) - held, 0))

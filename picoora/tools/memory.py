@@ -140,7 +140,7 @@ class WriteDailyNote(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, DailyNoteArgs)
-        note = await asyncio.to_thread(ctx.store.append_daily_note, args.content)
+        note = await asyncio.to_thread(ctx.store.notes.append, args.content)
         return ToolResult(f"Daily note written for {note.day.isoformat()}: {_preview(args.content)}")
 
 

@@ -32,9 +32,9 @@ def hammer(store: FileStore, tag: str) -> None:
     ack("ready")
     for i in itertools.count():
         text = f"{tag}-{i}"
-        store.append_session("hammer", [Message(role="user", content=text)])
+        store.sessions.append("hammer", [Message(role="user", content=text)])
         ack("session", text)
-        (seq,) = store.append_transcript("hammer", [Message(role="user", content=text)])
+        (seq,) = store.transcripts.append("hammer", [Message(role="user", content=text)])
         ack("transcript", text, seq)
         store.state.set(f"counter-{tag}", str(i))
         ack("state", tag, i)
@@ -48,7 +48,7 @@ def hammer(store: FileStore, tag: str) -> None:
         else:
             previous_memory = memory.id
         store.recall(f"hammer memory {tag}", limit=2)
-        store.append_daily_note(text)
+        store.notes.append(text)
         ack("note", text)
         store.traces.append(TurnTrace(text, "hammer", model="m", stop_reason="answer"))
         ack("trace", text)
@@ -59,8 +59,8 @@ def race(store: FileStore, tag: str, count: int) -> None:
     sys.stdin.readline()
     for n in range(count):
         message = Message(role="user", content=f"{tag}-{n}")
-        store.append_session("race", [message])
-        store.append_transcript("race", [message])
+        store.sessions.append("race", [message])
+        store.transcripts.append("race", [message])
     ack("done")
 
 

@@ -335,10 +335,10 @@ async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, m
             if session in inside:
                 overlaps.append(session)
             inside.add(session)
-            history = await asyncio.to_thread(store.load_session, session)
+            history = await asyncio.to_thread(store.sessions.load, session)
             seen_history.setdefault(session, []).append(len(history.messages))
             await asyncio.sleep(0.001)  # the model call
-            await asyncio.to_thread(store.append_session, session, [Message(role="user", content=f"n{node}")])
+            await asyncio.to_thread(store.sessions.append, session, [Message(role="user", content=f"n{node}")])
             inside.discard(session)
 
     sessions = [f"telegram:{n}" for n in range(50)]
@@ -346,7 +346,7 @@ async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, m
     assert overlaps == []
     for key in sessions:
         assert seen_history[key] == [0, 1, 2, 3], key  # each turn saw every earlier turn, never half of them
-        assert len(nodes[0].load_session(key).messages) == 4
+        assert len(nodes[0].sessions.load(key).messages) == 4
 
 
 @scenario
@@ -375,7 +375,7 @@ def test_the_daily_note_date_is_in_the_configured_zone_whatever_the_nodes_zone(f
     for machine_zone in ("Pacific/Pago_Pago", "UTC"):  # two nodes set up in different zones (UTC-11, UTC)
         monkeypatch.setenv("TZ", machine_zone)
         clock.tzset()
-        note = open_store(config=config).append_daily_note(f"from a node in {machine_zone}")
+        note = open_store(config=config).notes.append(f"from a node in {machine_zone}")
         assert note.day == datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
     monkeypatch.delenv("TZ")
     clock.tzset()

@@ -212,8 +212,8 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
         record = store.add_memory("The meeting moved to Thursday").memory
         assert store.get_memory(record.id) == record and record.created_at.microsecond  # (1 in 10^6 flake)
         key = "ü" * limits.SESSION_KEY_CHARS
-        store.append_session(key, [Message("user", "wide key")])
-        assert store.append_transcript(key, [Message("user", "wide key")]) == [1]
+        store.sessions.append(key, [Message("user", "wide key")])
+        assert store.transcripts.append(key, [Message("user", "wide key")]) == [1]
         store.state.set("ключ" * 60, "v")
         assert store.add_memory("漢字" * 700).created
         store.add_memory("Locker code A7-4421 is for the gym")
@@ -222,8 +222,8 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
         store.prompts.set("USER.md", "p" * 8_000)
         assert store.prompts.get("USER.md").content == "p" * 8_000
         result = Message("tool", "r" * 100_000, tool_call_id="c1")
-        assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
-        assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
+        assert store.transcripts.append("cli:big", [Message("user", "go"), result]) == [1, 2]
+        assert store.transcripts.read("cli:big")[1].message.content == "r" * 100_000
     finally:
         store.close()
     keyword_only = open_oracle_store(live_config(agent, onnx_model="PICOORA_NO_SUCH_MODEL"), require_model=False)
@@ -258,8 +258,8 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     files = FileStore(tmp_path / "ws")
     files.prompts.set("IDENTITY.md", "I am the live test.")
     files.add_memory("The live test's favourite number is 42", category="fact")
-    files.append_daily_note("Ran the live tier.", day=date.today())
-    files.append_transcript("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
+    files.notes.append("Ran the live tier.", day=date.today())
+    files.transcripts.append("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
     files.close()
     code, output = picoora("setup-oracle", "--import-files")
     assert code in (0, 3), output
@@ -269,8 +269,8 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     try:
         assert store.prompts.get("IDENTITY.md").content == "I am the live test."
         assert store.recall("what number does the live test like", limit=1).matches[0].memory.content.endswith("42")
-        assert [e.message.content for e in store.read_transcript("cli:live")] == ["hello live", "hi"]
-        assert store.search_daily_notes("live tier", limit=1)[0][0].day == date.today()
+        assert [e.message.content for e in store.transcripts.read("cli:live")] == ["hello live", "hi"]
+        assert store.notes.search("live tier", limit=1)[0][0].day == date.today()
     finally:
         store.close()
 
@@ -325,14 +325,14 @@ def test_live_a_locked_session_row_gives_ora_30006_to_the_second_holder(agent):
     import asyncio
 
     store = open_oracle_store(live_config(agent))
-    store.append_session("s", [Message(role="user", content="hi")])
+    store.sessions.append("s", [Message(role="user", content="hi")])
     holder = open_database(live_config(agent))
     try:
         async def hold_then_wait() -> str:
             async def locked(tx: Tx) -> str:
                 await tx.rows(q.SESSION_LOCK, agent_id=agent, session_key="s")
                 try:
-                    await asyncio.to_thread(store.append_session, "s", [Message(role="user", content="again")])
+                    await asyncio.to_thread(store.sessions.append, "s", [Message(role="user", content="again")])
                 except Exception as exc:  # the second holder waited its 10 s, then gave up
                     return str(exc)
                 return ""
@@ -354,9 +354,9 @@ def test_live_a_multibyte_value_in_a_merge_and_a_2000_message_import(agent, tmp_
     try:
         store.state.set("k", "ü€" * 800)  # 4000 bytes of 2- and 3-byte characters through a MERGE
         assert store.state.get("k") == "ü€" * 800
-        source.append_transcript("long", [Message(role="user", content=f"message {n} ✓") for n in range(2000)])
+        source.transcripts.append("long", [Message(role="user", content=f"message {n} ✓") for n in range(2000)])
         transfer(source, store)
-        assert [e.seq for e in store.read_transcript("long")] == list(range(1, 2001))
+        assert [e.seq for e in store.transcripts.read("long")] == list(range(1, 2001))
     finally:
         source.close()
         store.close()

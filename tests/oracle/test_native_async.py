@@ -15,11 +15,12 @@ from picoora.store.base import StoreError
 from picoora.store.families.calls import native_form
 from picoora.store.oracle.store import ASYNC_METHODS, OracleStore
 
-REQUIRED = {"recall", "add_memory", "get_memory", "list_memories", "forget", "load_session", "append_session",
-            "compact_session", "reset_session", "list_sessions", "append_transcript", "read_transcript",
-            "recent_daily_notes"}
+REQUIRED = {"recall", "add_memory", "get_memory", "list_memories", "forget"}
 FAMILIES = {"state": ("get", "set", "delete", "all"), "config": ("get", "set", "all"), "meta": ("get", "set", "all"),
-            "prompts": ("list", "get", "set"), "traces": ("append", "get", "last"), "tool_outputs": ("save", "get")}
+            "prompts": ("list", "get", "set"), "traces": ("append", "get", "last"), "tool_outputs": ("save", "get"),
+            "notes": ("append", "recent", "list", "search"),
+            "sessions": ("load", "append", "compact", "set_summary", "reset", "list"),
+            "transcripts": ("append", "read", "keys", "recent")}
 
 
 def test_every_required_method_is_a_coroutine_with_the_blocking_signature(open_store):
@@ -53,24 +54,24 @@ def test_async_and_blocking_forms_give_the_same_results(open_store):
         assert (await aio.list_memories()) == store.list_memories()
         recalled = await aio.recall("bike lock code", limit=1, touch=False)
         assert recalled.matches[0].memory.id == added.memory.id
-        await aio.append_session("cli:a", [Message("user", "hi"), Message("assistant", "hello")])
-        assert await aio.compact_session("cli:a", "greeted", [Message("user", "hi")]) is True
-        assert (await aio.load_session("cli:a")).messages == store.load_session("cli:a").messages
-        assert [s.key for s in await aio.list_sessions()] == ["cli:a"]
-        assert await aio.append_transcript("cli:a", [Message("user", "hi")]) == [1]
-        assert [e.seq for e in await aio.read_transcript("cli:a")] == [1]
+        await aio.sessions.append("cli:a", [Message("user", "hi"), Message("assistant", "hello")])
+        assert await aio.sessions.compact("cli:a", "greeted", [Message("user", "hi")]) is True
+        assert (await aio.sessions.load("cli:a")).messages == store.sessions.load("cli:a").messages
+        assert [s.key for s in await aio.sessions.list()] == ["cli:a"]
+        assert await aio.transcripts.append("cli:a", [Message("user", "hi")]) == [1]
+        assert [e.seq for e in await aio.transcripts.read("cli:a")] == [1]
         await aio.state.set("mode", "quiet")
         assert await aio.state.get("mode") == "quiet" == store.state.get("mode")
         assert await aio.state.delete("mode") is True and store.state.get("mode") is None
         assert await aio.state.delete("mode") is False
         store.prompts.set("SOUL.md", "kind")
         assert await aio.prompts.list() == store.prompts.list()
-        await aio.append_daily_note("Walked the dog.")
-        assert await aio.recent_daily_notes(1) == store.recent_daily_notes(1)
-        await aio.reset_session("cli:a")
-        assert (await aio.load_session("cli:a")).messages == []
+        await aio.notes.append("Walked the dog.")
+        assert await aio.notes.recent(1) == store.notes.recent(1)
+        await aio.sessions.reset("cli:a")
+        assert (await aio.sessions.load("cli:a")).messages == []
         assert await aio.forget(added.memory.id) is True
-        assert await aio.recent_daily_notes(0) == [] and await aio.append_transcript("x", []) == []
+        assert await aio.notes.recent(0) == [] and await aio.transcripts.append("x", []) == []
 
     asyncio.run(scenario())
 

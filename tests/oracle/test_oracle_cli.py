@@ -139,7 +139,7 @@ def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_fi
     fake.models["ALL_MINILM_L12_V2"] = ("EMBEDDING", "ONNX")
     store = open_store()
     store.add_memory("The boiler was serviced in March")
-    store.append_daily_note("Called the plumber.")
+    store.notes.append("Called the plumber.")
     fake.oracle_text = False
     fake.fail_next["hnsw_memories"] = ora_error(51950)
     code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--hnsw")
@@ -187,14 +187,14 @@ def _file_workspace(config: Config) -> FileStore:
     files = FileStore(workspace_path(config), embedder=HashEmbedder())
     files.add_memory("The user's dog is called Pixel", importance=0.9, category="fact")
     files.add_memory("Favourite editor is Helix")
-    files.append_daily_note("Planted tomatoes.", day=date.today() - timedelta(days=1))
-    files.append_daily_note("Watered them.", day=date.today() - timedelta(days=1))
-    files.append_session("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
-    files.set_summary("cli:default", "greetings")
-    files.append_transcript("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
-    files.append_session("telegram:9", [Message("user", "gone soon")])
-    files.append_transcript("telegram:9", [Message("user", "gone soon")])
-    files.reset_session("telegram:9")  # its transcript stays and must still move
+    files.notes.append("Planted tomatoes.", day=date.today() - timedelta(days=1))
+    files.notes.append("Watered them.", day=date.today() - timedelta(days=1))
+    files.sessions.append("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
+    files.sessions.set_summary("cli:default", "greetings")
+    files.transcripts.append("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
+    files.sessions.append("telegram:9", [Message("user", "gone soon")])
+    files.transcripts.append("telegram:9", [Message("user", "gone soon")])
+    files.sessions.reset("telegram:9")  # its transcript stays and must still move
     files.state.set("last_channel", "cli:default")
     files.meta.set("installed_by", "test")
     return files
@@ -215,11 +215,11 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
                                                               "Favourite editor is Helix"}
         assert all(r["embedding"] is not None and r["embedding_model"] == "ALL_MINILM_L12_V2"
                    for r in fake.rows("PICO_MEMORIES"))
-        note = store.recent_daily_notes(3)[0]
+        note = store.notes.recent(3)[0]
         assert note.content == f"# {note.day.isoformat()}\n\nPlanted tomatoes.\nWatered them."
-        session = store.load_session("cli:default")
+        session = store.sessions.load("cli:default")
         assert (len(session.messages), session.summary) == (2, "greetings")
-        assert [e.message.content for e in store.read_transcript("telegram:9")] == ["gone soon"]
+        assert [e.message.content for e in store.transcripts.read("telegram:9")] == ["gone soon"]
         assert store.state.get("last_channel") == "cli:default" and store.meta.get("installed_by") == "test"
         assert store.recall("what is my dog called", limit=1).matches[0].memory.content.startswith("The user's dog")
     finally:
@@ -239,9 +239,9 @@ def filled(fake, config, onnx_file):
     store = open_oracle_store(config)
     store.add_memory("The cat sleeps on the blue sofa", importance=0.8, category="pets")
     store.add_memory("Quarterly taxes are due in April")
-    store.append_daily_note("Fixed the bike and booked flights to Lisbon.")
-    store.append_session("cli:default", [Message("user", "hello")])
-    store.append_transcript("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
+    store.notes.append("Fixed the bike and booked flights to Lisbon.")
+    store.sessions.append("cli:default", [Message("user", "hello")])
+    store.transcripts.append("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
     store.state.set("db_hint", f"password is {PASSWORD}")
     assert picoora("setup-oracle")[0] == 0  # with data now: the vector indexes are built
     yield store

@@ -113,17 +113,17 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
         assert go_row["content_hash"] and go_row["embedding_model"] == "ALL_MINILM_L12_V2"
         again = store.add_memory("user prefers oracle database.")
         assert (again.created, again.memory.id) == (False, "go01")
-        session = store.load_session("cli:default")
+        session = store.sessions.load("cli:default")
         assert session.messages[1].tool_calls == [ToolCall(id="c1", name="weather", arguments={"city": "Oslo"})]
         assert session.messages[2].tool_call_id == "c1"
         assert [p.name for p in store.prompts.list()] == ["IDENTITY.md"]
         assert store.prompts.get("IDENTITY.md").content == "I am Pico."
-        assert [(e.seq, e.message) for e in store.read_transcript("cli:default")] == [
+        assert [(e.seq, e.message) for e in store.transcripts.read("cli:default")] == [
             (1, Message("user", "user said hi")), (2, Message("assistant", "assistant said hi"))]
-        assert store.append_transcript("cli:default", [Message("user", "next")]) == [3]
+        assert store.transcripts.append("cli:default", [Message("user", "next")]) == [3]
         other = open_oracle_store(oracle_config(agent_id="other"), pool_factory=fake.pool_factory)
-        other.append_session("cli:default", [Message("user", "same key, other agent")])  # the Go PK forbade this
-        assert len(store.load_session("cli:default").messages) == 3
+        other.sessions.append("cli:default", [Message("user", "same key, other agent")])  # the Go PK forbade this
+        assert len(store.sessions.load("cli:default").messages) == 3
         other.close()
     finally:
         store.close()
@@ -236,22 +236,22 @@ def test_a_fact_with_a_subject_looks_for_current_memories_about_it_before_insert
 
 def test_daily_notes_are_embedded_and_searchable(fake, open_store):
     store = open_store()
-    store.append_daily_note("Repaired the garden fence with Tomas.", day=date(2026, 3, 1))
-    store.append_daily_note("Booked flights to Lisbon for May.", day=date(2026, 3, 2))
+    store.notes.append("Repaired the garden fence with Tomas.", day=date(2026, 3, 1))
+    store.notes.append("Booked flights to Lisbon for May.", day=date(2026, 3, 2))
     assert all(row["embedding"] is not None for row in fake.rows("PICO_DAILY_NOTES"))
-    found = store.search_daily_notes("flights to Lisbon", limit=1)
+    found = store.notes.search("flights to Lisbon", limit=1)
     assert [(note.day, round(sim, 2) > 0.3) for note, sim in found] == [(date(2026, 3, 2), True)]
     assert fake.executed[-1].name == "note_search" and "FETCH APPROX FIRST" in fake.executed[-1].sql
-    listed = store.list_daily_notes(5)
+    listed = store.notes.list(5)
     assert [(n.day, n.has_vector) for n in listed] == [(date(2026, 3, 2), True), (date(2026, 3, 1), True)]
 
 
 def test_without_the_model_notes_and_memories_are_kept_without_vectors(fake, open_store):
     fake.models.clear()
     store = open_store(require_model=False)
-    note = store.append_daily_note("A plain day.")
+    note = store.notes.append("A plain day.")
     assert fake.rows("PICO_DAILY_NOTES")[0]["embedding"] is None and "A plain day." in note.content
-    assert store.search_daily_notes("plain") == []
+    assert store.notes.search("plain") == []
     record = store.add_memory("Passport number X1234567").memory
     assert record.embedding_model is None
     with pytest.raises(StoreError, match="setup-oracle --onnx-file"):

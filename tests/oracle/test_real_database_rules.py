@@ -81,12 +81,12 @@ def test_without_the_input_type_handler_the_fake_drops_fractions_as_oracle_does(
 def test_long_and_non_ascii_keys_fit_after_the_widening_migration(fake, open_store):
     store = open_store()
     key = "ü" * limits.SESSION_KEY_CHARS  # 2000 bytes
-    store.append_session(key, [Message("user", "hi")])
-    assert store.append_transcript(key, [Message("user", "hi")]) == [1]
+    store.sessions.append(key, [Message("user", "hi")])
+    assert store.transcripts.append(key, [Message("user", "hi")]) == [1]
     name = "ключ" * 60  # 240 characters, 480 bytes
     store.state.set(name, "v")
     store.add_memory("A memory in a long category", category="ž" * limits.KEY_CHARS)
-    assert store.state.get(name) == "v" and store.load_session(key).messages[0].content == "hi"
+    assert store.state.get(name) == "v" and store.sessions.load(key).messages[0].content == "hi"
 
 
 def test_the_fake_measures_varchar_columns_in_bytes_like_oracle(fake, config):
@@ -106,7 +106,7 @@ def test_both_backends_refuse_what_does_not_fit_with_a_clear_error(backend, tmp_
             store.meta.set("big", "x" * 4001)
         store.config.set("big", "x" * 100_000)  # config values are CLOBs: no limit
         with pytest.raises(limits.TooLong, match="session key is 1001 characters"):
-            store.append_session("k" * 1001, [Message("user", "hi")])
+            store.sessions.append("k" * 1001, [Message("user", "hi")])
         assert store.state.get("big") is None
     finally:
         store.close()
@@ -175,10 +175,10 @@ def test_large_prompts_and_tool_results_go_into_clobs(fake, open_store):
     store = open_store()
     store.prompts.set("USER.md", "p" * 8_000)
     result = Message("tool", "r" * 100_000, tool_call_id="c1")
-    assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
-    store.append_session("cli:big", [result])
+    assert store.transcripts.append("cli:big", [Message("user", "go"), result]) == [1, 2]
+    store.sessions.append("cli:big", [result])
     assert store.prompts.get("USER.md").content == "p" * 8_000
-    assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
+    assert store.transcripts.read("cli:big")[1].message.content == "r" * 100_000
 
 
 # ---- 7. and 8. a Go database with duplicates and API vectors ------------------------------------------
@@ -195,11 +195,11 @@ def test_go_duplicates_are_renumbered_and_same_day_notes_merged_before_the_uniqu
                                                   updated_at=day))
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert [(e.seq, e.message.content) for e in store.read_transcript("cli:default")] == [
+        assert [(e.seq, e.message.content) for e in store.transcripts.read("cli:default")] == [
             (1, "user said hi"), (2, "seed-demo ran twice"), (3, "assistant said hi")]  # stored order kept
         notes = fake.rows("PICO_DAILY_NOTES")
         assert [(n["note_id"], n["content"]) for n in notes] == [("n0", "# morning\n# evening")]
-        assert store.append_daily_note("# night", day=date(2026, 1, 2)).content == "# morning\n# evening\n# night"
+        assert store.notes.append("# night", day=date(2026, 1, 2)).content == "# morning\n# evening\n# night"
     finally:
         store.close()
 

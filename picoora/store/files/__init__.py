@@ -20,26 +20,21 @@ Plain reads of documents need no lock: a document is only ever replaced whole, b
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from picoora import atomic
-from picoora.messages import Message
 from picoora.secrets import redact_text
 from picoora.store import limits, supersession
 from picoora.store.base import (
     AddDocumentResult,
     AddMemoryResult,
     BackendDetails,
-    DailyNote,
-    DailyNoteRow,
     DocPage,
     DocumentCounts,
     DocumentHit,
@@ -50,23 +45,21 @@ from picoora.store.base import (
     NoEmbedder,
     Provenance,
     RecallResult,
-    Session,
     StoreError,
     StoreStats,
-    TranscriptEntry,
     VectorStatus,
     newest_first,
-    time_from_json,
-    time_to_json,
-    without_folded,
 )
 from picoora.store.embedder import EmbedderUnavailable
-from picoora.store.file_memories import MemoryLog, embed, now_utc
-from picoora.store.files.context import PRIVATE, FileContext, read_document, read_text
+from picoora.store.file_memories import MemoryLog, embed
+from picoora.store.files.context import FileContext
 from picoora.store.files.keyvalues import FileKeyValues, FileState
+from picoora.store.files.notes import FileNotes
 from picoora.store.files.prompts import FilePrompts
+from picoora.store.files.sessions import FileSessions
 from picoora.store.files.tool_outputs import FileToolOutputs
 from picoora.store.files.traces import FileTraces
+from picoora.store.files.transcripts import FileTranscripts
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.locking import WorkspaceLock
@@ -82,31 +75,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_KEY_SAFE = re.compile(r"[A-Za-z0-9.\-]")
-_MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for suffixes
-NOTE_SEARCH_DAYS = 366  # notes searched by `oracle-inspect notes -s` on files: about a year
-
-
-def encode_key(key: str) -> str:
-    """A file name for a session key: ``:`` becomes ``_`` (as in the Go version), letters, digits, ``.``
-    and ``-`` stay, every other byte becomes ``%XX``. Reversible and injective, so ``slack:C01/1700.12``
-    and ``a_b`` get distinct, safe names. Very long keys end in a hash (the file stores the real key)."""
-    if not key:
-        raise ValueError("a session key must not be empty")
-    limits.check_session_key(key)
-    parts = []
-    for position, char in enumerate(key):
-        if _KEY_SAFE.fullmatch(char) and not (position == 0 and char == "."):
-            parts.append(char)
-        elif char == ":":
-            parts.append("_")
-        else:
-            parts.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
-    name = "".join(parts)
-    if len(name) > _MAX_ENCODED_KEY:
-        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-        name = f"{name[:100]}~{digest}"  # "~" never appears in an unhashed name
-    return name
 
 
 _NO_EMBEDDER = "no embedding model is available to re-embed memories with"
@@ -152,6 +120,9 @@ class FileStore:
         self.prompts = FilePrompts(ctx)
         self.traces = FileTraces(ctx)
         self.tool_outputs = FileToolOutputs(ctx)
+        self.notes = FileNotes(ctx, embedder)
+        self.sessions = FileSessions(ctx)
+        self.transcripts = FileTranscripts(ctx)
         self._docs = DocLibrary(self.layout.docs, embedder, docs or DocsConfig())
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
@@ -273,145 +244,6 @@ class FileStore:
                              f"{exc}") from None
         return added
 
-    # ---- daily notes ---------------------------------------------------------------------------
-
-    def _note_path(self, day: date) -> Path:
-        return self.layout.note_path(day)
-
-    def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
-        day = day or date.today()  # local date, as a person reads their journal
-        path = self._note_path(day)
-        with self._lock:  # rewritten whole (a note is small), so a crash never leaves half an entry
-            existing = _read_bytes(path)  # as bytes: a bad byte someone left in it is kept, not replaced
-            data = (f"# {day.isoformat()}\n\n{content}".encode() if existing is None
-                    else existing + f"\n{content}".encode())
-            atomic.atomic_write_bytes(path, data)
-        return DailyNote(day=day, content=data.decode("utf-8", errors="replace"))
-
-    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
-        """Notes of today and the ``days - 1`` days before, newest first; days without a note are skipped."""
-        today = date.today()
-        notes = []
-        for back in range(days):
-            day = today - timedelta(days=back)
-            text = read_text(self._note_path(day))
-            if text is not None:
-                notes.append(DailyNote(day=day, content=text))
-        return notes
-
-    # ---- sessions ------------------------------------------------------------------------------
-
-    def _session_path(self, key: str) -> Path:
-        return self.layout.sessions / f"{encode_key(key)}.json"
-
-    def load_session(self, key: str) -> Session:
-        path = self._session_path(key)
-        document = read_document(path)
-        return _session_from_json(document, path) if document is not None else Session(key=key)
-
-    def _write_session(self, session: Session) -> None:
-        session.updated_at = now_utc()
-        session.created_at = session.created_at or session.updated_at
-        document = {
-            "key": session.key,
-            "summary": session.summary,
-            "messages": [message.to_dict() for message in session.messages],
-            "created_at": time_to_json(session.created_at),
-            "updated_at": time_to_json(session.updated_at),
-        }
-        atomic.atomic_write_json(self._session_path(session.key), document, PRIVATE)
-
-    def append_session(self, key: str, messages: list[Message]) -> None:
-        if not messages:
-            return
-        with self._lock:
-            session = self.load_session(key)
-            session.messages.extend(messages)
-            self._write_session(session)
-
-    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool:
-        """Replace the leading ``folded`` messages by ``summary``; False (nothing changed) when they no longer
-        lead the session. Messages appended since the caller loaded it are at the end, so they are kept."""
-        with self._lock:
-            session = self.load_session(key)
-            rest = without_folded(session.messages, folded)
-            if rest is None:
-                return False
-            session.messages, session.summary = rest, summary
-            self._write_session(session)
-        return True
-
-    def reset_session(self, key: str) -> None:
-        """Forget the model's view of the conversation; its transcript stays."""
-        with self._lock:
-            atomic.remove_durably(self._session_path(key))
-
-    def list_sessions(self) -> list[Session]:
-        """Most recently updated first."""
-        sessions = []
-        for path in self.layout.sessions.glob("*.json"):
-            try:
-                document = read_document(path)
-                if document is not None:
-                    sessions.append(_session_from_json(document, path))
-            except StoreError as exc:  # one unreadable file must not hide the other sessions
-                log.warning("%s", exc)
-        sessions.sort(key=lambda s: (s.updated_at is not None, s.updated_at), reverse=True)
-        return sessions
-
-    # ---- transcripts ---------------------------------------------------------------------------
-
-    def _transcript_path(self, key: str) -> Path:
-        return self.layout.transcripts / f"{encode_key(key)}.jsonl"
-
-    def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
-        if not messages:
-            return []
-        for message in messages:
-            limits.check_chars(message.role, limits.ROLE_CHARS, "the message role")
-        path = self._transcript_path(key)
-        with self._lock:  # the last seq is read and extended under the lock: no two writers reuse one
-            first_seq = _last_seq(path) + 1
-            at = time_to_json(now_utc())
-            seqs = list(range(first_seq, first_seq + len(messages)))
-            lines = [
-                {"seq": seq, "created_at": at, "session_key": key, "message": message.to_dict()}
-                for seq, message in zip(seqs, messages, strict=True)
-            ]
-            atomic.append_jsonl(path, lines)
-        return seqs
-
-    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]:
-        """In seq order; with ``limit``, the most recent ``limit`` entries."""
-        path = self._transcript_path(key)
-        entries = []
-        for line in atomic.read_jsonl(path):
-            try:
-                entries.append(
-                    TranscriptEntry(
-                        session_key=str(line.get("session_key", key)),
-                        seq=int(line["seq"]),
-                        message=Message.from_dict(line["message"]),
-                        created_at=time_from_json(line.get("created_at")),
-                    )
-                )
-            except (KeyError, TypeError, ValueError) as exc:  # a hand-edited line; the rest still reads
-                log.warning("%s: a transcript line without %s was skipped", path, exc)
-        return entries if limit is None else entries[-limit:] if limit > 0 else []
-
-    def transcript_keys(self) -> list[str]:
-        """Sorted; a transcript's first line names its key (file names of long keys end in a hash)."""
-        keys = set()
-        for path in self.layout.transcripts.glob("*.jsonl"):
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    first = json.loads(handle.readline() or "{}")
-            except (OSError, ValueError):  # unreadable or torn first line: nothing to list for it
-                continue
-            if isinstance(first, dict) and first.get("session_key"):
-                keys.add(str(first["session_key"]))
-        return sorted(keys)
-
     # ---- documents (the knowledge base) ---------------------------------------------------------
 
     def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
@@ -509,54 +341,6 @@ class FileStore:
         where = "via Ollama" if model_id.startswith("ollama:") else "local, CPU"
         return VectorStatus(embedder=model_id, where=where, missing=missing)
 
-    def _note_days(self) -> list[date]:
-        days = []
-        for path in self.layout.notes.glob("[0-9]*/[0-9]*.md"):
-            if re.fullmatch(r"\d{8}\.md", path.name):
-                try:
-                    days.append(datetime.strptime(path.stem, "%Y%m%d").date())
-                except ValueError:
-                    continue
-        return sorted(days, reverse=True)
-
-    def list_daily_notes(self, limit: int) -> list[DailyNoteRow]:
-        rows = []
-        for day in self._note_days()[: max(limit, 0)]:
-            path = self._note_path(day)
-            text = read_text(path)
-            if text is not None:
-                updated = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-                rows.append(DailyNoteRow(day, day.strftime("%Y%m%d"), text, updated, has_vector=False))
-        return rows
-
-    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]:
-        """By meaning when an embedder loads (notes are embedded on the fly: there are few), else by keywords."""
-        from picoora.store.keywords import KeywordIndex
-
-        notes = [DailyNote(row.day, row.content) for row in self.list_daily_notes(NOTE_SEARCH_DAYS)]
-        if not notes or not query.strip():
-            return []
-        scores = _similarities(self._embedder, query, [n.content for n in notes])
-        if scores is None:
-            keywords = KeywordIndex()
-            for i, note in enumerate(notes):
-                keywords.add(str(i), note.content)
-            by_id, codes = keywords.match(query)
-            scores = [max(by_id.get(str(i), 0.0), codes.get(str(i), 0.0)) for i in range(len(notes))]
-        ranked = sorted(zip(notes, scores, strict=True), key=lambda pair: pair[1], reverse=True)
-        return [(note, float(score)) for note, score in ranked if score > 0][:limit]
-
-    def set_summary(self, key: str, summary: str) -> None:
-        with self._lock:
-            session = self.load_session(key)
-            session.summary = summary
-            self._write_session(session)
-
-    def recent_transcript_entries(self, limit: int) -> list[TranscriptEntry]:
-        entries = [e for key in self.transcript_keys() for e in self.read_transcript(key, limit=limit)]
-        entries.sort(key=lambda e: (e.created_at is not None, e.created_at, e.seq), reverse=True)
-        return entries[: max(limit, 0)]
-
     def ping(self) -> None:
         if not self.workspace.is_dir():
             raise StoreError(f"the workspace {self.workspace} is missing: run `picoora onboard`")
@@ -600,53 +384,6 @@ class FileStore:
 
 
 
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def _last_seq(path: Path) -> int:
-    """The highest seq in a transcript (0 when empty). Read from the end; a last line without a
-    usable seq (hand-edited, or written by something else) costs one full scan, never a crash."""
-    last = atomic.last_jsonl_record(path)
-    if last is None:
-        return 0
-    try:
-        return int(last["seq"])
-    except (KeyError, TypeError, ValueError):
-        log.warning("%s: the last line has no usable seq; numbering continues after the highest one", path)
-    seqs = [line.get("seq") for line in atomic.read_jsonl(path)]
-    return max((seq for seq in seqs if isinstance(seq, int)), default=0)
-
-
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as handle:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
-
-
-def _session_from_json(document: dict[str, Any], path: Path) -> Session:
-    """A session document; the Go version's (``created``/``updated``, OpenAI-style tool calls) reads too."""
-    try:
-        return Session(
-            key=str(document["key"]),
-            messages=[Message.from_dict(m) for m in document.get("messages") or []],
-            summary=str(document.get("summary") or ""),
-            created_at=time_from_json(document.get("created_at") or document.get("created")),
-            updated_at=time_from_json(document.get("updated_at") or document.get("updated")),
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StoreError(f"{path} is not a session picoora can read ({exc!r}): move it away or delete it") from None
-
-
-def _similarities(embedder: Embedder | None, query: str, texts: list[str]) -> list[float] | None:
-    """Cosine similarity of ``query`` to each text, or None when no embedder can run."""
-    if embedder is None:
-        return None
-    try:
-        vectors = embedder.embed([query, *texts])
-    except Exception as exc:  # an embedder that cannot load: keyword search instead
-        log.warning("embedding daily notes failed, searching by keywords: %s", exc)
-        return None
-    return [float(score) for score in vectors[1:] @ vectors[0]]  # the embedders return unit vectors

@@ -3,12 +3,15 @@ document or a hand-editable text file is read."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from picoora import atomic
+from picoora.store import limits
 from picoora.store.base import StoreError
 from picoora.store.layout import FileLayout
 from picoora.store.locking import WorkspaceLock
@@ -17,6 +20,8 @@ log = logging.getLogger(__name__)
 
 PRIVATE = 0o600  # conversations and state are nobody else's business
 TEXT_FILE_BYTES = 256 * 1024  # the most of a prompt file or a note read (the window takes far less)
+_KEY_SAFE = re.compile(r"[A-Za-z0-9.\-]")
+_MAX_ENCODED_KEY = 150  # file names are limited to 255 bytes; leave room for suffixes
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,28 @@ class FileContext:
     workspace: Path
     layout: FileLayout
     lock: WorkspaceLock  # every write, and every read a write depends on, holds it (see ``files``)
+
+
+def encode_key(key: str) -> str:
+    """A file name for a session key: ``:`` becomes ``_`` (as in the Go version), letters, digits, ``.``
+    and ``-`` stay, every other byte becomes ``%XX``. Reversible and injective, so ``slack:C01/1700.12``
+    and ``a_b`` get distinct, safe names. Very long keys end in a hash (the file stores the real key)."""
+    if not key:
+        raise ValueError("a session key must not be empty")
+    limits.check_session_key(key)
+    parts = []
+    for position, char in enumerate(key):
+        if _KEY_SAFE.fullmatch(char) and not (position == 0 and char == "."):
+            parts.append(char)
+        elif char == ":":
+            parts.append("_")
+        else:
+            parts.extend(f"%{byte:02X}" for byte in char.encode("utf-8"))
+    name = "".join(parts)
+    if len(name) > _MAX_ENCODED_KEY:
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+        name = f"{name[:100]}~{digest}"  # "~" never appears in an unhashed name
+    return name
 
 
 class FileFamily:

@@ -21,9 +21,12 @@ from picoora.store.base import StoreError
 from picoora.store.oracle.connection import OracleUnavailable
 from picoora.store.oracle.context import OpenContext, OracleContext
 from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState
+from picoora.store.oracle.notes import OracleNotes
 from picoora.store.oracle.prompts import OraclePrompts
+from picoora.store.oracle.sessions import OracleSessions
 from picoora.store.oracle.tool_outputs import OracleToolOutputs
 from picoora.store.oracle.traces import OracleTraces
+from picoora.store.oracle.transcripts import OracleTranscripts
 
 if TYPE_CHECKING:
     from picoora.store.oracle.connection import Database
@@ -59,7 +62,7 @@ class AwaitedOracleStore:
     display_name = "Oracle AI Database"
 
     def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, agent_id: str,
-                 secrets: Iterable[str] = (), retry_seconds: float | None = None,
+                 secrets: Iterable[str] = (), note_zone: str = "", retry_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._opener = opener
         self._failure = str(failure)
@@ -76,6 +79,9 @@ class AwaitedOracleStore:
         self.prompts = OraclePrompts(ctx)
         self.traces = OracleTraces(ctx)
         self.tool_outputs = OracleToolOutputs(ctx)
+        self.notes = OracleNotes(ctx, zone=note_zone)
+        self.sessions = OracleSessions(ctx)
+        self.transcripts = OracleTranscripts(ctx)
 
     @property
     def is_open(self) -> bool:
@@ -118,7 +124,8 @@ class AwaitedOracleStore:
     def for_agent(self, agent_id: str) -> AwaitedOracleStore:
         """A person's rows: opened through this store (no attempts of its own)."""
         return AwaitedOracleStore(lambda: self.opened().for_agent(agent_id), StoreError(self._failure),
-                                  agent_id=agent_id, secrets=self._secrets, retry_seconds=0.0, clock=self._clock)
+                                  agent_id=agent_id, secrets=self._secrets, note_zone=self.notes.zone,
+                                  retry_seconds=0.0, clock=self._clock)
 
     def leases(self) -> AwaitedLeases:
         return AwaitedLeases(self)

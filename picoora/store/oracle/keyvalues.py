@@ -10,15 +10,13 @@ from picoora.store import limits
 from picoora.store.oracle import codec, schema
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import utc_stamp
-from picoora.store.oracle.connection import error_code
+from picoora.store.oracle.connection import UNIQUE_VIOLATED, error_code
 from picoora.store.oracle.op import Op
 from picoora.store.oracle.unit_of_work import unit_of_work
 
 if TYPE_CHECKING:
     from picoora.store.oracle.connection import Tx
     from picoora.store.oracle.context import OracleContext
-
-_UNIQUE_VIOLATED = "ORA-00001"
 
 
 def merge(stmt: q.Sql, what: str, **binds: Any) -> Op[None]:
@@ -29,7 +27,7 @@ def merge(stmt: q.Sql, what: str, **binds: Any) -> Op[None]:
         except Exception as exc:
             # Two sessions merging the same new key: both see no row, one insert wins, the other gets
             # ORA-00001. Its MERGE run again finds the row and updates it (last writer wins, as in files).
-            if error_code(exc) != _UNIQUE_VIOLATED:
+            if error_code(exc) != UNIQUE_VIOLATED:
                 raise
             await tx.run(stmt, now=utc_stamp(), **binds)
 

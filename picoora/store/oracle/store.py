@@ -19,25 +19,21 @@ method runs it with ``Database.run`` and :meth:`OracleStore.native_async` awaits
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from picoora.messages import Message
 from picoora.secrets import redact_text
 from picoora.store import limits, ranking, supersession
 from picoora.store.base import (
     AddDocumentResult,
     AddMemoryResult,
     BackendDetails,
-    DailyNote,
-    DailyNoteRow,
     DocPage,
     DocumentCounts,
     DocumentHit,
@@ -49,37 +45,34 @@ from picoora.store.base import (
     Provenance,
     RecallResult,
     ScoredMemory,
-    Session,
     StoreError,
     StoreStats,
-    TranscriptEntry,
     VectorStatus,
-    without_folded,
 )
 from picoora.store.keywords import KeywordIndex, tokenize
-from picoora.store.oracle import codec, schema
+from picoora.store.oracle import codec
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import content_hash, utc_stamp
-from picoora.store.oracle.connection import MAX_STRING_BYTES, Database, Tx, error_code, error_codes
+from picoora.store.oracle.connection import Database, Tx, error_code, error_codes
 from picoora.store.oracle.context import MODEL_MISSING, OpenContext
 from picoora.store.oracle.documents import OracleDocuments
 from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN
 from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState, is_schema_key
 from picoora.store.oracle.leases import OracleLeases
+from picoora.store.oracle.notes import OracleNotes
 from picoora.store.oracle.op import Op, known
 from picoora.store.oracle.prompts import OraclePrompts
 from picoora.store.oracle.query_text import embedding_text, informative_first, scan_pattern, text_query
+from picoora.store.oracle.sessions import OracleSessions
 from picoora.store.oracle.tool_outputs import OracleToolOutputs
 from picoora.store.oracle.traces import OracleTraces
+from picoora.store.oracle.transcripts import OracleTranscripts
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
 
 log = logging.getLogger(__name__)
 
-ALL_ROWS = 2**31 - 1  # FETCH FIRST bound when the caller wants everything
-_UNIQUE_VIOLATED = "ORA-00001"
-_APPEND_ATTEMPTS = 20  # concurrent transcript writers retry on a taken sequence number
 _PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 _ID_HEX_CHARS = 12
 
@@ -101,16 +94,9 @@ class RecallEvidence:
     anchor_best: float | None
 
 
-def _long(text: str | None) -> bool:
-    """Over the 4000 bytes a VARCHAR2 bind carries (then it must go as a CLOB)."""
-    return text is not None and len(text) * 4 > MAX_STRING_BYTES and len(text.encode("utf-8")) > MAX_STRING_BYTES
-
-
 # The Store methods with a native coroutine in ``native_async()``: each has an ``_<name>_op`` builder.
 ASYNC_METHODS = (
-    "recall", "add_memory", "get_memory", "list_memories", "forget", "append_daily_note", "recent_daily_notes",
-    "search_daily_notes", "load_session", "append_session", "compact_session", "reset_session", "list_sessions",
-    "append_transcript", "read_transcript", "transcript_keys", "stats", "set_summary", )
+    "recall", "add_memory", "get_memory", "list_memories", "forget", "stats", )
 
 
 class NativeAsync:
@@ -175,6 +161,9 @@ class OracleStore:
         self.prompts = OraclePrompts(ctx)
         self.traces = OracleTraces(ctx)
         self.tool_outputs = OracleToolOutputs(ctx)
+        self.notes = OracleNotes(ctx, self.note_zone)
+        self.sessions = OracleSessions(ctx)
+        self.transcripts = OracleTranscripts(ctx)
         self._documents = OracleDocuments(ctx, self._docs_settings)
 
     def for_agent(self, agent_id: str) -> OracleStore:
@@ -248,7 +237,7 @@ class OracleStore:
 
     def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
         """Newest first."""
-        return self._documents.everyone(ALL_ROWS if limit is None else max(limit, 0))
+        return self._documents.everyone(q.ALL_ROWS if limit is None else max(limit, 0))
 
     def document_counts(self) -> DocumentCounts:
         return self._documents.counts()
@@ -459,7 +448,8 @@ class OracleStore:
 
     def _list_memories_op(self, limit: int | None = None) -> Op:
         async def work(tx: Tx) -> list[MemoryRecord]:
-            rows = await tx.rows(q.MEMORY_LIST, agent_id=self.agent_id, k=ALL_ROWS if limit is None else max(limit, 0))
+            rows = await tx.rows(q.MEMORY_LIST, agent_id=self.agent_id,
+                                 k=q.ALL_ROWS if limit is None else max(limit, 0))
             return [codec.memory_from_row(row) for row in rows]
 
         return Op(work, "list memories")
@@ -543,257 +533,6 @@ class OracleStore:
                 progress(min(start + batch, len(pending)), len(pending))
         return imported
 
-    # ---- daily notes ---------------------------------------------------------------------------
-
-    def append_daily_note(self, content: str, day: date | None = None) -> DailyNote:
-        return self._do(self._append_daily_note_op(content, day))
-
-    def _append_daily_note_op(self, content: str, day: date | None = None) -> Op:
-        day = day or self._today()
-
-        async def work(tx: Tx) -> DailyNote:
-            for _ in range(2):  # a second pass only when another writer created the day's row meanwhile
-                row = await tx.one(q.NOTE_LOCK, agent_id=self.agent_id, note_date=day)
-                if row is not None:
-                    text = f"{codec.text(row[1])}\n{content}"
-                    await tx.run(q.NOTE_UPDATE, agent_id=self.agent_id, note_id=row[0], content=text,
-                                 embedding=await self._ctx.embed(tx, text), now=utc_stamp())
-                    return DailyNote(day=day, content=text)
-                text = f"# {day.isoformat()}\n\n{content}"
-                try:
-                    await tx.run(q.NOTE_INSERT, note_id=uuid.uuid4().hex, agent_id=self.agent_id, note_date=day,
-                                 content=text, embedding=await self._ctx.embed(tx, text), now=utc_stamp())
-                    return DailyNote(day=day, content=text)
-                except Exception as exc:
-                    if error_code(exc) != _UNIQUE_VIOLATED:
-                        raise
-            raise StoreError("the daily note changed under us twice; try again")
-
-        return Op(work, "write the daily note")
-
-    def _today(self) -> date:
-        """Today on the database's clock in the notes' zone, so every node of a fleet writes one day's note."""
-        from zoneinfo import ZoneInfo
-
-        now = utc_stamp().replace(tzinfo=timezone.utc)
-        return (now.astimezone(ZoneInfo(self.note_zone)) if self.note_zone else now.astimezone()).date()
-
-    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]:
-        """Notes of today and the ``days - 1`` days before, newest first."""
-        return self._do(self._recent_daily_notes_op(days))
-
-    def _recent_daily_notes_op(self, days: int = 3) -> Op:
-        if days <= 0:
-            return known([])
-        today = self._today()
-
-        async def work(tx: Tx) -> list[DailyNote]:
-            rows = await tx.rows(q.NOTE_RECENT, agent_id=self.agent_id, since=today - timedelta(days=days - 1),
-                                 today=today)
-            return [DailyNote(day=codec.as_date(day), content=codec.text(content)) for day, content in rows]
-
-        return Op(work, "read daily notes")
-
-    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]:
-        """Daily notes closest in meaning to ``query``, with their cosine similarity (empty without the model)."""
-        return self._do(self._search_daily_notes_op(query, limit))
-
-    def _search_daily_notes_op(self, query: str, limit: int = 5) -> Op:
-        async def work(tx: Tx) -> list[tuple[DailyNote, float]]:
-            vector = await self._ctx.embed(tx, query)
-            if vector is None:
-                return []
-            rows = await tx.rows(q.NOTE_SEARCH, agent_id=self.agent_id, vector=vector, k=limit,
-                                 dimensions=schema.EMBEDDING_DIMENSIONS)
-            return [(DailyNote(codec.as_date(day), codec.text(content)), 1.0 - float(distance))
-                    for day, content, distance in rows]
-
-        return Op(work, "search daily notes")
-
-    def list_daily_notes(self, limit: int = 20) -> list[DailyNoteRow]:
-        async def work(tx: Tx) -> list[DailyNoteRow]:
-            rows = await tx.rows(q.NOTE_LIST, agent_id=self.agent_id, k=limit)
-            return [DailyNoteRow(codec.as_date(day), str(note_id), codec.text(content), codec.to_utc(updated),
-                                 flag == "yes")
-                    for day, note_id, content, updated, flag in rows]
-
-        return self._run(work, "list daily notes")
-
-    # ---- sessions ------------------------------------------------------------------------------
-
-    def load_session(self, key: str) -> Session:
-        return self._do(self._load_session_op(key))
-
-    def _load_session_op(self, key: str) -> Op:
-        async def work(tx: Tx) -> Session:
-            row = await tx.one(q.SESSION_GET, agent_id=self.agent_id, session_key=key)
-            if row is None:
-                return Session(key=key)
-            messages, summary, created, updated = row
-            return Session(key, codec.messages_from_clob(messages), codec.text(summary),
-                           codec.to_utc(created), codec.to_utc(updated))
-
-        return Op(work, "load the session")
-
-    async def _rewrite_session(self, tx: Tx, key: str, change: Any) -> None:
-        """Apply ``change(messages, summary) -> (messages, summary)`` to the session under a row lock."""
-        binds = {"agent_id": self.agent_id, "session_key": key}
-        for _ in range(2):
-            row = await tx.one(q.SESSION_LOCK, **binds)
-            if row is not None:
-                messages, summary = change(codec.messages_from_clob(row[0]), codec.text(row[1]))
-                await tx.run(q.SESSION_UPDATE, **binds, messages=codec.messages_to_clob(messages), summary=summary,
-                             now=utc_stamp())
-                return
-            messages, summary = change([], "")
-            try:
-                await tx.run(q.SESSION_INSERT, **binds, messages=codec.messages_to_clob(messages), summary=summary,
-                             now=utc_stamp())
-                return
-            except Exception as exc:
-                if error_code(exc) != _UNIQUE_VIOLATED:  # another writer created it: lock and update instead
-                    raise
-        raise StoreError(f"session {key!r} changed under us twice; try again")
-
-    def append_session(self, key: str, messages: list[Message]) -> None:
-        self._do(self._append_session_op(key, messages))
-
-    def _append_session_op(self, key: str, messages: list[Message]) -> Op:
-        limits.check_session_key(key)
-
-        async def work(tx: Tx) -> None:
-            await self._rewrite_session(tx, key, lambda old, summary: (old + list(messages), summary))
-
-        return Op(work, "save the session")
-
-    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool:
-        """Replace the leading ``folded`` messages by ``summary`` (see ``without_folded``); messages appended
-        since stay. False when another compaction already removed them."""
-        return self._do(self._compact_session_op(key, summary, folded))
-
-    def _compact_session_op(self, key: str, summary: str, folded: list[Message]) -> Op:
-        limits.check_session_key(key)
-
-        async def work(tx: Tx) -> bool:
-            done = False
-
-            def fold(old: list[Message], old_summary: str) -> tuple[list[Message], str]:
-                nonlocal done
-                rest = without_folded(old, folded)
-                done = rest is not None
-                return (rest, summary) if rest is not None else (old, old_summary)
-
-            await self._rewrite_session(tx, key, fold)
-            return done
-
-        return Op(work, "compact the session")
-
-    def reset_session(self, key: str) -> None:
-        """Forget the model's view of the conversation; its transcript stays."""
-        self._do(self._reset_session_op(key))
-
-    def _reset_session_op(self, key: str) -> Op:
-        async def work(tx: Tx) -> None:
-            await tx.run(q.SESSION_DELETE, agent_id=self.agent_id, session_key=key)
-
-        return Op(work, "reset the session")
-
-    def list_sessions(self) -> list[Session]:
-        """Most recently updated first."""
-        return self._do(self._list_sessions_op())
-
-    def _list_sessions_op(self) -> Op:
-        async def work(tx: Tx) -> list[Session]:
-            rows = await tx.rows(q.SESSION_LIST, agent_id=self.agent_id)
-            return [Session(str(key), codec.messages_from_clob(messages), codec.text(summary),
-                            codec.to_utc(created), codec.to_utc(updated))
-                    for key, messages, summary, created, updated in rows]
-
-        return Op(work, "list sessions")
-
-    # ---- transcripts ---------------------------------------------------------------------------
-
-    def append_transcript(self, key: str, messages: list[Message]) -> list[int]:
-        return self._do(self._append_transcript_op(key, messages))
-
-    def _append_transcript_op(self, key: str, messages: list[Message]) -> Op:
-        if not messages:
-            return known([])
-        limits.check_session_key(key)
-        for message in messages:
-            limits.check_chars(message.role, limits.ROLE_CHARS, "the message role")
-
-        async def work(tx: Tx) -> list[int]:
-            for _ in range(_APPEND_ATTEMPTS):
-                row = await tx.one(q.TRANSCRIPT_LAST_SEQ, agent_id=self.agent_id, session_key=key)
-                first = int(row[0] if row else 0) + 1
-                seqs = list(range(first, first + len(messages)))
-                now = utc_stamp()
-                binds: list[dict[str, Any]] = [
-                    {"session_key": key, "agent_id": self.agent_id, "sequence_num": seq, "role": message.role,
-                     "content": message.content, "now": now,
-                     "message_json": json.dumps(codec.message_to_json(message), ensure_ascii=False)}
-                    for seq, message in zip(seqs, messages, strict=True)]
-                try:
-                    if len(binds) > 1 and not any(_long(b["content"]) or _long(b["message_json"]) for b in binds):
-                        await tx.run_many(q.TRANSCRIPT_INSERT, binds)  # one round trip (an import's batch)
-                    else:
-                        # A text over 4000 bytes goes as a temporary CLOB, which array DML cannot mix with
-                        # strings (ORA-01478): one execute per message, as a turn's few messages are.
-                        for one in binds:
-                            await tx.run(q.TRANSCRIPT_INSERT, **one)
-                    return seqs
-                except Exception as exc:
-                    if error_code(exc) != _UNIQUE_VIOLATED:
-                        raise
-                    await tx.rollback()  # another writer took these numbers: read the new last one
-            raise StoreError(f"could not number transcript messages of {key!r}: too many concurrent writers")
-
-        return Op(work, "append to the transcript")
-
-    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]:
-        """In seq order; with ``limit``, the most recent ``limit`` entries."""
-        return self._do(self._read_transcript_op(key, limit))
-
-    def _read_transcript_op(self, key: str, limit: int | None = None) -> Op:
-        if limit is not None and limit <= 0:
-            return known([])
-
-        async def work(tx: Tx) -> list[TranscriptEntry]:
-            rows = await tx.rows(q.TRANSCRIPT_READ, agent_id=self.agent_id, session_key=key,
-                                 k=ALL_ROWS if limit is None else limit)
-            return [TranscriptEntry(key, int(seq), self._transcript_message(role, content, message_json),
-                                    codec.to_utc(created)) for seq, role, content, message_json, created in rows]
-
-        return Op(work, "read the transcript")
-
-    def transcript_keys(self) -> list[str]:
-        return self._do(self._transcript_keys_op())
-
-    def _transcript_keys_op(self) -> Op:
-        async def work(tx: Tx) -> list[str]:
-            return [str(key) for (key,) in await tx.rows(q.TRANSCRIPT_KEYS, agent_id=self.agent_id)]
-
-        return Op(work, "list transcripts")
-
-    def recent_transcript_entries(self, limit: int = 20) -> list[TranscriptEntry]:
-        """The latest entries over all sessions, newest first (for the inspector)."""
-        async def work(tx: Tx) -> list[TranscriptEntry]:
-            rows = await tx.rows(q.TRANSCRIPT_RECENT, agent_id=self.agent_id, k=limit)
-            return [TranscriptEntry(str(key), int(seq), self._transcript_message(role, content, message_json),
-                                    codec.to_utc(created)) for key, seq, role, content, message_json, created in rows]
-
-        return self._run(work, "read transcripts")
-
-    @staticmethod
-    def _transcript_message(role: Any, content: Any, message_json: Any) -> Message:
-        if message_json:  # Go-era rows (seed-demo) have only role and content
-            try:
-                return codec.message_from_json(json.loads(message_json))
-            except (ValueError, TypeError):
-                pass
-        return Message(role=codec.text(role) or "user", content=codec.text(content))
-
     # ---- everything ----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
@@ -845,17 +584,6 @@ class OracleStore:
             await tx.one(q.PING)
 
         self._run(work, "answer a ping", timeout=5.0)
-
-    def set_summary(self, key: str, summary: str) -> None:
-        self._do(self._set_summary_op(key, summary))
-
-    def _set_summary_op(self, key: str, summary: str) -> Op:
-        limits.check_session_key(key)
-
-        async def work(tx: Tx) -> None:
-            await self._rewrite_session(tx, key, lambda old, _: (old, summary))
-
-        return Op(work, "save the session summary")
 
     def leases(self) -> OracleLeases:
         """Leases in PICO_LEASES, scoped by this store's agent id (a person's store: theirs)."""
