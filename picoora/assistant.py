@@ -231,18 +231,18 @@ class Assistant:
 
     async def remember(self, content: str, importance: float = 0.7, category: str = "general", *,
                        provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
-        return await self.astore.add_memory(content, importance, category, provenance=provenance,
+        return await self.astore.memories.add(content, importance, category, provenance=provenance,
                                             expires_at=expires_at)
 
     async def recall(self, query: str, limit: int = 5, *, touch: bool = False) -> RecallResult:
         """Memories by meaning, with scores; looking does not count as an access unless ``touch``."""
-        return await self.astore.recall(query, limit, touch=touch)
+        return await self.astore.memories.recall(query, limit, touch=touch)
 
     async def memories(self, limit: int | None = None) -> list[MemoryRecord]:
-        return await self.astore.list_memories(limit)
+        return await self.astore.memories.list(limit)
 
     async def forget(self, memory_id: str) -> bool:
-        return await self.astore.forget(memory_id)
+        return await self.astore.memories.forget(memory_id)
 
     # -- documents (the knowledge base): this person's own and the shared ones --------------------------
 
@@ -348,7 +348,7 @@ class Assistant:
 
         self.tools.schemas()
         try:
-            await self.astore.recall("warm-up", limit=1, touch=False)
+            await self.astore.memories.recall("warm-up", limit=1, touch=False)
         except Exception as exc:  # noqa: BLE001 - the first turn meets the same failure and reports it
             logging.getLogger(__name__).debug("warm-up recall failed: %s", exc)
 

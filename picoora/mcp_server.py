@@ -65,7 +65,7 @@ class ListMemories(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ListMemoriesArgs)
-        memories = await asyncio.to_thread(ctx.store.list_memories, args.limit)
+        memories = await asyncio.to_thread(ctx.store.memories.list, args.limit)
         if not memories:
             return ToolResult("No memories stored yet.")
         lines = [f"{len(memories)} memories, newest first:"]

@@ -39,27 +39,27 @@ class StoreContract:
     # ---- memories ------------------------------------------------------------------------------
 
     def test_add_memory_returns_the_stored_record(self, store):
-        result = store.add_memory("The user's cat is called Miso", importance=0.9, category="fact")
+        result = store.memories.add("The user's cat is called Miso", importance=0.9, category="fact")
         assert result.created is True
         record = result.memory
         assert record.id and record.content == "The user's cat is called Miso"
         assert (record.importance, record.category) == (0.9, "fact")
         assert record.created_at is not None and record.embedding_model
-        assert store.get_memory(record.id) == record
-        assert store.get_memory("no-such-id") is None
+        assert store.memories.get(record.id) == record
+        assert store.memories.get("no-such-id") is None
 
     def test_add_memory_rejects_empty_text_and_bad_importance(self, store):
         with pytest.raises(ValueError):
-            store.add_memory("   ")
+            store.memories.add("   ")
         with pytest.raises(ValueError):
-            store.add_memory("valid text", importance=1.5)
-        assert store.list_memories() == []
+            store.memories.add("valid text", importance=1.5)
+        assert store.memories.list() == []
 
     def test_recall_ranks_the_matching_memory_first(self, store):
-        cat = store.add_memory("The cat sleeps on the blue sofa").memory
-        store.add_memory("Quarterly taxes are due in April")
-        store.add_memory("The office printer needs toner")
-        result = store.recall("where does the cat sleep", limit=3)
+        cat = store.memories.add("The cat sleeps on the blue sofa").memory
+        store.memories.add("Quarterly taxes are due in April")
+        store.memories.add("The office printer needs toner")
+        result = store.memories.recall("where does the cat sleep", limit=3)
         assert result.degraded is False
         assert result.matches and result.matches[0].memory.id == cat.id
         scores = [match.score for match in result.matches]
@@ -68,97 +68,99 @@ class StoreContract:
 
     def test_recall_honours_the_limit(self, store):
         for n in range(6):
-            store.add_memory(f"project note number {n} about the garden shed {n * 7}")
-        assert len(store.recall("garden shed project note", limit=2).matches) == 2
+            store.memories.add(f"project note number {n} about the garden shed {n * 7}")
+        assert len(store.memories.recall("garden shed project note", limit=2).matches) == 2
 
     def test_recall_records_access(self, store, reopen):
-        record = store.add_memory("The wifi password is on the fridge").memory
+        record = store.memories.add("The wifi password is on the fridge").memory
         assert record.access_count == 0
-        matches = store.recall("wifi password", limit=1).matches
+        matches = store.memories.recall("wifi password", limit=1).matches
         assert matches[0].memory.id == record.id and matches[0].memory.access_count == 1
-        store.recall("wifi password fridge", limit=1)
-        again = reopen().get_memory(record.id)
+        store.memories.recall("wifi password fridge", limit=1)
+        again = reopen().memories.get(record.id)
         assert again.access_count == 2 and again.accessed_at is not None
 
     def test_list_memories_newest_first_with_limit(self, store):
-        ids = [store.add_memory(f"distinct fact {word}").memory.id for word in ("alpha", "bravo", "charlie")]
-        assert [m.id for m in store.list_memories()] == ids[::-1]
-        assert [m.id for m in store.list_memories(limit=2)] == ids[:0:-1]
+        ids = [store.memories.add(f"distinct fact {word}").memory.id for word in ("alpha", "bravo", "charlie")]
+        assert [m.id for m in store.memories.list()] == ids[::-1]
+        assert [m.id for m in store.memories.list(limit=2)] == ids[:0:-1]
 
     def test_forget_removes_a_memory_everywhere(self, store, reopen):
-        keep = store.add_memory("The dentist appointment is on Friday").memory
-        gone = store.add_memory("The spare key is under the flower pot").memory
-        assert store.forget(gone.id) is True
-        assert store.forget(gone.id) is False
-        assert store.get_memory(gone.id) is None
-        assert all(m.memory.id != gone.id for m in store.recall("spare key flower pot").matches)
-        assert [m.id for m in reopen().list_memories()] == [keep.id]
+        keep = store.memories.add("The dentist appointment is on Friday").memory
+        gone = store.memories.add("The spare key is under the flower pot").memory
+        assert store.memories.forget(gone.id) is True
+        assert store.memories.forget(gone.id) is False
+        assert store.memories.get(gone.id) is None
+        assert all(m.memory.id != gone.id for m in store.memories.recall("spare key flower pot").matches)
+        assert [m.id for m in reopen().memories.list()] == [keep.id]
 
     def test_near_identical_memory_is_not_stored_twice(self, store):
-        first = store.add_memory("My favourite colour is green", importance=0.5)
-        second = store.add_memory("my favourite colour is GREEN.", importance=0.5)
+        first = store.memories.add("My favourite colour is green", importance=0.5)
+        second = store.memories.add("my favourite colour is GREEN.", importance=0.5)
         assert second.created is False
         assert second.memory.id == first.memory.id
-        assert len(store.list_memories()) == 1
+        assert len(store.memories.list()) == 1
 
     def test_repeating_a_memory_with_higher_importance_raises_it(self, store, reopen):
-        first = store.add_memory("Allergic to peanuts", importance=0.4).memory
-        again = store.add_memory("allergic to peanuts", importance=0.95)
+        first = store.memories.add("Allergic to peanuts", importance=0.4).memory
+        again = store.memories.add("allergic to peanuts", importance=0.95)
         assert again.created is False and again.memory.importance == 0.95
-        lower = store.add_memory("Allergic to peanuts", importance=0.1)
+        lower = store.memories.add("Allergic to peanuts", importance=0.1)
         assert lower.memory.importance == 0.95
-        assert reopen().get_memory(first.id).importance == 0.95
+        assert reopen().memories.get(first.id).importance == 0.95
 
     def test_a_new_value_supersedes_the_old_one_which_is_kept_but_never_recalled(self, store, reopen):
-        old = store.add_memory("The door code is 4421").memory
-        new = store.add_memory("The door code is now 9981")
+        old = store.memories.add("The door code is 4421").memory
+        new = store.memories.add("The door code is now 9981")
         assert new.created and [m.id for m in new.replaced] == [old.id]
         assert new.replaced[0].superseded_by == new.memory.id
         for view in (store, reopen()):
-            assert [m.memory.id for m in view.recall("door code", 5, touch=False).matches] == [new.memory.id]
-            assert view.get_memory(old.id).superseded_by == new.memory.id
-            assert {m.id for m in view.list_memories()} == {old.id, new.memory.id}  # kept, with the link
-            assert not view.get_memory(old.id).is_current() and view.get_memory(new.memory.id).is_current()
+            assert [m.memory.id for m in view.memories.recall("door code", 5, touch=False).matches] == [new.memory.id]
+            assert view.memories.get(old.id).superseded_by == new.memory.id
+            assert {m.id for m in view.memories.list()} == {old.id, new.memory.id}  # kept, with the link
+            assert not view.memories.get(old.id).is_current() and view.memories.get(new.memory.id).is_current()
 
     def test_a_fact_restated_in_other_words_is_not_stored_twice(self, store):
-        first = store.add_memory("The user's door code is 4421", importance=0.5).memory
-        again = store.add_memory("My door code is 4421.", importance=0.9)
+        first = store.memories.add("The user's door code is 4421", importance=0.5).memory
+        again = store.memories.add("My door code is 4421.", importance=0.9)
         assert (again.created, again.memory.id, again.replaced) == (False, first.id, [])
-        assert store.get_memory(first.id).importance == 0.9  # as a repeat in the same words raises it
-        assert [m.id for m in store.list_memories()] == [first.id]
+        assert store.memories.get(first.id).importance == 0.9  # as a repeat in the same words raises it
+        assert [m.id for m in store.memories.list()] == [first.id]
 
     def test_look_alike_facts_about_different_things_are_both_kept(self, store):
-        blue = store.add_memory("The blue bag is in locker 3").memory
-        red = store.add_memory("The red bag is in locker 4")
-        assert red.replaced == [] and store.get_memory(blue.id).is_current()
-        assert {m.memory.id for m in store.recall("bag locker", 5, touch=False).matches} == {blue.id, red.memory.id}
+        blue = store.memories.add("The blue bag is in locker 3").memory
+        red = store.memories.add("The red bag is in locker 4")
+        assert red.replaced == [] and store.memories.get(blue.id).is_current()
+        assert ({m.memory.id for m in store.memories.recall("bag locker", 5, touch=False).matches}
+                == {blue.id, red.memory.id})
 
     def test_an_old_value_told_again_is_current_again(self, store):
-        store.add_memory("The door code is 4421")
-        changed = store.add_memory("The door code is 9981").memory
-        back = store.add_memory("The door code is 4421")
+        store.memories.add("The door code is 4421")
+        changed = store.memories.add("The door code is 9981").memory
+        back = store.memories.add("The door code is 4421")
         assert back.created and [m.id for m in back.replaced] == [changed.id]
-        found = store.recall("door code", 5, touch=False).matches
+        found = store.memories.recall("door code", 5, touch=False).matches
         assert [m.memory.content for m in found] == ["The door code is 4421"]
 
     def test_an_expired_memory_is_listed_but_not_recalled(self, store, reopen):
         now = datetime.now().astimezone()
-        gone = store.add_memory("Parking permit for the visitor car", expires_at=now - timedelta(minutes=1)).memory
-        kept = store.add_memory("Parking spot for the visitor car is 12", expires_at=now + timedelta(days=3)).memory
+        gone = store.memories.add("Parking permit for the visitor car", expires_at=now - timedelta(minutes=1)).memory
+        kept = store.memories.add("Parking spot for the visitor car is 12", expires_at=now + timedelta(days=3)).memory
         for view in (store, reopen()):
-            assert [m.memory.id for m in view.recall("visitor car parking", 5, touch=False).matches] == [kept.id]
-            assert {m.id for m in view.list_memories()} == {gone.id, kept.id}
-            assert abs((view.get_memory(kept.id).expires_at - kept.expires_at).total_seconds()) < 0.001
-            assert view.get_memory(gone.id).status() == "expired"
+            assert ([m.memory.id for m in view.memories.recall("visitor car parking", 5, touch=False).matches]
+                    == [kept.id])
+            assert {m.id for m in view.memories.list()} == {gone.id, kept.id}
+            assert abs((view.memories.get(kept.id).expires_at - kept.expires_at).total_seconds()) < 0.001
+            assert view.memories.get(gone.id).status() == "expired"
 
     def test_provenance_is_kept_and_unknown_when_not_given(self, store, reopen):
         told = Provenance(how="told", person="ana", session="telegram:42", turn_id="a1b2c3")
-        mine = store.add_memory("Ana's bike is the green one", provenance=told).memory
-        plain = store.add_memory("The shed is behind the house").memory
-        assert mine.provenance == told and reopen().get_memory(mine.id).provenance == told
-        assert reopen().get_memory(plain.id).provenance == Provenance() and plain.provenance.how == "unknown"
+        mine = store.memories.add("Ana's bike is the green one", provenance=told).memory
+        plain = store.memories.add("The shed is behind the house").memory
+        assert mine.provenance == told and reopen().memories.get(mine.id).provenance == told
+        assert reopen().memories.get(plain.id).provenance == Provenance() and plain.provenance.how == "unknown"
         with pytest.raises(ValueError):
-            store.add_memory("too long a turn", provenance=Provenance(how="told", turn_id="x" * 65))
+            store.memories.add("too long a turn", provenance=Provenance(how="told", turn_id="x" * 65))
 
     def test_import_keeps_ids_and_fields_and_skips_what_exists(self, store, reopen):
         created = datetime(2025, 3, 1, 12, 30).astimezone()
@@ -167,41 +169,43 @@ class StoreContract:
                          category="hobby", created_at=created, access_count=3),
             MemoryRecord(id="imp002", content="Imported fact about mountain huts", importance=0.3, category="travel"),
         ]
-        assert store.import_memories(records) == 2
-        stored = reopen().get_memory("imp001")
+        assert store.memories.import_records(records) == 2
+        stored = reopen().memories.get("imp001")
         assert (stored.content, stored.importance, stored.category) == (records[0].content, 0.8, "hobby")
         assert stored.created_at == created and stored.access_count == 3
-        assert store.get_memory("imp002").created_at is not None
-        assert store.import_memories(records) == 0  # importing the same export twice adds nothing
-        assert store.import_memories([MemoryRecord(id="other", content="imported fact about SAILING boats")]) == 0
-        assert store.recall("sailing boats", limit=1).matches[0].memory.id == "imp001"
+        assert store.memories.get("imp002").created_at is not None
+        assert store.memories.import_records(records) == 0  # importing the same export twice adds nothing
+        assert (store.memories.import_records([MemoryRecord(id="other", content="imported fact about SAILING boats")])
+                == 0)
+        assert store.memories.recall("sailing boats", limit=1).matches[0].memory.id == "imp001"
 
     def test_import_gives_a_record_without_an_id_a_fresh_one(self, store):
-        assert store.import_memories([MemoryRecord(id="", content="An imported fact with no id")]) == 1
-        [stored] = store.list_memories()
+        assert store.memories.import_records([MemoryRecord(id="", content="An imported fact with no id")]) == 1
+        [stored] = store.memories.list()
         assert stored.id and stored.content == "An imported fact with no id"
-        assert store.import_memories([MemoryRecord(id="", content="An imported fact with no id")]) == 0
+        assert store.memories.import_records([MemoryRecord(id="", content="An imported fact with no id")]) == 0
 
     def test_reindex_re_embeds_every_memory(self, store, reopen):
-        ids = [store.add_memory(f"reindex me {word} please").memory.id for word in ("one", "two", "three")]
-        store.forget(ids[0])
-        assert store.reindex() == 2
+        ids = [store.memories.add(f"reindex me {word} please").memory.id for word in ("one", "two", "three")]
+        store.memories.forget(ids[0])
+        assert store.memories.reindex() == 2
         again = reopen()
-        assert {m.id for m in again.list_memories()} == set(ids[1:])
-        assert all(m.embedding_model for m in again.list_memories())
-        assert again.recall("reindex me two please", limit=1).matches[0].memory.content == "reindex me two please"
+        assert {m.id for m in again.memories.list()} == set(ids[1:])
+        assert all(m.embedding_model for m in again.memories.list())
+        assert (again.memories.recall("reindex me two please", limit=1).matches[0].memory.content
+                == "reindex me two please")
 
     def test_memories_persist(self, store, reopen):
-        record = store.add_memory("The car is a green Volvo", importance=0.6, category="fact").memory
+        record = store.memories.add("The car is a green Volvo", importance=0.6, category="fact").memory
         again = reopen()
-        assert again.get_memory(record.id) == record
-        assert again.recall("green volvo car", limit=1).matches[0].memory.id == record.id
+        assert again.memories.get(record.id) == record
+        assert again.memories.recall("green volvo car", limit=1).matches[0].memory.id == record.id
 
     def test_recall_without_embedder_falls_back_to_keywords(self, degraded_store):
-        record = degraded_store.add_memory("Passport number is X1234567").memory
-        degraded_store.add_memory("The bakery opens at seven")
+        record = degraded_store.memories.add("Passport number is X1234567").memory
+        degraded_store.memories.add("The bakery opens at seven")
         assert record.embedding_model is None
-        result = degraded_store.recall("what is my passport number", limit=3)
+        result = degraded_store.memories.recall("what is my passport number", limit=3)
         assert result.degraded is True and result.note
         assert result.matches[0].memory.id == record.id
         assert result.matches[0].similarity is None
@@ -431,8 +435,8 @@ class StoreContract:
         empty = store.stats()
         assert empty.backend == store.backend and empty.location
         assert (empty.memories, empty.sessions, empty.transcript_entries, empty.daily_notes) == (0, 0, 0, 0)
-        store.add_memory("stat fact one")
-        store.add_memory("stat fact two about something else")
+        store.memories.add("stat fact one")
+        store.memories.add("stat fact two about something else")
         store.notes.append("note")
         store.notes.append("older note", day=date.today() - timedelta(days=2))
         store.sessions.append("a", [_user("x")])
@@ -509,15 +513,15 @@ class StoreContract:
             assert store.tool_outputs.get(other) is None
 
     def test_recall_without_touch_leaves_access_counts(self, store):
-        memory = store.add_memory("The spare key is under the blue flowerpot").memory
-        store.recall("spare key flowerpot", touch=False)
-        assert store.get_memory(memory.id).access_count == 0
-        store.recall("spare key flowerpot")
-        assert store.get_memory(memory.id).access_count == 1
+        memory = store.memories.add("The spare key is under the blue flowerpot").memory
+        store.memories.recall("spare key flowerpot", touch=False)
+        assert store.memories.get(memory.id).access_count == 0
+        store.memories.recall("spare key flowerpot")
+        assert store.memories.get(memory.id).access_count == 1
 
     def test_vector_status_names_the_embedder_and_counts_missing_vectors(self, store):
-        store.add_memory("a memory with a vector")
-        status = store.vector_status()
+        store.memories.add("a memory with a vector")
+        status = store.memories.vector_status()
         assert status.embedder and status.where and status.missing == 0
 
     def test_daily_notes_are_listed_newest_first_without_loading_all(self, store):

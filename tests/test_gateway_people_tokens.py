@@ -116,7 +116,7 @@ def test_each_person_has_their_own_memories_sessions_and_guest_tools(home, gw, f
     # On disk: the owner's store holds none of the people's memories.
     owner_store = FileStore(home / "workspace")
     try:
-        assert owner_store.list_memories(50) == []
+        assert owner_store.memories.list(50) == []
     finally:
         owner_store.close()
 

@@ -92,7 +92,7 @@ def test_a_real_run_brings_config_workspace_and_records(isolated_home, user_home
         notes = {n.day.isoformat(): n.content for n in store.notes.recent(days=400)}
         assert "Regatta on Saturday." in notes["2026-11-02"]
         assert notes["2026-11-02"].count("# 2026-11-02") <= 1  # Go's heading is not doubled by picoora's
-        memories = {m.content: m for m in store.list_memories()}
+        memories = {m.content: m for m in store.memories.list()}
         assert set(memories) == {"Ana prefers metric units.", "Ana likes short answers.",
                                  "Ana's boat is a 9 m sloop called Ariadne, moored in Lisbon."}
         assert memories["Ana prefers metric units."].category == "preferences"
@@ -129,7 +129,7 @@ def test_running_twice_adds_nothing_twice(isolated_home, user_home):
     try:
         assert len(store.sessions.load("cli:default").messages) == 4
         assert len(store.transcripts.read("cli:default")) == 4
-        assert len(store.list_memories()) == 3
+        assert len(store.memories.list()) == 3
         assert store.notes.recent(days=400)[-1].content.count("Sanded the hull.") == 1
     finally:
         store.close()

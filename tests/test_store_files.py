@@ -106,7 +106,7 @@ def test_layout_and_go_compatible_daily_notes(make_store, workspace):
     with pytest.raises(ValueError):
         store.prompts.set("../escape.md", "x")
 
-    memory = store.add_memory("Prefers tea over coffee").memory
+    memory = store.memories.add("Prefers tea over coffee").memory
     (add_op,) = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert (add_op["op"], add_op["id"], add_op["content"], add_op["model"]) == (
         "add", memory.id, "Prefers tea over coffee", "test-hash-384")
@@ -173,7 +173,7 @@ def test_open_store_uses_the_configured_workspace(tmp_path):
     try:
         assert store.backend == "files"
         assert store.stats().location == str(tmp_path / "configured")
-        assert store.add_memory("no embedder here").memory.embedding_model is None
+        assert store.memories.add("no embedder here").memory.embedding_model is None
     finally:
         store.close()
 
@@ -194,13 +194,13 @@ def test_torn_last_transcript_line_is_skipped_and_appends_continue(make_store, w
 
 def test_torn_memory_log_line_is_skipped_and_appends_continue(make_store, workspace):
     store = make_store()
-    kept = store.add_memory("Keeps bees in the garden").memory
+    kept = store.memories.add("Keeps bees in the garden").memory
     log_path = workspace / ".picoora/memory/memories.jsonl"
     with open(log_path, "ab") as handle:
         handle.write(b'{"op":"add","id":"torn","content":"half writ')
     again = make_store()
-    assert [m.id for m in again.list_memories()] == [kept.id]
-    added = again.add_memory("Plays the cello on Sundays").memory
+    assert [m.id for m in again.memories.list()] == [kept.id]
+    added = again.memories.add("Plays the cello on Sundays").memory
     assert {op["id"] for op in _jsonl_lines(log_path)} == {kept.id, added.id}
 
 
@@ -221,14 +221,14 @@ def test_a_corrupt_middle_line_is_skipped_not_fatal(tmp_path, caplog):
 
 def test_imported_ids_that_are_taken_get_new_ones(make_store):
     store = make_store()
-    mine = store.add_memory("Original memory with its own id").memory
+    mine = store.memories.add("Original memory with its own id").memory
     batch = [
         MemoryRecord(id=mine.id, content="A different memory that reuses the id"),
         MemoryRecord(id="dup", content="Two records in one batch"),
         MemoryRecord(id="dup", content="two records in one batch."),
     ]
-    assert store.import_memories(batch) == 2
-    contents = {m.id: m.content for m in store.list_memories()}
+    assert store.memories.import_records(batch) == 2
+    contents = {m.id: m.content for m in store.memories.list()}
     assert contents[mine.id] == "Original memory with its own id"
     assert contents["dup"] == "Two records in one batch"
     assert "A different memory that reuses the id" in contents.values()
@@ -274,44 +274,45 @@ def test_a_broken_state_document_is_kept_aside_with_one_line_and_the_store_goes_
 def test_memory_log_compacts_when_dead_lines_dominate(make_store, workspace, monkeypatch):
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 10)
     store = make_store()
-    keep = [store.add_memory(f"keeper fact number {n} about {n * 11}").memory for n in range(3)]
+    keep = [store.memories.add(f"keeper fact number {n} about {n * 11}").memory for n in range(3)]
     for n in range(12):
-        store.forget(store.add_memory(f"temporary fact {n} on {n * 13}").memory.id)
-    store.recall("keeper fact", limit=3)
+        store.memories.forget(store.memories.add(f"temporary fact {n} on {n * 13}").memory.id)
+    store.memories.recall("keeper fact", limit=3)
     lines = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert len(lines) < 15  # 27 ops were written; the rewrite left the live ones and a few since
-    assert {m.id for m in make_store().list_memories()} == {m.id for m in keep}
-    assert make_store().get_memory(keep[0].id).access_count == 1
+    assert {m.id for m in make_store().memories.list()} == {m.id for m in keep}
+    assert make_store().memories.get(keep[0].id).access_count == 1
 
 
 def test_supersession_and_provenance_survive_a_compaction_and_a_superseded_snapshot_row(make_store, workspace,
                                                                                          monkeypatch):
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 3)
     store = make_store()
-    old = store.add_memory("The door code is 4421", provenance=Provenance(how="told", person="ana")).memory
-    new = store.add_memory("The door code is now 9981").memory
+    old = store.memories.add("The door code is 4421", provenance=Provenance(how="told", person="ana")).memory
+    new = store.memories.add("The door code is now 9981").memory
     for n in range(6):  # dead lines: the log is rewritten into one add per memory, and snapshotted
-        store.forget(store.add_memory(f"temporary note {n}").memory.id)
+        store.memories.forget(store.memories.add(f"temporary note {n}").memory.id)
     ops = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert {"op": "supersede"} not in [{"op": o["op"]} for o in ops]  # folded into the add of the old one
     reopened = make_store()
-    assert reopened.get_memory(old.id).superseded_by == new.id
-    assert reopened.get_memory(old.id).provenance == Provenance(how="told", person="ana")
-    latest = reopened.add_memory("The door code is 1111").memory  # supersedes a row of the snapshot
-    found = make_store().recall("door code", 5, touch=False).matches
+    assert reopened.memories.get(old.id).superseded_by == new.id
+    assert reopened.memories.get(old.id).provenance == Provenance(how="told", person="ana")
+    latest = reopened.memories.add("The door code is 1111").memory  # supersedes a row of the snapshot
+    found = make_store().memories.recall("door code", 5, touch=False).matches
     assert [m.memory.id for m in found] == [latest.id]
 
 
 def test_another_writer_is_seen_and_its_compaction_reloads(make_store, monkeypatch):
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 4)
     first, second = make_store(), make_store()
-    first.add_memory("The boat is moored at pier seven")
-    assert second.recall("boat moored pier", limit=1).matches[0].memory.content == "The boat is moored at pier seven"
+    first.memories.add("The boat is moored at pier seven")
+    assert (second.memories.recall("boat moored pier", limit=1).matches[0].memory.content
+            == "The boat is moored at pier seven")
     for n in range(8):
-        second.forget(second.add_memory(f"short lived {n} thing {n * 3}").memory.id)
-    extra = second.add_memory("The bike lock code is 4711").memory
-    assert {m.content for m in first.list_memories()} == {"The boat is moored at pier seven", extra.content}
-    assert first.recall("bike lock code", limit=1).matches[0].memory.id == extra.id
+        second.memories.forget(second.memories.add(f"short lived {n} thing {n * 3}").memory.id)
+    extra = second.memories.add("The bike lock code is 4711").memory
+    assert {m.content for m in first.memories.list()} == {"The boat is moored at pier seven", extra.content}
+    assert first.memories.recall("bike lock code", limit=1).matches[0].memory.id == extra.id
 
 
 def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_our_offset(make_store, workspace,
@@ -321,46 +322,46 @@ def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_o
     # inode number may be reused, the bytes before our offset) says "reload".
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 4)
     first, second = make_store(), make_store()
-    kept = first.add_memory("The boat is moored at pier seven").memory
-    doomed = first.add_memory("The canoe is stored in the shed").memory
-    assert {m.id for m in first.list_memories()} == {kept.id, doomed.id}
+    kept = first.memories.add("The boat is moored at pier seven").memory
+    doomed = first.memories.add("The canoe is stored in the shed").memory
+    assert {m.id for m in first.memories.list()} == {kept.id, doomed.id}
     log = workspace / ".picoora/memory/memories.jsonl"
     old_size = log.stat().st_size
     for n in range(8):
-        second.forget(second.add_memory(f"short lived {n} thing {n * 3}").memory.id)
-    second.forget(doomed.id)
-    later = [second.add_memory(f"Later fact {n}: " + "padding words " * 20).memory for n in range(3)]
+        second.memories.forget(second.memories.add(f"short lived {n} thing {n * 3}").memory.id)
+    second.memories.forget(doomed.id)
+    later = [second.memories.add(f"Later fact {n}: " + "padding words " * 20).memory for n in range(3)]
     assert len(log.read_text().splitlines()) < 10 and log.stat().st_size > old_size  # compacted, then grew past us
     expected = {kept.id} | {m.id for m in later}
-    assert {m.id for m in first.list_memories()} == expected
-    assert first.get_memory(doomed.id) is None
+    assert {m.id for m in first.memories.list()} == expected
+    assert first.memories.get(doomed.id) is None
 
 
 def test_changing_the_embedder_then_reindex(make_store, workspace):
     old = make_store(embedder=lambda: HashEmbedder(salt="old"))
-    record = old.add_memory("Grows tomatoes on the balcony").memory
+    record = old.memories.add("Grows tomatoes on the balcony").memory
     assert record.embedding_model == "test-hash-384-old"
     new = make_store(embedder=lambda: HashEmbedder(salt="new"))
-    assert new.get_memory(record.id).embedding_model == "test-hash-384-old"
-    assert new.reindex() == 1
-    assert new.get_memory(record.id).embedding_model == "test-hash-384-new"
+    assert new.memories.get(record.id).embedding_model == "test-hash-384-old"
+    assert new.memories.reindex() == 1
+    assert new.memories.get(record.id).embedding_model == "test-hash-384-new"
     assert [op["model"] for op in _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")] == ["test-hash-384-new"]
-    assert new.recall("tomatoes balcony", limit=1).matches[0].memory.id == record.id
+    assert new.memories.recall("tomatoes balcony", limit=1).matches[0].memory.id == record.id
 
 
 def test_reindex_without_an_embedder_says_what_to_do(make_store):
     store = make_store(embedder=None)
-    store.add_memory("Something to re-embed")
+    store.memories.add("Something to re-embed")
     with pytest.raises(StoreError, match="memory.embedder"):
-        store.reindex()
+        store.memories.reindex()
 
 
 def test_listing_memories_never_embeds(make_store):
-    make_store().add_memory("Listed, not embedded")
+    make_store().memories.add("Listed, not embedded")
     embedder = HashEmbedder()
     store = FileStore(make_store().workspace, embedder=embedder)
     try:
-        assert [m.content for m in store.list_memories()] == ["Listed, not embedded"]
+        assert [m.content for m in store.memories.list()] == ["Listed, not embedded"]
         assert store.stats().memories == 1
         assert embedder.calls == 0
     finally:
@@ -369,8 +370,8 @@ def test_listing_memories_never_embeds(make_store):
 
 def test_import_preserves_records_without_an_embedder(make_store):
     store = make_store(embedder=None)
-    count = store.import_memories([MemoryRecord(id="x1", content="Imported without vectors", category="misc")])
-    assert count == 1 and store.get_memory("x1").embedding_model is None
+    count = store.memories.import_records([MemoryRecord(id="x1", content="Imported without vectors", category="misc")])
+    assert count == 1 and store.memories.get("x1").embedding_model is None
 
 
 def test_real_minilm_recalls_a_paraphrase(make_store):
@@ -378,13 +379,13 @@ def test_real_minilm_recalls_a_paraphrase(make_store):
     from picoora.store.embedder import MiniLMEmbedder
 
     store = make_store(embedder=MiniLMEmbedder)
-    store.add_memory("The user's favorite programming language is Go")
-    store.add_memory("The user walks the dog every morning")
-    store.add_memory("The user lives in Lisbon")
-    result = store.recall("What programming language do I prefer?", limit=1)
+    store.memories.add("The user's favorite programming language is Go")
+    store.memories.add("The user walks the dog every morning")
+    store.memories.add("The user lives in Lisbon")
+    result = store.memories.recall("What programming language do I prefer?", limit=1)
     assert result.degraded is False
     assert result.matches[0].memory.content == "The user's favorite programming language is Go"
-    assert store.list_memories()[0].embedding_model == MiniLMEmbedder.model_id
+    assert store.memories.list()[0].embedding_model == MiniLMEmbedder.model_id
 
 
 # ---- threads and processes ---------------------------------------------------------------------
@@ -397,10 +398,10 @@ def test_threads_share_one_store_for_every_family(make_store):
     def work(n: int) -> None:
         try:
             for i in range(8):
-                store.add_memory(f"thread {n} fact {i} value {n * 100 + i}")
+                store.memories.add(f"thread {n} fact {i} value {n * 100 + i}")
                 store.state.set(f"t{n}", str(i))
                 store.notes.append(f"t{n}-{i}")
-                store.recall(f"thread {n} fact", limit=2)
+                store.memories.recall(f"thread {n} fact", limit=2)
         except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
             errors.append(exc)
 
@@ -410,7 +411,7 @@ def test_threads_share_one_store_for_every_family(make_store):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert len(store.list_memories()) == 32
+    assert len(store.memories.list()) == 32
     assert store.state.all() == {f"t{n}": "7" for n in range(4)}
     note = store.notes.recent(1)[0].content
     assert all(f"t{n}-{i}" in note for n in range(4) for i in range(8))
@@ -490,7 +491,7 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
         for tag, i in [(a[1], int(a[2])) for a in acked if a[0] == "state"]:
             assert int(store.state.get(f"counter-{tag}")) >= i
 
-        memory_ids = {m.id for m in store.list_memories()}
+        memory_ids = {m.id for m in store.memories.list()}
         forgetting = {a[1] for a in acked if a[0] == "forgetting"}
         assert {a[1] for a in acked if a[0] == "memory"} - forgetting <= memory_ids
         assert not {a[1] for a in acked if a[0] == "forget"} & memory_ids

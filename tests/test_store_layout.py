@@ -43,7 +43,7 @@ def _check_everything_readable(store: FileStore) -> None:
     assert session.summary == "earlier" and [m.content for m in session.messages] == ["hi"]
     assert [e.message.content for e in store.transcripts.read(KEY)] == ["hi"]
     assert store.state.get("last_channel") == "cli"
-    assert [r.content for r in store.list_memories()] == ["likes tea"]
+    assert [r.content for r in store.memories.list()] == ["likes tea"]
     assert store.prompts.get("USER.md").content == "Ana"
 
 
@@ -108,7 +108,7 @@ def test_once_on_this_layout_old_layout_paths_are_never_moved_in_again(tmp_path)
     store = FileStore(ws)
     try:
         assert {s.key for s in store.sessions.list()} == {"new:one"}
-        assert store.list_memories() == [] and store.state.get("last_channel") is None
+        assert store.memories.list() == [] and store.state.get("last_channel") is None
     finally:
         store.close()
     assert (ws / "sessions" / "cli_default.json").exists() and (ws / "memory" / "memories.jsonl").exists()

@@ -18,7 +18,7 @@ FACT = "The user's dentist is Dr. Alvarez on Rua Augusta"
 def run_traced_turn(store: Store, workspace: Any) -> str:
     """Store a fact, then a turn that recalls it automatically and calls ``recall`` with a secret in its
     arguments; returns the turn id."""
-    store.add_memory(FACT, importance=0.8)
+    store.memories.add(FACT, importance=0.8)
     llm = ScriptedLLM(calls(("recall", {"query": f"Alvarez dentist {SECRET}"})), answer("Dr. Alvarez."))
     agent = Agent(store=store, llm=llm, tools=memory_registry(), settings=AgentDefaults(), workspace=workspace,
                   secrets=[SECRET])

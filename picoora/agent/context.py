@@ -55,7 +55,7 @@ def gather_inputs(store: Store, session_key: str, text: str, settings: AgentDefa
     if settings.memory_context_tokens > 0:
         try:
             # Only matches sure to be about the message: small models follow whatever context they get.
-            recall = store.recall(text, limit=RECALL_CANDIDATES, confident_only=True)
+            recall = store.memories.recall(text, limit=RECALL_CANDIDATES, confident_only=True)
         except StoreError as exc:  # a broken memory index must not stop the conversation
             recall = RecallResult(matches=[], degraded=True, note=f"memory recall failed: {exc}")
     notes = store.notes.recent(settings.daily_note_days) if settings.daily_note_days > 0 else []

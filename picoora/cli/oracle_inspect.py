@@ -144,7 +144,7 @@ class Inspector:
             lines.append(f"  {label:<23s}{n:4d}  " + ("█" * min(n, 40) if n else "(empty)"))
         lines += ["  ─────────────────────  ────", f"  {'Total':<23s}{sum(counts.values()):4d}", ""]
 
-        memories = self.store.list_memories(RECENT)
+        memories = self.store.memories.list(RECENT)
         transcripts = self._recent_transcripts(RECENT)
         sessions = self.store.sessions.list()[:RECENT]
         state = list(self.store.state.all().items())[:RECENT]
@@ -196,7 +196,7 @@ class Inspector:
     def memories(self) -> tuple[Any, list[str]]:
         if self.search is not None:
             return self._memory_search()
-        records = self.store.list_memories(self.limit)
+        records = self.store.memories.list(self.limit)
         lines = self._title("All Memories") + [RULE]
         for m in records:
             lines += ["", f"  ID: {m.id}  Vector: {'yes' if m.embedding_model else 'no'}",
@@ -206,7 +206,7 @@ class Inspector:
 
     def _memory_search(self) -> tuple[Any, list[str]]:
         query = self.search or ""
-        result = self.store.recall(query, self.limit, touch=False)
+        result = self.store.memories.recall(query, self.limit, touch=False)
         lines = self._title("") + [f"  Semantic Search: \"{query}\""]
         if result.degraded:
             lines.append(f"  (keyword matching only: {result.note})")

@@ -190,7 +190,7 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
                        "transcript_entries": stats.transcript_entries, "prompts": stats.prompts,
                        "documents": docs.documents, "shared_documents": docs.shared, "document_chunks": docs.chunks},
             ),
-            _vector_line(store.vector_status()),
+            _vector_line(store.memories.vector_status()),
         ]
         services = service_lines(config, store)
     except StoreError as err:

@@ -191,7 +191,7 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, section: Sect
         section.would("MEMORY.md", f"{len(records)} memories")
         return
     try:
-        added = store.import_memories(records)
+        added = store.memories.import_records(records)
     except (StoreError, ValueError) as err:  # a rerun continues where it stopped: ids come from the text
         section.skipped("MEMORY.md", f"the store refused it: {err}")
         return

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from picoora.store.families.calls import Caller
 from picoora.store.families.keyvalues import AsyncKeyValues, AsyncState
+from picoora.store.families.memories import AsyncMemories
 from picoora.store.families.notes import AsyncNotes
 from picoora.store.families.prompts import AsyncPrompts
 from picoora.store.families.sessions import AsyncSessions
@@ -90,6 +91,10 @@ class AsyncStore:
     @functools.cached_property
     def transcripts(self) -> AsyncTranscripts:
         return AsyncTranscripts(self.store.transcripts, self._call)
+
+    @functools.cached_property
+    def memories(self) -> AsyncMemories:
+        return AsyncMemories(self.store.memories, self._call)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in the store's executor."""

@@ -18,8 +18,7 @@ Families and what they mirror in Oracle:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from datetime import datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -27,21 +26,16 @@ if TYPE_CHECKING:
 
     from picoora.store.base import (
         AddDocumentResult,
-        AddMemoryResult,
         BackendDetails,
         DocPage,
         DocumentCounts,
         DocumentHit,
         DocumentRecord,
-        Embeddings,
-        MemoryRecord,
         NewDocument,
-        Provenance,
-        RecallResult,
         StoreStats,
-        VectorStatus,
     )
     from picoora.store.families.keyvalues import KeyValues, State
+    from picoora.store.families.memories import Memories
     from picoora.store.families.notes import Notes
     from picoora.store.families.prompts import Prompts
     from picoora.store.families.sessions import Sessions
@@ -52,26 +46,6 @@ if TYPE_CHECKING:
 
 
 # One small interface per family; ``Store`` composes them. The agent needs only a few of them.
-
-
-class MemoryStore(Protocol):
-    # A new memory that states a new value for a current one's subject supersedes it (supersession.py);
-    # ``expires_at``: when it stops being true.
-    def add_memory(self, content: str, importance: float = 0.7, category: str = "general", *,
-                   provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult: ...
-    # touch: count an access (the agent's use does, looking does not); confident_only: only what is really about
-    # the query (the automatic recall into every turn), see ranking.should_push
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True,
-               confident_only: bool = False) -> RecallResult: ...
-    def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
-    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]: ...  # superseded and expired too
-    def forget(self, memory_id: str) -> bool: ...
-    # progress: called with (done, total) as the work goes, for a progress bar
-    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...  # re-embed all; how many
-    def import_memories(self, records: Iterable[MemoryRecord], *,
-                        progress: Callable[[int, int], None] | None = None) -> int: ...
-    def vector_status(self) -> VectorStatus: ...
-    def embed_texts(self, texts: list[str]) -> Embeddings: ...  # NoEmbedder when there is none
 
 
 class DocumentStore(Protocol):
@@ -97,7 +71,7 @@ class DocumentStore(Protocol):
 
 
 @runtime_checkable
-class Store(MemoryStore, DocumentStore, Protocol):
+class Store(DocumentStore, Protocol):
     """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
     which backend they have (``display_name`` is for titles only)."""
 
@@ -122,6 +96,8 @@ class Store(MemoryStore, DocumentStore, Protocol):
     def sessions(self) -> Sessions: ...
     @property
     def transcripts(self) -> Transcripts: ...
+    @property
+    def memories(self) -> Memories: ...
 
     def stats(self) -> StoreStats: ...  # counts of every family (one query each; fine for status, not /ready)
     def ping(self) -> None: ...  # cheap liveness check; raises StoreError when the store cannot answer

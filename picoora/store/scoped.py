@@ -52,6 +52,7 @@ class PersonStore:
         self.notes = own.notes
         self.sessions = own.sessions
         self.transcripts = own.transcripts
+        self.memories = own.memories
         self.config = shared.config
         self.meta = shared.meta
         self.prompts = PersonaPrompts(shared.prompts)

@@ -42,8 +42,8 @@ def transfer(source: Store, target: Store, *, shared: bool = True,
     owner's, copied with the owner's store). ``progress(done, total)`` after each transcript batch."""
     report = TransferReport()
 
-    memories = source.list_memories()
-    added = target.import_memories(memories)
+    memories = source.memories.list()
+    added = target.memories.import_records(memories)
     report.count("memories", True, added)
     report.count("memories", False, len(memories) - added)
 

@@ -13,7 +13,7 @@ from typing import Any
 from picoora.store.base import StoreError
 
 FAMILIES = frozenset({"state", "config", "meta", "prompts", "traces", "tool_outputs", "notes", "sessions",
-                      "transcripts"})
+                      "transcripts", "memories"})
 
 
 class Recorded:

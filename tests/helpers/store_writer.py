@@ -38,16 +38,16 @@ def hammer(store: FileStore, tag: str) -> None:
         ack("transcript", text, seq)
         store.state.set(f"counter-{tag}", str(i))
         ack("state", tag, i)
-        memory = store.add_memory(f"hammer memory {tag} number {i} seen {i * 7} times").memory
+        memory = store.memories.add(f"hammer memory {tag} number {i} seen {i * 7} times").memory
         ack("memory", memory.id)
         if previous_memory is not None:
             ack("forgetting", previous_memory)  # an intent, not an acknowledgement: the kill may come now
-            store.forget(previous_memory)
+            store.memories.forget(previous_memory)
             ack("forget", previous_memory)
             previous_memory = None
         else:
             previous_memory = memory.id
-        store.recall(f"hammer memory {tag}", limit=2)
+        store.memories.recall(f"hammer memory {tag}", limit=2)
         store.notes.append(text)
         ack("note", text)
         store.traces.append(TurnTrace(text, "hammer", model="m", stop_reason="answer"))

@@ -76,7 +76,7 @@ def test_peoples_file_stores_are_imported_into_their_own_scope(tmp_path, fake, c
     monkeypatch.setattr("picoora.store.embedder.shared_embedder", lambda *a, **k: HashEmbedder())
     workspace = workspace_path(config)
     ana = FileStore(FileLayout(workspace).person("ana"), embedder=HashEmbedder())
-    ana.add_memory("Ana's locker code is 7311")
+    ana.memories.add("Ana's locker code is 7311")
     ana.transcripts.append("telegram:7", [Message(role="user", content="hi from ana")])
     ana.close()
     store = open_store()

@@ -189,7 +189,7 @@ def test_approximate_search_uses_the_vector_index(live_db, agent):
     try:
         _load_rows(store, agent)
         indexes.rebuild_memory_index(store._db)  # centroids from the data now there
-        assert store.recall("which box holds the item", limit=3).matches
+        assert store.memories.recall("which box holds the item", limit=3).matches
     finally:
         store.close()
     statement_id = f"pico_{uuid.uuid4().hex[:8]}"
@@ -209,16 +209,16 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
     error code the degraded path relies on."""
     store = open_oracle_store(live_config(agent))
     try:
-        record = store.add_memory("The meeting moved to Thursday").memory
-        assert store.get_memory(record.id) == record and record.created_at.microsecond  # (1 in 10^6 flake)
+        record = store.memories.add("The meeting moved to Thursday").memory
+        assert store.memories.get(record.id) == record and record.created_at.microsecond  # (1 in 10^6 flake)
         key = "ü" * limits.SESSION_KEY_CHARS
         store.sessions.append(key, [Message("user", "wide key")])
         assert store.transcripts.append(key, [Message("user", "wide key")]) == [1]
         store.state.set("ключ" * 60, "v")
-        assert store.add_memory("漢字" * 700).created
-        store.add_memory("Locker code A7-4421 is for the gym")
+        assert store.memories.add("漢字" * 700).created
+        store.memories.add("Locker code A7-4421 is for the gym")
         paragraph = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) for n in range(400)) + " A7-4421"
-        assert store.recall(paragraph, limit=1).matches
+        assert store.memories.recall(paragraph, limit=1).matches
         store.prompts.set("USER.md", "p" * 8_000)
         assert store.prompts.get("USER.md").content == "p" * 8_000
         result = Message("tool", "r" * 100_000, tool_call_id="c1")
@@ -228,7 +228,7 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
         store.close()
     keyword_only = open_oracle_store(live_config(agent, onnx_model="PICOORA_NO_SUCH_MODEL"), require_model=False)
     try:
-        assert keyword_only.add_memory("Stored without a vector").memory.embedding_model is None  # None into VECTOR
+        assert keyword_only.memories.add("Stored without a vector").memory.embedding_model is None  # None into VECTOR
     finally:
         keyword_only.close()
 
@@ -257,7 +257,7 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     save_config(config)
     files = FileStore(tmp_path / "ws")
     files.prompts.set("IDENTITY.md", "I am the live test.")
-    files.add_memory("The live test's favourite number is 42", category="fact")
+    files.memories.add("The live test's favourite number is 42", category="fact")
     files.notes.append("Ran the live tier.", day=date.today())
     files.transcripts.append("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
     files.close()
@@ -268,7 +268,8 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     store = open_oracle_store(config)
     try:
         assert store.prompts.get("IDENTITY.md").content == "I am the live test."
-        assert store.recall("what number does the live test like", limit=1).matches[0].memory.content.endswith("42")
+        best = store.memories.recall("what number does the live test like", limit=1).matches[0]
+        assert best.memory.content.endswith("42")
         assert [e.message.content for e in store.transcripts.read("cli:live")] == ["hello live", "hi"]
         assert store.notes.search("live tier", limit=1)[0][0].day == date.today()
     finally:
@@ -291,7 +292,7 @@ def test_push_calibration_runs_on_the_live_database(live_db):
     assert max(row.recall_at_5 for row in result.grid) > 0  # the codes at least are pushed
     store = open_oracle_store(live_config(result.agent))
     try:
-        assert store.list_memories() == []
+        assert store.memories.list() == []
     finally:
         store.close()
     print("\n".join(script.report(result)))
@@ -366,7 +367,7 @@ def test_live_the_vector_index_organisation_comes_from_the_dictionary(live_db, a
     store = open_oracle_store(live_config(agent))
     db = open_database(live_db)
     try:
-        store.add_memory("The spare key is under the blue flowerpot")
+        store.memories.add("The spare key is under the blue flowerpot")
         [outcome] = [o for o in indexes.build_vector_indexes(db) if o.name == indexes.MEMORIES.name]
         assert outcome.error is None, outcome.error
         [(subtype,)] = _raw(live_db, [("SELECT index_subtype FROM USER_INDEXES WHERE index_name = :name",
@@ -390,7 +391,7 @@ def test_live_an_index_build_lets_inserts_go_on(live_db, agent):
         n = 0
         while not built.is_set():
             try:
-                writer.add_memory(f"Written during the build, number {n} ({uuid.uuid4().hex[:6]})")
+                writer.memories.add(f"Written during the build, number {n} ({uuid.uuid4().hex[:6]})")
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
                 return
@@ -446,13 +447,13 @@ def test_live_a_text_index_marked_unusable_falls_back_to_the_scan_and_is_used_ag
     store = open_oracle_store(live_config(agent))
     try:
         assert store.text_index
-        store.add_memory("Locker code A7-4421 is for the gym")
+        store.memories.add("Locker code A7-4421 is for the gym")
         _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT UNUSABLE", {})])
-        assert store.recall("locker A7-4421", limit=1).matches  # the scan answered the failed query
+        assert store.memories.recall("locker A7-4421", limit=1).matches  # the scan answered the failed query
         assert not store.text_index
         _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT REBUILD", {})])
         monkeypatch.setattr(indexes, "TEXT_INDEX_RECHECK_SECONDS", 0.0)
-        assert store.recall("locker A7-4421", limit=1).matches
+        assert store.memories.recall("locker A7-4421", limit=1).matches
         assert store.text_index  # checked again in USER_INDEXES, and used
     finally:
         _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT REBUILD", {})])

@@ -15,12 +15,13 @@ from picoora.store.base import StoreError
 from picoora.store.families.calls import native_form
 from picoora.store.oracle.store import ASYNC_METHODS, OracleStore
 
-REQUIRED = {"recall", "add_memory", "get_memory", "list_memories", "forget"}
+REQUIRED = {"stats"}
 FAMILIES = {"state": ("get", "set", "delete", "all"), "config": ("get", "set", "all"), "meta": ("get", "set", "all"),
             "prompts": ("list", "get", "set"), "traces": ("append", "get", "last"), "tool_outputs": ("save", "get"),
             "notes": ("append", "recent", "list", "search"),
             "sessions": ("load", "append", "compact", "set_summary", "reset", "list"),
-            "transcripts": ("append", "read", "keys", "recent")}
+            "transcripts": ("append", "read", "keys", "recent"),
+            "memories": ("add", "recall", "get", "list", "forget", "embed_texts", "vector_status")}
 
 
 def test_every_required_method_is_a_coroutine_with_the_blocking_signature(open_store):
@@ -49,10 +50,10 @@ def test_async_and_blocking_forms_give_the_same_results(open_store):
     aio = AsyncStore(store)
 
     async def scenario() -> None:
-        added = await aio.add_memory("The bike lock code is 4412", importance=0.8, category="codes")
-        assert added.created and (await aio.get_memory(added.memory.id)) == store.get_memory(added.memory.id)
-        assert (await aio.list_memories()) == store.list_memories()
-        recalled = await aio.recall("bike lock code", limit=1, touch=False)
+        added = await aio.memories.add("The bike lock code is 4412", importance=0.8, category="codes")
+        assert added.created and (await aio.memories.get(added.memory.id)) == store.memories.get(added.memory.id)
+        assert (await aio.memories.list()) == store.memories.list()
+        recalled = await aio.memories.recall("bike lock code", limit=1, touch=False)
         assert recalled.matches[0].memory.id == added.memory.id
         await aio.sessions.append("cli:a", [Message("user", "hi"), Message("assistant", "hello")])
         assert await aio.sessions.compact("cli:a", "greeted", [Message("user", "hi")]) is True
@@ -70,7 +71,7 @@ def test_async_and_blocking_forms_give_the_same_results(open_store):
         assert await aio.notes.recent(1) == store.notes.recent(1)
         await aio.sessions.reset("cli:a")
         assert (await aio.sessions.load("cli:a")).messages == []
-        assert await aio.forget(added.memory.id) is True
+        assert await aio.memories.forget(added.memory.id) is True
         assert await aio.notes.recent(0) == [] and await aio.transcripts.append("x", []) == []
 
     asyncio.run(scenario())
@@ -106,7 +107,7 @@ def test_errors_are_mapped_the_same_as_the_blocking_form(fake, open_store):
     assert str(async_error.value) == str(sync_error.value)
     fake.down = False
     with pytest.raises(ValueError, match="needs some content"):
-        asyncio.run(aio.add_memory("   "))
+        asyncio.run(aio.memories.add("   "))
 
 
 def test_a_closed_store_refuses_async_calls_too(open_store):

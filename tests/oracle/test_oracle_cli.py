@@ -90,7 +90,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
 def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The spare key is under the blue flowerpot")
+    store.memories.add("The spare key is under the blue flowerpot")
     store.close()
     code, out = picoora("setup-oracle")
     assert code == 0, out
@@ -138,7 +138,7 @@ def test_a_model_loaded_meanwhile_counts_as_loaded(fake, config, onnx_file):
 def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_file, open_store):
     fake.models["ALL_MINILM_L12_V2"] = ("EMBEDDING", "ONNX")
     store = open_store()
-    store.add_memory("The boiler was serviced in March")
+    store.memories.add("The boiler was serviced in March")
     store.notes.append("Called the plumber.")
     fake.oracle_text = False
     fake.fail_next["hnsw_memories"] = ora_error(51950)
@@ -185,8 +185,8 @@ def test_dry_run_prints_the_fresh_install_sql_without_connecting(fake, config, o
 
 def _file_workspace(config: Config) -> FileStore:
     files = FileStore(workspace_path(config), embedder=HashEmbedder())
-    files.add_memory("The user's dog is called Pixel", importance=0.9, category="fact")
-    files.add_memory("Favourite editor is Helix")
+    files.memories.add("The user's dog is called Pixel", importance=0.9, category="fact")
+    files.memories.add("Favourite editor is Helix")
     files.notes.append("Planted tomatoes.", day=date.today() - timedelta(days=1))
     files.notes.append("Watered them.", day=date.today() - timedelta(days=1))
     files.sessions.append("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
@@ -211,7 +211,7 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
     assert "1 daily notes" in imported and "3 transcript entries" in imported
     store = open_oracle_store(config)
     try:
-        assert {m.content for m in store.list_memories()} == {"The user's dog is called Pixel",
+        assert {m.content for m in store.memories.list()} == {"The user's dog is called Pixel",
                                                               "Favourite editor is Helix"}
         assert all(r["embedding"] is not None and r["embedding_model"] == "ALL_MINILM_L12_V2"
                    for r in fake.rows("PICO_MEMORIES"))
@@ -221,7 +221,8 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
         assert (len(session.messages), session.summary) == (2, "greetings")
         assert [e.message.content for e in store.transcripts.read("telegram:9")] == ["gone soon"]
         assert store.state.get("last_channel") == "cli:default" and store.meta.get("installed_by") == "test"
-        assert store.recall("what is my dog called", limit=1).matches[0].memory.content.startswith("The user's dog")
+        best = store.memories.recall("what is my dog called", limit=1).matches[0]
+        assert best.memory.content.startswith("The user's dog")
     finally:
         store.close()
     code, out = picoora("setup-oracle", "--import-files")
@@ -237,8 +238,8 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
 def filled(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The cat sleeps on the blue sofa", importance=0.8, category="pets")
-    store.add_memory("Quarterly taxes are due in April")
+    store.memories.add("The cat sleeps on the blue sofa", importance=0.8, category="pets")
+    store.memories.add("Quarterly taxes are due in April")
     store.notes.append("Fixed the bike and booked flights to Lisbon.")
     store.sessions.append("cli:default", [Message("user", "hello")])
     store.transcripts.append("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
@@ -388,7 +389,7 @@ def test_documents_on_the_file_backend_too(fake, config):
 def _with_a_memory(config, onnx_file) -> None:
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The spare key is under the blue flowerpot")
+    store.memories.add("The spare key is under the blue flowerpot")
     store.close()
 
 
@@ -406,7 +407,7 @@ def test_hnsw_over_an_ivf_index_fails_saying_so_and_rebuilds_when_asked(fake, co
     assert fake.index_subtypes["IDX_PICO_MEMORIES_VEC"] == "INMEMORY_NEIGHBOR_GRAPH_HNSW"
     fake.executed.clear()
     store = open_oracle_store(config)
-    store.reindex()
+    store.memories.reindex()
     store.close()
     assert "hnsw_memories" in fake.names() and "ivf_memories" not in fake.names()  # rebuilt as it is
 
@@ -421,7 +422,7 @@ def test_the_organisation_is_what_the_dictionary_says_not_what_picoora_remembers
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (HNSW) already exists" in _steps(out)
     fake.executed.clear()
     store = open_oracle_store(config)
-    store.reindex()
+    store.memories.reindex()
     store.close()
     assert "hnsw_memories" in fake.names()
 
@@ -454,7 +455,7 @@ def test_hnsw_is_built_without_online_its_syntax_has_none(fake, config, onnx_fil
 def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The spare key is under the blue flowerpot")
+    store.memories.add("The spare key is under the blue flowerpot")
     store.close()
     assert picoora("setup-oracle")[0] == 0
     fake.unusable_indexes.add("IDX_PICO_MEMORIES_VEC")

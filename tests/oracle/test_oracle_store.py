@@ -111,7 +111,7 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
         assert store.meta.get("schema_version") == str(LATEST_VERSION)
         go_row = fake.rows("PICO_MEMORIES")[0]
         assert go_row["content_hash"] and go_row["embedding_model"] == "ALL_MINILM_L12_V2"
-        again = store.add_memory("user prefers oracle database.")
+        again = store.memories.add("user prefers oracle database.")
         assert (again.created, again.memory.id) == (False, "go01")
         session = store.sessions.load("cli:default")
         assert session.messages[1].tool_calls == [ToolCall(id="c1", name="weather", arguments={"city": "Oslo"})]
@@ -135,14 +135,14 @@ def test_migration_11_gives_existing_memories_unknown_provenance_and_new_ones_th
     try:
         assert "provenance" in store.meta.get("migration.011")
         assert fake.rows("PICO_MEMORIES")[0]["source_how"] == "unknown"
-        old = store.get_memory("go01")
+        old = store.memories.get("go01")
         assert old.provenance == Provenance() and old.is_current()
         told = Provenance(how="told", person="ana", session="cli:default", turn_id="t1")
-        new = store.add_memory("User prefers Oracle Database 23ai over MySQL", provenance=told).memory
+        new = store.memories.add("User prefers Oracle Database 23ai over MySQL", provenance=told).memory
         row = next(r for r in fake.rows("PICO_MEMORIES") if r["memory_id"] == new.id)
         assert (row["source_how"], row["source_person"], row["source_session"], row["source_turn"]) == (
             "told", "ana", "cli:default", "t1")
-        assert store.get_memory(new.id).provenance == told
+        assert store.memories.get(new.id).provenance == told
     finally:
         store.close()
 
@@ -180,17 +180,17 @@ def test_open_fails_with_the_reason_and_what_to_run(fake, setup, reason, words):
 
 def test_text_index_switches_keyword_matching_to_oracle_text(fake, config, open_store):
     plain = open_store()
-    plain.add_memory("Locker code A7-4421 is for the gym")
-    plain.add_memory("The gym opens at six")
+    plain.memories.add("Locker code A7-4421 is for the gym")
+    plain.memories.add("The gym opens at six")
     fake.executed.clear()
-    best = plain.recall("what is locker A7-4421", limit=2).matches[0]
+    best = plain.memories.recall("what is locker A7-4421", limit=2).matches[0]
     assert best.memory.content.startswith("Locker code A7-4421")
     scan = next(e for e in fake.executed if e.name == "memory_keyword_scan")
     assert scan.binds["pattern"] == "a7-4421|4421|a7|locker"  # codes first, then longer words
     _run(fake, config, lambda tx: run_ddl(tx, q.TEXT_INDEX_MEMORIES))
     indexed = open_store()
     fake.executed.clear()
-    assert indexed.recall("what is locker A7-4421", limit=2).matches[0].memory.id == best.memory.id
+    assert indexed.memories.recall("what is locker A7-4421", limit=2).matches[0].memory.id == best.memory.id
     text = next(e for e in fake.executed if e.name == "memory_keyword_text")
     assert text.binds["text_query"] == "{a7-4421} ACCUM {4421} ACCUM {a7} ACCUM {locker}"
 
@@ -200,9 +200,9 @@ def test_text_index_switches_keyword_matching_to_oracle_text(fake, config, open_
 
 def test_recall_embeds_once_searches_approximately_and_records_access(fake, open_store):
     store = open_store()
-    cat = store.add_memory("The cat sleeps on the blue sofa").memory
+    cat = store.memories.add("The cat sleeps on the blue sofa").memory
     fake.executed.clear()
-    result = store.recall("where does the cat sleep", limit=2)
+    result = store.memories.recall("where does the cat sleep", limit=2)
     assert fake.names() == ["embed", "memory_nearest", "memory_keyword_scan", "memory_touch"]
     nearest = fake.executed[1]
     assert "FETCH APPROX FIRST :k ROWS ONLY" in nearest.sql and nearest.binds["k"] == 20
@@ -215,7 +215,7 @@ def test_recall_embeds_once_searches_approximately_and_records_access(fake, open
 def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, open_store):
     store = open_store()
     fake.executed.clear()
-    store.add_memory("Prefers tea over coffee", importance=0.666)  # states no subject/value: nothing to supersede
+    store.memories.add("Prefers tea over coffee", importance=0.666)  # states no subject/value: nothing to supersede
     assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_insert"]
     inserted = fake.executed[-1].binds
     assert inserted["importance"] == 0.67 and len(inserted["content_hash"]) == 64
@@ -224,9 +224,9 @@ def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, ope
 
 def test_a_fact_with_a_subject_looks_for_current_memories_about_it_before_inserting(fake, open_store):
     store = open_store()
-    old = store.add_memory("The door code is 4421").memory
+    old = store.memories.add("The door code is 4421").memory
     fake.executed.clear()
-    new = store.add_memory("The door code is now 9981")
+    new = store.memories.add("The door code is now 9981")
     assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_nearest",
                             "memory_keyword_scan", "memory_insert", "memory_supersede"]
     assert fake.executed[4].binds["pattern"] == scan_pattern(["code", "door"])  # the subject's words, by keywords
@@ -252,21 +252,21 @@ def test_without_the_model_notes_and_memories_are_kept_without_vectors(fake, ope
     note = store.notes.append("A plain day.")
     assert fake.rows("PICO_DAILY_NOTES")[0]["embedding"] is None and "A plain day." in note.content
     assert store.notes.search("plain") == []
-    record = store.add_memory("Passport number X1234567").memory
+    record = store.memories.add("Passport number X1234567").memory
     assert record.embedding_model is None
     with pytest.raises(StoreError, match="setup-oracle --onnx-file"):
-        store.reindex()
-    result = store.recall("passport number", limit=1)
+        store.memories.reindex()
+    result = store.memories.recall("passport number", limit=1)
     assert result.degraded and "ALL_MINILM_L12_V2 is not loaded" in result.note
 
 
 def test_agents_only_see_their_own_rows(fake, config, open_store):
     mine = open_store()
     theirs = open_store(config=oracle_config(agent_id="work"))
-    mine.add_memory("Home wifi is on the router label")
+    mine.memories.add("Home wifi is on the router label")
     mine.state.set("last_channel", "cli:default")
     theirs.prompts.set("SOUL.md", "work soul")
-    assert theirs.list_memories() == [] and theirs.state.all() == {}
+    assert theirs.memories.list() == [] and theirs.state.all() == {}
     assert mine.prompts.list() == [] and theirs.stats().prompts == 1 and mine.stats().memories == 1
     assert {e.binds["agent_id"] for e in fake.executed if "agent_id" in e.binds} == {"default", "work"}
 
@@ -322,9 +322,9 @@ def test_a_failed_unit_of_work_is_rolled_back_whole(fake, open_store):
     records = [MemoryRecord(id=f"r{n}", content=f"imported fact number {n} about {word}")
                for n, word in enumerate(["boats", "huts", "owls"])]
     with pytest.raises(StoreError, match="rolled back"):
-        store.import_memories(records)
-    assert store.list_memories() == []
-    assert store.import_memories(records) == 3
+        store.memories.import_records(records)
+    assert store.memories.list() == []
+    assert store.memories.import_records(records) == 3
 
 
 # ---- the fake keeps the store honest ----------------------------------------------------------------

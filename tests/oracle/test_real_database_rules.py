@@ -60,18 +60,18 @@ def test_the_fake_checks_cursor_keywords_against_the_installed_driver():
 
 def test_timestamps_keep_their_fractional_seconds(fake, open_store):
     store = open_store()
-    record = store.add_memory("The meeting moved to Thursday").memory
-    assert store.get_memory(record.id) == record
+    record = store.memories.add("The meeting moved to Thursday").memory
+    assert store.memories.get(record.id) == record
     stored = fake.rows("PICO_MEMORIES")[0]
     assert stored["created_at"] == record.created_at.replace(tzinfo=None)
-    recalled = store.recall("when is the meeting", limit=1).matches[0].memory  # executemany binds too
+    recalled = store.memories.recall("when is the meeting", limit=1).matches[0].memory  # executemany binds too
     assert fake.rows("PICO_MEMORIES")[0]["accessed_at"] == recalled.accessed_at.replace(tzinfo=None)
 
 
 def test_without_the_input_type_handler_the_fake_drops_fractions_as_oracle_does(fake, open_store, monkeypatch):
     monkeypatch.setattr(connection, "bind_timestamps", lambda cursor, value, size: None)
     store = open_store()
-    record = store.add_memory("The meeting moved to Friday").memory
+    record = store.memories.add("The meeting moved to Friday").memory
     assert fake.rows("PICO_MEMORIES")[0]["created_at"].microsecond == 0 != record.created_at.microsecond
 
 
@@ -85,7 +85,7 @@ def test_long_and_non_ascii_keys_fit_after_the_widening_migration(fake, open_sto
     assert store.transcripts.append(key, [Message("user", "hi")]) == [1]
     name = "ключ" * 60  # 240 characters, 480 bytes
     store.state.set(name, "v")
-    store.add_memory("A memory in a long category", category="ž" * limits.KEY_CHARS)
+    store.memories.add("A memory in a long category", category="ž" * limits.KEY_CHARS)
     assert store.state.get(name) == "v" and store.sessions.load(key).messages[0].content == "hi"
 
 
@@ -120,9 +120,9 @@ PARAGRAPH = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) + "w
 
 def test_a_pasted_paragraph_keeps_keyword_recall_working(fake, open_store):
     store = open_store()
-    store.add_memory("Locker code A7-4421 is for the gym")
+    store.memories.add("Locker code A7-4421 is for the gym")
     fake.executed.clear()  # adding looked for what the memory supersedes: the recall's own scan follows
-    result = store.recall(PARAGRAPH, limit=1)
+    result = store.memories.recall(PARAGRAPH, limit=1)
     assert result.matches and result.matches[0].memory.content.startswith("Locker code")
     pattern = next(e for e in fake.executed if e.name == "memory_keyword_scan").binds["pattern"]
     assert len(pattern.encode()) <= 512 and pattern.startswith("a7-4421|")  # the code survives the cut
@@ -132,9 +132,9 @@ def test_the_oracle_text_query_is_capped_too(fake, config, open_store):
     _run(fake, config, lambda tx: run_ddl(tx, q.TEXT_INDEX_MEMORIES))
     store = open_store()
     assert store.text_index
-    store.add_memory("Locker code A7-4421 is for the gym")
+    store.memories.add("Locker code A7-4421 is for the gym")
     fake.executed.clear()
-    assert store.recall(PARAGRAPH, limit=1).matches
+    assert store.memories.recall(PARAGRAPH, limit=1).matches
     query = next(e for e in fake.executed if e.name == "memory_keyword_text").binds["text_query"]
     assert len(query.encode()) <= 2000 and query.startswith("{a7-4421}")
 
@@ -143,7 +143,7 @@ def test_multibyte_text_is_cut_to_4000_bytes_before_embedding(fake, open_store):
     text = "🙂" * 1200  # 4 bytes each: head and tail of 500 characters were 4005 bytes with the joiner
     assert len(embedding_text(text).encode()) <= 4000 and len(embedding_text("é" * 999).encode()) <= 4000
     store = open_store()
-    assert store.add_memory(text).created
+    assert store.memories.add(text).created
     sent = [e.binds["text"] for e in fake.executed if e.name == "embed"]
     assert sent and all(len(t.encode()) <= 4000 for t in sent)
 
@@ -215,10 +215,10 @@ def test_go_vectors_of_another_dimension_are_not_labelled_and_reindex_fixes_them
     try:
         labels = {r["memory_id"]: r["embedding_model"] for r in fake.rows("PICO_MEMORIES")}
         assert labels == {"go01": "ALL_MINILM_L12_V2", "go02": None}
-        assert store.recall("what does the user prefer", limit=2).matches  # no ORA-51808
-        assert store.reindex() == 2
+        assert store.memories.recall("what does the user prefer", limit=2).matches  # no ORA-51808
+        assert store.memories.reindex() == 2
         assert {len(r["embedding"]) for r in fake.rows("PICO_MEMORIES")} == {384}
-        assert store.recall("red bicycle", limit=1).matches[0].memory.id == "go02"
+        assert store.memories.recall("red bicycle", limit=1).matches[0].memory.id == "go02"
     finally:
         store.close()
 
@@ -300,17 +300,17 @@ def test_the_migration_lock_waits_as_long_as_a_migration_may_run(fake, config):
 
 def test_dedup_finds_the_nearest_row_even_when_approximate_search_misses_it(fake, open_store):
     store = open_store()
-    store.dedup_similarity = 0.9  # the hash embedder scores this pair 0.94
-    first = store.add_memory("the user's garden has roses and tulips along the fence").memory
+    store.memories.dedup_similarity = 0.9  # the hash embedder scores this pair 0.94
+    first = store.memories.add("the user's garden has roses and tulips along the fence").memory
     fake.approx_misses = 1  # a filtered IVF probe that skips the nearest partition
-    again = store.add_memory("the user's garden has roses and tulips by the fence")
+    again = store.memories.add("the user's garden has roses and tulips by the fence")
     assert (again.created, again.memory.id) == (False, first.id)
 
 
 def test_reindex_rebuilds_the_vector_index_from_the_data(fake, open_store):
     store = open_store()
-    store.add_memory("Bins go out on Tuesday")
-    store.reindex()
+    store.memories.add("Bins go out on Tuesday")
+    store.memories.reindex()
     names = fake.names()
     assert names.index("drop_memories_vector_index") < names.index("ivf_memories")
     assert fake.indexes["IDX_PICO_MEMORIES_VEC"][2] == "VECTOR"
@@ -359,8 +359,8 @@ def test_a_text_index_that_is_not_valid_is_not_used(fake, config, open_store):
     fake.unusable_indexes.add("IDX_PICO_MEMORIES_TEXT")
     store = open_store()
     assert store.text_index is False
-    store.add_memory("Locker code A7-4421 is for the gym")
-    assert store.recall("locker A7-4421", limit=1).matches  # the scan, not a CONTAINS that would fail
+    store.memories.add("Locker code A7-4421 is for the gym")
+    assert store.memories.recall("locker A7-4421", limit=1).matches  # the scan, not a CONTAINS that would fail
 
 
 def test_racing_upserts_of_a_new_key_all_succeed(fake, open_store):
@@ -378,10 +378,10 @@ def test_racing_upserts_of_a_new_key_all_succeed(fake, open_store):
 
 def test_imported_ids_stay_unique_across_agents(fake, config, open_store):
     records = [MemoryRecord(id="shared01", content="The office wifi is called Pico-5G")]
-    assert open_store().import_memories(records) == 1
+    assert open_store().memories.import_records(records) == 1
     other = open_store(config=oracle_config(agent_id="work"))
-    assert other.import_memories(records) == 1  # memory_id is the table's key across agents
-    assert other.import_memories(records) == 0
+    assert other.memories.import_records(records) == 1  # memory_id is the table's key across agents
+    assert other.memories.import_records(records) == 0
     ids = [r["memory_id"] for r in fake.rows("PICO_MEMORIES")]
     assert len(set(ids)) == 2 and "shared01" in ids
 
@@ -391,9 +391,9 @@ def test_imported_ids_stay_unique_across_agents(fake, config, open_store):
 
 def test_the_similarity_floor_is_applied_on_the_oracle_recall_path(fake, open_store):
     store = open_store()
-    store.add_memory("Bananas are rich in potassium")
-    store.floor = 0.999  # nothing but an identical text clears this
-    result = store.recall("quantum chromodynamics lecture", limit=5)
+    store.memories.add("Bananas are rich in potassium")
+    store.memories.floor = 0.999  # nothing but an identical text clears this
+    result = store.memories.recall("quantum chromodynamics lecture", limit=5)
     assert any(e.name == "memory_nearest" for e in fake.executed)  # the candidate was fetched...
     assert result.matches == []  # ...and dropped by the floor
 

@@ -23,37 +23,26 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from picoora import atomic
 from picoora.secrets import redact_text
-from picoora.store import limits, supersession
 from picoora.store.base import (
     AddDocumentResult,
-    AddMemoryResult,
     BackendDetails,
     DocPage,
     DocumentCounts,
     DocumentHit,
     DocumentRecord,
-    Embeddings,
-    MemoryRecord,
     NewDocument,
-    NoEmbedder,
-    Provenance,
-    RecallResult,
     StoreError,
     StoreStats,
-    VectorStatus,
     newest_first,
 )
-from picoora.store.embedder import EmbedderUnavailable
-from picoora.store.file_memories import MemoryLog, embed
 from picoora.store.files.context import FileContext
 from picoora.store.files.keyvalues import FileKeyValues, FileState
+from picoora.store.files.memories import FileMemories
 from picoora.store.files.notes import FileNotes
 from picoora.store.files.prompts import FilePrompts
 from picoora.store.files.sessions import FileSessions
@@ -66,18 +55,15 @@ from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
-    from picoora.store.anchors import Anchors
     from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
     from picoora.store.leases import LocalLeases
-    from picoora.store.memory_index import MemoryIndex
     from picoora.store.service_lock import ServiceLock
 
 log = logging.getLogger(__name__)
 
 
 
-_NO_EMBEDDER = "no embedding model is available to re-embed memories with"
 
 
 @report_os_errors
@@ -109,10 +95,7 @@ class FileStore:
         self.layout = FileLayout(self.workspace)
         self._lock = WorkspaceLock(self.layout.lock)
         self._embedder = embedder
-        self._min_similarity = min_similarity
-        self._dedup_similarity = dedup_similarity
         self._secrets = tuple(secrets)
-        self._memories = MemoryLog(self.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
         ctx = FileContext(self.workspace, self.layout, self._lock)
         self.state = FileState(ctx)
         self.config = FileKeyValues(ctx, "config", redact=lambda value: redact_text(value, self._secrets))
@@ -123,6 +106,7 @@ class FileStore:
         self.notes = FileNotes(ctx, embedder)
         self.sessions = FileSessions(ctx)
         self.transcripts = FileTranscripts(ctx)
+        self.memories = FileMemories(ctx, embedder, min_similarity=min_similarity, dedup_similarity=dedup_similarity)
         self._docs = DocLibrary(self.layout.docs, embedder, docs or DocsConfig())
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
@@ -134,115 +118,6 @@ class FileStore:
                 atomic.remove_stale_temp_files(month)
             for index in layout.memory.glob("*.index"):  # the memory snapshot's manifest is written there
                 atomic.remove_stale_temp_files(index)
-
-    def _new_index(self, anchors: Anchors | None = None) -> MemoryIndex:
-        from picoora.store.memory_index import MemoryIndex
-
-        return MemoryIndex(self._embedder, min_similarity=self._min_similarity, dedup_similarity=self._dedup_similarity,
-                           anchors=anchors)
-
-    # ---- memories ------------------------------------------------------------------------------
-
-    def add_memory(self, content: str, importance: float = 0.7, category: str = "general", *,
-                   provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
-        content = limits.check_new_memory(content, importance, category, provenance)
-        with self._lock:
-            index = self._memories.searchable()
-        (vector,), model = embed(index, [content])  # outside the lock: the first call loads the model
-        about = supersession.candidate_query(content)
-        if about is not None and vector is not None:
-            about = content  # by meaning, the fact itself finds them, and its vector is already made (cached)
-        nearest = index.search(about, supersession.CANDIDATES).matches if about else []
-        with self._lock:
-            same = supersession.restated_among(content, [m.memory for m in nearest])
-            repeated = self._memories.repeat(same.id, importance) if same is not None else None
-            if repeated is not None:  # the same fact in other words
-                return repeated
-            added = self._memories.add(content, importance, category or "general", vector, model,
-                                       provenance=provenance or Provenance(), expires_at=expires_at)
-            if not added.created:
-                return added
-            old = supersession.superseded_among(content, [m.memory for m in nearest if m.memory.id != added.memory.id])
-            return replace(added, replaced=self._memories.supersede([m.id for m in old], added.memory.id))
-
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True, confident_only: bool = False) -> RecallResult:
-        """``touch=False`` looks without counting an access; ``confident_only`` keeps only the matches
-        sure enough to push into a turn unasked (``ranking.push_mask``)."""
-        with self._lock:
-            index = self._memories.searchable()
-        result = index.search(query, limit, confident_only=confident_only)  # outside the lock: embeds the query
-        if not touch:
-            return result
-        with self._lock:
-            touched = self._memories.touch([match.memory.id for match in result.matches])
-        matches = [replace(match, memory=touched[match.memory.id]) for match in result.matches
-                   if match.memory.id in touched]
-        return replace(result, matches=matches)
-
-    def get_memory(self, memory_id: str) -> MemoryRecord | None:
-        with self._lock:
-            return self._memories.get(memory_id)
-
-    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]:
-        """Newest first."""
-        with self._lock:
-            records = self._memories.records()
-        records.sort(key=lambda r: (r.created_at is not None, r.created_at))
-        records.reverse()  # rather than reverse=True: equal times then list the later insertion first
-        return records if limit is None else records[:limit]
-
-    def forget(self, memory_id: str) -> bool:
-        with self._lock:
-            return self._memories.forget(memory_id)
-
-    def reindex(self, *, progress: Progress | None = None) -> int:
-        """Re-embed every memory, chunk by chunk, each chunk stored before the next is embedded. An
-        interrupted run resumes: the memories its finished chunks re-embedded are not embedded again."""
-        from picoora.store.bulk_embed import embed_chunks
-
-        with self._lock:
-            self._memories.refresh()
-            if self._embedder is None:
-                if not self._memories.count():
-                    return 0
-                raise StoreError(f"{_NO_EMBEDDER}: check `memory.embedder` in config.json (it is \"none\")")
-            expected = self._memories.reindex_pending(self._embedder.model_id)
-        ids, texts = list(expected), list(expected.values())
-        try:
-            with self._memories.bulk(self._lock):
-                for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
-                    chunk = {memory_id: expected[memory_id] for memory_id in ids[start : start + len(vectors)]}
-                    with self._lock:
-                        self._memories.store_reembedded(chunk, list(vectors), self._embedder.model_id)
-        except EmbedderUnavailable as exc:
-            raise StoreError(f"{_NO_EMBEDDER} (run the reindex again to continue where it stopped): {exc}") from None
-        with self._lock:
-            return self._memories.finish_reindex(self._embedder.model_id)
-
-    def import_memories(self, records: Iterable[MemoryRecord], *, progress: Progress | None = None) -> int:
-        """Add records chunk by chunk, each chunk stored before the next is embedded (a rerun after an
-        interruption skips what is already stored, before embedding it)."""
-        from picoora.store.bulk_embed import embed_chunks
-
-        with self._lock:
-            self._memories.refresh()
-            records = [r for r in records if r.content.strip() and not self._memories.holds(r)]
-            index = self._memories.searchable()
-        texts = [r.content.strip() for r in records]
-        added = 0
-        if self._embedder is None or index.embed(texts[:1]) is None:  # keyword-only: nothing to embed
-            with self._lock:
-                return self._memories.import_records(records, [None] * len(records), None)
-        try:
-            with self._memories.bulk(self._lock):
-                for start, vectors in embed_chunks(self._embedder, texts, progress=progress):
-                    with self._lock:
-                        added += self._memories.import_records(records[start : start + len(vectors)],
-                                                               list(vectors), self._embedder.model_id)
-        except EmbedderUnavailable as exc:
-            raise StoreError(f"memory import stopped after {added} memories (run it again to continue): "
-                             f"{exc}") from None
-        return added
 
     # ---- documents (the knowledge base) ---------------------------------------------------------
 
@@ -319,28 +194,6 @@ class FileStore:
             self._docs.refresh()
             return DocumentCounts.of(self._docs.everyone())
 
-    # ---- what the front doors ask for ------------------------------------------------------------
-
-    def embed_texts(self, texts: list[str]) -> Embeddings:
-        if self._embedder is None:
-            raise NoEmbedder(f"{_NO_EMBEDDER}: check `memory.embedder` in config.json (it is \"none\")")
-        if not texts:
-            return Embeddings(self._embedder.model_id, [])
-        try:
-            vectors = self._embedder.embed(texts)
-        except EmbedderUnavailable as exc:
-            raise NoEmbedder(f"the embedder cannot run: {exc}") from exc
-        return Embeddings(self._embedder.model_id, vectors.astype(float).tolist())
-
-    def vector_status(self) -> VectorStatus:
-        if self._embedder is None:
-            return VectorStatus(embedder="", where="", missing=0)
-        model_id = self._embedder.model_id
-        with self._lock:
-            missing = self._memories.without_vector(model_id)
-        where = "via Ollama" if model_id.startswith("ollama:") else "local, CPU"
-        return VectorStatus(embedder=model_id, where=where, missing=missing)
-
     def ping(self) -> None:
         if not self.workspace.is_dir():
             raise StoreError(f"the workspace {self.workspace} is missing: run `picoora onboard`")
@@ -351,8 +204,7 @@ class FileStore:
     # ---- everything ----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
-        with self._lock:
-            memories = self._memories.count()
+        memories = self.memories.count()
         notes = [p for p in self.layout.notes.glob("[0-9]*/[0-9]*.md") if re.fullmatch(r"\d{8}\.md", p.name)]
         transcript_lines = sum(_count_lines(p) for p in self.layout.transcripts.glob("*.jsonl"))
         return StoreStats(

@@ -21,6 +21,7 @@ from picoora.store.base import StoreError
 from picoora.store.oracle.connection import OracleUnavailable
 from picoora.store.oracle.context import OpenContext, OracleContext
 from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState
+from picoora.store.oracle.memories import OracleMemories
 from picoora.store.oracle.notes import OracleNotes
 from picoora.store.oracle.prompts import OraclePrompts
 from picoora.store.oracle.sessions import OracleSessions
@@ -62,7 +63,8 @@ class AwaitedOracleStore:
     display_name = "Oracle AI Database"
 
     def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, agent_id: str,
-                 secrets: Iterable[str] = (), note_zone: str = "", retry_seconds: float | None = None,
+                 secrets: Iterable[str] = (), note_zone: str = "", min_similarity: float = 0.0,
+                 dedup_similarity: float = 0.95, retry_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._opener = opener
         self._failure = str(failure)
@@ -82,6 +84,7 @@ class AwaitedOracleStore:
         self.notes = OracleNotes(ctx, zone=note_zone)
         self.sessions = OracleSessions(ctx)
         self.transcripts = OracleTranscripts(ctx)
+        self.memories = OracleMemories(ctx, min_similarity=min_similarity, dedup_similarity=dedup_similarity)
 
     @property
     def is_open(self) -> bool:
@@ -125,7 +128,9 @@ class AwaitedOracleStore:
         """A person's rows: opened through this store (no attempts of its own)."""
         return AwaitedOracleStore(lambda: self.opened().for_agent(agent_id), StoreError(self._failure),
                                   agent_id=agent_id, secrets=self._secrets, note_zone=self.notes.zone,
-                                  retry_seconds=0.0, clock=self._clock)
+                                  min_similarity=self.memories.floor,
+                                  dedup_similarity=self.memories.dedup_similarity, retry_seconds=0.0,
+                                  clock=self._clock)
 
     def leases(self) -> AwaitedLeases:
         return AwaitedLeases(self)
