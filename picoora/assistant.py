@@ -276,16 +276,16 @@ class Assistant:
                 each.recheck()
 
     async def documents(self) -> list[DocumentRecord]:
-        return await self.astore.list_documents()
+        return await self.astore.documents.list()
 
     async def remove_document(self, id_or_source: str) -> DocumentRecord | None:
         try:
-            return await self.astore.remove_document(id_or_source)
+            return await self.astore.documents.remove(id_or_source)
         finally:
             self._documents_changed()
 
     async def search_documents(self, query: str, limit: int = 5) -> list[DocumentHit]:
-        return await self.astore.search_documents(query, limit)
+        return await self.astore.documents.search(query, limit)
 
     async def pairing_requests(self) -> list[PairingRequest]:
         """Strangers waiting with a pairing code (``picoora.people``), unexpired."""

@@ -134,7 +134,7 @@ class Inspector:
     def overview(self) -> tuple[Any, list[str]]:
         stats = self.store.stats()
         meta = self._meta_rows()
-        docs = self.store.document_counts()
+        docs = self.store.documents.counts()
         counts = {"Memories": stats.memories, "Sessions": stats.sessions, "Transcripts": stats.transcript_entries,
                   "State": stats.state_keys, "Daily Notes": stats.daily_notes, "Prompts": stats.prompts,
                   "Config": stats.config_keys, "Meta": len(meta), "Documents": docs.documents,
@@ -151,7 +151,7 @@ class Inspector:
         notes = self.store.notes.list(RECENT)
         prompts = self.store.prompts.list()[:RECENT]
         config = list(self._config_rows().items())[:RECENT]
-        documents = self.store.all_documents(RECENT)
+        documents = self.store.documents.all(RECENT)
         sections = [
             ("Recent Memories (last 5):", "(no memories stored yet)",
              [f"  {_when(m.created_at)}  {m.importance:.1f} [{m.category}]  {m.content}"
@@ -302,8 +302,8 @@ class Inspector:
         return rows, lines + ([] if rows else ["  No config entries stored yet."])
 
     def documents(self) -> tuple[Any, list[str]]:
-        docs = self.store.document_counts()
-        records = self.store.all_documents(self.limit)
+        docs = self.store.documents.counts()
+        records = self.store.documents.all(self.limit)
         lines = self._title("Documents") + [
             f"  {count(docs.documents, 'document')} ({docs.shared} shared), {count(docs.chunks, 'chunk')}", RULE]
         for d in records:

@@ -175,7 +175,7 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
     try:
         stored = store.state.get(state_key(DEFAULT_SESSION))
         stats = store.stats()
-        docs = store.document_counts()
+        docs = store.documents.counts()
         lines = [
             Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks),
                  not fallbacks, {"backend": stats.backend, "location": stats.location, "fell_back": bool(fallbacks)}),

@@ -101,7 +101,7 @@ def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, s
 
     def flush() -> None:
         if batch:
-            for doc, result in zip(batch, store.add_documents(batch, shared=shared), strict=True):
+            for doc, result in zip(batch, store.documents.add_many(batch, shared=shared), strict=True):
                 report(Outcome(doc.source, result.status, result.document, result.error))
             batch.clear()
 
@@ -123,7 +123,7 @@ def add_upload(store: Store, name: str, data: bytes, *, shared: bool = False) ->
     source = Path(name).name or "upload"
     try:
         title, pages = parse_bytes(data, Path(source).suffix, Path(source).stem)
-        result = store.add_document(f"upload:{source}", title, pages, shared=shared)
+        result = store.documents.add(f"upload:{source}", title, pages, shared=shared)
     except (UnreadableDocument, StoreError, ValueError) as exc:
         return Outcome(source, "failed", error=str(exc))
     return Outcome(source, result.status, result.document)

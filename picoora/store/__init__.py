@@ -44,7 +44,7 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
                 return AwaitedOracleStore(lambda: open_oracle_store(config), exc, agent_id=config.oracle.agent_id,
                                           secrets=secret_values(config), note_zone=config.agents.defaults.timezone,
                                           min_similarity=config.memory.min_similarity,
-                                          dedup_similarity=config.memory.dedup_similarity)
+                                          dedup_similarity=config.memory.dedup_similarity, docs=config.docs)
             if on_fallback is not None:
                 on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
     return open_file_store(config)

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from picoora.store.families.calls import Caller
+from picoora.store.families.documents import AsyncDocuments
 from picoora.store.families.keyvalues import AsyncKeyValues, AsyncState
 from picoora.store.families.memories import AsyncMemories
 from picoora.store.families.notes import AsyncNotes
@@ -95,6 +96,10 @@ class AsyncStore:
     @functools.cached_property
     def memories(self) -> AsyncMemories:
         return AsyncMemories(self.store.memories, self._call)
+
+    @functools.cached_property
+    def documents(self) -> AsyncDocuments:
+        return AsyncDocuments(self.store.documents, self._call)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in the store's executor."""

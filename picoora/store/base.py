@@ -9,6 +9,7 @@ backend calls VECTOR_EMBEDDING in the database. Callers only ever pass text.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -357,6 +358,18 @@ class DocumentRecord:
                    content_hash=str(data.get("content_hash") or ""), chunks=int(data.get("chunks") or 0),
                    shared=bool(data.get("shared")), person=str(data.get("person") or ""),
                    added_at=time_from_json(data.get("added_at")))
+
+
+def document_id(person: str, source: str) -> str:
+    """Stable per (person, source): re-adding a path replaces that person's copy, nobody else's."""
+    return hashlib.sha256(f"{person}\0{source}".encode()).hexdigest()[:12]
+
+
+def content_hash(pages: list[DocPage]) -> str:
+    digest = hashlib.sha256()
+    for page in pages:
+        digest.update(f"{page.page}\0{page.text}\0".encode())
+    return digest.hexdigest()
 
 
 def newest_first(records: Iterable[DocumentRecord], limit: int | None = None) -> list[DocumentRecord]:

@@ -18,22 +18,16 @@ Families and what they mirror in Oracle:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from picoora.store.base import (
-        AddDocumentResult,
         BackendDetails,
-        DocPage,
-        DocumentCounts,
-        DocumentHit,
-        DocumentRecord,
-        NewDocument,
         StoreStats,
     )
+    from picoora.store.families.documents import Documents
     from picoora.store.families.keyvalues import KeyValues, State
     from picoora.store.families.memories import Memories
     from picoora.store.families.notes import Notes
@@ -48,30 +42,8 @@ if TYPE_CHECKING:
 # One small interface per family; ``Store`` composes them. The agent needs only a few of them.
 
 
-class DocumentStore(Protocol):
-    """The knowledge base. ``person`` is whose documents ("" the owner's); a search sees that person's own
-    documents and the shared ones, filtered before any ranking. A person store (``scoped``) passes its person."""
-
-    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
-                     person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult: ...
-    # Many at once (a folder): on files their chunks are embedded together, by the bulk workers when there are
-    # enough; one result per document in order, a document that cannot be stored "failed" with its reason.
-    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
-                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]: ...
-    def list_documents(self, *, person: str = "") -> list[DocumentRecord]: ...  # own and shared, by source
-    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None: ...  # own only
-    # re-chunk (current chunk settings) and re-embed every document; how many chunks
-    def reindex_documents(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...
-    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]: ...
-    def has_documents(self, *, person: str = "") -> bool: ...  # whether search_docs is worth offering
-    # What is stored, for status and the inspector: every person's documents in this store, newest first (a
-    # person store: only what that person sees); the counts in one aggregate.
-    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]: ...
-    def document_counts(self) -> DocumentCounts: ...
-
-
 @runtime_checkable
-class Store(DocumentStore, Protocol):
+class Store(Protocol):
     """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
     which backend they have (``display_name`` is for titles only)."""
 
@@ -98,6 +70,8 @@ class Store(DocumentStore, Protocol):
     def transcripts(self) -> Transcripts: ...
     @property
     def memories(self) -> Memories: ...
+    @property
+    def documents(self) -> Documents: ...
 
     def stats(self) -> StoreStats: ...  # counts of every family (one query each; fine for status, not /ready)
     def ping(self) -> None: ...  # cheap liveness check; raises StoreError when the store cannot answer

@@ -19,6 +19,7 @@ from picoora.store.base import DocumentCounts, StoreError, newest_first
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, NewDocument, Prompt
+    from picoora.store.families.documents import Documents, Progress
     from picoora.store.families.prompts import Prompts
     from picoora.store.protocol import Store
 
@@ -41,6 +42,49 @@ class PersonaPrompts:
         return self._prompts.get(name) if name in PERSONA_PROMPTS else None
 
 
+class PersonDocuments:
+    """The owner's documents as a person sees them. Documents live in the owner's store, each marked with who
+    added it: a person's search sees their own and the shared ones (filtered before ranking); sharing and
+    reindexing are the owner's alone."""
+
+    def __init__(self, documents: Documents, person: str):
+        self._documents, self.person = documents, person
+
+    def add(self, source: str, title: str, pages: builtins.list[DocPage], *, shared: bool = False,
+            person: str = "", progress: Progress | None = None) -> AddDocumentResult:
+        if shared:
+            raise StoreError("only the owner can share documents (--shared)")
+        return self._documents.add(source, title, pages, person=self.person, progress=progress)
+
+    def add_many(self, documents: builtins.list[NewDocument], *, shared: bool = False, person: str = "",
+                 progress: Progress | None = None) -> builtins.list[AddDocumentResult]:
+        if shared:
+            raise StoreError("only the owner can share documents (--shared)")
+        return self._documents.add_many(documents, person=self.person, progress=progress)
+
+    def list(self, *, person: str = "") -> builtins.list[DocumentRecord]:
+        return self._documents.list(person=self.person)
+
+    def remove(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
+        return self._documents.remove(id_or_source, person=self.person)
+
+    def reindex(self, *, progress: Progress | None = None) -> int:
+        raise StoreError("only the owner can reindex the documents")
+
+    def search(self, query: str, limit: int = 5, *, person: str = "") -> builtins.list[DocumentHit]:
+        return self._documents.search(query, limit, person=self.person)
+
+    def has_any(self, *, person: str = "") -> bool:
+        return self._documents.has_any(person=self.person)
+
+    def all(self, limit: int | None = None) -> builtins.list[DocumentRecord]:
+        """What this person sees (their own and the shared), newest first: never another person's."""
+        return newest_first(self.list(), limit)
+
+    def counts(self) -> DocumentCounts:
+        return DocumentCounts.of(self.list())
+
+
 class PersonStore:
     """A person's families are their own store's; config and meta are the owner's, prompts the persona."""
 
@@ -56,45 +100,10 @@ class PersonStore:
         self.config = shared.config
         self.meta = shared.meta
         self.prompts = PersonaPrompts(shared.prompts)
+        self.documents = PersonDocuments(shared.documents, person)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._shared if name in SHARED else self._own, name)
-
-    # Documents live in the owner's store, each marked with who added it: a person's search sees their own
-    # and the shared ones (filtered before ranking); sharing is the owner's alone.
-    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
-                     person: str = "", progress: Any = None) -> AddDocumentResult:
-        if shared:
-            raise StoreError("only the owner can share documents (--shared)")
-        return self._shared.add_document(source, title, pages, person=self.person, progress=progress)
-
-    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
-                      progress: Any = None) -> list[AddDocumentResult]:
-        if shared:
-            raise StoreError("only the owner can share documents (--shared)")
-        return self._shared.add_documents(documents, person=self.person, progress=progress)
-
-    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
-        return self._shared.list_documents(person=self.person)
-
-    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
-        return self._shared.remove_document(id_or_source, person=self.person)
-
-    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
-        return self._shared.search_documents(query, limit, person=self.person)
-
-    def has_documents(self, *, person: str = "") -> bool:
-        return self._shared.has_documents(person=self.person)
-
-    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
-        """What this person sees (their own and the shared), newest first: never another person's."""
-        return newest_first(self.list_documents(), limit)
-
-    def document_counts(self) -> DocumentCounts:
-        return DocumentCounts.of(self.list_documents())
-
-    def reindex_documents(self, *, progress: Any = None) -> int:
-        raise StoreError("only the owner can reindex the documents")
 
     def native_async(self) -> Any:
         """The coroutines of both stores, each name going where the blocking form goes."""
@@ -118,14 +127,9 @@ class _NativeRoute:
 
     def __getattr__(self, name: str) -> Any:
         native = self._shared if name in SHARED else self._own
-        if native is None or name in _FILTERED:  # the blocking form filters the prompts
+        if native is None:
             raise AttributeError(name)
         return getattr(native, name)
-
-
-_FILTERED = frozenset({"add_document", "add_documents", "list_documents",
-                       "remove_document", "search_documents", "has_documents", "reindex_documents",
-                       "all_documents", "document_counts"})
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

@@ -313,10 +313,10 @@ def _add_documents(store, config) -> None:
     from picoora.store.base import DocPage
     from picoora.store.scoped import open_person_store
 
-    store.add_document("/d/manual.md", "Boiler manual", [DocPage("The boiler shows E42 when the pressure is low.")],
+    store.documents.add("/d/manual.md", "Boiler manual", [DocPage("The boiler shows E42 when the pressure is low.")],
                        shared=True)
     text = " ".join(f"Sentence {n} is about the shed and its padlock." for n in range(40))
-    open_person_store(config, store, "alice").add_document("/a/diary.md", "Diary", [DocPage(text)])
+    open_person_store(config, store, "alice").documents.add("/a/diary.md", "Diary", [DocPage(text)])
 
 
 def _documents_view_checks(out: str, data: str, chunks: int) -> None:
@@ -362,7 +362,7 @@ def test_status_counts_the_documents(filled, config):
     from picoora.cli.status import _storage_lines
 
     _add_documents(filled, config)
-    chunks = sum(d.chunks for d in filled.all_documents())
+    chunks = sum(d.chunks for d in filled.documents.all())
     lines, _, _ = _storage_lines(config, workspace_path(config))
     stored = next(line for line in lines if line.label == "Stored")
     assert stored.text.endswith(f", 2 documents (1 shared, {chunks} chunks)")
@@ -374,7 +374,7 @@ def test_documents_on_the_file_backend_too(fake, config):
     files = _file_workspace(config)
     try:
         _add_documents(files, config)
-        chunks = files.document_counts().chunks
+        chunks = files.documents.counts().chunks
     finally:
         files.close()
     code, out = picoora("oracle-inspect", "documents", "--files")

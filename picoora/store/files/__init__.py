@@ -28,19 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from picoora import atomic
 from picoora.secrets import redact_text
-from picoora.store.base import (
-    AddDocumentResult,
-    BackendDetails,
-    DocPage,
-    DocumentCounts,
-    DocumentHit,
-    DocumentRecord,
-    NewDocument,
-    StoreError,
-    StoreStats,
-    newest_first,
-)
+from picoora.store.base import BackendDetails, StoreError, StoreStats
 from picoora.store.files.context import FileContext
+from picoora.store.files.documents import FileDocuments
 from picoora.store.files.keyvalues import FileKeyValues, FileState
 from picoora.store.files.memories import FileMemories
 from picoora.store.files.notes import FileNotes
@@ -55,7 +45,6 @@ from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
-    from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
     from picoora.store.leases import LocalLeases
     from picoora.store.service_lock import ServiceLock
@@ -89,7 +78,6 @@ class FileStore:
         docs: DocsConfig | None = None,
     ):
         from picoora.config import DocsConfig
-        from picoora.store.doc_library import DocLibrary
 
         self.workspace = Path(workspace).expanduser()
         self.layout = FileLayout(self.workspace)
@@ -107,7 +95,7 @@ class FileStore:
         self.sessions = FileSessions(ctx)
         self.transcripts = FileTranscripts(ctx)
         self.memories = FileMemories(ctx, embedder, min_similarity=min_similarity, dedup_similarity=dedup_similarity)
-        self._docs = DocLibrary(self.layout.docs, embedder, docs or DocsConfig())
+        self.documents = FileDocuments(ctx, embedder, docs or DocsConfig())
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
@@ -118,81 +106,6 @@ class FileStore:
                 atomic.remove_stale_temp_files(month)
             for index in layout.memory.glob("*.index"):  # the memory snapshot's manifest is written there
                 atomic.remove_stale_temp_files(index)
-
-    # ---- documents (the knowledge base) ---------------------------------------------------------
-
-    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
-                     person: str = "", progress: Progress | None = None) -> AddDocumentResult:
-        result = self.add_documents([NewDocument(source, title, pages)], shared=shared, person=person,
-                                    progress=progress)[0]
-        if result.status == "failed":
-            raise StoreError(result.error)
-        return result
-
-    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
-                      progress: Progress | None = None) -> list[AddDocumentResult]:
-        from picoora.store.doc_library import content_hash
-
-        results: list[AddDocumentResult | None] = [None] * len(documents)
-        digests = [content_hash(d.pages) for d in documents]
-        with self._lock:
-            self._docs.refresh()
-            for at, (doc, digest) in enumerate(zip(documents, digests, strict=True)):
-                same = self._docs.unchanged(doc.source, person, digest)
-                if same is not None and same.shared == shared:
-                    results[at] = AddDocumentResult(same, "unchanged")
-        for at, doc in enumerate(documents):
-            if results[at] is None:
-                try:
-                    if not doc.source.strip():
-                        raise ValueError("a document needs a source (its path or URL)")
-                    self._docs.check_size(doc.pages)
-                except (StoreError, ValueError) as exc:
-                    results[at] = AddDocumentResult(None, "failed", str(exc))
-        todo = [at for at, result in enumerate(results) if result is None]
-        prepared = self._docs.prepare_many([documents[at].pages for at in todo], progress)
-        with self._lock:
-            self._docs.refresh()
-            for at, item in zip(todo, prepared, strict=True):
-                doc = documents[at]
-                results[at] = self._docs.put(doc.source, doc.title, item, shared=shared, person=person,
-                                             digest=digests[at])
-        return [r for r in results if r is not None]
-
-    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
-        with self._lock:
-            self._docs.refresh()
-            return self._docs.documents(person)
-
-    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
-        with self._lock:
-            self._docs.refresh()
-            return self._docs.remove(id_or_source, person)
-
-    def reindex_documents(self, *, progress: Progress | None = None) -> int:
-        return self._docs.reindex(progress, self._lock)
-
-    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
-        query_vector, anchor_best = self._docs.query_vector(query)  # outside the lock: it may load the model
-        with self._lock:
-            self._docs.refresh()
-            return self._docs.search(query, limit, person, query_vector, anchor_best)
-
-    def has_documents(self, *, person: str = "") -> bool:
-        with self._lock:
-            self._docs.refresh()
-            return self._docs.any_visible(person)
-
-    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
-        """Newest first."""
-        with self._lock:
-            self._docs.refresh()
-            return newest_first(self._docs.everyone(), limit)
-
-    def document_counts(self) -> DocumentCounts:
-        with self._lock:
-            self._docs.refresh()
-            return DocumentCounts.of(self._docs.everyone())
 
     def ping(self) -> None:
         if not self.workspace.is_dir():

@@ -20,6 +20,7 @@ from picoora.secrets import redact_text
 from picoora.store.base import StoreError
 from picoora.store.oracle.connection import OracleUnavailable
 from picoora.store.oracle.context import OpenContext, OracleContext
+from picoora.store.oracle.documents import OracleDocuments
 from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState
 from picoora.store.oracle.memories import OracleMemories
 from picoora.store.oracle.notes import OracleNotes
@@ -30,6 +31,7 @@ from picoora.store.oracle.traces import OracleTraces
 from picoora.store.oracle.transcripts import OracleTranscripts
 
 if TYPE_CHECKING:
+    from picoora.config import DocsConfig
     from picoora.store.oracle.connection import Database
     from picoora.store.oracle.store import OracleStore
 
@@ -64,7 +66,7 @@ class AwaitedOracleStore:
 
     def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, agent_id: str,
                  secrets: Iterable[str] = (), note_zone: str = "", min_similarity: float = 0.0,
-                 dedup_similarity: float = 0.95, retry_seconds: float | None = None,
+                 dedup_similarity: float = 0.95, docs: DocsConfig | None = None, retry_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._opener = opener
         self._failure = str(failure)
@@ -85,6 +87,10 @@ class AwaitedOracleStore:
         self.sessions = OracleSessions(ctx)
         self.transcripts = OracleTranscripts(ctx)
         self.memories = OracleMemories(ctx, min_similarity=min_similarity, dedup_similarity=dedup_similarity)
+        from picoora.config import DocsConfig
+
+        self._docs = docs or DocsConfig()
+        self.documents = OracleDocuments(ctx, self._docs)
 
     @property
     def is_open(self) -> bool:
@@ -129,7 +135,7 @@ class AwaitedOracleStore:
         return AwaitedOracleStore(lambda: self.opened().for_agent(agent_id), StoreError(self._failure),
                                   agent_id=agent_id, secrets=self._secrets, note_zone=self.notes.zone,
                                   min_similarity=self.memories.floor,
-                                  dedup_similarity=self.memories.dedup_similarity, retry_seconds=0.0,
+                                  dedup_similarity=self.memories.dedup_similarity, docs=self._docs, retry_seconds=0.0,
                                   clock=self._clock)
 
     def leases(self) -> AwaitedLeases:

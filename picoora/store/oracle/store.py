@@ -26,14 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from picoora.secrets import redact_text
 from picoora.store.base import (
-    AddDocumentResult,
     BackendDetails,
-    DocPage,
-    DocumentCounts,
-    DocumentHit,
-    DocumentRecord,
-    NewDocument,
-    StoreError,
     StoreStats,
 )
 from picoora.store.oracle import sql as q
@@ -131,7 +124,7 @@ class OracleStore:
         self.memories = OracleMemories(ctx, min_similarity=self._min_similarity,
                                        dedup_similarity=self._dedup_similarity)
         self.transcripts = OracleTranscripts(ctx)
-        self._documents = OracleDocuments(ctx, self._docs_settings)
+        self.documents = OracleDocuments(ctx, self._docs_settings)
 
     def for_agent(self, agent_id: str) -> OracleStore:
         """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
@@ -167,47 +160,6 @@ class OracleStore:
     def native_async(self) -> NativeAsync:
         """Coroutine forms of the Store methods (``ASYNC_METHODS``) for ``picoora.store.aio.AsyncStore``."""
         return NativeAsync(self)
-
-    # ---- documents (the knowledge base: oracle/documents.py) ----------------------------------
-
-    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
-                     person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult:
-        return self._documents.add(source, title, pages, shared, person)
-
-    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
-                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]:
-        """One at a time: each is chunked and embedded inside the database by its own INSERT ... SELECT."""
-        results = []
-        for done, doc in enumerate(documents, start=1):
-            try:
-                results.append(self._documents.add(doc.source, doc.title, doc.pages, shared, person))
-            except (StoreError, ValueError) as exc:
-                results.append(AddDocumentResult(None, "failed", str(exc)))
-            if progress:
-                progress(done, len(documents))
-        return results
-
-    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
-        return self._documents.documents(person)
-
-    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
-        return self._documents.remove(id_or_source, person)
-
-    def reindex_documents(self, *, progress: Callable[[int, int], None] | None = None) -> int:
-        return self._documents.reindex()
-
-    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
-        return self._documents.search(query, limit, person)
-
-    def has_documents(self, *, person: str = "") -> bool:
-        return self._documents.any_visible(person)
-
-    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
-        """Newest first."""
-        return self._documents.everyone(q.ALL_ROWS if limit is None else max(limit, 0))
-
-    def document_counts(self) -> DocumentCounts:
-        return self._documents.counts()
 
     # ---- everything ----------------------------------------------------------------------------
 
