@@ -319,7 +319,7 @@ def _import_files(config: Config, store: Store, steps: _Steps) -> None:
 
     files_only = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     workspace = workspace_path(config)
-    leases, holder = store.leases(), node_id()
+    leases, holder = store.leases, node_id()
     # Two nodes importing at once would both append the same transcripts: one import at a time per database.
     if not asyncio.run(leases.acquire(IMPORT_LEASE, holder, IMPORT_LEASE_SECONDS)):
         steps.warn(f"Import from {workspace} skipped: another picoora is importing into this database now "

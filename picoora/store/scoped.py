@@ -97,6 +97,7 @@ class PersonStore:
         self.sessions = own.sessions
         self.transcripts = own.transcripts
         self.memories = own.memories
+        self.leases = own.leases
         self.config = shared.config
         self.meta = shared.meta
         self.prompts = PersonaPrompts(shared.prompts)

@@ -42,7 +42,7 @@ def nodes(open_store):
 
 @scenario
 async def test_a_lease_is_held_by_one_node_renewed_and_taken_over_once_expired(nodes, fake):
-    a, b, c = (node.leases() for node in nodes)
+    a, b, c = (node.leases for node in nodes)
     assert await a.acquire("duty", "node-a", 30)
     assert not await b.acquire("duty", "node-b", 30) and not await c.acquire("duty", "node-c", 30)
     fake.clock_offset += timedelta(seconds=20)
@@ -60,21 +60,21 @@ async def test_a_lease_is_held_by_one_node_renewed_and_taken_over_once_expired(n
 
 @scenario
 async def test_leases_are_scoped_by_agent_and_long_names_fit(nodes, fake):
-    owner, person = nodes[0].leases(), nodes[1].for_agent("default.ana").leases()
+    owner, person = nodes[0].leases, nodes[1].for_agent("default.ana").leases
     assert await owner.acquire("session:telegram:42", "n1", 30)
     assert await person.acquire("session:telegram:42", "n2", 30)  # someone else's session of the same name
     long_name = "session:" + "k" * 1000
     assert await owner.acquire(long_name, "n1", 30)
-    assert not await nodes[2].leases().acquire(long_name, "n3", 30)  # kept as its hash: still one lease
+    assert not await nodes[2].leases.acquire(long_name, "n3", 30)  # kept as its hash: still one lease
     assert all(len(r["lease_name"]) <= 300 for r in fake.rows("PICO_LEASES"))
 
 
 @scenario
 async def test_a_claim_is_won_once_and_spent_claims_are_purged(nodes, fake):
-    results = await asyncio.gather(*(node.leases().claim("cron:job:2026-12-01T08:00", 3600) for node in nodes))
+    results = await asyncio.gather(*(node.leases.claim("cron:job:2026-12-01T08:00", 3600) for node in nodes))
     assert sorted(results) == [False, False, True]
     fake.clock_offset += timedelta(days=2)
-    assert await nodes[0].leases().claim("cron:job:2026-12-03T08:00", 3600)
+    assert await nodes[0].leases.claim("cron:job:2026-12-03T08:00", 3600)
     assert [r["lease_name"] for r in fake.rows("PICO_LEASES")] == ["default/cron:job:2026-12-03T08:00"]
 
 
@@ -90,7 +90,7 @@ async def test_three_nodes_fire_each_of_100_due_runs_exactly_once(nodes):
         delivery, recorders = recording_delivery(astore)
         services.append(SchedulerService(JobBook(node), astore, submit=ScriptedTurns().submit, delivery=delivery,
                                          missed_grace=timedelta(minutes=30), clock=lambda: now,
-                                         leases=node.leases()))
+                                         leases=node.leases))
         deliveries.append(recorders)
     await asyncio.gather(*(service.catch_up() for service in services))
     await asyncio.gather(*(service.wait_idle() for service in services))
@@ -122,8 +122,8 @@ class Poller:
 @scenario
 async def test_one_poller_at_a_time_taken_over_within_a_lease_period_after_its_node_dies(nodes, fake):
     telegram, heartbeat = Poller(), Poller()
-    fleet = [(SingletonDuty(node.leases(), "channel.telegram", f"n{i}", telegram.work(f"n{i}")),
-              SingletonDuty(node.leases(), "heartbeat", f"n{i}", heartbeat.work(f"n{i}")))
+    fleet = [(SingletonDuty(node.leases, "channel.telegram", f"n{i}", telegram.work(f"n{i}")),
+              SingletonDuty(node.leases, "heartbeat", f"n{i}", heartbeat.work(f"n{i}")))
              for i, node in enumerate(nodes)]
 
     async def round_of(alive):
@@ -177,7 +177,7 @@ async def test_three_nodes_beat_the_heartbeat_once_per_interval(nodes, tmp_path)
     beats: list[tuple[str, float]] = []
     enough = asyncio.Event()
     astores = [AsyncStore(node) for node in nodes]
-    runs = [asyncio.create_task(SingletonDuty(node.leases(), "heartbeat", f"n{i}", CountedHeartbeat(
+    runs = [asyncio.create_task(SingletonDuty(node.leases, "heartbeat", f"n{i}", CountedHeartbeat(
         f"n{i}", astore, tmp_path, beats, enough).run, seconds=2.0).run())
         for i, (node, astore) in enumerate(zip(nodes, astores, strict=True))]
     try:
@@ -235,7 +235,7 @@ async def test_the_real_telegram_channel_polls_from_one_node_and_a_killed_nodes_
             harness.channel.links = replace(harness.channel.links, get_state=astore.state.get,
                                             set_state=astore.state.set)
             harnesses.append(harness)
-        fleet = [SingletonDuty(node.leases(), "channel.telegram", f"n{i}", h.channel.run)
+        fleet = [SingletonDuty(node.leases, "channel.telegram", f"n{i}", h.channel.run)
                  for i, (node, h) in enumerate(zip(nodes, harnesses, strict=True))]
 
         async def round_of(alive):
@@ -276,7 +276,7 @@ async def test_the_real_telegram_channel_polls_from_one_node_and_a_killed_nodes_
 @scenario
 async def test_a_holder_that_cannot_renew_stops_before_its_lease_can_expire(nodes, fake):
     telegram = Poller()
-    duty = SingletonDuty(nodes[0].leases(), "channel.telegram", "n0", telegram.work("n0"), seconds=30)
+    duty = SingletonDuty(nodes[0].leases, "channel.telegram", "n0", telegram.work("n0"), seconds=30)
     assert await duty.tick()
     await asyncio.sleep(0.01)
     fake.down = True
@@ -292,7 +292,7 @@ async def test_a_turn_ends_even_if_a_lease_renewal_swallowed_its_cancellation(no
     then went round for ever, so the turn holding the session's lease never finished."""
     if sys.version_info < (3, 11):
         pytest.skip("Task.cancelling() is Python 3.11+; before it a cancelled task raises as usual")
-    leases = nodes[0].leases()
+    leases = nodes[0].leases
     renewing = asyncio.Event()
 
     class Swallowing:
@@ -331,7 +331,7 @@ async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, m
 
     async def turn(node: int, session: str) -> None:
         store = nodes[node]
-        async with in_order_here[node][session], session_turn(store.leases(), session, f"n{node}"):
+        async with in_order_here[node][session], session_turn(store.leases, session, f"n{node}"):
             if session in inside:
                 overlaps.append(session)
             inside.add(session)
@@ -351,9 +351,9 @@ async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, m
 
 @scenario
 async def test_a_session_busy_elsewhere_past_the_wait_answers_busy(nodes):
-    await nodes[0].leases().acquire("session:web:1", "n0", 30)
+    await nodes[0].leases.acquire("session:web:1", "n0", 30)
     with pytest.raises(SessionBusy, match="another of my servers"):
-        async with session_turn(nodes[1].leases(), "web:1", "n1", wait_seconds=0.05):
+        async with session_turn(nodes[1].leases, "web:1", "n1", wait_seconds=0.05):
             pytest.fail("the turn must not run while another node holds its session")
 
 

@@ -57,13 +57,13 @@ def test_a_second_import_racing_the_first_is_refused_and_copies_nothing(tmp_path
     import asyncio
 
     store = open_store()
-    assert asyncio.run(store.leases().acquire(oracle_cmds.IMPORT_LEASE, "another-node", 3600))
+    assert asyncio.run(store.leases.acquire(oracle_cmds.IMPORT_LEASE, "another-node", 3600))
     monkeypatch.setattr("picoora.store.open_file_store", lambda *a, **k: _long_transcript(tmp_path))
     steps = oracle_cmds._Steps()
     oracle_cmds._import_files(config, store, steps)
     assert steps.warnings == 1 and "another picoora is importing into this database now" in capsys.readouterr().out
     assert store.transcripts.read("telegram:42") == []
-    asyncio.run(store.leases().release(oracle_cmds.IMPORT_LEASE, "another-node"))  # the first one finished
+    asyncio.run(store.leases.release(oracle_cmds.IMPORT_LEASE, "another-node"))  # the first one finished
     oracle_cmds._import_files(config, store, steps)
     assert len(store.transcripts.read("telegram:42")) == MESSAGES
 

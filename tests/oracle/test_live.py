@@ -307,7 +307,7 @@ def test_live_leases_renew_expire_and_are_taken_over_on_the_database_clock(agent
 
     first, second = open_oracle_store(live_config(agent)), open_oracle_store(live_config(agent))
     try:
-        a, b = first.leases(), second.leases()
+        a, b = first.leases, second.leases
         assert asyncio.run(a.acquire("duty", "node-a", 2))
         assert not asyncio.run(b.acquire("duty", "node-b", 2))  # ORA-00001 on the key, or a live row
         assert asyncio.run(a.acquire("duty", "node-a", 2))  # renewed

@@ -77,7 +77,7 @@ class GatewayRuntime:
 
     async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
         async with self.people.lease(inbound.person) as assistant, \
-                session_turn(assistant.store.leases(), inbound.session, self.node):
+                session_turn(assistant.store.leases, inbound.session, self.node):
             if inbound.from_chat and inbound.private_chat:  # never a group: jobs' answers go there
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             command = parse_command(inbound.text) if inbound.from_chat else None
@@ -191,7 +191,7 @@ class GatewayRuntime:
             book = JobBook(self.assistant.store, default_zone=config.agents.defaults.timezone)
             self.scheduler = SchedulerService(book, astore, submit=self.turns.submit, delivery=self.delivery,
                                               missed_grace=timedelta(minutes=config.cron.missed_grace_minutes),
-                                              leases=self.assistant.store.leases())
+                                              leases=self.assistant.store.leases)
             await self.scheduler.start()
             self.started.append("scheduler")
         if config.heartbeat.enabled and config.heartbeat.interval:
@@ -205,7 +205,7 @@ class GatewayRuntime:
 
     def _singleton(self, duty: str, work: Any) -> Any:
         """``work()`` on one gateway of a fleet at a time (on a single machine: simply here)."""
-        return SingletonDuty(self.assistant.store.leases(), duty, self.node, work).run()
+        return SingletonDuty(self.assistant.store.leases, duty, self.node, work).run()
 
     async def _note_channel_states(self) -> None:
         """Each channel's first word on its platform (bounded), so the start-up lines say what works."""

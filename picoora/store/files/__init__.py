@@ -41,12 +41,12 @@ from picoora.store.files.traces import FileTraces
 from picoora.store.files.transcripts import FileTranscripts
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
+from picoora.store.leases import LocalLeases
 from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
     from picoora.store.embedder import Embedder
-    from picoora.store.leases import LocalLeases
     from picoora.store.service_lock import ServiceLock
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,7 @@ class FileStore:
         self.transcripts = FileTranscripts(ctx)
         self.memories = FileMemories(ctx, embedder, min_similarity=min_similarity, dedup_similarity=dedup_similarity)
         self.documents = FileDocuments(ctx, embedder, docs or DocsConfig())
+        self.leases = LocalLeases()  # one gateway per workspace (the service lock): every duty is this process's
         layout = self.layout
         with self._lock:  # every writer holds the lock, so temporary files found now are leftovers of a crash
             migrate(layout)
@@ -137,12 +138,6 @@ class FileStore:
         from picoora.store.service_lock import ServiceLock
 
         return ServiceLock(self.layout.private, service, details, workspace=self.workspace)
-
-    def leases(self) -> LocalLeases:
-        """One gateway per workspace (the service lock above): every duty is this process's."""
-        from picoora.store.leases import LocalLeases
-
-        return LocalLeases()
 
     def close(self) -> None:
         self._lock.close()

@@ -22,6 +22,7 @@ from picoora.store.oracle.connection import OracleUnavailable
 from picoora.store.oracle.context import OpenContext, OracleContext
 from picoora.store.oracle.documents import OracleDocuments
 from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState
+from picoora.store.oracle.leases import OracleLeases
 from picoora.store.oracle.memories import OracleMemories
 from picoora.store.oracle.notes import OracleNotes
 from picoora.store.oracle.prompts import OraclePrompts
@@ -91,6 +92,7 @@ class AwaitedOracleStore:
 
         self._docs = docs or DocsConfig()
         self.documents = OracleDocuments(ctx, self._docs)
+        self.leases = OracleLeases(ctx)
 
     @property
     def is_open(self) -> bool:
@@ -138,30 +140,9 @@ class AwaitedOracleStore:
                                   dedup_similarity=self.memories.dedup_similarity, docs=self._docs, retry_seconds=0.0,
                                   clock=self._clock)
 
-    def leases(self) -> AwaitedLeases:
-        return AwaitedLeases(self)
-
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         return None  # Oracle lets several gateways run
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
-
-
-class AwaitedLeases:
-    """The real store's leases once it is open; until then every ask fails with the store's StoreError."""
-
-    shared = True
-
-    def __init__(self, store: AwaitedOracleStore):
-        self._store = store
-
-    async def acquire(self, name: str, holder: str, seconds: float) -> bool:
-        return await (await asyncio.to_thread(self._store.opened)).leases().acquire(name, holder, seconds)
-
-    async def claim(self, name: str, seconds: float) -> bool:
-        return await (await asyncio.to_thread(self._store.opened)).leases().claim(name, seconds)
-
-    async def release(self, name: str, holder: str) -> None:
-        await (await asyncio.to_thread(self._store.opened)).leases().release(name, holder)

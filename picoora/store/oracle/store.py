@@ -125,6 +125,7 @@ class OracleStore:
                                        dedup_similarity=self._dedup_similarity)
         self.transcripts = OracleTranscripts(ctx)
         self.documents = OracleDocuments(ctx, self._docs_settings)
+        self.leases = OracleLeases(ctx)  # in PICO_LEASES, scoped by this store's agent id (a person's: theirs)
 
     def for_agent(self, agent_id: str) -> OracleStore:
         """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
@@ -193,10 +194,6 @@ class OracleStore:
             await tx.one(q.PING)
 
         self._run(work, "answer a ping", timeout=5.0)
-
-    def leases(self) -> OracleLeases:
-        """Leases in PICO_LEASES, scoped by this store's agent id (a person's store: theirs)."""
-        return OracleLeases(self._db, self.agent_id)
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         """None: several gateways on one database are not refused here (a separate question: who runs the jobs)."""
