@@ -1,14 +1,13 @@
-"""The store from the event loop: every Store method as a coroutine, without blocking the loop.
+"""The store from the event loop: every family of the store as coroutines, without blocking the loop.
 
     astore = AsyncStore(store)
-    value = await astore.state.get("last_channel")      # a family's typed async form (families/)
-    session = await astore.sessions.load("cli:default")  # a method not yet in a family
+    value = await astore.state.get("last_channel")  # each family's typed async form (families/)
+    session = await astore.sessions.load("cli:default")
 
-A family method with a native async form (the Oracle backend's, ``oracle/unit_of_work.py``; for methods not
-yet in a family ``store.native_async()``) is awaited directly on the driver's own event loop, with no
-thread per call. Everything else (the file backend's blocking reads and fsyncs) runs in a bounded executor
-sized for the backend, so a gateway serving many chats never starts a thread per request. ``run`` takes any
-function of the store (several reads in one go).
+A family method with a native async form (the Oracle backend's, ``oracle/unit_of_work.py``) is awaited
+directly on the driver's own event loop, with no thread per call. Everything else (the file backend's
+blocking reads and fsyncs) runs in a bounded executor sized for the backend, so a gateway serving many chats
+never starts a thread per request. ``run`` takes any function of the store (several reads in one go).
 """
 
 from __future__ import annotations
@@ -37,12 +36,6 @@ T = TypeVar("T")
 DEFAULT_WORKERS = 4  # the file backend serialises writes under one lock: more threads only queue
 
 
-def native_of(store: Any) -> Any:
-    """The store's native coroutines (``store.native_async()``), or None when it has none."""
-    native = getattr(store, "native_async", None)
-    return native() if callable(native) else None
-
-
 class AsyncStore:
     """``executor``: run on another AsyncStore's threads (``other.executor``; a person's store on the owner's),
     which this one then never shuts down. A thread that has embedded keeps a malloc arena of its own (glibc
@@ -50,7 +43,6 @@ class AsyncStore:
 
     def __init__(self, store: Store, *, workers: int = DEFAULT_WORKERS, executor: ThreadPoolExecutor | None = None):
         self.store = store
-        self._native = native_of(store)
         self._owns_executor = executor is None
         self.executor = executor or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="picoora-store")
         self._running: set[concurrent.futures.Future] = set()
@@ -109,17 +101,9 @@ class AsyncStore:
             future.add_done_callback(self._running.discard)
         return await asyncio.wrap_future(future)
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        native = getattr(self._native, name, None) if self._native is not None else None
-        if native is not None:
-            return native
-        method = getattr(self.store, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await self.run(method, *args, **kwargs)
-
-        call.__name__ = name
-        return call
+    async def ping(self) -> None:
+        """The store's liveness check, off the event loop (it may wait for a database)."""
+        await self.run(self.store.ping)
 
     def close(self) -> None:
         """Stop the executor (waiting for running calls), or on a borrowed one wait for this store's calls;

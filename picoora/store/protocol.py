@@ -47,8 +47,10 @@ class Store(Protocol):
     """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
     which backend they have (``display_name`` is for titles only)."""
 
-    backend: str
-    display_name: str  # "File Storage", "Oracle AI Database"
+    @property
+    def backend(self) -> str: ...  # "files", "oracle"
+    @property
+    def display_name(self) -> str: ...  # "File Storage", "Oracle AI Database"
 
     @property
     def state(self) -> State: ...

@@ -17,14 +17,24 @@ from typing import TYPE_CHECKING, Any
 from picoora.store.base import DocumentCounts, StoreError, newest_first
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from picoora.config import Config
-    from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, NewDocument, Prompt
+    from picoora.store.base import (
+        AddDocumentResult,
+        BackendDetails,
+        DocPage,
+        DocumentHit,
+        DocumentRecord,
+        NewDocument,
+        Prompt,
+        StoreStats,
+    )
     from picoora.store.families.documents import Documents, Progress
     from picoora.store.families.prompts import Prompts
     from picoora.store.protocol import Store
 
 AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
-SHARED = frozenset({"details", "display_name", "backend"})
 PERSONA_PROMPTS = ("IDENTITY.md", "SOUL.md")  # who the assistant is: the only prompt files a person sees
 
 
@@ -103,34 +113,28 @@ class PersonStore:
         self.prompts = PersonaPrompts(shared.prompts)
         self.documents = PersonDocuments(shared.documents, person)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shared if name in SHARED else self._own, name)
+    @property
+    def backend(self) -> str:
+        return self._shared.backend
 
-    def native_async(self) -> Any:
-        """The coroutines of both stores, each name going where the blocking form goes."""
-        from picoora.store.aio import native_of
+    @property
+    def display_name(self) -> str:
+        return self._shared.display_name
 
-        own, shared = native_of(self._own), native_of(self._shared)
-        if own is None and shared is None:
-            return None
-        return _NativeRoute(own, shared)
+    def details(self) -> BackendDetails:
+        return self._shared.details()
+
+    def stats(self) -> StoreStats:
+        return self._own.stats()
+
+    def ping(self) -> None:
+        self._own.ping()
+
+    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> AbstractContextManager[Any] | None:
+        return self._own.exclusive_service_lock(service, details)
 
     def close(self) -> None:
         self._own.close()  # the shared store belongs to its opener
-
-
-class _NativeRoute:
-    """``PersonStore``'s routing for the async forms (a name the backend has no coroutine for is missing, so
-    ``AsyncStore`` falls back to the blocking form, which routes itself)."""
-
-    def __init__(self, own: Any, shared: Any):
-        self._own, self._shared = own, shared
-
-    def __getattr__(self, name: str) -> Any:
-        native = self._shared if name in SHARED else self._own
-        if native is None:
-            raise AttributeError(name)
-        return getattr(native, name)
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

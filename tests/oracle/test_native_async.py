@@ -1,4 +1,4 @@
-"""OracleStore.native_async(): coroutines that await the database's own event loop, built from the same
+"""The Oracle families' async forms: coroutines that await the database's own event loop, built from the same
 units of work as the blocking methods (same arguments, results and errors), no thread per call."""
 
 from __future__ import annotations
@@ -13,26 +13,13 @@ from picoora.messages import Message
 from picoora.store.aio import AsyncStore
 from picoora.store.base import StoreError
 from picoora.store.families.calls import native_form
-from picoora.store.oracle.store import ASYNC_METHODS, OracleStore
 
-REQUIRED = {"stats"}
 FAMILIES = {"state": ("get", "set", "delete", "all"), "config": ("get", "set", "all"), "meta": ("get", "set", "all"),
             "prompts": ("list", "get", "set"), "traces": ("append", "get", "last"), "tool_outputs": ("save", "get"),
             "notes": ("append", "recent", "list", "search"),
             "sessions": ("load", "append", "compact", "set_summary", "reset", "list"),
             "transcripts": ("append", "read", "keys", "recent"),
             "memories": ("add", "recall", "get", "list", "forget", "embed_texts", "vector_status")}
-
-
-def test_every_required_method_is_a_coroutine_with_the_blocking_signature(open_store):
-    store = open_store()
-    aio = store.native_async()
-    assert REQUIRED <= set(ASYNC_METHODS)
-    for name in ASYNC_METHODS:
-        method = getattr(aio, name)
-        assert inspect.iscoroutinefunction(method), name
-        assert inspect.signature(method) == inspect.signature(getattr(store, name)), name
-        assert hasattr(OracleStore, f"_{name}_op"), name
 
 
 def test_every_family_method_has_a_native_coroutine_with_the_blocking_signature(open_store):

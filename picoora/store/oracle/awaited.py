@@ -33,6 +33,7 @@ from picoora.store.oracle.transcripts import OracleTranscripts
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
+    from picoora.store.base import BackendDetails, StoreStats
     from picoora.store.oracle.connection import Database
     from picoora.store.oracle.store import OracleStore
 
@@ -114,23 +115,18 @@ class AwaitedOracleStore:
                                  "files; it retries until the database answers)")
         return self._store
 
-    def __getattr__(self, name: str) -> Any:
-        """Every Store method, on the real store (once it is open)."""
-        if name.startswith("_"):
-            raise AttributeError(name)
+    def stats(self) -> StoreStats:
+        return self.opened().stats()
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return getattr(self.opened(), name)(*args, **kwargs)
+    def ping(self) -> None:
+        self.opened().ping()
 
-        call.__name__ = name
-        return call
+    def details(self) -> BackendDetails:
+        return self.opened().details()
 
     @property
     def location(self) -> str:
         return self._store.location if self._store is not None else "Oracle AI Database (not reachable yet)"
-
-    def native_async(self) -> None:
-        return None  # AsyncStore runs the blocking forms (which wait for the database) on its threads
 
     def for_agent(self, agent_id: str) -> AwaitedOracleStore:
         """A person's rows: opened through this store (no attempts of its own)."""

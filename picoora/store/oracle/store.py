@@ -1,34 +1,20 @@
 """OracleStore: the Store protocol on the PICO_ tables, embeddings computed inside the database.
 
-Every method is one unit of work on :class:`~picoora.store.oracle.connection.Database`: one pooled
-connection, one transaction, committed at the end or rolled back on error. Rows are scoped by
-``agent_id`` everywhere (PICO_META is schema-wide, as in the Go version).
-
-Recall follows the file backend's rules (``picoora.store.ranking``): the database finds candidates
-(approximate vector search with ``FETCH APPROX FIRST`` so the vector index is used, plus keyword
-matches through Oracle Text when its index exists, else a regular-expression scan); Python scores them
-with the same floor, code boost, importance and recency, then records the access. Automatic recall
-(``confident_only``) also reads the query's best cosine against the background questions embedded by the
-same in-database model (``background.py``), as the file backend's anchors do.
-
-Each public method builds its unit of work once (``_<method>_op`` returns an :class:`Op`); the blocking
-method runs it with ``Database.run`` and :meth:`OracleStore.native_async` awaits the same ``Op`` with
-``Database.arun``, so the synchronous and asynchronous forms cannot drift apart.
+The store is its families (``oracle/<family>.py``) over one ``OpenContext``: the database, the agent whose
+rows they read (``agent_id`` everywhere; PICO_META is schema-wide, as in the Go version), the model, the
+background anchors and the text-index health. Every family method is one unit of work on
+:class:`~picoora.store.oracle.connection.Database` (one pooled connection, one transaction, committed at
+the end or rolled back on error), written once (``unit_of_work.py``): the blocking form runs it with
+``Database.run``, the async form awaits it with ``Database.arun``.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
-import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from picoora.secrets import redact_text
-from picoora.store.base import (
-    BackendDetails,
-    StoreStats,
-)
+from picoora.store.base import BackendDetails, StoreStats
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database, Tx
 from picoora.store.oracle.context import OpenContext
@@ -37,7 +23,6 @@ from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, Oracle
 from picoora.store.oracle.leases import OracleLeases
 from picoora.store.oracle.memories import OracleMemories
 from picoora.store.oracle.notes import OracleNotes
-from picoora.store.oracle.op import Op
 from picoora.store.oracle.prompts import OraclePrompts
 from picoora.store.oracle.sessions import OracleSessions
 from picoora.store.oracle.tool_outputs import OracleToolOutputs
@@ -47,37 +32,7 @@ from picoora.store.oracle.transcripts import OracleTranscripts
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
 
-log = logging.getLogger(__name__)
-
-_PROMPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\.md")
 _ID_HEX_CHARS = 12
-
-
-# The Store methods with a native coroutine in ``native_async()``: each has an ``_<name>_op`` builder.
-ASYNC_METHODS = (
-    "stats", )
-
-
-class NativeAsync:
-    """``OracleStore``'s methods as coroutines awaiting the database's own event loop (no thread per call).
-    Built from the same ``Op`` builders as the blocking methods: same arguments, results and errors."""
-
-    def __init__(self, store: OracleStore):
-        self._store = store
-        for name in ASYNC_METHODS:
-            setattr(self, name, self._coroutine(name))
-
-    def _coroutine(self, name: str) -> Callable[..., Awaitable[Any]]:
-        build = getattr(self._store, f"_{name}_op")
-
-        @functools.wraps(getattr(self._store, name))
-        async def method(*args: Any, **kwargs: Any) -> Any:
-            op = build(*args, **kwargs)
-            if op.work is None:
-                return op.result
-            return await self._store._db.arun(op.work, what=op.what, timeout=op.timeout)
-
-        return method
 
 
 class OracleStore:
@@ -152,22 +107,9 @@ class OracleStore:
     def location(self) -> str:
         return f"{self._db.target} (agent {self.agent_id})"
 
-    def _run(self, work: Any, what: str, timeout: float | None = None) -> Any:
-        return self._db.run(work, what=what, timeout=timeout)
-
-    def _do(self, op: Op) -> Any:
-        return op.result if op.work is None else self._db.run(op.work, what=op.what, timeout=op.timeout)
-
-    def native_async(self) -> NativeAsync:
-        """Coroutine forms of the Store methods (``ASYNC_METHODS``) for ``picoora.store.aio.AsyncStore``."""
-        return NativeAsync(self)
-
     # ---- everything ----------------------------------------------------------------------------
 
     def stats(self) -> StoreStats:
-        return self._do(self._stats_op())
-
-    def _stats_op(self) -> Op:
         async def work(tx: Tx) -> StoreStats:
             counts = await tx.one(q.STATS, agent_id=self.agent_id)
             assert counts is not None  # an aggregate query always returns its one row
@@ -176,7 +118,7 @@ class OracleStore:
                               daily_notes=int(notes), sessions=int(sessions), transcript_entries=int(transcripts),
                               state_keys=int(state), prompts=int(prompts), config_keys=int(config))
 
-        return Op(work, "count stored items")
+        return self._ctx.run(work, "count stored items")
 
     def details(self) -> BackendDetails:
         """Schema bookkeeping rows, loaded ONNX models and the PICO_ vector indexes (by their index type)."""
@@ -187,13 +129,13 @@ class OracleStore:
                        for name, table, kind, status in await tx.rows(q.PICO_INDEXES) if "VECTOR" in str(kind).upper()]
             return BackendDetails(schema=schema_rows, models=models, indexes=indexes)
 
-        return self._run(work, "read the catalogue")
+        return self._ctx.run(work, "read the catalogue")
 
     def ping(self) -> None:
         async def work(tx: Tx) -> None:
             await tx.one(q.PING)
 
-        self._run(work, "answer a ping", timeout=5.0)
+        self._ctx.run(work, "answer a ping", timeout=5.0)
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         """None: several gateways on one database are not refused here (a separate question: who runs the jobs)."""
