@@ -40,11 +40,12 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
             if config.oracle.required:
                 from picoora.config import secret_values
                 from picoora.store.oracle.awaited import AwaitedOracleStore
+                from picoora.store.oracle.families import FamilySettings
 
+                settings = FamilySettings(tuple(secret_values(config)), config.agents.defaults.timezone,
+                                          config.memory.min_similarity, config.memory.dedup_similarity, config.docs)
                 return AwaitedOracleStore(lambda: open_oracle_store(config), exc, agent_id=config.oracle.agent_id,
-                                          secrets=secret_values(config), note_zone=config.agents.defaults.timezone,
-                                          min_similarity=config.memory.min_similarity,
-                                          dedup_similarity=config.memory.dedup_similarity, docs=config.docs)
+                                          settings=settings)
             if on_fallback is not None:
                 on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
     return open_file_store(config)

@@ -13,26 +13,15 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from picoora.secrets import redact_text
 from picoora.store.base import StoreError
 from picoora.store.oracle.connection import OracleUnavailable
 from picoora.store.oracle.context import OpenContext, OracleContext
-from picoora.store.oracle.documents import OracleDocuments
-from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState
-from picoora.store.oracle.leases import OracleLeases
-from picoora.store.oracle.memories import OracleMemories
-from picoora.store.oracle.notes import OracleNotes
-from picoora.store.oracle.prompts import OraclePrompts
-from picoora.store.oracle.sessions import OracleSessions
-from picoora.store.oracle.tool_outputs import OracleToolOutputs
-from picoora.store.oracle.traces import OracleTraces
-from picoora.store.oracle.transcripts import OracleTranscripts
+from picoora.store.oracle.families import FamilySettings, OracleFamilies
 
 if TYPE_CHECKING:
-    from picoora.config import DocsConfig
     from picoora.store.base import BackendDetails, StoreStats
     from picoora.store.oracle.connection import Database
     from picoora.store.oracle.store import OracleStore
@@ -60,15 +49,14 @@ class AwaitedContext(OracleContext):
         return self.opened().db
 
 
-class AwaitedOracleStore:
+class AwaitedOracleStore(OracleFamilies):
     """``agent_id``: whose rows the store reads once it is open (the config's, or a person's)."""
 
     backend = "oracle"
     display_name = "Oracle AI Database"
 
     def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, agent_id: str,
-                 secrets: Iterable[str] = (), note_zone: str = "", min_similarity: float = 0.0,
-                 dedup_similarity: float = 0.95, docs: DocsConfig | None = None, retry_seconds: float | None = None,
+                 settings: FamilySettings, retry_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._opener = opener
         self._failure = str(failure)
@@ -77,23 +65,7 @@ class AwaitedOracleStore:
         self._next_try = clock() + self._retry_seconds
         self._store: OracleStore | None = None
         self._guard = threading.Lock()
-        self._secrets = tuple(secrets)
-        ctx = AwaitedContext(self, agent_id)
-        self.state = OracleState(ctx)
-        self.config = OracleKeyValues(ctx, CONFIG, redact=lambda value: redact_text(value, self._secrets))
-        self.meta = OracleKeyValues(ctx, META)
-        self.prompts = OraclePrompts(ctx)
-        self.traces = OracleTraces(ctx)
-        self.tool_outputs = OracleToolOutputs(ctx)
-        self.notes = OracleNotes(ctx, zone=note_zone)
-        self.sessions = OracleSessions(ctx)
-        self.transcripts = OracleTranscripts(ctx)
-        self.memories = OracleMemories(ctx, min_similarity=min_similarity, dedup_similarity=dedup_similarity)
-        from picoora.config import DocsConfig
-
-        self._docs = docs or DocsConfig()
-        self.documents = OracleDocuments(ctx, self._docs)
-        self.leases = OracleLeases(ctx)
+        self._build(AwaitedContext(self, agent_id), settings)
 
     @property
     def is_open(self) -> bool:
@@ -131,10 +103,7 @@ class AwaitedOracleStore:
     def for_agent(self, agent_id: str) -> AwaitedOracleStore:
         """A person's rows: opened through this store (no attempts of its own)."""
         return AwaitedOracleStore(lambda: self.opened().for_agent(agent_id), StoreError(self._failure),
-                                  agent_id=agent_id, secrets=self._secrets, note_zone=self.notes.zone,
-                                  min_similarity=self.memories.floor,
-                                  dedup_similarity=self.memories.dedup_similarity, docs=self._docs, retry_seconds=0.0,
-                                  clock=self._clock)
+                                  agent_id=agent_id, settings=self.settings, retry_seconds=0.0, clock=self._clock)
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         return None  # Oracle lets several gateways run

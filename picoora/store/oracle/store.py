@@ -13,21 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from picoora.secrets import redact_text
 from picoora.store.base import BackendDetails, StoreStats
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Database, Tx
 from picoora.store.oracle.context import OpenContext
-from picoora.store.oracle.documents import OracleDocuments
-from picoora.store.oracle.keyvalues import CONFIG, META, OracleKeyValues, OracleState, is_schema_key
-from picoora.store.oracle.leases import OracleLeases
-from picoora.store.oracle.memories import OracleMemories
-from picoora.store.oracle.notes import OracleNotes
-from picoora.store.oracle.prompts import OraclePrompts
-from picoora.store.oracle.sessions import OracleSessions
-from picoora.store.oracle.tool_outputs import OracleToolOutputs
-from picoora.store.oracle.traces import OracleTraces
-from picoora.store.oracle.transcripts import OracleTranscripts
+from picoora.store.oracle.families import FamilySettings, OracleFamilies
+from picoora.store.oracle.keyvalues import is_schema_key
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
@@ -35,7 +26,7 @@ if TYPE_CHECKING:
 _ID_HEX_CHARS = 12
 
 
-class OracleStore:
+class OracleStore(OracleFamilies):
     """The Store protocol on Oracle AI Database. Open it with :func:`picoora.store.oracle.open_oracle_store`."""
 
     backend = "oracle"
@@ -53,43 +44,23 @@ class OracleStore:
         note_zone: str = "",
         docs: DocsConfig | None = None,
     ):
-        from picoora.config import DocsConfig
-
         self._db = db
         self.agent_id = agent_id
         self.model = db.model  # validated identifier; also the embedding_model recorded with each vector
-        self._min_similarity = min_similarity
-        self._dedup_similarity = dedup_similarity
-        self._secrets = tuple(secrets)
-        self.note_zone = note_zone  # IANA zone of the daily notes' dates (agents.defaults.timezone); "": the machine's
         self._owns_db = True
-        self._docs_settings = docs or DocsConfig()
-        self._use(OpenContext(db, agent_id, text_index=text_index))
+        self._use(OpenContext(db, agent_id, text_index=text_index),
+                  FamilySettings(tuple(secrets), note_zone, min_similarity, dedup_similarity, docs))
 
-    def _use(self, ctx: OpenContext) -> None:
+    def _use(self, ctx: OpenContext, settings: FamilySettings) -> None:
         self._ctx = ctx
-        self.state = OracleState(ctx)
-        self.config = OracleKeyValues(ctx, CONFIG, redact=lambda value: redact_text(value, self._secrets))
-        self.meta = OracleKeyValues(ctx, META)
-        self.prompts = OraclePrompts(ctx)
-        self.traces = OracleTraces(ctx)
-        self.tool_outputs = OracleToolOutputs(ctx)
-        self.notes = OracleNotes(ctx, self.note_zone)
-        self.sessions = OracleSessions(ctx)
-        self.memories = OracleMemories(ctx, min_similarity=self._min_similarity,
-                                       dedup_similarity=self._dedup_similarity)
-        self.transcripts = OracleTranscripts(ctx)
-        self.documents = OracleDocuments(ctx, self._docs_settings)
-        self.leases = OracleLeases(ctx)  # in PICO_LEASES, scoped by this store's agent id (a person's: theirs)
+        self._build(ctx, settings)
 
     def for_agent(self, agent_id: str) -> OracleStore:
         """The rows of ``agent_id`` (a person's scope, ``store.scoped``) over this store's database: the same
         pool, event-loop thread, settings and background anchors, where opening another store would start a
         pool and a thread of its own and probe the schema again. Closing it leaves the database open."""
-        other = OracleStore(self._db, agent_id=agent_id, min_similarity=self._min_similarity,
-                            dedup_similarity=self._dedup_similarity, secrets=self._secrets, note_zone=self.note_zone,
-                            docs=self._docs_settings)
-        other._use(self._ctx.for_agent(agent_id))
+        other = OracleStore(self._db, agent_id=agent_id)
+        other._use(self._ctx.for_agent(agent_id), self.settings)
         other._owns_db = False
         return other
 
