@@ -153,7 +153,7 @@ def search_latency(embedder: MiniLMEmbedder, settings: DocsConfig, target: int =
 
     from picoora.store.base import content_hash
     from picoora.store.chunker import chunk_pages
-    from picoora.store.doc_library import _Stored
+    from picoora.store.files.doc_library import _Stored
 
     text = corpus_text(2_000_000)
     chunks = chunk_pages([DocPage(text)], settings.chunk_by, settings.chunk_size, settings.chunk_overlap)

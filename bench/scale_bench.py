@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_cli import QUESTION, picoora_command, run_child, start_fake_ollama, write_config  # noqa: E402
-from picoora.store.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
+from picoora.store.files.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
 from recall_bench import synthetic_memories  # noqa: E402
 
 # Runs in a fresh interpreter: opens the store, loads the model, then times recall steps.
@@ -94,9 +94,9 @@ from pathlib import Path
 import numpy as np
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID, MiniLMEmbedder
-from picoora.store.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog
-from picoora.store.memory_ops import add_op, encode_vector
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.files.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog
+from picoora.store.files.memory_ops import add_op, encode_vector
+from picoora.store.files.memory_index import MemoryIndex
 path, count = Path(sys.argv[1]), int(sys.argv[2])
 memories = MemoryLog(path, lambda anchors=None: MemoryIndex(MiniLMEmbedder(), anchors=anchors), MINILM_MODEL_ID)
 t = time.perf_counter()
@@ -160,8 +160,8 @@ def seed(home: Path, count: int) -> None:
 
     from picoora.store.base import MemoryRecord
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
+    from picoora.store.files.memory_ops import add_op, encode_vector
     from picoora.store.layout import FileLayout
-    from picoora.store.memory_ops import add_op, encode_vector
 
     path = FileLayout(home / "workspace").memory_log
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories, ranking
+from picoora.store import ranking
 from picoora.store.anchors import MINILM_VECTORS_PATH, background_texts
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MiniLMEmbedder
-from picoora.store.files import FileStore
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.files import FileStore, file_memories
+from picoora.store.files.memory_index import MemoryIndex
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.hash_embedder import HashEmbedder

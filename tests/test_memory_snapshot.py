@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories, memory_ops
 from picoora.store.base import MemoryRecord
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, memory_ops
+from picoora.store.files.memory_index import MemoryIndex
+from picoora.store.files.memory_snapshot import Snapshot, snapshot_dir
 from picoora.store.layout import FileLayout
-from picoora.store.memory_index import MemoryIndex
-from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
 FACTS = ["The boat is moored at pier seven", "The spare key is under the blue flowerpot",
@@ -208,7 +207,7 @@ def _mapped_kb(name_end: str) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
 def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tmp_path, monkeypatch):
-    from picoora.store import memory_snapshot
+    from picoora.store.files import memory_snapshot
 
     monkeypatch.setattr(memory_snapshot, "SCAN_ROWS", 96)  # 144 KB chunks, the last one short: 11 reads
     monkeypatch.setattr(memory_snapshot, "MAPPED_SCAN_BYTES", 1 << 20)  # the 1.5 MB matrix counts as large
@@ -230,7 +229,7 @@ def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tm
 
 
 def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_path, monkeypatch):
-    from picoora.store import memory_index
+    from picoora.store.files import memory_index
 
     monkeypatch.setattr(memory_index, "DEDUP_PRODUCT", 3)  # a product of 3 similarities: many small batches
     ws = tmp_path / "ws"
@@ -263,7 +262,7 @@ def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_pat
 def test_an_import_sized_check_through_the_projection_finds_exactly_what_the_full_scan_finds(tmp_path, monkeypatch):
     """``dedup_prefilter``: a batched duplicate check first compares 64 projected dimensions, then only the
     rows that pass in full. The bound is exact, so the answers are the full product's, row for row."""
-    from picoora.store import log_index
+    from picoora.store.files import log_index
 
     log = tmp_path / "memories.jsonl"
     vectors = _seeded_log(log, 3000, "test-hash-384")

@@ -12,16 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories, memory_index, memory_snapshot
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import EmbedderUnavailable
-from picoora.store.file_memories import MemoryLog
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, memory_index, memory_snapshot
+from picoora.store.files.file_memories import MemoryLog
+from picoora.store.files.log_index import LogIndex, Overlay
+from picoora.store.files.memory_index import MemoryIndex
+from picoora.store.files.memory_ops import add_op, decode_vector, encode_vector
+from picoora.store.files.memory_snapshot import Snapshot, snapshot_dir
 from picoora.store.layout import FileLayout
-from picoora.store.log_index import LogIndex, Overlay
-from picoora.store.memory_index import MemoryIndex
-from picoora.store.memory_ops import add_op, decode_vector, encode_vector
-from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.slow  # many rewrites compared with full rebuilds: `pytest -m slow` (.ci/run) runs it

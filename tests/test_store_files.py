@@ -19,9 +19,9 @@ import pytest
 from picoora import atomic
 from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
-from picoora.store import file_memories, memory_ops, open_store
+from picoora.store import open_store
 from picoora.store.base import MemoryRecord, Provenance, StoreError
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, memory_ops
 from picoora.store.files.context import encode_key
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.store_contract import StoreContract

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from picoora import atomic
-from picoora.store import trace_log
 from picoora.store.base import TurnTrace
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, trace_log
 
 REPO = Path(__file__).resolve().parent.parent
 SESSIONS = ("web:a", "telegram:7", "cli:default")

@@ -73,7 +73,7 @@ def open_gateway(config: Config, *, config_path: Path | None = None) -> Gateway:
 
 def workspace_lock(gateway: Gateway, port: int) -> AbstractContextManager[Any]:
     """The store's one-gateway lock, to hold from before serving until the gateway has stopped: on files one
-    gateway per workspace (``store/service_lock.py``), on Oracle none. Entering it raises StoreError naming
+    gateway per workspace (``store/files/service_lock.py``), on Oracle none. Entering it raises StoreError naming
     the gateway that holds it (PID, ``port``); then close the unserved gateway with ``close_unserved``."""
     assert gateway.assistant is not None, "open_gateway first"
     lock = gateway.assistant.store.exclusive_service_lock("gateway", {"port": port})

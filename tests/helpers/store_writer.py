@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 from picoora.messages import Message
-from picoora.store import file_memories, trace_log
 from picoora.store.base import TurnTrace
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, trace_log
 from tests.fakes.hash_embedder import HashEmbedder
 
 

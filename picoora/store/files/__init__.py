@@ -32,6 +32,7 @@ from picoora.store.base import BackendDetails, StoreError, StoreStats
 from picoora.store.files.context import FileContext
 from picoora.store.files.documents import FileDocuments
 from picoora.store.files.keyvalues import FileKeyValues, FileState
+from picoora.store.files.locking import WorkspaceLock
 from picoora.store.files.memories import FileMemories
 from picoora.store.files.notes import FileNotes
 from picoora.store.files.prompts import FilePrompts
@@ -42,12 +43,11 @@ from picoora.store.files.transcripts import FileTranscripts
 from picoora.store.fs_errors import report_os_errors
 from picoora.store.layout import FileLayout, migrate
 from picoora.store.leases import LocalLeases
-from picoora.store.locking import WorkspaceLock
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
     from picoora.store.embedder import Embedder
-    from picoora.store.service_lock import ServiceLock
+    from picoora.store.files.service_lock import ServiceLock
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +134,8 @@ class FileStore:
         )
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> ServiceLock:
-        """One ``service`` (the gateway) per workspace: ``store/service_lock.py``."""
-        from picoora.store.service_lock import ServiceLock
+        """One ``service`` (the gateway) per workspace: ``store/files/service_lock.py``."""
+        from picoora.store.files.service_lock import ServiceLock
 
         return ServiceLock(self.layout.private, service, details, workspace=self.workspace)
 

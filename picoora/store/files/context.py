@@ -13,8 +13,8 @@ from typing import Any
 from picoora import atomic
 from picoora.store import limits
 from picoora.store.base import StoreError
+from picoora.store.files.locking import WorkspaceLock
 from picoora.store.layout import FileLayout
-from picoora.store.locking import WorkspaceLock
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from picoora.store.base import (
     content_hash,
     newest_first,
 )
-from picoora.store.doc_library import DocLibrary
 from picoora.store.files.context import FileContext, FileFamily
+from picoora.store.files.doc_library import DocLibrary
 from picoora.store.fs_errors import report_os_errors
 
 if TYPE_CHECKING:

@@ -21,15 +21,15 @@ from picoora.store.base import (
     VectorStatus,
 )
 from picoora.store.embedder import EmbedderUnavailable
-from picoora.store.file_memories import MemoryLog, embed
 from picoora.store.files.context import FileContext, FileFamily
+from picoora.store.files.file_memories import MemoryLog, embed
 from picoora.store.fs_errors import report_os_errors
 
 if TYPE_CHECKING:
     from picoora.store.anchors import Anchors
     from picoora.store.bulk_embed import Progress
     from picoora.store.embedder import Embedder
-    from picoora.store.memory_index import MemoryIndex
+    from picoora.store.files.memory_index import MemoryIndex
 
 NO_EMBEDDER = "no embedding model is available to re-embed memories with"
 
@@ -48,7 +48,7 @@ class FileMemories(FileFamily):
         self.log = MemoryLog(ctx.layout.memory_log, self._new_index, embedder.model_id if embedder else None)
 
     def _new_index(self, anchors: Anchors | None = None) -> MemoryIndex:
-        from picoora.store.memory_index import MemoryIndex
+        from picoora.store.files.memory_index import MemoryIndex
 
         return MemoryIndex(self.embedder, min_similarity=self._min_similarity,
                            dedup_similarity=self._dedup_similarity, anchors=anchors)

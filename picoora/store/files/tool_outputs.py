@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from picoora.store import limits
 from picoora.store.base import ToolOutput
 from picoora.store.files.context import FileContext, FileFamily
+from picoora.store.files.tool_output_files import ToolOutputFiles
 from picoora.store.fs_errors import report_os_errors
-from picoora.store.tool_output_files import ToolOutputFiles
 
 
 @report_os_errors

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from picoora.store.base import TurnTrace
 from picoora.store.files.context import FileContext, FileFamily
+from picoora.store.files.trace_log import TraceLog
 from picoora.store.fs_errors import report_os_errors
-from picoora.store.trace_log import TraceLog
 
 
 @report_os_errors

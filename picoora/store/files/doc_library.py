@@ -31,8 +31,8 @@ from picoora.store.base import (
 from picoora.store.chunker import Chunk, WordTokens, chunk_pages
 from picoora.store.doc_ranking import doc_floor, hybrid_scores
 from picoora.store.embedder import CountsTokens, EmbedderUnavailable
+from picoora.store.files.memory_ops import decode_vector, encode_vector
 from picoora.store.keywords import KeywordIndex
-from picoora.store.memory_ops import decode_vector, encode_vector
 
 if TYPE_CHECKING:
     import numpy as np
