@@ -181,7 +181,7 @@ from picoora.tools.registry import tool_settings
 agent = Agent(store=store, llm=llm, tools=tools, settings=config.agents.defaults, workspace=workspace_path(config),
               secrets=secret_values(config), tool_settings=tool_settings(config))
 step("agent loop")
-store.recall("warm-up question")
+store.memories.recall("warm-up question")
 step("first recall (loads MiniLM)")
 from picoora.cli.render import TurnRenderer
 async def turn():

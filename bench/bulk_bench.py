@@ -78,8 +78,8 @@ import numpy as np
 from picoora.store.base import MemoryRecord
 from picoora.store.bulk_embed import CHUNK
 from picoora.store.embedder import MINILM_MODEL_ID, MiniLMEmbedder
-from picoora.store.file_memories import MemoryLog
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.files.file_memories import MemoryLog
+from picoora.store.files.memory_index import MemoryIndex
 total = int(sys.argv[1])
 log = Path(tempfile.mkdtemp()) / "memories.jsonl"
 memories = MemoryLog(log, lambda anchors=None: MemoryIndex(MiniLMEmbedder(), anchors=anchors), MINILM_MODEL_ID)

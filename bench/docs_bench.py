@@ -53,7 +53,7 @@ def _library(name: str, settings: DocsConfig, embedder: MiniLMEmbedder, folder: 
     store = FileStore(folder, embedder=embedder, docs=settings)
     for path in sorted((DATA / name).iterdir()):
         title, pages = parse_file(path, 10**7)
-        store.add_document(path.name, title, pages)
+        store.documents.add(path.name, title, pages)
     return store
 
 
@@ -63,13 +63,13 @@ def quality(name: str, settings: DocsConfig, embedder: MiniLMEmbedder) -> dict[s
         store = _library(name, settings, embedder, Path(folder))
         hit1 = hit5 = 0
         for q in questions:
-            hits = store.search_documents(q["question"], 5)
+            hits = store.documents.search(q["question"], 5)
             found = [h.document.source == q["doc"] and _norm(q["answer"]) in _norm(h.text) for h in hits]
             hit1 += bool(found[:1] and found[0])
             hit5 += any(found)
-        silent = [not store.search_documents(q["question"], 5) for q in unanswerable]
+        silent = [not store.documents.search(q["question"], 5) for q in unanswerable]
         near = [quiet for quiet, q in zip(silent, unanswerable, strict=True) if q.get("near")]
-        chunks = sum(d.chunks for d in store.list_documents())
+        chunks = sum(d.chunks for d in store.documents.list())
         store.close()
     return {"questions": len(questions), "hit@1": hit1 / len(questions), "hit@5": hit5 / len(questions),
             "unanswerable": len(unanswerable), "silent": sum(silent) / len(unanswerable), "chunks": chunks,
@@ -84,10 +84,10 @@ def calibrate(settings: DocsConfig, embedder: MiniLMEmbedder) -> None:
         store = _library("dev", open_settings, embedder, Path(folder))
         true_scores = []
         for q in questions:
-            hits = store.search_documents(q["question"], 5)
+            hits = store.documents.search(q["question"], 5)
             right = [h.score for h in hits if h.document.source == q["doc"] and _norm(q["answer"]) in _norm(h.text)]
             true_scores.append(max(right) if right else 0.0)
-        off = [max((h.score for h in store.search_documents(q["question"], 5)), default=0.0) for q in unanswerable]
+        off = [max((h.score for h in store.documents.search(q["question"], 5)), default=0.0) for q in unanswerable]
         store.close()
     ordered_true, ordered_off = sorted(true_scores), sorted(off)
     print(f"answering chunk score: min {ordered_true[0]:.3f} p10 {ordered_true[len(true_scores) // 10]:.3f} "
@@ -151,15 +151,16 @@ def search_latency(embedder: MiniLMEmbedder, settings: DocsConfig, target: int =
     are random unit vectors (embedding 10,000 chunks would take minutes here; the search costs the same)."""
     import numpy as np
 
+    from picoora.store.base import content_hash
     from picoora.store.chunker import chunk_pages
-    from picoora.store.doc_library import _Stored, content_hash
+    from picoora.store.files.doc_library import _Stored
 
     text = corpus_text(2_000_000)
     chunks = chunk_pages([DocPage(text)], settings.chunk_by, settings.chunk_size, settings.chunk_overlap)
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as folder:
         store = FileStore(Path(folder), embedder=embedder, docs=settings)
-        library = store._docs
+        library = store.documents.library
         per_doc, made = 500, 0
         while made < target:
             part = [chunks[(made + i) % len(chunks)] for i in range(min(per_doc, target - made))]
@@ -173,13 +174,13 @@ def search_latency(embedder: MiniLMEmbedder, settings: DocsConfig, target: int =
             made += len(part)
         queries = ["How do I reset the boiler?", "licence permission notice", "warranty of merchantability",
                    "Python packaging metadata", "redistribution in binary form", "What does error E42 mean?"]
-        store.search_documents("warm up the index", 5)
+        store.documents.search("warm up the index", 5)
         times, embedding = [], []
         for _ in range(8):
             for query in queries:
                 text = query + f" {random.random():.6f}"  # no query cache can help
                 started = time.perf_counter()
-                store.search_documents(text, 5)
+                store.documents.search(text, 5)
                 times.append((time.perf_counter() - started) * 1000)
                 started = time.perf_counter()
                 embedder.embed([text + "!"])

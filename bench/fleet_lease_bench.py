@@ -36,9 +36,9 @@ async def _turns(stores: list, turns: int, sessions: int, leased: bool, sequenti
 
     async def turn(n: int) -> None:
         node, session = n % len(stores), f"chat:{n % sessions}"
-        lease = session_turn(stores[node].leases(), session, f"node{node}") if leased else contextlib.nullcontext()
+        lease = session_turn(stores[node].leases, session, f"node{node}") if leased else contextlib.nullcontext()
         async with in_order[node][session], lease:
-            await astores[node].append_session(session, [Message(role="user", content=f"turn {n}")])
+            await astores[node].sessions.append(session, [Message(role="user", content=f"turn {n}")])
 
     started = time.perf_counter()
     if sequential:  # one turn at a time: the lease's added latency per turn

@@ -1,9 +1,9 @@
 """Benchmark the Oracle backend's native async path against the executor fallback, over the test fake.
 
 Many coroutines on one event loop each read a state key, the way a gateway serving many chats would.
-``native``: ``AsyncStore`` awaits ``OracleStore.native_async()`` (the database's own loop, no thread per
-call). ``executor``: the same store with its native path hidden, so every call takes a worker thread and
-blocks it for the whole round trip. The fake database (tests/oracle/fake_db.py) adds ``--latency`` ms
+``native``: ``AsyncStore`` awaits the state family's native form (``oracle/unit_of_work.py``: the database's
+own loop, no thread per call). ``executor``: the same store with its native path hidden, so every call takes a
+worker thread and blocks it for the whole round trip. The fake database (tests/oracle/fake_db.py) adds ``--latency`` ms
 per statement to stand in for the network; nothing here talks to a real Oracle.
 
     .venv/bin/python bench/oracle_async_bench.py [--calls 400] [--latency 2] [--workers 4] [--pool 4]
@@ -26,16 +26,28 @@ from tests.oracle.conftest import oracle_config, set_up_schema  # noqa: E402
 from tests.oracle.fake_db import FakeOracle  # noqa: E402
 
 
+class _BlockingState:
+    """The state family with its native async path hidden (plain methods): AsyncStore runs them in its executor."""
+
+    def __init__(self, state):
+        self._state = state
+
+    def get(self, key):
+        return self._state.get(key)
+
+    def set(self, key, value):
+        return self._state.set(key, value)
+
+    def all(self):
+        return self._state.all()
+
+    def delete(self, key):
+        return self._state.delete(key)
+
+
 class _Blocking:
-    """The store with its native async path hidden: AsyncStore falls back to its executor."""
-
     def __init__(self, store):
-        self._store = store
-
-    def __getattr__(self, name):
-        if name == "native_async":
-            raise AttributeError(name)
-        return getattr(self._store, name)
+        self.state = _BlockingState(store.state)
 
 
 async def _reads(astore: AsyncStore, calls: int) -> tuple[float, int]:
@@ -44,7 +56,7 @@ async def _reads(astore: AsyncStore, calls: int) -> tuple[float, int]:
 
     async def one() -> None:
         nonlocal most_threads
-        assert await astore.get_state("k") == "v"
+        assert await astore.state.get("k") == "v"
         most_threads = max(most_threads, threading.active_count())
 
     await asyncio.gather(*(one() for _ in range(calls)))
@@ -63,10 +75,10 @@ def main() -> None:
     config = oracle_config(pool_max=args.pool)
     set_up_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
-    store.set_state("k", "v")
+    store.state.set("k", "v")
     fake.delay["state_get"] = args.latency / 1000.0
     try:
-        print(f"{args.calls} concurrent get_state calls, {args.latency:g} ms per statement, "
+        print(f"{args.calls} concurrent state.get calls, {args.latency:g} ms per statement, "
               f"pool {args.pool}, executor {args.workers} threads")
         for label, target in (("native", store), ("executor", _Blocking(store))):
             astore = AsyncStore(target, workers=args.workers)

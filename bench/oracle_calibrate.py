@@ -42,7 +42,8 @@ from picoora.config import Config, load_config  # noqa: E402
 from picoora.store import ranking  # noqa: E402
 from picoora.store.base import MemoryRecord, RecallResult  # noqa: E402
 from picoora.store.oracle import open_oracle_store  # noqa: E402
-from picoora.store.oracle.store import OracleStore, RecallEvidence  # noqa: E402
+from picoora.store.oracle.memories import RecallEvidence  # noqa: E402
+from picoora.store.oracle.store import OracleStore  # noqa: E402
 from precision_bench import FLOOR_ONLY, Sets, best_floor, load_sets, measure, shown  # noqa: E402
 from recall_bench import DATA  # noqa: E402
 
@@ -60,19 +61,20 @@ class GatheredSearch:
 
     def __init__(self, store: OracleStore, queries: list[str]):
         self._store = store
-        self._evidence: dict[str, RecallEvidence] = {q: store.recall_evidence(q, LIMIT) for q in dict.fromkeys(queries)}
+        self._evidence: dict[str, RecallEvidence] = {
+            q: store.memories.recall_evidence(q, LIMIT) for q in dict.fromkeys(queries)}
         self.without_anchors = sum(e.embedded and e.anchor_best is None for e in self._evidence.values())
 
     @property
     def push_calibration(self) -> ranking.PushCalibration:
-        return self._store.push_calibration
+        return self._store.memories.push_calibration
 
     @push_calibration.setter
     def push_calibration(self, calibration: ranking.PushCalibration) -> None:
-        self._store.push_calibration = calibration
+        self._store.memories.push_calibration = calibration
 
     def search(self, query: str, limit: int, *, confident_only: bool = False) -> RecallResult:
-        return RecallResult(self._store.rank(self._evidence[query], limit, confident_only=confident_only))
+        return RecallResult(self._store.memories.rank(self._evidence[query], limit, confident_only=confident_only))
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def calibrate(config: Config, sets: Sets, floors=FLOORS, margins=MARGINS, *, poo
     store = open_oracle_store(scratch, pool_factory=pool_factory)
     try:
         texts = sets.facts + sets.distractors
-        stored = store.import_memories(MemoryRecord(id=f"{agent}_{n}", content=t) for n, t in enumerate(texts))
+        stored = store.memories.import_records(MemoryRecord(id=f"{agent}_{n}", content=t) for n, t in enumerate(texts))
         search = GatheredSearch(store, sets.queries)
         grid = []
         for floor in floors:
@@ -126,8 +128,8 @@ def calibrate(config: Config, sets: Sets, floors=FLOORS, margins=MARGINS, *, poo
             measure(search, sets, ranking.PushCalibration(best.floor, best.margin, "fold"), idx) for idx in (0, 1)]
         return Calibration(store.model, agent, stored, search.without_anchors, grid, floor_only, best, folds)
     finally:
-        for memory in store.list_memories():
-            store.forget(memory.id)
+        for memory in store.memories.list():
+            store.memories.forget(memory.id)
         store.close()
 
 

@@ -55,8 +55,8 @@ def child(count: int, embedder: str, via: str) -> dict:
     save_config(config)
     assistant = build_assistant(config)
     owner = assistant.store
-    owner.add_memory("The owner's front door code is 4417", 0.9, "fact")
-    owner.recall("what is the door code", confident_only=True)
+    owner.memories.add("The owner's front door code is 4417", 0.9, "fact")
+    owner.memories.recall("what is the door code", confident_only=True)
     base = rss_mb()
     started = time.perf_counter()
     if via == "store":
@@ -64,8 +64,8 @@ def child(count: int, embedder: str, via: str) -> dict:
         for n in range(count):
             store = open_person_store(config, owner, f"guest-{n}")
             stores.append(store)
-            store.add_memory(f"Guest {n} drinks green tea with {n} sugars", 0.6, "preference")
-            store.recall("what does this guest drink", confident_only=True)
+            store.memories.add(f"Guest {n} drinks green tea with {n} sugars", 0.6, "preference")
+            store.memories.recall("what does this guest drink", confident_only=True)
         took = time.perf_counter() - started
         after = rss_mb()
         for store in stores:
@@ -79,8 +79,8 @@ def child(count: int, embedder: str, via: str) -> dict:
             for n in range(count):
                 guest = assistant.open_for_person(f"guest-{n}")
                 guests.append(guest)
-                await guest.astore.add_memory(f"Guest {n} drinks green tea with {n} sugars", 0.6, "preference")
-                await guest.astore.recall("what does this guest drink", confident_only=True)
+                await guest.astore.memories.add(f"Guest {n} drinks green tea with {n} sugars", 0.6, "preference")
+                await guest.astore.memories.recall("what does this guest drink", confident_only=True)
 
         asyncio.run(people())
         took = time.perf_counter() - started

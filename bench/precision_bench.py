@@ -38,7 +38,7 @@ from picoora.store import ranking  # noqa: E402
 from picoora.store.anchors import MINILM_VECTORS_PATH, background_texts  # noqa: E402
 from picoora.store.base import MemoryRecord  # noqa: E402
 from picoora.store.embedder import MiniLMEmbedder  # noqa: E402
-from picoora.store.memory_index import MemoryIndex  # noqa: E402
+from picoora.store.files.memory_index import MemoryIndex  # noqa: E402
 from recall_bench import DATA, load_pairs, synthetic_memories  # noqa: E402
 
 FLOOR_ONLY = float("-inf")  # an anchor margin that every match passes

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 from picoora.store import ranking  # noqa: E402
 from picoora.store.base import MemoryRecord  # noqa: E402
 from picoora.store.embedder import MiniLMEmbedder  # noqa: E402
+from picoora.store.files.memory_index import MemoryIndex  # noqa: E402
 from picoora.store.keywords import KeywordIndex, tokenize  # noqa: E402
-from picoora.store.memory_index import MemoryIndex  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 

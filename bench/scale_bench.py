@@ -16,7 +16,7 @@ after it are what every later process pays.
   the model is not even loaded; the cost of the store's size is the difference between 1,000 and 10,000.
 * ``memory search`` command: the whole ``picoora memory search`` child (start-up, the store, the embedder, the
   query, ``vector_status`` and printing): wall, CPU and peak RSS
-* ``memory search`` step: wall time of ``store.recall(..., touch=False)`` in a fresh process that opened
+* ``memory search`` step: wall time of ``store.memories.recall(..., touch=False)`` in a fresh process that opened
   the store (query embedding included: the model is loaded first and not counted)
 * recall excluding the query's embedding: ``MemoryIndex.search`` with a precomputed query vector
 * snapshot: the first open of a seeded log (no snapshot yet: the whole log is folded and written), then the
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_cli import QUESTION, picoora_command, run_child, start_fake_ollama, write_config  # noqa: E402
-from picoora.store.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
+from picoora.store.files.file_memories import SNAPSHOT_TAIL_OPS  # noqa: E402
 from recall_bench import synthetic_memories  # noqa: E402
 
 # Runs in a fresh interpreter: opens the store, loads the model, then times recall steps.
@@ -58,7 +58,7 @@ first = None
 times, cpu = [], []
 for query in queries:
     t, c = time.perf_counter(), time.process_time()
-    result = store.recall(query, limit=5, touch=False)
+    result = store.memories.recall(query, limit=5, touch=False)
     times.append(time.perf_counter() - t)
     cpu.append(time.process_time() - c)
     if first is None:
@@ -76,7 +76,7 @@ store = open_store(load_config())
 from picoora.store.embedder import MiniLMEmbedder
 queries = json.loads(sys.argv[1])
 vectors = dict(zip(queries, MiniLMEmbedder().embed(queries)))
-index = store._memories.searchable()
+index = store.memories.log.searchable()
 index.embed = lambda texts: np.stack([vectors[t] for t in texts])
 times, cpu = [], []
 for query in queries * 3:
@@ -94,8 +94,9 @@ from pathlib import Path
 import numpy as np
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID, MiniLMEmbedder
-from picoora.store.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog, add_op, encode_vector
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.files.file_memories import SNAPSHOT_TAIL_OPS, MemoryLog
+from picoora.store.files.memory_ops import add_op, encode_vector
+from picoora.store.files.memory_index import MemoryIndex
 path, count = Path(sys.argv[1]), int(sys.argv[2])
 memories = MemoryLog(path, lambda anchors=None: MemoryIndex(MiniLMEmbedder(), anchors=anchors), MINILM_MODEL_ID)
 t = time.perf_counter()
@@ -159,7 +160,7 @@ def seed(home: Path, count: int) -> None:
 
     from picoora.store.base import MemoryRecord
     from picoora.store.embedder import MINILM_DIM, MINILM_MODEL_ID
-    from picoora.store.file_memories import add_op, encode_vector
+    from picoora.store.files.memory_ops import add_op, encode_vector
     from picoora.store.layout import FileLayout
 
     path = FileLayout(home / "workspace").memory_log

@@ -74,11 +74,11 @@ def end_to_end(rows: list[dict], embedder: MiniLMEmbedder) -> tuple[float, float
         for n, row in enumerate(changing):
             store = FileStore(Path(tmp) / str(n), embedder=embedder)
             try:
-                store.add_memory(row["old"])
+                store.memories.add(row["old"])
                 started = time.perf_counter()
-                store.add_memory(row["new"])
+                store.memories.add(row["new"])
                 add_ms.append((time.perf_counter() - started) * 1000)
-                found = [m.memory.content for m in store.recall(row["question"], 5, touch=False).matches]
+                found = [m.memory.content for m in store.memories.recall(row["question"], 5, touch=False).matches]
             finally:
                 store.close()
             first += bool(found) and found[0] == row["new"]

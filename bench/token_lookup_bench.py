@@ -51,7 +51,7 @@ def lookups(home: Path, tokens: int, other_keys: int, rounds: int = 2000) -> Non
         api = ApiTokens(store, config)
         secrets = [api.create("sam")[1] for _ in range(tokens)]
         for n in range(other_keys):
-            store.set_state(f"bench.key.{n}", "x" * 40)
+            store.state.set(f"bench.key.{n}", "x" * 40)
         cases = {"a good token": secrets[-1], "a wrong token (pico_ prefix)": "pico_" + "x" * 43,
                  "a bearer without the prefix": "y" * 48}
         print(f"ApiTokens.person_of, file store, state of {tokens} tokens + {other_keys} other keys:")

@@ -53,7 +53,7 @@ def main() -> None:
     store = FileStore(Path(tempfile.mkdtemp(prefix="picoora-outputs-")) / "workspace")
     filler = "x" * 1_000_000
     for _ in range(limits.TOOL_OUTPUT_TOTAL_BYTES // len(filler)):
-        store.save_tool_output(ToolOutput(new_handle(), "cli:bench", "t0", "exec", filler))
+        store.tool_outputs.save(ToolOutput(new_handle(), "cli:bench", "t0", "exec", filler))
     ctx = ToolContext(workspace=store.workspace, store=store, session_key="cli:bench", turn_id="t1",
                       secrets=["sk-bench-secret-0123456789"])
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/trace_bench.py                     # 10,000 and 50,000 traces
     .venv/bin/python bench/trace_bench.py --sizes 1000 --runs 50
 
-Traces are appended through ``FileStore.append_trace`` (what every turn does), about 1 KB each as a turn
+Traces are appended through ``FileStore.traces.append`` (what every turn does), about 1 KB each as a turn
 with recall and a tool call leaves them, over 40 sessions; one session ("rare") has a single trace near the
 start. Each lookup is timed on a freshly opened store, as the CLI opens one per command; the open itself
 is not counted. Cases:
@@ -71,7 +71,7 @@ def bench(size: int, runs: int) -> None:
         store = FileStore(workspace)
         started = time.perf_counter()
         for n in range(size):
-            store.append_trace(synthetic_trace(n))
+            store.traces.append(synthetic_trace(n))
         append_us = (time.perf_counter() - started) / size * 1e6
         store.close()
         traces = workspace / ".picoora" / "traces"
@@ -81,12 +81,12 @@ def bench(size: int, runs: int) -> None:
               f"{', '.join(f.name for f in files)}")
         newest, busy = f"{size - 1:012x}", f"web:session-{(size - 1) % SESSIONS}"
         cases = [
-            ("last", lambda s: s.last_trace(), newest),
-            ("last -s busy session", lambda s: s.last_trace(busy), newest),
-            ("last -s rare session", lambda s: s.last_trace("rare:one"), None),
-            ("<id> newest", lambda s: s.get_trace(newest), newest),
-            ("<id> 5,000 back", lambda s: s.get_trace(f"{size - 5000:012x}"), f"{size - 5000:012x}"),
-            ("<id> missing", lambda s: s.get_trace("no-such-turn"), None),
+            ("last", lambda s: s.traces.last(), newest),
+            ("last -s busy session", lambda s: s.traces.last(busy), newest),
+            ("last -s rare session", lambda s: s.traces.last("rare:one"), None),
+            ("<id> newest", lambda s: s.traces.get(newest), newest),
+            ("<id> 5,000 back", lambda s: s.traces.get(f"{size - 5000:012x}"), f"{size - 5000:012x}"),
+            ("<id> missing", lambda s: s.traces.get("no-such-turn"), None),
         ]
 
         def lose_index() -> None:
@@ -100,7 +100,7 @@ def bench(size: int, runs: int) -> None:
                 note = f"  ({'found' if got else 'none kept'})"
             mark = "ok" if median < TARGET_MS else "over target"
             print(f"  trace {label:<22} min {low:8.2f} ms  median {median:8.2f} ms  {mark}{note}")
-        low, median, _ = timed(workspace, max(runs // 3, 1), lambda s: s.last_trace(), prepare=lose_index)
+        low, median, _ = timed(workspace, max(runs // 3, 1), lambda s: s.traces.last(), prepare=lose_index)
         print(f"  trace {'last, index lost':<22} min {low:8.2f} ms  median {median:8.2f} ms")
 
 

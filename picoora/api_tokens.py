@@ -23,7 +23,7 @@ from picoora.identities import Person, owner_name
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import KeyValueStore
+    from picoora.store.protocol import Store
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class ApiTokens:
     running gateway), the people are read again when that file changes, so a person added to ``users`` (and
     given a token) gets in at once, and one removed is out at their next request, without a restart."""
 
-    def __init__(self, store: KeyValueStore, config: Config, *, config_file: Path | None = None):
+    def __init__(self, store: Store, config: Config, *, config_file: Path | None = None):
         self.store = store
         self._config_file = config_file
         self._stamp: tuple[int, int] | None = None  # the file is read at the first lookup: it may have changed
@@ -82,7 +82,7 @@ class ApiTokens:
             raise ValueError(f"a label is at most {MAX_LABEL} characters")
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         record = ApiToken(secrets.token_hex(4), person, label, datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        self.store.set_state(STATE_PREFIX + _digest(secret), json.dumps(asdict(record)))
+        self.store.state.set(STATE_PREFIX + _digest(secret), json.dumps(asdict(record)))
         return record, secret
 
     def listed(self) -> list[ApiToken]:
@@ -92,7 +92,7 @@ class ApiTokens:
         """Revoke the token ``token_id`` (as listed); KeyError when there is none."""
         for key, record in self._records():
             if record.id == token_id.strip():
-                self.store.delete_state(key)
+                self.store.state.delete(key)
                 return record
         raise KeyError(f"no token {token_id!r}: `picoora token list` shows them")
 
@@ -101,14 +101,14 @@ class ApiTokens:
         if not secret.startswith(TOKEN_PREFIX):
             return None  # not one of ours: no store read for it
         self._refresh()
-        record = _parse(self.store.get_state(STATE_PREFIX + _digest(secret)))
+        record = _parse(self.store.state.get(STATE_PREFIX + _digest(secret)))
         if record is None or record.person not in self.people:
             return None
         return Person(record.person, owner=record.person == self.owner)
 
     def _records(self) -> list[tuple[str, ApiToken]]:
         found = []
-        for key, value in self.store.all_state().items():
+        for key, value in self.store.state.all().items():
             if key.startswith(STATE_PREFIX):
                 record = _parse(value)
                 if record is not None:

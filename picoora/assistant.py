@@ -47,10 +47,10 @@ if TYPE_CHECKING:
         Provenance,
         RecallResult,
         Session,
-        Store,
         TranscriptEntry,
         TurnTrace,
     )
+    from picoora.store.protocol import Store
     from picoora.tools.registry import ToolRegistry
 
 DEFAULT_SESSION = "cli:default"
@@ -136,7 +136,7 @@ class Assistant:
 
     async def new_session(self, session_key: str) -> None:
         """Start the session afresh: its history and summary go, its transcript and memories stay."""
-        await self.astore.reset_session(session_key)
+        await self.astore.sessions.reset(session_key)
 
     async def sessions(self) -> list[Session]:
         """The sessions, and the conversations OpenAI clients keep: those have a transcript and no session
@@ -144,11 +144,11 @@ class Assistant:
         from picoora.agent.conversation import CLIENT_KEPT_PREFIX
         from picoora.store.base import Session
 
-        sessions = await self.astore.list_sessions()
+        sessions = await self.astore.sessions.list()
         known = {session.key for session in sessions}
-        for key in await self.astore.transcript_keys():
+        for key in await self.astore.transcripts.keys():
             if key.startswith(CLIENT_KEPT_PREFIX) and key not in known:
-                entries = await self.astore.read_transcript(key)
+                entries = await self.astore.transcripts.read(key)
                 if entries:
                     sessions.append(Session(key, [e.message for e in entries], created_at=entries[0].created_at,
                                             updated_at=entries[-1].created_at))
@@ -157,7 +157,7 @@ class Assistant:
     async def history(self, session_key: str, limit: int | None = None) -> list[TranscriptEntry]:
         """Every message of the session as recorded (the transcript), oldest first; ``limit``: the last ones.
         Scrubbed of the config's secrets whatever the backend holds (a transcript written before that)."""
-        return self._scrubbed(await self.astore.read_transcript(session_key, limit))
+        return self._scrubbed(await self.astore.transcripts.read(session_key, limit))
 
     async def arrived(self, session_key: str) -> list[TranscriptEntry]:
         """Results delivered to this chat while nobody watched it (jobs, the heartbeat), oldest first; each is
@@ -176,8 +176,8 @@ class Assistant:
     async def trace(self, turn_id: str | None = None, session_key: str | None = None) -> TurnTrace | None:
         """The trace of ``turn_id``, or the last turn's (of ``session_key`` when given)."""
         if turn_id:
-            return await self.astore.get_trace(turn_id)
-        return await self.astore.last_trace(session_key)
+            return await self.astore.traces.get(turn_id)
+        return await self.astore.traces.last(session_key)
 
     @property
     def model(self) -> str:
@@ -195,7 +195,7 @@ class Assistant:
         from picoora.session_models import describe, state_key
 
         used = await self.session_model(session_key)
-        stored = await self.astore.get_state(state_key(session_key))
+        stored = await self.astore.state.get(state_key(session_key))
         return describe(self.config, session_key, stored, used=(used.provider, used.model))
 
     async def set_session_model(self, session_key: str, model: str, provider: str | None = None) -> ModelChoice:
@@ -208,14 +208,14 @@ class Assistant:
         choice = ModelChoice(provider or self.models.default.provider, model)
         await self.check_model(choice)
         self.agent.set_session_model(session_key, choice)
-        await self.astore.set_state(state_key(session_key), encode_choice(choice.provider, choice.model))
+        await self.astore.state.set(state_key(session_key), encode_choice(choice.provider, choice.model))
         return choice
 
     async def reset_session_model(self, session_key: str) -> ModelChoice:
         """Forget the session's chosen model: the configured default answers from its next turn on."""
         from picoora.session_models import state_key
 
-        await self.astore.delete_state(state_key(session_key))
+        await self.astore.state.delete(state_key(session_key))
         self.agent.set_session_model(session_key, self.models.default)
         return self.models.default
 
@@ -240,7 +240,7 @@ class Assistant:
         from picoora.llm.pool import ModelChoice
         from picoora.session_models import parse_choice, state_key
 
-        stored = parse_choice(await self.astore.get_state(state_key(session_key)))
+        stored = parse_choice(await self.astore.state.get(state_key(session_key)))
         choice = ModelChoice(*stored) if stored else self.models.default  # none, taken back or unreadable: the default
         try:
             self.agent.set_session_model(session_key, choice)
@@ -251,18 +251,18 @@ class Assistant:
 
     async def remember(self, content: str, importance: float = 0.7, category: str = "general", *,
                        provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult:
-        return await self.astore.add_memory(content, importance, category, provenance=provenance,
+        return await self.astore.memories.add(content, importance, category, provenance=provenance,
                                             expires_at=expires_at)
 
     async def recall(self, query: str, limit: int = 5, *, touch: bool = False) -> RecallResult:
         """Memories by meaning, with scores; looking does not count as an access unless ``touch``."""
-        return await self.astore.recall(query, limit, touch=touch)
+        return await self.astore.memories.recall(query, limit, touch=touch)
 
     async def memories(self, limit: int | None = None) -> list[MemoryRecord]:
-        return await self.astore.list_memories(limit)
+        return await self.astore.memories.list(limit)
 
     async def forget(self, memory_id: str) -> bool:
-        return await self.astore.forget(memory_id)
+        return await self.astore.memories.forget(memory_id)
 
     # -- documents (the knowledge base): this person's own and the shared ones --------------------------
 
@@ -296,16 +296,16 @@ class Assistant:
                 each.recheck()
 
     async def documents(self) -> list[DocumentRecord]:
-        return await self.astore.list_documents()
+        return await self.astore.documents.list()
 
     async def remove_document(self, id_or_source: str) -> DocumentRecord | None:
         try:
-            return await self.astore.remove_document(id_or_source)
+            return await self.astore.documents.remove(id_or_source)
         finally:
             self._documents_changed()
 
     async def search_documents(self, query: str, limit: int = 5) -> list[DocumentHit]:
-        return await self.astore.search_documents(query, limit)
+        return await self.astore.documents.search(query, limit)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -321,7 +321,7 @@ class Assistant:
 
         self.tools.schemas()
         try:
-            await self.astore.recall("warm-up", limit=1, touch=False)
+            await self.astore.memories.recall("warm-up", limit=1, touch=False)
         except Exception as exc:  # noqa: BLE001 - the first turn meets the same failure and reports it
             logging.getLogger(__name__).debug("warm-up recall failed: %s", exc)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from picoora.config import PERSON_NAME_PATTERN, Config
-from picoora.store.base import KeyValueStore
+from picoora.store.protocol import Store
 
 OWNER = "owner"  # the owner's name when no configured user is marked owner
 PAIR_PREFIX, APPROVED_PREFIX = "pair.code.", "pair.person."
@@ -66,13 +66,13 @@ def check_person_name(name: str) -> str:
     return name
 
 
-def bound_id(store: KeyValueStore, channel: str, username: str, sender_id: str) -> bool:
+def bound_id(store: Store, channel: str, username: str, sender_id: str) -> bool:
     """True when ``@username`` on ``channel`` belongs to ``sender_id``: bound to it now if nobody used it yet
     (first contact), or bound to it before. Blocking (a state read, perhaps a write)."""
     key = f"{BOUND_PREFIX}{channel}:@{username.lstrip('@').lower()}"
-    bound = store.get_state(key)
+    bound = store.state.get(key)
     if not bound:
-        store.set_state(key, sender_id)
+        store.state.set(key, sender_id)
         return True
     return bound == sender_id
 
@@ -101,7 +101,7 @@ class PairingRequest:
 class Pairing:
     """Codes for unknown senders, kept in the owner's store so ``picoora pair`` works from another process."""
 
-    def __init__(self, store: KeyValueStore):
+    def __init__(self, store: Store):
         self.store = store
 
     def request(self, sender: Sender) -> tuple[PairingRequest, bool]:
@@ -112,31 +112,31 @@ class Pairing:
         code = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
         request = PairingRequest(code, sender.channel, sender.sender_id, sender.username,
                                  (datetime.now(timezone.utc) + CODE_LIFETIME).isoformat())
-        self.store.set_state(PAIR_PREFIX + code, json.dumps(request.__dict__))
+        self.store.state.set(PAIR_PREFIX + code, json.dumps(request.__dict__))
         return request, True
 
     def pending(self) -> list[PairingRequest]:
         """The requests still valid. Expired ones are deleted as they are met: each stranger who wrote once
         would otherwise leave a state key behind for good."""
         requests = []
-        for key, value in self.store.all_state().items():
+        for key, value in self.store.state.all().items():
             if key.startswith(PAIR_PREFIX) and value:
                 try:
                     request = PairingRequest(**json.loads(value))
                 except (ValueError, TypeError):
                     continue
                 if request.expired:
-                    self.store.delete_state(key)
+                    self.store.state.delete(key)
                 else:
                     requests.append(request)
         return requests
 
     def _take(self, code: str) -> PairingRequest:
-        value = self.store.get_state(PAIR_PREFIX + code.strip().upper())
+        value = self.store.state.get(PAIR_PREFIX + code.strip().upper())
         if not value:
             raise KeyError(f"no pairing code {code}: `picoora pair list` shows the open ones")
         request = PairingRequest(**json.loads(value))
-        self.store.delete_state(PAIR_PREFIX + request.code)
+        self.store.state.delete(PAIR_PREFIX + request.code)
         if request.expired:
             raise KeyError(f"the pairing code {code} has expired: ask them to write again for a new one")
         return request
@@ -149,7 +149,7 @@ class Pairing:
         request = self._take(code)
         sender = Sender(request.channel, request.sender_id, request.username)
         person = name or guest_name(sender)
-        self.store.set_state(APPROVED_PREFIX + sender.identities[0], person)
+        self.store.state.set(APPROVED_PREFIX + sender.identities[0], person)
         return Person(person)
 
     def refuse(self, code: str) -> PairingRequest:
@@ -157,7 +157,7 @@ class Pairing:
 
     def approved(self) -> dict[str, str]:
         """Every identity let in with ``approve``, and the person it speaks as."""
-        return {key[len(APPROVED_PREFIX):]: value for key, value in sorted(self.store.all_state().items())
+        return {key[len(APPROVED_PREFIX):]: value for key, value in sorted(self.store.state.all().items())
                 if key.startswith(APPROVED_PREFIX) and value}
 
     def revoke(self, who: str) -> dict[str, str]:
@@ -165,5 +165,5 @@ class Pairing:
         Their memories stay (a new approval as the same name finds them). Returns what was revoked."""
         gone = {identity: person for identity, person in self.approved().items() if who in (identity, person)}
         for identity in gone:
-            self.store.delete_state(APPROVED_PREFIX + identity)
+            self.store.state.delete(APPROVED_PREFIX + identity)
         return gone

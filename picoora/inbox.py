@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from picoora.messages import Message
 
 if TYPE_CHECKING:
-    from picoora.store.base import Store, TranscriptEntry
+    from picoora.store.base import TranscriptEntry
+    from picoora.store.protocol import Store
 
 INBOX_PREFIX = "inbox."
 KEPT_CHANNELS = ("cli", "web")  # front doors without a live connection: results wait in the transcript
@@ -24,10 +25,10 @@ MAX_WAITING = 50  # sequence numbers remembered per chat; older ones stay in the
 
 def keep(store: Store, session_key: str, text: str) -> int:
     """Append ``text`` to the chat's transcript and mark it waiting; returns its sequence number."""
-    seq = store.append_transcript(session_key, [Message(role="assistant", content=text)])[0]
+    seq = store.transcripts.append(session_key, [Message(role="assistant", content=text)])[0]
     waiting = _waiting(store, session_key)
     waiting.append(seq)
-    store.set_state(INBOX_PREFIX + session_key, json.dumps(waiting[-MAX_WAITING:]))
+    store.state.set(INBOX_PREFIX + session_key, json.dumps(waiting[-MAX_WAITING:]))
     return seq
 
 
@@ -36,14 +37,14 @@ def take(store: Store, session_key: str) -> list[TranscriptEntry]:
     waiting = set(_waiting(store, session_key))
     if not waiting:
         return []
-    entries = [e for e in store.read_transcript(session_key) if e.seq in waiting]
-    store.delete_state(INBOX_PREFIX + session_key)
+    entries = [e for e in store.transcripts.read(session_key) if e.seq in waiting]
+    store.state.delete(INBOX_PREFIX + session_key)
     return entries
 
 
 def _waiting(store: Store, session_key: str) -> list[int]:
     try:
-        value = json.loads(store.get_state(INBOX_PREFIX + session_key) or "[]")
+        value = json.loads(store.state.get(INBOX_PREFIX + session_key) or "[]")
     except ValueError:
         return []
     return [int(seq) for seq in value if isinstance(seq, int)] if isinstance(value, list) else []

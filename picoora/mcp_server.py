@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from picoora.config import Config
     from picoora.identities import Person
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 StoreFor = Callable[["Person | None"], AbstractAsyncContextManager["Store"]]  # the caller's store, for one call
 Authenticate = Callable[[str], Awaitable["Person | None"]]  # a bearer token -> its person, or None
@@ -67,7 +67,7 @@ class ListMemories(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ListMemoriesArgs)
-        memories = await asyncio.to_thread(ctx.store.list_memories, args.limit)
+        memories = await asyncio.to_thread(ctx.store.memories.list, args.limit)
         if not memories:
             return ToolResult("No memories stored yet.")
         lines = [f"{len(memories)} memories, newest first:"]

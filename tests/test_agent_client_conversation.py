@@ -28,7 +28,7 @@ def ask(agent, conv: ClientConversation):
 
 def test_the_clients_history_is_sent_and_only_the_new_messages_are_recorded(tmp_path):
     store = file_store(tmp_path)
-    store.append_session(KEY, [Message("user", "server-side secret"), Message("assistant", "kept")])
+    store.sessions.append(KEY, [Message("user", "server-side secret"), Message("assistant", "kept")])
     llm = ScriptedLLM(answer("fine"))
     conv = conversation(Message("user", "one"), Message("assistant", "two"), Message("user", "three"),
                         system="You are a pirate.")
@@ -38,8 +38,8 @@ def test_the_clients_history_is_sent_and_only_the_new_messages_are_recorded(tmp_
     assert sent[0].content.startswith("You are a pirate.")
     assert [(m.role, m.content) for m in sent[1:]] == [("user", "one"), ("assistant", "two"), ("user", "three")]
     assert "server-side secret" not in str(sent)
-    assert [e.message.content for e in store.read_transcript(KEY)] == ["three", "fine"]
-    assert [m.content for m in store.load_session(KEY).messages] == ["server-side secret", "kept"]  # untouched
+    assert [e.message.content for e in store.transcripts.read(KEY)] == ["three", "fine"]
+    assert [m.content for m in store.sessions.load(KEY).messages] == ["server-side secret", "kept"]  # untouched
 
 
 def test_client_tools_end_the_turn_with_the_calls_and_picooras_tools_are_not_offered(tmp_path):
@@ -70,7 +70,7 @@ def test_an_option_the_provider_cannot_honour_is_refused_before_anything_is_reco
     result = ask(make_agent(store, llm, tmp_path), conversation(Message("user", "hi"),
                                                                  options=CallOptions(json_object=True)))
     assert (result.stop_reason, result.param) == ("refused", "response_format")
-    assert llm.requests == [] and store.read_transcript(KEY) == []
+    assert llm.requests == [] and store.transcripts.read(KEY) == []
 
 
 def test_a_failed_turn_leaves_nothing_a_later_request_sees(tmp_path):

@@ -90,11 +90,11 @@ def test_long_session_is_summarised_after_the_answer_and_the_transcript_stays_wh
     agent = make_agent(store, llm, tmp_path, summarize_message_threshold=6, keep_recent_messages=2)
     for i in range(4):
         asyncio.run(turn_then_idle(agent, KEY, f"question {i}", on_event=events))
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "They talked about questions 1 to 3."
     assert session.messages[0].role == "user" and len(session.messages) < 8
-    assert len(store.read_transcript(KEY)) == 8  # every original message
-    assert [e.message.content for e in store.read_transcript(KEY)][::2] == [f"question {i}" for i in range(4)]
+    assert len(store.transcripts.read(KEY)) == 8  # every original message
+    assert [e.message.content for e in store.transcripts.read(KEY)][::2] == [f"question {i}" for i in range(4)]
     request = summary_requests(llm)[0]
     assert request.tools is None
     assert "user: question 0" in request.messages[1].content
@@ -110,19 +110,19 @@ def test_long_session_is_summarised_after_the_answer_and_the_transcript_stays_wh
 def test_existing_summary_is_folded_in_not_replaced(tmp_path):
     store = file_store(tmp_path)
     for i in range(6):
-        store.append_session(KEY, turn(i))
-    store.set_summary(KEY, "Earlier: the user's cat is called Miso.")
+        store.sessions.append(KEY, turn(i))
+    store.sessions.set_summary(KEY, "Earlier: the user's cat is called Miso.")
     llm = chatty_llm("Merged summary")
     asyncio.run(compact(AsyncStore(store), llm, KEY, AgentDefaults(keep_recent_messages=2)))
     assert "Earlier: the user's cat is called Miso." in summary_requests(llm)[0].messages[1].content
-    assert store.load_session(KEY).summary == "Merged summary"
+    assert store.sessions.load(KEY).summary == "Merged summary"
 
 
 def test_a_long_older_part_is_folded_chunk_by_chunk_carrying_the_summary(tmp_path):
     store = file_store(tmp_path)
     for i in range(12):
         long_question = Message(role="user", content=f"q{i} " + "z" * 1500)
-        store.append_session(KEY, [long_question, Message(role="assistant", content=f"a{i}")])
+        store.sessions.append(KEY, [long_question, Message(role="assistant", content=f"a{i}")])
     folds = iter(f"summary after fold {n}" for n in range(1, 100))
     llm = ScriptedLLM(respond=lambda messages: answer(next(folds)))
     folded = asyncio.run(compact(AsyncStore(store), llm, KEY,
@@ -131,8 +131,8 @@ def test_a_long_older_part_is_folded_chunk_by_chunk_carrying_the_summary(tmp_pat
     assert folded == 22 and len(requests) > 1
     for n, request in enumerate(requests[1:], 1):
         assert f"summary after fold {n}" in request.messages[1].content  # each fold starts from the last
-    assert store.load_session(KEY).summary == f"summary after fold {len(requests)}"
-    kept = store.load_session(KEY).messages
+    assert store.sessions.load(KEY).summary == f"summary after fold {len(requests)}"
+    kept = store.sessions.load(KEY).messages
     assert len(kept) == 2 and kept[0].content.startswith("q11 ") and kept[1].content == "a11"
 
 
@@ -153,8 +153,8 @@ def test_tool_pairs_survive_compaction_intact(tmp_path):
                        summarize_message_threshold=5, keep_recent_messages=3)
     for i in range(5):
         asyncio.run(turn_then_idle(agent, KEY, f"turn {i}"))
-    kept = store.load_session(KEY).messages
-    assert store.load_session(KEY).summary == "S"
+    kept = store.sessions.load(KEY).messages
+    assert store.sessions.load(KEY).summary == "S"
     assert kept[0].role == "user"
     assert repair_history(kept) == kept
 
@@ -169,11 +169,11 @@ def test_failed_summary_keeps_the_history_and_says_so(tmp_path):
 
     agent = make_agent(store, ScriptedLLM(respond=respond), tmp_path, summarize_message_threshold=4,
                        keep_recent_messages=2)
-    store.append_session(KEY, turn(1) + turn(2))
-    store.set_summary(KEY, "old summary")
+    store.sessions.append(KEY, turn(1) + turn(2))
+    store.sessions.set_summary(KEY, "old summary")
     result = asyncio.run(turn_then_idle(agent, KEY, "third", on_event=events))
     assert result.text == "fine"
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "old summary" and len(session.messages) == 6
     assert events.events[-1].type == "compaction" and not events.events[-1].ok
     assert "summariser timed out" in events.events[-1].text and "kept as it was" in events.events[-1].text
@@ -181,13 +181,13 @@ def test_failed_summary_keeps_the_history_and_says_so(tmp_path):
 
 def test_empty_summary_counts_as_a_failure(tmp_path):
     store = file_store(tmp_path)
-    store.append_session(KEY, turn(1) + turn(2) + turn(3))
+    store.sessions.append(KEY, turn(1) + turn(2) + turn(3))
     llm = chatty_llm("   ")
     agent = make_agent(store, llm, tmp_path, summarize_message_threshold=4, keep_recent_messages=2)
     events = Collector()
     asyncio.run(turn_then_idle(agent, KEY, "more", on_event=events))
     assert "empty summary" in events.of("compaction")[0].text
-    assert len(store.load_session(KEY).messages) == 8
+    assert len(store.sessions.load(KEY).messages) == 8
 
 
 def test_cancelled_turns_are_folded_away_but_never_summarised(tmp_path):
@@ -196,17 +196,17 @@ def test_cancelled_turns_are_folded_away_but_never_summarised(tmp_path):
     store = file_store(tmp_path)
     cancelled = [replace(m, cancelled=True) for m in [Message(role="user", content="secret plan, cancelled"),
                                                        Message(role="assistant", content="[cancelled]")]]
-    store.append_session(KEY, cancelled + turn(1) + cancelled + turn(2))
+    store.sessions.append(KEY, cancelled + turn(1) + cancelled + turn(2))
     llm = chatty_llm("Merged summary")
     folded = asyncio.run(compact(AsyncStore(store), llm, KEY, AgentDefaults(keep_recent_messages=2)))
     assert folded == 6
     [request] = summary_requests(llm)
     assert "question 1" in request.messages[1].content and "secret plan" not in request.messages[1].content
-    assert [m.content for m in store.load_session(KEY).messages] == ["question 2", "answer 2"]
+    assert [m.content for m in store.sessions.load(KEY).messages] == ["question 2", "answer 2"]
 
     only_cancelled = file_store(tmp_path / "other")
-    only_cancelled.append_session(KEY, cancelled + turn(3))
+    only_cancelled.sessions.append(KEY, cancelled + turn(3))
     idle = chatty_llm()
     assert asyncio.run(compact(AsyncStore(only_cancelled), idle, KEY, AgentDefaults(keep_recent_messages=2))) == 2
     assert summary_requests(idle) == []  # nothing left to summarise: no model call
-    assert only_cancelled.load_session(KEY).summary == ""
+    assert only_cancelled.sessions.load(KEY).summary == ""

@@ -48,10 +48,10 @@ def test_turns_of_one_session_run_in_order(tmp_path):
 
     store, llm, peak = asyncio.run(scenario())
     assert peak == 1
-    contents = [m.content for m in store.load_session("cli:one").messages]
+    contents = [m.content for m in store.sessions.load("cli:one").messages]
     assert contents == ["msg 0", "re: msg 0", "msg 1", "re: msg 1", "msg 2", "re: msg 2"]
     assert [m.content for m in llm.requests[2].messages[1:]] == contents[:5]  # each turn sees the ones before
-    assert [e.message.content for e in store.read_transcript("cli:one")] == contents
+    assert [e.message.content for e in store.transcripts.read("cli:one")] == contents
 
 
 def cancel_during_tools(tmp_path, tool_calls):
@@ -89,7 +89,7 @@ def cancel_during_tools(tmp_path, tool_calls):
 def test_cancel_while_a_tool_runs_keeps_only_complete_pairs(tmp_path):
     store, llm, events, after = cancel_during_tools(tmp_path, [("block", {})])
     assert after.text == "after the cancel"
-    session = store.load_session("cli:c").messages
+    session = store.sessions.load("cli:c").messages
     # The unanswered call was not stored; the cancelled turn is kept, marked, and closed by the marker.
     assert [(m.role, m.content, m.cancelled) for m in session][:2] == [("user", "do things", True),
                                                                       ("assistant", CANCELLED_MARK, True)]
@@ -97,20 +97,20 @@ def test_cancel_while_a_tool_runs_keeps_only_complete_pairs(tmp_path):
     sent = llm.requests[-1].messages
     assert [m.content for m in sent[1:]] == ["still there?"]  # the cancelled turn was not sent again
     assert repair_history(sent) == sent
-    assert [e.message.role for e in store.read_transcript("cli:c")][:2] == ["user", "assistant"]
+    assert [e.message.role for e in store.transcripts.read("cli:c")][:2] == ["user", "assistant"]
     assert "final_answer" not in events.types()
 
 
 def test_cancel_keeps_a_result_that_already_came_back(tmp_path):
     store, llm, events, after = cancel_during_tools(tmp_path, [("quick", {}), ("block", {})])
-    session = store.load_session("cli:c").messages
+    session = store.sessions.load("cli:c").messages
     assert [m.role for m in session[:4]] == ["user", "assistant", "tool", "assistant"]
     assert [c.name for c in session[1].tool_calls] == ["quick"]
     assert session[2].content == "quick result" and session[3].content == CANCELLED_MARK
     assert all(m.cancelled for m in session[:4]) and not session[4].cancelled
     assert repair_history(session) == session
     assert "quick result" not in [m.content for m in llm.requests[-1].messages]  # the cancelled turn stays out
-    transcript = [e.message for e in store.read_transcript("cli:c")]
+    transcript = [e.message for e in store.transcripts.read("cli:c")]
     assert [m.role for m in transcript[:4]] == ["user", "assistant", "tool", "assistant"]
     assert [c.name for c in transcript[1].tool_calls] == ["quick", "block"]  # the transcript logs what happened
     assert (transcript[3].content, transcript[3].cancelled) == (CANCELLED_MARK, True)
@@ -134,6 +134,6 @@ def test_cancel_while_the_model_streams(tmp_path):
         return store
 
     store = asyncio.run(scenario())
-    assert [(m.role, m.content, m.cancelled) for m in store.load_session("cli:s").messages] == [
+    assert [(m.role, m.content, m.cancelled) for m in store.sessions.load("cli:s").messages] == [
         ("user", "long question", True), ("assistant", CANCELLED_MARK, True)]
-    assert [e.message.content for e in store.read_transcript("cli:s")] == ["long question", CANCELLED_MARK]
+    assert [e.message.content for e in store.transcripts.read("cli:s")] == ["long question", CANCELLED_MARK]

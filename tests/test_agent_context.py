@@ -106,7 +106,7 @@ def test_gather_skips_recall_with_a_zero_budget(tmp_path):
     store = RecordingStore(file_store(tmp_path))
     gathered = gather_inputs(store, "k", "hello", AgentDefaults(memory_context_tokens=0, daily_note_days=0))
     assert gathered.recall is None and gathered.daily_notes == []
-    assert {"recall", "recent_daily_notes"}.isdisjoint(store.methods())
+    assert {"recall", "notes.recent"}.isdisjoint(store.methods())
 
 
 def test_remembered_fact_shows_up_in_the_next_turns_system_prompt(tmp_path):

@@ -41,8 +41,8 @@ def test_a_sink_that_raises_on_every_event_loses_no_answer(tmp_path):
 
     result = asyncio.run(agent.run_turn("web:s", "go", broken))
     assert (result.text, result.stop_reason) == ("Kept.", "answer")
-    assert [m.content for m in store.load_session("web:s").messages][-1] == "Kept."
-    assert [e.message.content for e in store.read_transcript("web:s")][-1] == "Kept."
+    assert [m.content for m in store.sessions.load("web:s").messages][-1] == "Kept."
+    assert [e.message.content for e in store.transcripts.read("web:s")][-1] == "Kept."
 
 
 def test_a_slow_async_sink_does_not_hold_up_the_turn_or_the_store(tmp_path):
@@ -51,7 +51,7 @@ def test_a_slow_async_sink_does_not_hold_up_the_turn_or_the_store(tmp_path):
 
     async def slow(event):
         if event.type == "final_answer":
-            stored_when_answer_arrived.append(store.load_session("web:s").messages[-1].content)
+            stored_when_answer_arrived.append(store.sessions.load("web:s").messages[-1].content)
         await asyncio.sleep(0.01)
         seen.append(event.type)
 
@@ -72,4 +72,4 @@ def test_a_sink_that_never_returns_is_dropped_after_the_drain_deadline(tmp_path,
 
     result = asyncio.run(asyncio.wait_for(agent.run_turn("web:s", "go", stuck), 5))
     assert result.text == "Still answered."
-    assert store.load_session("web:s").messages[-1].content == "Still answered."
+    assert store.sessions.load("web:s").messages[-1].content == "Still answered."

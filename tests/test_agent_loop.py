@@ -29,11 +29,11 @@ def roles(messages):
 
 
 def session_of(store, key=KEY):
-    return store.load_session(key).messages
+    return store.sessions.load(key).messages
 
 
 def transcript_of(store, key=KEY):
-    return [e.message for e in store.read_transcript(key)]
+    return [e.message for e in store.transcripts.read(key)]
 
 
 def assert_well_formed(messages):
@@ -212,10 +212,10 @@ def test_error_after_a_tool_round_keeps_the_complete_pair(tmp_path):
 
 
 def test_store_failure_is_reported_not_raised(tmp_path):
-    store = RecordingStore(file_store(tmp_path), fail={"append_session"})
+    store = RecordingStore(file_store(tmp_path), fail={"sessions.append"})
     result = run(make_agent(store, ScriptedLLM(answer("ok")), tmp_path), "hi")
     assert result.stop_reason == "error"
-    assert "append_session failed" in result.text
+    assert "sessions.append failed" in result.text
     assert [m.content for m in transcript_of(store)] == ["hi", "ok"]  # the transcript still has the answer
 
 
@@ -239,11 +239,11 @@ def test_persistence_order_user_first_final_before_event(tmp_path):
 
     def sink(event):
         if event.type == "final_answer":
-            order.append(("event", [m.content for m in store.load_session(KEY).messages]))
+            order.append(("event", [m.content for m in store.sessions.load(KEY).messages]))
 
     run(make_agent(store, llm, tmp_path), "hello", sink)
-    assert store.methods()[0] == "append_transcript"
-    assert store.calls.index(("append_transcript", KEY)) < store.methods().index("load_session")
+    assert store.methods()[0] == "transcripts.append"
+    assert store.calls.index(("transcripts.append", KEY)) < store.methods().index("sessions.load")
     assert order == [("event", ["hello", "done"])]
 
 
@@ -322,7 +322,7 @@ def test_session_with_a_dangling_call_from_an_old_crash(tmp_path):
     store = file_store(tmp_path)
     crashed = Message(role="assistant", tool_calls=[ToolCall("old_1", "echo", {"x": 0})])
     stray = Message(role="tool", content="stray", tool_call_id="nobody")
-    store.append_session(KEY, [stray, Message(role="user", content="before the crash"), crashed])
+    store.sessions.append(KEY, [stray, Message(role="user", content="before the crash"), crashed])
     llm = ScriptedLLM(answer("recovered"))
     result = run(make_agent(store, llm, tmp_path), "hello again")
     assert result.text == "recovered"

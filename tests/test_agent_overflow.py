@@ -39,9 +39,9 @@ def failed(text):
 def seeded_store(tmp_path, turns=6, summary="", **kwargs):
     store = file_store(tmp_path)
     for i in range(turns):
-        store.append_session(KEY, turn(i, **kwargs))
+        store.sessions.append(KEY, turn(i, **kwargs))
     if summary:
-        store.set_summary(KEY, summary)
+        store.sessions.set_summary(KEY, summary)
     return store
 
 
@@ -50,7 +50,7 @@ def is_summary_request(request):
 
 
 def transcript_of(store):
-    return [e.message for e in store.read_transcript(KEY)]
+    return [e.message for e in store.transcripts.read(KEY)]
 
 
 def echo(args, ctx):
@@ -60,7 +60,7 @@ def echo(args, ctx):
 
 def test_overflow_compacts_once_and_the_retry_answers(tmp_path):
     store = seeded_store(tmp_path, summary="The user's cat is Miso.")
-    old = store.load_session(KEY).messages
+    old = store.sessions.load(KEY).messages
     llm = ScriptedLLM(overflow(), answer("Miso; questions 0 to 3 were asked."), answer("Here you go."))
     events = Collector()
     agent = make_agent(store, llm, tmp_path, keep_recent_messages=4)
@@ -76,7 +76,7 @@ def test_overflow_compacts_once_and_the_retry_answers(tmp_path):
     assert retry.messages[1:] == old[-4:] + [Message(role="user", content="what next?")]
     assert retry.tools == first.tools
 
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "Miso; questions 0 to 3 were asked."
     turn_messages = [Message(role="user", content="what next?"), Message(role="assistant", content="Here you go.")]
     assert session.messages == old[-4:] + turn_messages  # the turn once, after what was kept
@@ -92,7 +92,7 @@ def test_kept_messages_shrink_to_fit_the_window_without_splitting_pairs(tmp_path
     # The stored history (~3,800 tokens) is over the window by picoora's own estimate, so it is compacted
     # before anything is sent: Ollama would cut such a prompt silently instead of reporting an overflow.
     store = seeded_store(tmp_path, size=800, with_tool=True)
-    old = store.load_session(KEY).messages
+    old = store.sessions.load(KEY).messages
     llm = ScriptedLLM(respond=lambda m: answer("S" if m[0].content == SUMMARISER_PROMPT else "ok"))
     agent = make_agent(store, llm, tmp_path, context_window=2048, keep_recent_messages=8)
     result = asyncio.run(agent.run_turn(KEY, "go on"))
@@ -101,7 +101,7 @@ def test_kept_messages_shrink_to_fit_the_window_without_splitting_pairs(tmp_path
     assert is_summary_request(llm.requests[0])  # before anything else: no oversized request was sent
     assert len([r for r in llm.requests if not is_summary_request(r)]) == 1
     assert estimate_messages_tokens(old[-8:]) > 1024 >= estimate_messages_tokens(old[-4:])
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "S"
     assert session.messages[:-2] == old[-4:]
     assert [m.role for m in old[-4:]] == ["user", "assistant", "tool", "assistant"]
@@ -123,7 +123,7 @@ def test_fitting_cut_lands_on_a_user_message_or_the_end():
 
 def test_a_second_overflow_ends_the_turn_with_advice(tmp_path):
     store = seeded_store(tmp_path)
-    old = store.load_session(KEY).messages
+    old = store.sessions.load(KEY).messages
     llm = ScriptedLLM(overflow(), answer("S"), overflow())
     events = Collector()
     result = asyncio.run(make_agent(store, llm, tmp_path, keep_recent_messages=2).run_turn(KEY, "hi", events))
@@ -132,7 +132,7 @@ def test_a_second_overflow_ends_the_turn_with_advice(tmp_path):
     assert "even after the older conversation was summarised" in result.text
     assert "/new" in result.text and "agents.defaults.context_window" in result.text
     assert events.types()[-2:] == ["error", "final_answer"] and events.of("error")[0].message == result.text
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "S"  # the compaction itself stands: it lost nothing
     assert session.messages == old[-2:] + failed("hi")
     assert transcript_of(store) == [Message(role="user", content="hi"), failed("hi")[1]]
@@ -140,27 +140,27 @@ def test_a_second_overflow_ends_the_turn_with_advice(tmp_path):
 
 def test_a_failed_compaction_ends_the_turn_and_keeps_the_history(tmp_path):
     store = seeded_store(tmp_path, summary="old summary")
-    old = store.load_session(KEY).messages
+    old = store.sessions.load(KEY).messages
     llm = ScriptedLLM(overflow(), RetryableError("summariser timed out"))
     result = asyncio.run(make_agent(store, llm, tmp_path, keep_recent_messages=2).run_turn(KEY, "hi"))
 
     assert result.stop_reason == "error"
     assert "summariser timed out" in result.text and "kept as it was" in result.text and "/new" in result.text
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "old summary"
     assert session.messages == old + failed("hi")
 
 
 def test_a_store_failure_while_compacting_ends_the_turn_and_keeps_the_history(tmp_path):
     inner = seeded_store(tmp_path, summary="old summary")
-    old = inner.load_session(KEY).messages
-    store = RecordingStore(inner, fail={"compact_session"})
+    old = inner.sessions.load(KEY).messages
+    store = RecordingStore(inner, fail={"sessions.compact"})
     llm = ScriptedLLM(overflow(), answer("new summary"))
     result = asyncio.run(make_agent(store, llm, tmp_path, keep_recent_messages=2).run_turn(KEY, "hi"))
 
     assert result.stop_reason == "error" and len(llm.requests) == 2
-    assert "compact_session failed" in result.text and "kept as it was" in result.text
-    session = inner.load_session(KEY)
+    assert "sessions.compact failed" in result.text and "kept as it was" in result.text
+    session = inner.sessions.load(KEY)
     assert (session.summary, session.messages) == ("old summary", old + failed("hi"))
 
 
@@ -174,7 +174,7 @@ def test_a_turn_too_big_on_its_own_is_not_retried(tmp_path):
 
 def test_overflow_after_a_tool_round_keeps_the_pairs_in_the_retry(tmp_path):
     store = seeded_store(tmp_path)
-    old = store.load_session(KEY).messages
+    old = store.sessions.load(KEY).messages
     tools = FunctionRegistry(echo=echo)
     llm = ScriptedLLM(calls(("echo", {"n": 1})), overflow(), answer("S"), answer("done"))
     result = asyncio.run(make_agent(store, llm, tmp_path, tools, keep_recent_messages=2).run_turn(KEY, "use it"))
@@ -186,7 +186,7 @@ def test_overflow_after_a_tool_round_keeps_the_pairs_in_the_retry(tmp_path):
     assert [m.role for m in produced] == ["user", "assistant", "tool", "assistant"]
     assert overflowed.messages[-3:] == retry.messages[-3:] == produced[:3]
     assert retry.messages[1:] == old[-2:] + produced[:3]
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "S"
     assert session.messages == old[-2:] + produced
     assert repair_history(session.messages) == session.messages
@@ -199,16 +199,16 @@ def test_other_errors_mentioning_context_are_not_treated_as_overflow(tmp_path):
     result = asyncio.run(make_agent(store, llm, tmp_path, keep_recent_messages=2).run_turn(KEY, "hi"))
     assert result.stop_reason == "error" and result.text == str(error)
     assert len(llm.requests) == 1
-    assert store.load_session(KEY).summary == "kept"
+    assert store.sessions.load(KEY).summary == "kept"
 
 
 def test_the_turn_time_limit_covers_the_compaction(tmp_path):
     store = seeded_store(tmp_path, summary="kept")
-    old = store.load_session(KEY).messages
+    old = store.sessions.load(KEY).messages
     llm = ScriptedLLM(overflow(), Sleep(60, answer("too late")))
     agent = make_agent(store, llm, tmp_path, keep_recent_messages=2, turn_timeout_seconds=0.2)
     result = asyncio.run(agent.run_turn(KEY, "hi"))
     assert result.stop_reason == "time_limit"
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "kept"
     assert session.messages[: len(old)] == old and session.messages[len(old)].content == "hi"

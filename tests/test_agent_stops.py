@@ -34,9 +34,9 @@ def empty_search(args, ctx):
 def turn(store, llm, tmp_path, tools, **settings):
     events = Collector()
     result = asyncio.run(make_agent(store, llm, tmp_path, tools, **settings).run_turn(KEY, "go", on_event=events))
-    saved = store.load_session(KEY).messages
+    saved = store.sessions.load(KEY).messages
     assert repair_history(saved) == saved  # every call has its result, also the ones not run
-    return result, events, store.last_trace(KEY)
+    return result, events, store.traces.last(KEY)
 
 
 def test_two_calls_taking_turns_stop_the_turn_with_the_reason(tmp_path):

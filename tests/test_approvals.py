@@ -134,17 +134,27 @@ def test_tools_off_the_list_and_doors_off_the_list_are_not_asked(isolated_home):
     assert (workspace / "free.txt").exists() and telegram.buttons(7) == []
 
 
-class _SlowStateStore:
-    """A store whose state read waits (as an Oracle call may, up to its call timeout) until the event loop
+class _SlowState:
+    """A state family whose read waits (as an Oracle call may, up to its call timeout) until the event loop
     releases it: a read made on the loop itself can never be released in time."""
 
     def __init__(self):
         self.release = threading.Event()
         self.released_in_time: bool | None = None
 
-    def get_state(self, key):
+    def get(self, key):
         self.released_in_time = self.release.wait(5)
         return "telegram:7"
+
+    def set(self, key, value):
+        raise AssertionError("finding the owner's chat writes nothing")
+
+    delete = all = set
+
+
+class _SlowStateStore:
+    def __init__(self):
+        self.state = _SlowState()
 
 
 def test_finding_the_owners_chat_does_not_block_the_event_loop():
@@ -162,14 +172,14 @@ def test_finding_the_owners_chat_does_not_block_the_event_loop():
     async def scenario():
         asking = asyncio.create_task(approve("exec", {"command": "ls"}))
         await asyncio.sleep(0.05)  # runs only while the read waits off the loop
-        store.release.set()
+        store.state.release.set()
         return await asking
 
     try:
         refusal = asyncio.run(scenario())
     finally:
         astore.close()
-    assert store.released_in_time is True
+    assert store.state.released_in_time is True
     assert refusal is not None and "no chat to ask them in" in refusal  # telegram is not running here
 
 

@@ -181,8 +181,8 @@ def test_an_unreadable_or_unusable_stored_choice_falls_back_to_the_default_and_s
 
         async def scenario():
             async with build_assistant(config) as assistant:
-                await assistant.astore.set_state(state_key("cli:bad"), "not json")
-                await assistant.astore.set_state(state_key("cli:gone"), '["nosuch-provider", "m9"]')
+                await assistant.astore.state.set(state_key("cli:bad"), "not json")
+                await assistant.astore.state.set(state_key("cli:gone"), '["nosuch-provider", "m9"]')
                 return [await assistant.model_source(key) for key in ("cli:bad", "cli:gone")]
 
         described = asyncio.run(scenario())

@@ -24,7 +24,7 @@ def test_warm_up_loads_the_embedder_and_records_nothing(isolated_home):
             embedder = assistant.store._embedder
             loaded_before = embedder._model is not None
             await assistant.warm_up()  # the model server is nowhere: warming needs none
-            return loaded_before, embedder._model is not None, assistant.store.get_memory(memory_id).access_count
+            return loaded_before, embedder._model is not None, assistant.store.memories.get(memory_id).access_count
 
     loaded_before, loaded_after, accesses = asyncio.run(warm())
     assert not loaded_before and loaded_after
@@ -41,7 +41,7 @@ def test_a_failing_warm_up_is_left_for_the_first_turn(isolated_home, monkeypatch
 
     async def warm() -> None:
         async with build_assistant(load_config()) as assistant:
-            monkeypatch.setattr(assistant.store, "recall", broken)
+            monkeypatch.setattr(assistant.store.memories, "recall", broken)
             await assistant.warm_up()
 
     asyncio.run(warm())

@@ -81,7 +81,7 @@ def test_a_persons_facts_are_remembered_after_the_turn_and_nothing_else(isolated
                                                        session_key="cron:job-1"))
                     await runtime.turns.submit(Inbound("web", "a", "The door code is now 9981"))
                     await assistant.auto_memory.drain()
-                return first, assistant.store.list_memories()
+                return first, assistant.store.memories.list()
 
         first, memories = asyncio.run(scenario())
     by_text = {m.content: m for m in memories}
@@ -103,7 +103,7 @@ def test_off_remembers_nothing(isolated_home):
             async with build_assistant(load_config(path)) as assistant:
                 assert assistant.auto_memory is None
                 await assistant.ask("My door code is 4421.", learn=True)
-                return assistant.store.list_memories()
+                return assistant.store.memories.list()
 
         assert asyncio.run(scenario()) == []
 
@@ -127,7 +127,7 @@ def test_model_mode_asks_the_default_model_with_the_message_alone(isolated_home)
             async with build_assistant(load_config(path)) as assistant:
                 await assistant.ask("my door code is 4421, ok?", learn=True)
                 await assistant.auto_memory.drain()
-                return assistant.store.list_memories()
+                return assistant.store.memories.list()
 
         memories = asyncio.run(scenario())
     assert [m.content for m in memories] == ["The person's door code is 4421."]

@@ -48,30 +48,30 @@ def test_an_interrupted_import_keeps_finished_chunks_and_a_rerun_embeds_only_the
     flaky = FlakyEmbedder(fail_on=3)  # call 1: the availability probe, call 2: chunk one, call 3 fails
     with closing(FileStore(tmp_path / "ws", embedder=flaky)) as store:
         with pytest.raises(StoreError, match="stopped after 10 memories .*run it again"):
-            store.import_memories(records)
-        assert len(store.list_memories()) == 10
+            store.memories.import_records(records)
+        assert len(store.memories.list()) == 10
     working = FlakyEmbedder()
     with closing(FileStore(tmp_path / "ws", embedder=working)) as store:
-        assert store.import_memories(records) == 25
+        assert store.memories.import_records(records) == 25
         assert working.texts == 1 + 25  # the probe, then only what was missing
-        assert {m.id for m in store.list_memories()} == {r.id for r in records}
+        assert {m.id for m in store.memories.list()} == {r.id for r in records}
 
 
 def test_an_interrupted_reindex_resumes_where_it_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(bulk_embed, "CHUNK", 10)
     with closing(FileStore(tmp_path / "ws", embedder=HashEmbedder(salt="old"))) as store:
-        assert store.import_memories(_records(35)) == 35
+        assert store.memories.import_records(_records(35)) == 35
     log = FileLayout(tmp_path / "ws").memory_log
     progress = log.with_name("memories.reindex.json")
     with closing(FileStore(tmp_path / "ws", embedder=FlakyEmbedder(fail_on=3, salt="new"))) as store:
         with pytest.raises(StoreError, match="run the reindex again to continue"):
-            store.reindex()
+            store.memories.reindex()
     assert len(json.loads(progress.read_text())["done"]) == 20
     resumed = FlakyEmbedder(salt="new")
     with closing(FileStore(tmp_path / "ws", embedder=resumed)) as store:
-        assert store.reindex() == 35
+        assert store.memories.reindex() == 35
         assert resumed.texts == 15
-        assert {m.embedding_model for m in store.list_memories()} == {"test-hash-384-new"}
+        assert {m.embedding_model for m in store.memories.list()} == {"test-hash-384-new"}
     assert not progress.exists()
     assert {op["model"] for op in map(json.loads, log.read_text().splitlines())} == {"test-hash-384-new"}
 

@@ -39,10 +39,10 @@ class Harness:
             return await asyncio.to_thread(directory.admit, sender, allow)
 
         async def get_state(key):
-            return self.store.get_state(key)
+            return self.store.state.get(key)
 
         async def set_state(key, value):
-            self.store.set_state(key, value)
+            self.store.state.set(key, value)
 
         links = ChannelLinks(admit=admit, submit=self.submit, get_state=get_state, set_state=set_state)
         self.channel = TelegramChannel(channel_config, links, sleep=quick_sleep)
@@ -92,7 +92,7 @@ def test_pairing_approval_admits_them_as_their_own_person_and_a_restart_answers_
     with FakeTelegram(TOKEN) as fake:
         h = Harness(tmp_path, fake, allow_from=[])
         fake.push(5, "hi")
-        asyncio.run(h.run(lambda: fake.texts(5) and h.store.get_state("telegram.offset"), seconds=5))
+        asyncio.run(h.run(lambda: fake.texts(5) and h.store.state.get("telegram.offset"), seconds=5))
         code = fake.texts(5)[0].split("approve ")[1].split()[0]
         assert Pairing(h.store).approve(code, "sam").name == "sam"
         h2 = Harness(tmp_path, fake, allow_from=[])

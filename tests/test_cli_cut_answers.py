@@ -18,7 +18,7 @@ from tests.fakes.openai_server import FakeOpenAI
 def _transcript(home):
     store = FileStore(home / "workspace")
     try:
-        return [e.message for e in store.read_transcript("cli:default")], store.load_session("cli:default").messages
+        return [e.message for e in store.transcripts.read("cli:default")], store.sessions.load("cli:default").messages
     finally:
         store.close()
 

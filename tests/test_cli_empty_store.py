@@ -26,7 +26,7 @@ def test_a_turn_on_an_empty_store_never_imports_numpy(isolated_home):
 
         empty = run_cli("agent", "-m", "What do you remember about me?", home=isolated_home, extra_env=IMPORT_TIMES)
         assert empty.returncode == 0 and empty.stdout == "Hello.\n", empty.stderr[-2000:]
-        assert "picoora.store.memory_index" in _imported(empty)  # the turn did open the memory index to recall
+        assert "picoora.store.files.memory_index" in _imported(empty)  # the turn did open the memory index to recall
         assert "numpy" not in _imported(empty)
 
         assert run_cli("memory", "add", "My boat is called Ondine", home=isolated_home).returncode == 0

@@ -26,5 +26,5 @@ def test_failed_one_shots_are_not_sent_again_with_the_next_message(isolated_home
     users = [m["content"] for m in fake.requests[-1]["messages"] if m["role"] == "user"]
     assert users == ["What do you know about my boat?"]
     store = FileStore(isolated_home / "workspace")
-    said = [e.message.content for e in store.read_transcript("cli:default") if e.message.role == "user"]
+    said = [e.message.content for e in store.transcripts.read("cli:default") if e.message.role == "user"]
     assert said == ["My boat is called Ondine.", "It is blue.", "What do you know about my boat?"]

@@ -16,8 +16,9 @@ def test_transcript_rows_line_up_and_use_one_time_format(isolated_home):
     closed_port_url_config(isolated_home)
     store = FileStore(isolated_home / "workspace")
     for n in range(12):  # sequence numbers of one and two digits
-        store.append_transcript("cli:default", [Message(role="user" if n % 2 else "assistant", content=f"message {n}")])
-    store.append_session("cli:default", [Message(role="user", content="hello")])
+        store.transcripts.append("cli:default",
+                                 [Message(role="user" if n % 2 else "assistant", content=f"message {n}")])
+    store.sessions.append("cli:default", [Message(role="user", content="hello")])
     store.close()
     table = run_cli("oracle-inspect", "transcripts", "-n", "12", home=isolated_home)
     overview = run_cli("oracle-inspect", home=isolated_home)

@@ -58,10 +58,10 @@ def _env(home: Path) -> dict[str, str]:
 
 def _assert_store_consistent(home: Path) -> None:
     store = FileStore(home / "workspace")
-    session = store.load_session("cli:default").messages
+    session = store.sessions.load("cli:default").messages
     assert repair_history(session) == session  # only complete call/result pairs were kept
     assert (session[0].content, session[0].cancelled) == ("run the long command", True)
-    transcript = [e.message for e in store.read_transcript("cli:default")]
+    transcript = [e.message for e in store.transcripts.read("cli:default")]
     assert transcript[0].role == "user"
     assert (transcript[-1].content, transcript[-1].cancelled) == (CANCELLED_MARK, True)  # the record says so
     store.close()

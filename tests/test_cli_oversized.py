@@ -28,7 +28,7 @@ def test_a_one_megabyte_message_is_refused_before_sending_and_not_carried_on(iso
     request = messages_text(fake.requests[-1])
     assert len(request) < 60_000 and "log line" not in request  # the refused message is not carried on
     store = FileStore(isolated_home / "workspace")
-    kept = [e.message.content for e in store.read_transcript("cli:default")]
+    kept = [e.message.content for e in store.transcripts.read("cli:default")]
     store.close()
     assert kept[0] == huge.strip()  # nothing lost: the transcript has it
 

@@ -151,9 +151,9 @@ def test_status_counts_the_documents_on_files(tmp_path):
     config.agents.defaults.workspace = str(tmp_path / "ws")
     config.memory.embedder = "none"
     store = FileStore(tmp_path / "ws", embedder=None, docs=config.docs)
-    store.add_document("/d/a.md", "A", [DocPage("The boiler shows E42 when the pressure is low.")], shared=True)
-    store.add_document("/d/b.md", "B", [DocPage(" ".join(f"Sentence {n} is about the shed." for n in range(40)))])
-    chunks = store.document_counts().chunks
+    store.documents.add("/d/a.md", "A", [DocPage("The boiler shows E42 when the pressure is low.")], shared=True)
+    store.documents.add("/d/b.md", "B", [DocPage(" ".join(f"Sentence {n} is about the shed." for n in range(40)))])
+    chunks = store.documents.counts().chunks
     store.close()
     lines, _, _ = _storage_lines(config, tmp_path / "ws")
     stored = next(line for line in lines if line.label == "Stored")

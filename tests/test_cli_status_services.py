@@ -37,9 +37,9 @@ def test_channels_jobs_heartbeat_and_session_choices_as_lines_and_typed_facts(is
     added = run_cli("cron", "add", "every", "2h", "Summarise my notes", home=isolated_home)
     assert added.returncode == 0, added.stderr
     store = FileStore(isolated_home / "workspace")
-    store.set_state(LAST_BEAT, json.dumps({"at": "2026-12-01T08:00:00+00:00", "outcome": "ok", "detail": None}))
-    store.set_state(state_key("web:kitchen"), encode_choice("ollama", "gemma3:1b"))
-    store.set_state(state_key("web:gone-back"), "")  # went back to the default: no choice
+    store.state.set(LAST_BEAT, json.dumps({"at": "2026-12-01T08:00:00+00:00", "outcome": "ok", "detail": None}))
+    store.state.set(state_key("web:kitchen"), encode_choice("ollama", "gemma3:1b"))
+    store.state.set(state_key("web:gone-back"), "")  # went back to the default: no choice
     store.close()
 
     text = run_cli("status", home=isolated_home).stdout

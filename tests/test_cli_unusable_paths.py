@@ -52,7 +52,7 @@ def _workspace_with_a_session(where) -> None:
     store = FileStore(where)
     from picoora.messages import Message
 
-    store.append_transcript("cli:default", [Message(role="user", content="an earlier question")])
+    store.transcripts.append("cli:default", [Message(role="user", content="an earlier question")])
     store.close()
 
 
@@ -77,7 +77,7 @@ def test_a_full_disk_ends_the_turn_with_one_line_and_keeps_what_was_stored(isola
         result = run_cli("agent", "-m", "hello", home=isolated_home, preexec_fn=preexec)
         status = run_cli("status", home=isolated_home, preexec_fn=preexec)
         store = FileStore(workspace)
-        kept = [e.message.content for e in store.read_transcript("cli:default")]
+        kept = [e.message.content for e in store.transcripts.read("cli:default")]
         store.close()
     _one_clear_line(result, code=1, words="cannot write")
     assert "free some space" in result.stderr
@@ -113,6 +113,6 @@ def test_sessions_folder_that_is_a_file_and_a_session_nested_too_deep(isolated_h
     deep = run_cli("agent", "-m", "hello", home=isolated_home)
     _one_clear_line(deep, code=1, words="nested too deeply")
     store = FileStore(workspace)
-    said = [e.message.content for e in store.read_transcript("cli:default")]
+    said = [e.message.content for e in store.transcripts.read("cli:default")]
     store.close()
     assert said == ["hello", FAILED_MARK] * 2  # the user's words were kept both times, the turns marked failed

@@ -53,7 +53,7 @@ def test_bad_requests_are_tool_errors_not_crashes(tmp_path):
 
 def test_from_the_cli_session_the_target_is_the_chat_used_last(tmp_path):
     store = FileStore(tmp_path / "ws")
-    store.set_state(LAST_CHAT, "telegram:42")
+    store.state.set(LAST_CHAT, "telegram:42")
     _call(store, tmp_path, "cli:default", action="add", kind="every", when="1d", message="digest", reminder=True)
     [job] = JobBook(store).jobs()
     assert (job.channel, job.chat_id, job.action) == ("telegram", "42", "reminder")

@@ -78,10 +78,10 @@ def test_the_bundled_model_reads_every_token_of_every_chunk(tmp_path):
     assert sum(embedder.word_tokens(words[:80])) > MINILM_MAX_TOKENS
     store = FileStore(tmp_path / "ws", embedder=embedder, docs=DocsConfig(chunk_by="words"))
     try:
-        store.add_document("/d/libs.txt", "libs", [DocPage(text)])
-        chunks = [c.text for c in store._docs._stored[store.list_documents()[0].id].chunks]
+        store.documents.add("/d/libs.txt", "libs", [DocPage(text)])
+        chunks = [c.text for c in store.documents.library._stored[store.documents.list()[0].id].chunks]
         assert max(sum(embedder.word_tokens(c.split())) + 2 for c in chunks) <= MINILM_MAX_TOKENS
         assert _covers_in_order(chunks, words)
-        assert store.search_documents("libfoo.so.97")[0].text.count("libfoo.so.97.679") == 1
+        assert store.documents.search("libfoo.so.97")[0].text.count("libfoo.so.97.679") == 1
     finally:
         store.close()

@@ -282,12 +282,12 @@ def test_a_cached_query_is_never_answered_from_a_stale_memory_vector(tmp_path):
     question = "What is the door code?"
     with closing(FileStore(tmp_path, embedder=embedder)) as writer, \
             closing(FileStore(tmp_path, embedder=embedder)) as reader:  # another process's store, in effect
-        old = writer.add_memory("The door code is 4512").memory
-        assert reader.recall(question, limit=1).matches[0].memory.id == old.id
-        assert writer.forget(old.id)
-        new = writer.add_memory("The door code is 9981").memory  # the memory edited: forgotten, said again
+        old = writer.memories.add("The door code is 4512").memory
+        assert reader.memories.recall(question, limit=1).matches[0].memory.id == old.id
+        assert writer.memories.forget(old.id)
+        new = writer.memories.add("The door code is 9981").memory  # the memory edited: forgotten, said again
         passes = len(embedder.passes)
-        best = reader.recall(question, limit=5)
+        best = reader.memories.recall(question, limit=5)
         assert len(embedder.passes) == passes  # the question came from the recent queries...
         assert [m.memory.id for m in best.matches] == [new.id]  # ...and was compared with the new vector only
         fresh = MiniLMEmbedder().embed([question, "The door code is 9981"])

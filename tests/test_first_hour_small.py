@@ -65,10 +65,10 @@ def test_expired_pairing_codes_are_pruned_when_met(isolated_home):
 
     def strangers_from_days_ago() -> None:  # each wrote once and never came back
         for code, sender in (("OLDCODE1", "111"), ("OLDCODE2", "222")):
-            store.set_state(PAIR_PREFIX + code, json.dumps(PairingRequest(code, "telegram", sender, "", old).__dict__))
+            store.state.set(PAIR_PREFIX + code, json.dumps(PairingRequest(code, "telegram", sender, "", old).__dict__))
 
     def codes_kept() -> set[str]:
-        return {key for key in store.all_state() if key.startswith(PAIR_PREFIX)}
+        return {key for key in store.state.all() if key.startswith(PAIR_PREFIX)}
 
     strangers_from_days_ago()
     fresh, _ = Pairing(store).request(Sender("telegram", "333", "carol"))  # what the gateway does for a stranger

@@ -412,6 +412,6 @@ def test_the_transcript_is_on_disk_in_the_workspace(gw, isolated_home):
         http.post("/v1/chat", json={"session_id": "disk", "text": "persist me"})
     store = FileStore(isolated_home / "workspace", embedder=None)
     try:
-        assert [e.message.content for e in store.read_transcript("web:disk")] == ["persist me", "You said: persist me"]
+        assert [e.message.content for e in store.transcripts.read("web:disk")] == ["persist me", "You said: persist me"]
     finally:
         store.close()

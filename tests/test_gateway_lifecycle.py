@@ -52,7 +52,7 @@ def gateway_home(home: Path, ollama_url: str, **gateway) -> None:
 def transcript(home: Path, key: str) -> list[tuple[str, str]]:
     store = FileStore(home / "workspace")
     try:
-        return [(e.message.role, e.message.content) for e in store.read_transcript(key)]
+        return [(e.message.role, e.message.content) for e in store.transcripts.read(key)]
     finally:
         store.close()
 

@@ -15,7 +15,7 @@ import pytest
 
 from picoora.store.base import StoreError
 from picoora.store.files import FileStore
-from picoora.store.service_lock import ServiceBusy
+from picoora.store.files.service_lock import ServiceBusy
 from tests.cli_support import REPO, run_cli
 from tests.fakes.ollama_server import FakeOllama, Reply
 from tests.test_gateway_lifecycle import gateway_home, start_gateway

@@ -55,8 +55,8 @@ def transcripts(gw) -> dict[str, list[str]]:
     store = gw.gateway.assistant.astore
 
     async def read() -> dict[str, list[str]]:
-        keys = [key for key in await store.transcript_keys() if key.startswith("openai:")]
-        return {key: [f"{e.message.role}: {e.message.content}" for e in await store.read_transcript(key)]
+        keys = [key for key in await store.transcripts.keys() if key.startswith("openai:")]
+        return {key: [f"{e.message.role}: {e.message.content}" for e in await store.transcripts.read(key)]
                 for key in keys}
 
     return gw.call(read())

@@ -116,7 +116,7 @@ def test_each_person_has_their_own_memories_sessions_and_guest_tools(home, gw, f
     # On disk: the owner's store holds none of the people's memories.
     owner_store = FileStore(home / "workspace")
     try:
-        assert owner_store.list_memories(50) == []
+        assert owner_store.memories.list(50) == []
     finally:
         owner_store.close()
 
@@ -190,8 +190,8 @@ def test_a_token_whose_person_left_users_or_whose_row_is_damaged_admits_nobody(h
         assert tokens.person_of(secret).name == "bob"
         config.users = [u for u in config.users if u.name != "bob"]
         assert ApiTokens(store, config).person_of(secret) is None
-        key = next(k for k in store.all_state() if k.startswith("api.token."))
-        store.set_state(key, "{not json")
+        key = next(k for k in store.state.all() if k.startswith("api.token."))
+        store.state.set(key, "{not json")
         assert tokens.person_of(secret) is None and tokens.listed() == []
         assert tokens.person_of("") is None and tokens.person_of("pico_" + "\udcff") is None
         assert tokens.create("bob", "\x1b[31mred\x1b[0m\nphone\x07")[0].label == "[31mred[0m phone"  # no escapes

@@ -71,4 +71,4 @@ def test_picoora_pair_lists_approves_and_refuses(isolated_home):
     assert "No one is waiting." in run_cli("pair", "list", home=isolated_home).stdout
     store = FileStore(isolated_home / "workspace")
     # Bound to the id: whoever takes the username @sam later is not sam.
-    assert store.get_state("pair.person.telegram:8") == "sam" and store.get_state("pair.person.telegram:@sam") is None
+    assert store.state.get("pair.person.telegram:8") == "sam" and store.state.get("pair.person.telegram:@sam") is None

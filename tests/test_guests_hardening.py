@@ -93,7 +93,7 @@ def test_a_guest_sees_only_the_persona_and_never_the_owners_exemptions(isolated_
             # The owner's files, broken by an exec call: guests' turns do not depend on them being sound.
             (assistant.workspace / "IDENTITY.md").write_bytes(b"I am Pico, a cheerful helper.\n\xff\n")
             (assistant.workspace / "SOUL.md").write_text("Be kind. " * 90_000)
-            await assistant.astore.set_prompt("USER.md", "The owner's bank PIN is 9931.")
+            await assistant.astore.prompts.set("USER.md", "The owner's bank PIN is 9931.")
             telegram.push(OWNER, "check the router")
             await _until(lambda: telegram.texts(OWNER))
             owner_hits = lan.hits
@@ -162,7 +162,7 @@ def test_a_planted_approval_cannot_name_a_store_outside_the_peoples_folder(isola
     from picoora.store.layout import FileLayout
 
     store = FileStore(isolated_home / "ws")
-    store.set_state("pair.person.telegram:8", "..")  # a hand edit, or an older picoora's approval
+    store.state.set("pair.person.telegram:8", "..")  # a hand edit, or an older picoora's approval
     try:
         assert Directory(Config(), store).person_of(Sender("telegram", "8"), []) is None
     finally:
@@ -246,7 +246,7 @@ def test_the_heartbeat_and_jobs_answer_in_the_owners_last_private_chat_never_a_g
             (assistant.workspace / "HEARTBEAT.md").write_text("- Tell me my PIN\n")
             beat = await HeartbeatService(assistant.astore, submit=runtime.turns.submit, delivery=runtime.delivery,
                                           interval_minutes=30, workspace=assistant.workspace).beat()
-            return beat, await assistant.astore.get_state(LAST_CHAT)
+            return beat, await assistant.astore.state.get(LAST_CHAT)
 
         beat, last = _run(config, body)
     assert last == f"telegram:{OWNER}" and beat.outcome == "delivered"

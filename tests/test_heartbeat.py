@@ -38,12 +38,12 @@ def _beat(home, heartbeat_text, replies, last_channel="telegram:42", beats=1):
             async with build_assistant(config) as assistant:
                 async with running_runtime(assistant) as (runtime, recorders):
                     if last_channel:
-                        await assistant.astore.set_state(LAST_CHAT, last_channel)
+                        await assistant.astore.state.set(LAST_CHAT, last_channel)
                     service = HeartbeatService(assistant.astore, submit=runtime.turns.submit,
                                                delivery=runtime.delivery, interval_minutes=30,
                                                workspace=assistant.workspace)
                     outcomes = [await service.beat() for _ in range(beats)]
-                logged = json.loads(await assistant.astore.get_state("heartbeat.last"))
+                logged = json.loads(await assistant.astore.state.get("heartbeat.last"))
                 sessions = [s.key for s in await assistant.sessions()]
                 waiting = [e.message.content for e in await assistant.astore.run(inbox.take, assistant.store,
                                                                                   "cli:default")]

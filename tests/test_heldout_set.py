@@ -55,7 +55,7 @@ def test_each_code_query_is_held_exactly_by_its_fact():
 @pytest.mark.slow  # embeds the whole set with the real bundled MiniLM
 def test_pushed_recall_on_the_heldout_set_stays_at_its_measured_level():
     from picoora.store.embedder import MiniLMEmbedder
-    from picoora.store.memory_index import MemoryIndex
+    from picoora.store.files.memory_index import MemoryIndex
 
     pairs, codes, offtopic = load(HELDOUT)
     asked = [(p["question"], p["fact"]) for p in pairs] + [(c["query"], c["fact"]) for c in codes]

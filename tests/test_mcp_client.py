@@ -76,7 +76,7 @@ def test_stdio_tools_are_listed_with_a_prefix_validated_called_and_capped(tmp_pa
     assert mcp_data(results["parent"].content) == "<unset>"  # the parent's environment is not passed on
     huge = results["huge"]
     assert len(mcp_data(huge.content)) < 700 and "characters left out here" in huge.content
-    assert mcp_data(FileStore(tmp_path / "store").get_tool_output(huge.handle).content) == "x" * 5000  # kept whole
+    assert mcp_data(FileStore(tmp_path / "store").tool_outputs.get(huge.handle).content) == "x" * 5000  # kept whole
     assert results["fails"].is_error
 
 

@@ -11,8 +11,8 @@ import pytest
 from picoora.store import ranking
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import EmbedderUnavailable
+from picoora.store.files.memory_index import MemoryIndex
 from picoora.store.keywords import KeywordIndex, code_terms, tokenize
-from picoora.store.memory_index import MemoryIndex
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 

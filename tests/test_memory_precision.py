@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories, ranking
+from picoora.store import ranking
 from picoora.store.anchors import MINILM_VECTORS_PATH, background_texts
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MiniLMEmbedder
-from picoora.store.files import FileStore
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.files import FileStore, file_memories
+from picoora.store.files.memory_index import MemoryIndex
 from tests.cli_support import run_cli, write_config
 from tests.fakes._http import closed_port_url
 from tests.fakes.hash_embedder import HashEmbedder
@@ -121,16 +121,16 @@ def store(tmp_path):
     ],
 )
 def test_facts_differing_in_an_identifier_are_both_kept(store, first, second):
-    one, two = store.add_memory(first), store.add_memory(second)
+    one, two = store.memories.add(first), store.memories.add(second)
     assert one.created and two.created, (first, second)
-    assert {m.content for m in store.list_memories()} == {first, second}
+    assert {m.content for m in store.memories.list()} == {first, second}
 
 
 def test_a_repeat_is_still_one_memory(store):
-    first = store.add_memory("The office door code is 4711#", importance=0.5)
-    again = store.add_memory("the office door code is 4711#.", importance=0.9)
+    first = store.memories.add("The office door code is 4711#", importance=0.5)
+    again = store.memories.add("the office door code is 4711#.", importance=0.9)
     assert not again.created and again.memory.id == first.memory.id
-    assert store.get_memory(first.memory.id).importance == 0.9
+    assert store.memories.get(first.memory.id).importance == 0.9
 
 
 def test_a_near_duplicate_with_the_same_identifiers_is_one_memory():
@@ -144,11 +144,11 @@ def test_a_near_duplicate_with_the_same_identifiers_is_one_memory():
 
 
 def test_recall_without_touch_leaves_access_counts(store):
-    record = store.add_memory("The boat is moored at pier seven").memory
-    store.recall("boat moored pier", limit=1, touch=False)
-    assert store.get_memory(record.id).access_count == 0
-    store.recall("boat moored pier", limit=1)
-    assert store.get_memory(record.id).access_count == 1
+    record = store.memories.add("The boat is moored at pier seven").memory
+    store.memories.recall("boat moored pier", limit=1, touch=False)
+    assert store.memories.get(record.id).access_count == 0
+    store.memories.recall("boat moored pier", limit=1)
+    assert store.memories.get(record.id).access_count == 1
 
 
 def test_memory_search_and_inspector_do_not_count_as_access(isolated_home):
@@ -182,13 +182,13 @@ def test_the_snapshot_orders_memories_as_the_in_memory_index_does(tmp_path, mini
     facts = [record.content for record, _ in minilm_index.items()]
     with closing(FileStore(tmp_path / "ws", embedder=embedder)) as store:
         for fact in facts:
-            store.add_memory(fact)
+            store.memories.add(fact)
     with closing(FileStore(tmp_path / "ws", embedder=embedder)) as store:
-        store.list_memories()  # the first open after writes folds the log and writes the snapshot
+        store.memories.list()  # the first open after writes folds the log and writes the snapshot
     monkeypatch.setattr(file_memories, "_fold", lambda ops: pytest.fail("the log was replayed"))
     with closing(FileStore(tmp_path / "ws", embedder=embedder)) as store:  # reopened: answered from the snapshot
         for question in ("When is the dog due for vaccinations?", "Where do we usually go out to eat?"):
-            from_snapshot = [m.memory.content for m in store.recall(question, 5, touch=False).matches]
+            from_snapshot = [m.memory.content for m in store.memories.recall(question, 5, touch=False).matches]
             in_memory = [m.memory.content for m in minilm_index.search(question, 5).matches]
             assert from_snapshot == in_memory, question
 
@@ -203,9 +203,9 @@ def test_a_changed_fact_is_recalled_with_its_new_value_only(tmp_path):
     first = gone = 0
     for n, row in enumerate(changing):
         with closing(FileStore(tmp_path / str(n), embedder=embedder)) as store:
-            store.add_memory(row["old"])
-            store.add_memory(row["new"])
-            found = [m.memory.content for m in store.recall(row["question"], 5, touch=False).matches]
+            store.memories.add(row["old"])
+            store.memories.add(row["new"])
+            found = [m.memory.content for m in store.memories.recall(row["question"], 5, touch=False).matches]
         first += bool(found) and found[0] == row["new"]
         gone += row["old"] not in found
     print(f"new value first {first / len(changing):.3f}, old value gone {gone / len(changing):.3f}")

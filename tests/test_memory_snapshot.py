@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories
 from picoora.store.base import MemoryRecord
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, memory_ops
+from picoora.store.files.memory_index import MemoryIndex
+from picoora.store.files.memory_snapshot import Snapshot, snapshot_dir
 from picoora.store.layout import FileLayout
-from picoora.store.memory_index import MemoryIndex
-from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
 FACTS = ["The boat is moored at pier seven", "The spare key is under the blue flowerpot",
@@ -27,7 +26,7 @@ def _store(workspace: Path, salt: str = "") -> FileStore:
 
 def _fill(workspace: Path) -> list[str]:
     with closing(_store(workspace)) as store:
-        return [store.add_memory(fact).memory.id for fact in FACTS]
+        return [store.memories.add(fact).memory.id for fact in FACTS]
 
 
 def _no_replay(monkeypatch) -> None:
@@ -41,16 +40,16 @@ def test_a_new_process_answers_from_the_snapshot_without_replaying_the_log(tmp_p
     ws = tmp_path / "ws"
     ids = _fill(ws)
     with closing(_store(ws)) as store:
-        store.list_memories()  # the first open after writes folds the log once and snapshots it
+        store.memories.list()  # the first open after writes folds the log once and snapshots it
     assert (snapshot_dir(FileLayout(ws).memory_log) / "manifest.json").is_file()
     _no_replay(monkeypatch)
     with closing(_store(ws)) as store:
-        assert store.recall("boat moored pier", limit=1).matches[0].memory.id == ids[0]
-        assert store.recall("INV-2024-0381", limit=1).matches[0].memory.id == ids[2]
-        assert store.get_memory(ids[1]).content == FACTS[1]
-        assert store.forget(ids[3]) and store.get_memory(ids[3]) is None
-        assert store.add_memory(FACTS[0]).created is False  # dedup sees snapshot rows
-        assert len(store.list_memories()) == 3
+        assert store.memories.recall("boat moored pier", limit=1).matches[0].memory.id == ids[0]
+        assert store.memories.recall("INV-2024-0381", limit=1).matches[0].memory.id == ids[2]
+        assert store.memories.get(ids[1]).content == FACTS[1]
+        assert store.memories.forget(ids[3]) and store.memories.get(ids[3]) is None
+        assert store.memories.add(FACTS[0]).created is False  # dedup sees snapshot rows
+        assert len(store.memories.list()) == 3
 
 
 def test_the_index_lives_beside_the_log_wherever_the_log_is(tmp_path):
@@ -68,7 +67,7 @@ def test_a_log_rewritten_behind_the_snapshot_is_never_trusted(tmp_path):
     ws = tmp_path / "ws"
     _fill(ws)
     with closing(_store(ws)) as store:
-        store.list_memories()
+        store.memories.list()
     log = FileLayout(ws).memory_log
     lines = log.read_text().splitlines(keepends=True)
     replaced = json.loads(lines[0])
@@ -76,7 +75,7 @@ def test_a_log_rewritten_behind_the_snapshot_is_never_trusted(tmp_path):
     # Same file, same length or longer: only the content differs.
     log.write_text(json.dumps(replaced) + "\n" + "".join(lines[1:]))
     with closing(_store(ws)) as store:
-        contents = {m.content for m in store.list_memories()}
+        contents = {m.content for m in store.memories.list()}
     assert "The canoe is stored in the shed" in contents and FACTS[0] not in contents
 
 
@@ -84,12 +83,12 @@ def test_lines_appended_after_the_snapshot_are_replayed_on_top_of_it(tmp_path, m
     ws = tmp_path / "ws"
     _fill(ws)
     with closing(_store(ws)) as reader, closing(_store(ws)) as writer:
-        reader.list_memories()
-        extra = writer.add_memory("The bike lock combination is 3-9-1-5").memory
-        writer.recall("boat moored", limit=1)  # a touch of a snapshot row
+        reader.memories.list()
+        extra = writer.memories.add("The bike lock combination is 3-9-1-5").memory
+        writer.memories.recall("boat moored", limit=1)  # a touch of a snapshot row
         _no_replay(monkeypatch)
-        assert reader.recall("bike lock combination", limit=1).matches[0].memory.id == extra.id
-        boat = next(m for m in reader.list_memories() if m.content == FACTS[0])
+        assert reader.memories.recall("bike lock combination", limit=1).matches[0].memory.id == extra.id
+        boat = next(m for m in reader.memories.list() if m.content == FACTS[0])
         assert boat.access_count == 1
 
 
@@ -97,13 +96,13 @@ def test_damaged_or_half_written_index_files_are_rebuilt_from_the_log(tmp_path, 
     ws = tmp_path / "ws"
     ids = _fill(ws)
     with closing(_store(ws)) as store:
-        store.list_memories()
+        store.memories.list()
     directory = snapshot_dir(FileLayout(ws).memory_log)
     gen = json.loads((directory / "manifest.json").read_text())["gen"]
     (directory / f"{gen}.vectors.npy").write_bytes(b"\x93NUMPY garbage")
     (directory / "0123456789ab.vectors.npy").write_bytes(b"left by a crash before the manifest switched")
     with closing(_store(ws)) as store:
-        assert store.recall("spare key flowerpot", limit=1).matches[0].memory.id == ids[1]
+        assert store.memories.recall("spare key flowerpot", limit=1).matches[0].memory.id == ids[1]
     assert "rebuilding it from the log" in caplog.text
     assert not (directory / "0123456789ab.vectors.npy").exists()
 
@@ -112,9 +111,9 @@ def test_a_snapshot_of_another_embedding_model_is_not_used_for_vectors(tmp_path)
     ws = tmp_path / "ws"
     ids = _fill(ws)
     with closing(_store(ws)) as store:
-        store.list_memories()
+        store.memories.list()
     with closing(_store(ws, salt="other")) as store:
-        result = store.recall("boat moored pier", limit=1)
+        result = store.memories.recall("boat moored pier", limit=1)
         assert result.matches[0].memory.id == ids[0]  # by keywords: the vectors are another model's
         assert result.matches[0].similarity is None and "reindex" in (result.note or "")
 
@@ -125,11 +124,11 @@ def test_a_long_tail_is_folded_into_a_new_snapshot(tmp_path, monkeypatch):
     _fill(ws)
     directory = snapshot_dir(FileLayout(ws).memory_log)
     with closing(_store(ws)) as store:
-        store.list_memories()
+        store.memories.list()
         first = json.loads((directory / "manifest.json").read_text())["gen"]
         for n in range(7):
-            store.add_memory(f"tail fact {n} number {n * 11}")
-        assert len(store.list_memories()) == len(FACTS) + 7
+            store.memories.add(f"tail fact {n} number {n * 11}")
+        assert len(store.memories.list()) == len(FACTS) + 7
         manifest = json.loads((directory / "manifest.json").read_text())
     assert manifest["gen"] != first and manifest["rows"] > len(FACTS)  # the tail went into the snapshot
 
@@ -139,10 +138,10 @@ def test_tiny_and_empty_logs(tmp_path, count):
     ws = tmp_path / "ws"
     with closing(_store(ws)) as store:
         for n in range(count):
-            store.add_memory(f"only fact {n}")
-        assert len(store.list_memories()) == count
+            store.memories.add(f"only fact {n}")
+        assert len(store.memories.list()) == count
     with closing(_store(ws)) as store:
-        assert len(store.recall("only fact", limit=3).matches) == count
+        assert len(store.memories.recall("only fact", limit=3).matches) == count
 
 
 def test_a_store_takes_the_snapshot_another_store_rewrote_instead_of_folding_again(tmp_path, monkeypatch):
@@ -150,36 +149,36 @@ def test_a_store_takes_the_snapshot_another_store_rewrote_instead_of_folding_aga
     ws = tmp_path / "ws"
     _fill(ws)
     with closing(_store(ws)) as reader, closing(_store(ws)) as writer:
-        reader.list_memories()
+        reader.memories.list()
         for n in range(7):
-            writer.add_memory(f"tail fact {n} number {n * 11}")
-        writer.list_memories()  # the writer folds its long tail into a new snapshot
+            writer.memories.add(f"tail fact {n} number {n * 11}")
+        writer.memories.list()  # the writer folds its long tail into a new snapshot
         _no_replay(monkeypatch)
-        assert len(reader.list_memories()) == len(FACTS) + 7
+        assert len(reader.memories.list()) == len(FACTS) + 7
 
 
 def test_vector_status_counts_missing_vectors_without_decoding_a_record(tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     with closing(_store(ws, salt="old")) as old:  # vectors of another model: missing for the store below
-        old_ids = [old.add_memory(f"old fact {n} about the {word}").memory.id
+        old_ids = [old.memories.add(f"old fact {n} about the {word}").memory.id
                    for n, word in enumerate(("harbour", "garden", "attic"))]
     ids = _fill(ws)
     with closing(_store(ws)) as store, closing(_store(ws, salt="old")) as writer:
-        store.list_memories()  # the snapshot: 3 rows without this model's vector, 4 with
-        assert store.forget(old_ids[0]) and store.forget(ids[3])
-        store.recall("boat moored pier", limit=1)  # a touched row changes its record, not its vector
-        store.add_memory("The canoe is stored in the shed")
-        writer.add_memory("old fact about the cellar")  # another process's line, read from the tail
-        decoded = sum(1 for m in store.list_memories() if m.embedding_model != store.vector_status().embedder)
+        store.memories.list()  # the snapshot: 3 rows without this model's vector, 4 with
+        assert store.memories.forget(old_ids[0]) and store.memories.forget(ids[3])
+        store.memories.recall("boat moored pier", limit=1)  # a touched row changes its record, not its vector
+        store.memories.add("The canoe is stored in the shed")
+        writer.memories.add("old fact about the cellar")  # another process's line, read from the tail
+        decoded = sum(1 for m in store.memories.list() if m.embedding_model != store.memories.vector_status().embedder)
 
         def refuse(self, row):
             raise AssertionError("a record was decoded to count vectors")
 
         monkeypatch.setattr(Snapshot, "record", refuse)
-        assert store.vector_status().missing == decoded == 3
+        assert store.memories.vector_status().missing == decoded == 3
     monkeypatch.undo()
     with closing(_store(ws, salt="new")) as other:  # a snapshot of another model's: its records say
-        assert other.vector_status().missing == len(other.list_memories()) == 7
+        assert other.memories.vector_status().missing == len(other.memories.list()) == 7
 
 
 def _seeded_log(path: Path, count: int, model: str) -> np.ndarray:
@@ -191,7 +190,7 @@ def _seeded_log(path: Path, count: int, model: str) -> np.ndarray:
     with open(path, "w", encoding="utf-8") as out:
         for i, vector in enumerate(vectors):
             record = MemoryRecord(id=f"s{i:05d}", content=f"seeded memory number {i}", embedding_model=model)
-            out.write(json.dumps(file_memories.add_op(record, file_memories.encode_vector(vector))) + "\n")
+            out.write(json.dumps(memory_ops.add_op(record, memory_ops.encode_vector(vector))) + "\n")
     return vectors
 
 
@@ -208,7 +207,7 @@ def _mapped_kb(name_end: str) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps")
 def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tmp_path, monkeypatch):
-    from picoora.store import memory_snapshot
+    from picoora.store.files import memory_snapshot
 
     monkeypatch.setattr(memory_snapshot, "SCAN_ROWS", 96)  # 144 KB chunks, the last one short: 11 reads
     monkeypatch.setattr(memory_snapshot, "MAPPED_SCAN_BYTES", 1 << 20)  # the 1.5 MB matrix counts as large
@@ -230,16 +229,16 @@ def test_a_scan_of_the_vectors_matches_the_product_without_mapping_the_matrix(tm
 
 
 def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_path, monkeypatch):
-    from picoora.store import memory_index
+    from picoora.store.files import memory_index
 
     monkeypatch.setattr(memory_index, "DEDUP_PRODUCT", 3)  # a product of 3 similarities: many small batches
     ws = tmp_path / "ws"
     ids = _fill(ws)  # FACTS, in the snapshot once the next store opens
     with closing(_store(ws)) as store:
-        store.list_memories()
-        store.forget(ids[3])
-        tail = store.add_memory("The canoe is stored in the shed").memory.id
-        index = store._memories.searchable()
+        store.memories.list()
+        store.memories.forget(ids[3])
+        tail = store.memories.add("The canoe is stored in the shed").memory.id
+        index = store.memories.log.searchable()
         contents = [
             "at pier seven the boat is moored",  # the snapshot's FACTS[0], words reordered: same vector
             "The spare key is under the blue flowerpot",  # exact text of a snapshot row
@@ -255,7 +254,7 @@ def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_pat
                                                                                      tail, None]
         assert [r and r.id for r in index.find_duplicates(contents, None)] == [None, ids[1], None, None, None, None]
         tail_only = MemoryIndex(HashEmbedder())
-        for record in store.list_memories():
+        for record in store.memories.list():
             tail_only.add(record, HashEmbedder().embed([record.content])[0])
         assert [r and r.id for r in tail_only.find_duplicates(contents, vectors)] == [r and r.id for r in batched]
 
@@ -263,7 +262,7 @@ def test_an_import_batch_finds_the_same_duplicates_as_one_check_per_text(tmp_pat
 def test_an_import_sized_check_through_the_projection_finds_exactly_what_the_full_scan_finds(tmp_path, monkeypatch):
     """``dedup_prefilter``: a batched duplicate check first compares 64 projected dimensions, then only the
     rows that pass in full. The bound is exact, so the answers are the full product's, row for row."""
-    from picoora.store import log_index
+    from picoora.store.files import log_index
 
     log = tmp_path / "memories.jsonl"
     vectors = _seeded_log(log, 3000, "test-hash-384")

@@ -86,21 +86,21 @@ def test_a_real_run_brings_config_workspace_and_records(isolated_home, user_home
 
     store = _store()
     try:
-        session = store.load_session("cli:default")
+        session = store.sessions.load("cli:default")
         assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
         assert session.messages[1].tool_calls[0].name == "write_file"
         assert session.messages[1].tool_calls[0].arguments == {"path": "boat.md", "content": "Ariadne"}
         assert session.summary == "Ana told me about her boat."
-        assert len(store.read_transcript("telegram:123456789")) == 2
-        notes = {n.day.isoformat(): n.content for n in store.recent_daily_notes(days=400)}
+        assert len(store.transcripts.read("telegram:123456789")) == 2
+        notes = {n.day.isoformat(): n.content for n in store.notes.recent(days=400)}
         assert "Regatta on Saturday." in notes["2026-11-02"]
         assert notes["2026-11-02"].count("# 2026-11-02") <= 1  # Go's heading is not doubled by picoora's
-        memories = {m.content: m for m in store.list_memories()}
+        memories = {m.content: m for m in store.memories.list()}
         assert set(memories) == {"Ana prefers metric units.", "Ana likes short answers.",
                                  "Ana's boat is a 9 m sloop called Ariadne, moored in Lisbon."}
         assert memories["Ana prefers metric units."].category == "preferences"
         assert all(m.embedding_model for m in memories.values())  # embedded, so recall by meaning finds them
-        assert store.get_state(LAST_CHAT) == "telegram:123456789"
+        assert store.state.get(LAST_CHAT) == "telegram:123456789"
     finally:
         store.close()
 
@@ -130,10 +130,10 @@ def test_running_twice_adds_nothing_twice(isolated_home, user_home):
     assert "migrated: " not in again.replace("not migrated: ", "")
     store = _store()
     try:
-        assert len(store.load_session("cli:default").messages) == 4
-        assert len(store.read_transcript("cli:default")) == 4
-        assert len(store.list_memories()) == 3
-        assert store.recent_daily_notes(days=400)[-1].content.count("Sanded the hull.") == 1
+        assert len(store.sessions.load("cli:default").messages) == 4
+        assert len(store.transcripts.read("cli:default")) == 4
+        assert len(store.memories.list()) == 3
+        assert store.notes.recent(days=400)[-1].content.count("Sanded the hull.") == 1
     finally:
         store.close()
     assert len(json.loads(run_cli("cron", "list", "--json", home=isolated_home).stdout)) == 3
@@ -145,7 +145,7 @@ def test_running_twice_adds_nothing_twice(isolated_home, user_home):
     assert "migrated: 2026-11-02 (16 characters, added since)" in third
     store = _store()
     try:
-        text = next(n.content for n in store.recent_daily_notes(days=400) if n.day.isoformat() == "2026-11-02")
+        text = next(n.content for n in store.notes.recent(days=400) if n.day.isoformat() == "2026-11-02")
         assert text.count("Bought new sheets.") == 1 and text.count("Won the regatta.") == 1
     finally:
         store.close()
@@ -176,7 +176,7 @@ def test_what_picoora_has_is_kept_unless_forced_and_then_backed_up(isolated_home
     assert load_config().agents.defaults.temperature == 0.4
     store = _store()
     try:
-        assert len(store.load_session("cli:default").messages) == 4  # the ledger still knows the sessions
+        assert len(store.sessions.load("cli:default").messages) == 4  # the ledger still knows the sessions
     finally:
         store.close()
 
@@ -285,8 +285,8 @@ def test_a_session_picoora_already_has_is_kept_until_forced_and_its_transcript_s
     store = _store()
     try:
         mine = [Message("user", "Hello from picoora"), Message("assistant", "Hi!")]
-        store.append_transcript("cli:default", mine)
-        store.append_session("cli:default", mine)
+        store.transcripts.append("cli:default", mine)
+        store.sessions.append("cli:default", mine)
     finally:
         store.close()
 
@@ -296,8 +296,8 @@ def test_a_session_picoora_already_has_is_kept_until_forced_and_its_transcript_s
     assert "migrated: cli:default (4 messages)" in forced
     store = _store()
     try:
-        assert store.load_session("cli:default").messages[0].content == "My boat is called Ariadne."
-        transcript = [e.message.content for e in store.read_transcript("cli:default")]
+        assert store.sessions.load("cli:default").messages[0].content == "My boat is called Ariadne."
+        transcript = [e.message.content for e in store.transcripts.read("cli:default")]
         assert transcript[:2] == ["Hello from picoora", "Hi!"] and len(transcript) == 6  # nothing lost
     finally:
         store.close()

@@ -214,8 +214,8 @@ def test_a_dry_run_says_what_the_real_run_keeps_and_writes_nothing(isolated_home
     migrate(isolated_home, "--from", str(root))
     store = open_store(load_config())
     try:  # picoora's own conversation under a key the Go home also has, after the first migration
-        store.reset_session("telegram:123456789")
-        store.append_session("telegram:123456789", [Message("user", "mine"), Message("assistant", "ok")])
+        store.sessions.reset("telegram:123456789")
+        store.sessions.append("telegram:123456789", [Message("user", "mine"), Message("assistant", "ok")])
     finally:
         store.close()
     (root / "workspace" / "sessions" / "telegram_123456789.json").write_text(json.dumps({

@@ -8,6 +8,7 @@ import threading
 
 from picoora.llm.pool import ModelChoice, ModelPool
 from picoora.store.aio import AsyncStore
+from picoora.store.families.calls import with_native_form
 from tests.fakes.scripted_llm import ScriptedLLM
 
 DEFAULT, OTHER = ModelChoice("scripted", "default"), ModelChoice("scripted", "other")
@@ -57,20 +58,37 @@ def test_sessions_on_one_model_share_a_client_and_the_default_stays_open():
     assert [m.model for m in made] == ["other", "default"] and all(m.closed for m in made)
 
 
-class _Store:
-    def __init__(self):
-        self.threads: list[str] = []
+class _BlockingState:
+    """A state family whose reads say which thread ran them."""
 
-    def get_state(self, key):
+    def __init__(self, threads: list[str]):
+        self.threads = threads
+
+    def get(self, key):
         self.threads.append(threading.current_thread().name)
         return f"sync {key}"
 
-    def native_async(self):
-        class Native:
-            async def get_meta(self, key):
-                return f"native {key}"
+    set = all = delete = get
 
-        return Native()
+
+class _NativeMeta:
+    """A meta family whose reads have a coroutine form of their own."""
+
+    def get(self, key):
+        raise AssertionError("the native form is awaited instead")
+
+    async def _native_get(self, key):
+        return f"native {key}"
+
+    with_native_form(get, _native_get)
+    set = all = get
+
+
+class _Store:
+    def __init__(self):
+        self.threads: list[str] = []
+        self.state = _BlockingState(self.threads)
+        self.meta = _NativeMeta()
 
 
 def test_async_store_uses_native_coroutines_and_a_bounded_executor_otherwise():
@@ -78,7 +96,7 @@ def test_async_store_uses_native_coroutines_and_a_bounded_executor_otherwise():
     astore = AsyncStore(store, workers=2)  # type: ignore[arg-type]
 
     async def scenario():
-        return await astore.get_meta("k"), await asyncio.gather(*(astore.get_state(str(i)) for i in range(20)))
+        return await astore.meta.get("k"), await asyncio.gather(*(astore.state.get(str(i)) for i in range(20)))
 
     native, synced = asyncio.run(scenario())
     astore.close()

@@ -21,13 +21,13 @@ def test_a_spent_code_leaves_no_key_behind(store):
     second, _ = pairing.request(Sender("telegram", "9"))
     assert pairing.approve(first.code.lower(), "sam").name == "sam"
     assert pairing.refuse(second.code).sender_id == "9"
-    assert not [key for key in store.all_state() if key.startswith(PAIR_PREFIX)]
+    assert not [key for key in store.state.all() if key.startswith(PAIR_PREFIX)]
     with pytest.raises(KeyError, match="no pairing code"):
         pairing.approve(first.code)
 
 
 def test_an_old_empty_tombstone_is_no_code(store):
-    store.set_state(PAIR_PREFIX + "ABCD2345", "")  # how a spent code was kept before the store could delete
+    store.state.set(PAIR_PREFIX + "ABCD2345", "")  # how a spent code was kept before the store could delete
     pairing = Pairing(store)
     assert pairing.pending() == []
     with pytest.raises(KeyError, match="no pairing code"):

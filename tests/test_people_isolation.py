@@ -47,22 +47,22 @@ def test_a_guest_cannot_recall_list_or_forget_the_owners_memories(config):
         async def scenario():
             async with build_assistant(cfg) as owner, running_runtime(owner) as (runtime, _), \
                     runtime.people.lease(Person("sam")) as sam:
-                fact = (await owner.astore.add_memory(SECRET_FACT, 0.9, "fact")).memory
+                fact = (await owner.astore.memories.add(SECRET_FACT, 0.9, "fact")).memory
                 assert sam.store.backend == owner.store.backend
                 seen = {
-                    "recall": (await sam.astore.recall("front door code 4417", 5)).matches,
-                    "list": await sam.astore.list_memories(),
-                    "get": await sam.astore.get_memory(fact.id),
-                    "forget": await sam.astore.forget(fact.id),
+                    "recall": (await sam.astore.memories.recall("front door code 4417", 5)).matches,
+                    "list": await sam.astore.memories.list(),
+                    "get": await sam.astore.memories.get(fact.id),
+                    "forget": await sam.astore.memories.forget(fact.id),
                 }
                 ctx = ToolContext(workspace=owner.workspace, store=sam.store, session_key="telegram:7")
                 tool_text = (await sam.tools.execute("recall", {"query": "door code"}, ctx)).content
-                await sam.astore.add_memory("Sam drinks green tea", 0.5, "preference")
+                await sam.astore.memories.add("Sam drinks green tea", 0.5, "preference")
 
                 await asyncio.wait_for(runtime._submit_chat(Inbound(
                     "telegram", "7", "What is the front door code 4417?", "7", Person("sam"))), 20)
-                still_there = await owner.astore.get_memory(fact.id)
-                owner_sees_tea = (await owner.astore.recall("green tea", 5)).matches
+                still_there = await owner.astore.memories.get(fact.id)
+                owner_sees_tea = (await owner.astore.memories.recall("green tea", 5)).matches
                 return seen, tool_text, sam.tools.names(), still_there, owner_sees_tea
 
         seen, tool_text, guest_tools, still_there, owner_sees_tea = asyncio.run(scenario())
@@ -81,10 +81,10 @@ def test_each_guest_has_their_own_sessions_and_notes(config):
         async def scenario():
             async with build_assistant(cfg) as owner:
                 people = PersonAssistants(owner)
-                await owner.astore.append_daily_note("Owner: dentist at 3pm")
+                await owner.astore.notes.append("Owner: dentist at 3pm")
                 async with people.lease(Person("ana")) as ana, people.lease(Person("ben")) as ben:
                     await ana.ask("hello from ana", "telegram:1")
-                    seen = ([n.content for n in await ben.astore.recent_daily_notes(3)],
+                    seen = ([n.content for n in await ben.astore.notes.recent(3)],
                         [s.key for s in await ben.sessions()], [s.key for s in await ana.sessions()],
                         [s.key for s in await owner.sessions()], await ana.trace() is not None,
                             await ben.trace() is None)
@@ -114,8 +114,8 @@ def test_a_persons_async_store_reads_the_shared_prompts(tmp_path):
     from picoora.store.scoped import PersonStore
 
     owner, own = FileStore(tmp_path / "owner"), FileStore(tmp_path / "sam")
-    owner.set_prompt("IDENTITY.md", "I am picoora.")
+    owner.prompts.set("IDENTITY.md", "I am picoora.")
     astore = AsyncStore(PersonStore(own, owner, "sam"))  # type: ignore[arg-type]
-    prompts = asyncio.run(astore.list_prompts())
+    prompts = asyncio.run(astore.prompts.list())
     astore.close()
     assert [p.content for p in prompts] == ["I am picoora."]

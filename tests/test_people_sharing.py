@@ -23,17 +23,17 @@ def test_the_owner_and_every_person_share_one_embedder_loaded_once(monkeypatch):
     config = Config.model_validate({"memory": {"embedder": "minilm"}})
     owner = open_store(config)
     people = [open_person_store(config, owner, name) for name in ("ana", "ben", "cy")]
-    owner.add_memory("The owner's front door code is 4417", 0.9, "fact")
+    owner.memories.add("The owner's front door code is 4417", 0.9, "fact")
     for person in people:
-        person.add_memory(f"{person.person} drinks green tea", 0.6, "preference")
-        person.recall("what does this person drink", confident_only=True)  # a turn's recall: reads the anchors
-        found = person.recall("what does this person drink").matches
+        person.memories.add(f"{person.person} drinks green tea", 0.6, "preference")
+        person.memories.recall("what does this person drink", confident_only=True)  # a turn's recall: reads the anchors
+        found = person.memories.recall("what does this person drink").matches
         assert [m.memory.content for m in found] == [f"{person.person} drinks green tea"]
     assert len(opened) == 1
 
     for person in people:
         person.close()
-    recalled = [m.memory.content for m in owner.recall("front door code").matches]
+    recalled = [m.memory.content for m in owner.memories.recall("front door code").matches]
     assert recalled == ["The owner's front door code is 4417"]
     owner.close()
 
@@ -96,15 +96,15 @@ def test_on_oracle_people_use_the_owners_pool_and_leave_it_open(monkeypatch):
     pools_before = len(fake.pools)
     people = [open_person_store(config, owner, f"guest-{n}") for n in range(3)]
     for person in people:
-        person.add_memory(f"{person.person} keeps bees", 0.6, "fact")
+        person.memories.add(f"{person.person} keeps bees", 0.6, "fact")
     assert len(fake.pools) == pools_before  # no pool (nor thread, nor open-time probe) per person
-    assert [m.content for m in people[0].list_memories()] == ["guest-0 keeps bees"]
-    assert owner.list_memories() == []
+    assert [m.content for m in people[0].memories.list()] == ["guest-0 keeps bees"]
+    assert owner.memories.list() == []
 
     for person in people:
         person.close()
-    owner.add_memory("The owner keeps a boat", 0.6, "fact")  # the owner's database is still open
-    assert [m.content for m in owner.list_memories()] == ["The owner keeps a boat"]
+    owner.memories.add("The owner keeps a boat", 0.6, "fact")  # the owner's database is still open
+    assert [m.content for m in owner.memories.list()] == ["The owner keeps a boat"]
     owner.close()
 
 
@@ -122,10 +122,10 @@ def test_people_run_on_the_owners_store_threads_and_closing_one_leaves_them_runn
         async with build_assistant(config) as owner:
             ana, ben = owner.open_for_person("ana"), owner.open_for_person("ben")
             assert ana.astore.executor is owner.astore.executor is ben.astore.executor
-            await ana.astore.add_memory("Ana keeps bees", 0.6, "fact")
+            await ana.astore.memories.add("Ana keeps bees", 0.6, "fact")
             ana.astore.close()
-            await ben.astore.add_memory("Ben sails", 0.6, "fact")
-            assert [m.content for m in await owner.astore.list_memories()] == []
+            await ben.astore.memories.add("Ben sails", 0.6, "fact")
+            assert [m.content for m in await owner.astore.memories.list()] == []
 
             finished = []
             borrowed = AsyncStore(owner.store, executor=owner.astore.executor)
@@ -134,7 +134,7 @@ def test_people_run_on_the_owners_store_threads_and_closing_one_leaves_them_runn
             borrowed.close()  # waits for its own running call, leaves the executor
             assert finished == [True]
             await call
-            kept = [m.content for m in await ben.astore.list_memories()]
+            kept = [m.content for m in await ben.astore.memories.list()]
             await ana.aclose()
             await ben.aclose()
             return kept

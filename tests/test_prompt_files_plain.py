@@ -21,7 +21,7 @@ def test_a_symlinked_or_fifo_prompt_file_is_not_followed_or_waited_on(tmp_path):
         (workspace / "USER.md").write_text("The user likes tea.")
         read: dict = {}
         # In a thread: a build that opens the FIFO blocks for ever; the test must fail, not hang.
-        reader = threading.Thread(target=lambda: read.update({p.name: p.content for p in store.list_prompts()}),
+        reader = threading.Thread(target=lambda: read.update({p.name: p.content for p in store.prompts.list()}),
                                   daemon=True)
         reader.start()
         reader.join(10)

@@ -16,7 +16,7 @@ import pytest
 from picoora.store import ranking
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import MiniLMEmbedder
-from picoora.store.memory_index import MemoryIndex
+from picoora.store.files.memory_index import MemoryIndex
 
 pytestmark = pytest.mark.slow  # quality measurements with the real embedder: `pytest -m slow` (.ci/run) runs it
 

@@ -61,12 +61,12 @@ def test_edits_and_run_records_from_two_processes_lose_nothing(tmp_path):
     assert editor.get(job.id).enabled is False  # the run records did not undo the edit
     assert scheduler.run_record(job.id).runs == 2
     assert editor.remove(job.id) and editor.jobs() == [] and not editor.remove(job.id)
-    assert not [key for key in editor.store.all_state() if job.id in key]  # both keys deleted, no tombstone
+    assert not [key for key in editor.store.state.all() if job.id in key]  # both keys deleted, no tombstone
 
 
 def test_an_old_empty_tombstone_reads_as_no_job(tmp_path):
     book = _book(tmp_path)
-    book.store.set_state("cron.job.0ld1d", "")  # how a removal was kept before the store could delete
+    book.store.state.set("cron.job.0ld1d", "")  # how a removal was kept before the store could delete
     assert book.get("0ld1d") is None and book.jobs() == [] and not book.remove("0ld1d")
 
 
@@ -125,7 +125,7 @@ def test_a_reminder_fires_for_real_reaches_its_chat_and_is_not_repeated_after_a_
 
     first = asyncio.run(run_once())
     assert [(m.chat_id, m.text) for m in first] == [("42", "⏰ take the cake out")]
-    assert [e.message.content for e in book.store.read_transcript(job.session_key)] == ["⏰ take the cake out"]
+    assert [e.message.content for e in book.store.transcripts.read(job.session_key)] == ["⏰ take the cake out"]
     assert asyncio.run(run_once()) == []  # restarted: a one-off job that ran stays done
 
 
@@ -203,7 +203,7 @@ def test_a_job_for_the_web_chat_or_the_terminal_is_kept_in_that_chat(isolated_ho
     assert [e.message.content for e in waiting] == ["Backups look fine."] and inbox.take(store, "cli:default") == []
     _, _, record, _ = _agent_job(isolated_home, lambda body: Reply(content="Web news."), channel="web", chat="abc")
     assert record.last_status == "ok"
-    assert [e.message.content for e in store.read_transcript("web:abc")] == ["Web news."]
+    assert [e.message.content for e in store.transcripts.read("web:abc")] == ["Web news."]
 
 
 def test_jobs_name_a_front_door_that_exists(tmp_path):

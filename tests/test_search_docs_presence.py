@@ -19,24 +19,33 @@ from tests.fakes.scripted_llm import ScriptedLLM, answer
 MANUAL = [DocPage("Error E42 means the water pressure is low; refill to 1.5 bar.")]
 
 
+class _SlowDocuments:
+    def __init__(self, store: SlowPresence):
+        self._store = store
+
+    def __getattr__(self, name):
+        return getattr(self._store._inner.documents, name)
+
+    def has_any(self, *, person: str = "") -> bool:
+        store = self._store
+        store.threads.append(threading.get_ident())
+        if store.broken is not None:
+            raise store.broken
+        time.sleep(store.seconds)  # blocking, as the driver's wait would be
+        return store._inner.documents.has_any(person=person)
+
+
 class SlowPresence:
-    """A store whose has_documents takes a while (a database round trip) and records the thread it ran on."""
+    """A store whose documents.has_any takes a while (a database round trip) and records the thread it ran on."""
 
     def __init__(self, inner, seconds: float = 0.3):
         self._inner, self.seconds = inner, seconds
         self.threads: list[int] = []
         self.broken: Exception | None = None
+        self.documents = _SlowDocuments(self)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
-
-    def has_documents(self, *, person: str = "") -> bool:
-        self.threads.append(threading.get_ident())
-        if self.broken is not None:
-            raise self.broken
-        time.sleep(self.seconds)  # blocking, as the driver's wait would be
-        return self._inner.has_documents(person=person)
-
 
 def _offered(llm: ScriptedLLM, request: int = -1) -> set[str]:
     return {t["function"]["name"] for t in llm.requests[request].tools or []}
@@ -44,7 +53,7 @@ def _offered(llm: ScriptedLLM, request: int = -1) -> set[str]:
 
 def test_the_presence_check_runs_off_the_event_loop_and_available_never_asks(tmp_path):
     store = SlowPresence(file_store(tmp_path), seconds=0.5)
-    store.add_document("/d/boiler.md", "Boiler manual", MANUAL)
+    store.documents.add("/d/boiler.md", "Boiler manual", MANUAL)
     tool = SearchDocs(store)
     registry = ToolRegistry()
     registry.register(tool)
@@ -78,7 +87,7 @@ def test_the_presence_check_runs_off_the_event_loop_and_available_never_asks(tmp
 
 def test_a_store_that_cannot_answer_offers_no_search_docs_and_the_turn_goes_on(tmp_path):
     store = SlowPresence(file_store(tmp_path), seconds=0)
-    store.add_document("/d/boiler.md", "Boiler manual", MANUAL)
+    store.documents.add("/d/boiler.md", "Boiler manual", MANUAL)
     store.broken = StoreError("Oracle did not answer within 5 s")
     tool = SearchDocs(store)
     registry = ToolRegistry()
@@ -101,7 +110,7 @@ def test_a_change_while_the_store_is_asked_is_looked_at_again_next_turn(tmp_path
     async def scenario():
         looking = asyncio.create_task(tool.refresh())
         await asyncio.sleep(0.05)  # the store is being asked (it answers "none") ...
-        store.add_document("/d/boiler.md", "Boiler manual", MANUAL)
+        store.documents.add("/d/boiler.md", "Boiler manual", MANUAL)
         tool.recheck()  # ... when a document is added here
         await looking
         await tool.refresh()
@@ -144,7 +153,7 @@ def test_through_the_assistant_a_document_added_here_is_offered_in_the_next_turn
                 await assistant.ask("and now?")
                 other = FileStore(workspace_path(config))  # another process adds one
                 try:
-                    other.add_document("/d/other.md", "Other", MANUAL)
+                    other.documents.add("/d/other.md", "Other", MANUAL)
                 finally:
                     other.close()
                 await assistant.ask("soon?")  # looked at just now: not yet

@@ -91,13 +91,13 @@ def test_the_file_store_keeps_config_rows_redacted(tmp_path):
     store = FileStore(tmp_path / "ws", secrets=["known-secret-value"])
     try:
         snapshot = {"oracle": {"password": "pw-123456", "dsn": "u/dsnpw99@h/s"}, "note": "known-secret-value"}
-        store.set_config("full_config", json.dumps(snapshot))
-        store.set_config("note", "uses known-secret-value")
+        store.config.set("full_config", json.dumps(snapshot))
+        store.config.set("note", "uses known-secret-value")
         on_disk = (tmp_path / "ws" / ".picoora" / "state" / "config.json").read_text()
         for leaked in ("pw-123456", "dsnpw99", "known-secret-value"):
             assert leaked not in on_disk
-        assert json.loads(store.get_config("full_config"))["oracle"]["password"] == REDACTED
-        assert store.get_config("note") == "uses ***"
+        assert json.loads(store.config.get("full_config"))["oracle"]["password"] == REDACTED
+        assert store.config.get("note") == "uses ***"
     finally:
         store.close()
 

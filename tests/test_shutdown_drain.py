@@ -119,12 +119,12 @@ def test_a_turn_in_flight_finishes_within_the_deadline_and_is_delivered_and_reco
             session = f"cron:{handle}"
         elif door == "heartbeat":
             assert telegram.texts(7) == ["the slow answer"]
-            assert json.loads(store.get_state("heartbeat.last"))["outcome"] == "delivered"
+            assert json.loads(store.state.get("heartbeat.last"))["outcome"] == "delivered"
             session = "heartbeat:main"
         else:
             assert telegram.texts(7) == [f"Background task {handle} finished:\nthe slow answer"]
             session = f"telegram:7:task-{handle}"
-        assert [e.message.content for e in store.read_transcript(session)][-1] == "the slow answer"
+        assert [e.message.content for e in store.transcripts.read(session)][-1] == "the slow answer"
 
 
 @pytest.mark.parametrize("door", DOORS)
@@ -144,14 +144,14 @@ def test_a_turn_past_the_deadline_is_cut_off_and_recorded_as_cut_off(isolated_ho
         store = FileStore(isolated_home / "workspace")
     assert took < 10
     if door == "http":
-        assert store.read_transcript("web:inflight")[0].message.content == "slow question"
+        assert store.transcripts.read("web:inflight")[0].message.content == "slow question"
     elif door == "telegram":
         assert telegram.texts(7) == [CUT_OFF_REPLY]
-        assert store.read_transcript("telegram:7")[0].message.content == "slow question"
+        assert store.transcripts.read("telegram:7")[0].message.content == "slow question"
     elif door == "cron":
         record = JobBook(store).run_record(handle)
         assert record.last_status == "cut_off" and "shut down" in record.last_error
     elif door == "heartbeat":
-        assert json.loads(store.get_state("heartbeat.last"))["outcome"] == "cut_off"
+        assert json.loads(store.state.get("heartbeat.last"))["outcome"] == "cut_off"
     else:
         assert telegram.texts(7) == [f"Background task {handle} was cut off: the gateway stopped before it finished."]

@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from picoora.store import file_memories, memory_index, memory_snapshot
 from picoora.store.base import MemoryRecord
 from picoora.store.embedder import EmbedderUnavailable
-from picoora.store.file_memories import MemoryLog, add_op, decode_vector, encode_vector
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, memory_index, memory_snapshot
+from picoora.store.files.file_memories import MemoryLog
+from picoora.store.files.log_index import LogIndex, Overlay
+from picoora.store.files.memory_index import MemoryIndex
+from picoora.store.files.memory_ops import add_op, decode_vector, encode_vector
+from picoora.store.files.memory_snapshot import Snapshot, snapshot_dir
 from picoora.store.layout import FileLayout
-from picoora.store.log_index import LogIndex, Overlay
-from picoora.store.memory_index import MemoryIndex
-from picoora.store.memory_snapshot import Snapshot, snapshot_dir
 from tests.fakes.hash_embedder import HashEmbedder
 
 pytestmark = pytest.mark.slow  # many rewrites compared with full rebuilds: `pytest -m slow` (.ci/run) runs it
@@ -96,20 +96,20 @@ def _check_against_the_log(log: Path) -> None:
 
 
 def _step(rng: random.Random, store: FileStore, forgotten: list[str]) -> None:
-    memories = store._memories
-    live = [r.id for r in store.list_memories()]
+    memories = store.memories.log
+    live = [r.id for r in store.memories.list()]
     roll = rng.random()
     if roll < 0.3 or not live:
-        store.add_memory(_text(rng), importance=rng.choice([0.3, 0.5, 0.9]))
+        store.memories.add(_text(rng), importance=rng.choice([0.3, 0.5, 0.9]))
     elif roll < 0.4:  # an exact duplicate: raises the importance of the one there
-        store.add_memory(store.get_memory(rng.choice(live)).content, importance=rng.choice([0.5, 1.0]))
+        store.memories.add(store.memories.get(rng.choice(live)).content, importance=rng.choice([0.5, 1.0]))
     elif roll < 0.5:
-        forgotten.extend(memory_id for memory_id in [rng.choice(live)] if store.forget(memory_id))
+        forgotten.extend(memory_id for memory_id in [rng.choice(live)] if store.memories.forget(memory_id))
     elif roll < 0.7:
-        store.recall(rng.choice(QUERIES), limit=3)  # touches what it finds
+        store.memories.recall(rng.choice(QUERIES), limit=3)  # touches what it finds
     elif roll < 0.78:  # reindex's op, with this model's vector or another model's
         memory_id = rng.choice(live)
-        content = store.get_memory(memory_id).content
+        content = store.memories.get(memory_id).content
         model = rng.choice([MODEL, OTHER.model_id])
         with store._lock:
             memories.refresh()
@@ -176,9 +176,9 @@ def _open(ws: Path) -> FileStore:
 def _seed(ws: Path, count: int) -> list[str]:
     """``count`` memories, and a snapshot that ends where the log does."""
     with closing(_open(ws)) as store:
-        ids = [store.add_memory(f"fact number {n} about the harbour code H-{n:04d}").memory.id for n in range(count)]
+        ids = [store.memories.add(f"fact number {n} about the harbour code H-{n:04d}").memory.id for n in range(count)]
     with closing(_open(ws)) as store:
-        store.list_memories()
+        store.memories.list()
     return ids
 
 
@@ -186,16 +186,16 @@ def test_a_rewrite_reads_no_log_line_before_the_snapshot_and_tokenises_only_new_
     ws = tmp_path / "ws"
     _seed(ws, 20)
     with closing(_open(ws)) as store:
-        store.list_memories()
+        store.memories.list()
         monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 5)
         before = json.loads((snapshot_dir(FileLayout(ws).memory_log) / "manifest.json").read_text())["gen"]
         monkeypatch.setattr(file_memories, "_fold", lambda ops: pytest.fail("the whole log was folded"))
         tokenised = []
         real_tokenize = memory_snapshot.tokenize
         monkeypatch.setattr(memory_snapshot, "tokenize", lambda text: tokenised.append(text) or real_tokenize(text))
-        store.recall("harbour code H-0003", limit=2)  # touches: records change, texts do not
-        new = [store.add_memory(f"new tail fact {n}").memory.content for n in range(5)]
-        store.list_memories()
+        store.memories.recall("harbour code H-0003", limit=2)  # touches: records change, texts do not
+        new = [store.memories.add(f"new tail fact {n}").memory.content for n in range(5)]
+        store.memories.list()
         manifest = json.loads((snapshot_dir(FileLayout(ws).memory_log) / "manifest.json").read_text())
     assert manifest["gen"] != before and manifest["rows"] == 25
     assert sorted(tokenised) == sorted(new)
@@ -218,17 +218,17 @@ def test_a_rewrite_interrupted_before_the_manifest_switch_leaves_the_old_snapsho
 
     monkeypatch.setattr(memory_snapshot, "_write_array", full_disk)
     with closing(_open(ws)) as store:
-        added = [store.add_memory(f"tail fact {n} with code T-{n}").memory.id for n in range(8)]
-        assert store.get_memory(added[-1]) is not None  # the failed rewrites cost no operation
+        added = [store.memories.add(f"tail fact {n} with code T-{n}").memory.id for n in range(8)]
+        assert store.memories.get(added[-1]) is not None  # the failed rewrites cost no operation
         assert "not rewritten" in caplog.text and "No space left" in caplog.text
         assert json.loads((directory / "manifest.json").read_text()) == old
         assert len(list(directory.glob("*.vectors.npy"))) > 1  # the unfinished generations' files are there
         with closing(_open(ws)) as other:  # another process trusts the old snapshot and replays the tail
             assert Snapshot.load(log, MODEL).position.offset == old["log"]["offset"]
-            assert {m.id for m in other.list_memories()} == set(ids) | set(added)
-            assert other.recall("code T-5", limit=1).matches[0].memory.id == added[5]
+            assert {m.id for m in other.memories.list()} == set(ids) | set(added)
+            assert other.memories.recall("code T-5", limit=1).matches[0].memory.id == added[5]
         monkeypatch.setattr(memory_snapshot, "_write_array", real_write_array)
-        store.list_memories()  # the next operation rewrites it
+        store.memories.list()  # the next operation rewrites it
         new = json.loads((directory / "manifest.json").read_text())
     assert new["gen"] != old["gen"] and new["rows"] == len(ids) + len(added)
     assert all(p.name.startswith(new["gen"]) for p in directory.iterdir() if p.name != "manifest.json")
@@ -241,14 +241,14 @@ def test_a_process_holding_the_old_generation_keeps_searching_it_after_a_rewrite
     directory = snapshot_dir(FileLayout(ws).memory_log)
     with closing(_open(ws)) as reader, closing(_open(ws)) as writer:
         with reader._lock:
-            held = reader._memories.searchable()  # maps the current generation
+            held = reader.memories.log.searchable()  # maps the current generation
         old_gen = json.loads((directory / "manifest.json").read_text())["gen"]
         for n in range(7):
-            writer.add_memory(f"writer fact {n}")
-        writer.list_memories()
+            writer.memories.add(f"writer fact {n}")
+        writer.memories.list()
         assert not any(p.name.startswith(old_gen) for p in directory.iterdir())  # its files are gone
         assert held.search("harbour code H-0007", 1).matches[0].memory.id == ids[7]
-        assert reader.recall("writer fact 6", limit=1).matches[0].memory.content == "writer fact 6"
+        assert reader.memories.recall("writer fact 6", limit=1).matches[0].memory.content == "writer fact 6"
 
 
 def test_a_snapshot_of_the_previous_format_is_rebuilt_from_the_log_once(tmp_path, monkeypatch):
@@ -262,7 +262,7 @@ def test_a_snapshot_of_the_previous_format_is_rebuilt_from_the_log_once(tmp_path
     monkeypatch.setattr(file_memories, "_fold", lambda ops: folds.append(1) or real_fold(ops))
     for _ in range(2):
         with closing(_open(ws)) as store:
-            assert {m.id for m in store.list_memories()} == set(ids)
+            assert {m.id for m in store.memories.list()} == set(ids)
     assert len(folds) == 1
     assert json.loads(manifest_path.read_text())["format"] == memory_snapshot.FORMAT
 
@@ -274,7 +274,7 @@ def test_arrays_of_a_snapshot_that_disagree_in_length_are_not_trusted(tmp_path, 
     gen = json.loads((directory / "manifest.json").read_text())["gen"]
     np.save(directory / f"{gen}.row_term_starts.npy", np.array([0, 1, 2], dtype=np.int64))
     with closing(_open(ws)) as store:
-        assert store.recall("harbour code H-0002", limit=1).matches[0].memory.id == ids[2]
+        assert store.memories.recall("harbour code H-0002", limit=1).matches[0].memory.id == ids[2]
     assert "rebuilding it from the log" in caplog.text
 
 
@@ -282,13 +282,13 @@ def test_recall_works_when_every_snapshot_row_with_a_vector_is_forgotten(tmp_pat
     # Found by the random test above: the candidates then have no vector, while the query has one.
     ws = tmp_path / "ws"
     with closing(_open(ws)) as store:
-        with_vector = store.add_memory("the boat is at pier seven").memory.id
+        with_vector = store.memories.add("the boat is at pier seven").memory.id
         with store._lock:
-            store._memories.add("a keyword-only note about the boat", 0.5, "general", None, None)
-        store.list_memories()
+            store.memories.log.add("a keyword-only note about the boat", 0.5, "general", None, None)
+        store.memories.list()
     with closing(_open(ws)) as store:
-        assert store.forget(with_vector)
-        assert [m.memory.content for m in store.recall("boat", limit=3).matches] == [
+        assert store.memories.forget(with_vector)
+        assert [m.memory.content for m in store.memories.recall("boat", limit=3).matches] == [
             "a keyword-only note about the boat"]
 
 
@@ -298,7 +298,7 @@ def test_a_snapshot_damaged_in_place_is_rebuilt_from_the_log_at_the_rewrite(tmp_
     ids = _seed(ws, 12)
     directory = snapshot_dir(FileLayout(ws).memory_log)
     with closing(_open(ws)) as store:
-        store.list_memories()
+        store.memories.list()
         gen = json.loads((directory / "manifest.json").read_text())["gen"]
         array = np.load(directory / f"{gen}.{damage}.npy")
         with open(directory / f"{gen}.{damage}.npy", "r+b") as file:  # same shape, values out of order
@@ -306,9 +306,9 @@ def test_a_snapshot_damaged_in_place_is_rebuilt_from_the_log_at_the_rewrite(tmp_
             np.lib.format.read_array_header_1_0(file)
             file.write(array[::-1].tobytes() if damage != "id_rows" else (array + 100).tobytes())
         monkeypatch.setattr(file_memories, "SNAPSHOT_TAIL_OPS", 3)
-        added = [store.add_memory(f"late fact {n}").memory.id for n in range(4)]
-        assert {m.id for m in store.list_memories()} == set(ids) | set(added)
+        added = [store.memories.add(f"late fact {n}").memory.id for n in range(4)]
+        assert {m.id for m in store.memories.list()} == set(ids) | set(added)
     assert "inconsistent" in caplog.text and "rebuilding it from the log" in caplog.text
     with closing(_open(ws)) as store:
-        assert store.recall("harbour code H-0011", limit=1).matches[0].memory.id == ids[11]
-        assert store.get_memory(added[3]).content == "late fact 3"
+        assert store.memories.recall("harbour code H-0011", limit=1).matches[0].memory.id == ids[11]
+        assert store.memories.get(added[3]).content == "late fact 3"

@@ -19,9 +19,10 @@ import pytest
 from picoora import atomic
 from picoora.config import Config
 from picoora.messages import RAW_ARGUMENTS_KEY, Message
-from picoora.store import file_memories, open_store
+from picoora.store import open_store
 from picoora.store.base import MemoryRecord, Provenance, StoreError
-from picoora.store.files import FileStore, encode_key
+from picoora.store.files import FileStore, file_memories, memory_ops
+from picoora.store.files.context import encode_key
 from tests.fakes.hash_embedder import HashEmbedder
 from tests.store_contract import StoreContract
 
@@ -76,40 +77,40 @@ def _jsonl_lines(path: Path) -> list[dict]:
 def test_layout_and_go_compatible_daily_notes(make_store, workspace):
     store = make_store()
     day = date(2026, 3, 7)
-    store.append_daily_note("Bought a kettle.", day=day)
-    store.append_daily_note("Called mum.", day=day)
+    store.notes.append("Bought a kettle.", day=day)
+    store.notes.append("Called mum.", day=day)
     assert (workspace / "memory/202603/20260307.md").read_text() == "# 2026-03-07\n\nBought a kettle.\nCalled mum."
 
-    store.append_session("cli:default", [Message(role="user", content="hi")])
+    store.sessions.append("cli:default", [Message(role="user", content="hi")])
     session_file = workspace / ".picoora/sessions/cli_default.json"
     document = json.loads(session_file.read_text())
     assert document["key"] == "cli:default" and document["messages"] == [{"role": "user", "content": "hi"}]
     assert set(document) == {"key", "summary", "messages", "created_at", "updated_at"}
     assert stat.S_IMODE(session_file.stat().st_mode) == 0o600
 
-    store.append_transcript("cli:default", [Message(role="user", content="hi")])
+    store.transcripts.append("cli:default", [Message(role="user", content="hi")])
     (line,) = _jsonl_lines(workspace / ".picoora/transcripts/cli_default.jsonl")
     assert (line["seq"], line["session_key"], line["message"]) == (1, "cli:default", {"role": "user", "content": "hi"})
 
-    store.set_state("last_channel", "cli")
-    store.set_config("model", "qwen3")
-    store.set_meta("schema_version", "1")
+    store.state.set("last_channel", "cli")
+    store.config.set("model", "qwen3")
+    store.meta.set("schema_version", "1")
     assert json.loads((workspace / ".picoora/state/state.json").read_text()) == {"last_channel": "cli"}
     assert json.loads((workspace / ".picoora/state/config.json").read_text()) == {"model": "qwen3"}
     assert json.loads((workspace / ".picoora/state/meta.json").read_text()) == {"schema_version": "1"}
 
-    store.set_prompt("USER.md", "Ana")
+    store.prompts.set("USER.md", "Ana")
     assert (workspace / "USER.md").read_text() == "Ana"
     (workspace / "AGENTS.md").write_text("from the Go version")
-    assert [p.name for p in store.list_prompts()] == ["USER.md", "AGENTS.md"]
+    assert [p.name for p in store.prompts.list()] == ["USER.md", "AGENTS.md"]
     with pytest.raises(ValueError):
-        store.set_prompt("../escape.md", "x")
+        store.prompts.set("../escape.md", "x")
 
-    memory = store.add_memory("Prefers tea over coffee").memory
+    memory = store.memories.add("Prefers tea over coffee").memory
     (add_op,) = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert (add_op["op"], add_op["id"], add_op["content"], add_op["model"]) == (
         "add", memory.id, "Prefers tea over coffee", "test-hash-384")
-    vector = file_memories.decode_vector(add_op["vec"])
+    vector = memory_ops.decode_vector(add_op["vec"])
     assert vector.shape == (384,) and abs(float((vector**2).sum()) - 1.0) < 1e-5
     assert (workspace / ".picoora/store.lock").exists()
 
@@ -118,11 +119,11 @@ def test_odd_session_keys_get_distinct_safe_files(make_store, workspace):
     store = make_store()
     keys = ["slack:C01/1700.12", "../../etc/passwd", ".", "..", "a_b", "a:b", "a%3Ab", "ü mlaut", "x" * 400, "y" * 400]
     for key in keys:
-        store.append_session(key, [Message(role="user", content=key)])
+        store.sessions.append(key, [Message(role="user", content=key)])
     files = sorted((workspace / ".picoora/sessions").iterdir())
     assert len(files) == len(keys)
     assert all(f.parent == workspace / ".picoora/sessions" and len(f.name.encode()) < 255 for f in files)
-    assert sorted(s.key for s in make_store().list_sessions()) == sorted(keys)
+    assert sorted(s.key for s in make_store().sessions.list()) == sorted(keys)
     assert len({encode_key(k) for k in keys}) == len(keys)
     with pytest.raises(ValueError):
         encode_key("")
@@ -145,7 +146,7 @@ def test_go_version_session_files_are_read(make_store, workspace):
         "updated": "2026-02-01T10:05:00Z",
     }
     (workspace / ".picoora/sessions/telegram_123.json").write_text(json.dumps(go_session))
-    session = make_store().load_session("telegram:123")
+    session = make_store().sessions.load("telegram:123")
     calls = session.messages[1].tool_calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [("c1", "weather", {"city": "Oslo"}),
                                                             ("c2", "echo", {RAW_ARGUMENTS_KEY: "not json"})]
@@ -154,14 +155,14 @@ def test_go_version_session_files_are_read(make_store, workspace):
 
 def test_an_unreadable_session_file_is_reported_and_skipped_in_listings(make_store, workspace):
     store = make_store()
-    store.append_session("good", [Message(role="user", content="fine")])
+    store.sessions.append("good", [Message(role="user", content="fine")])
     (workspace / ".picoora/sessions/broken.json").write_text('{"messages": "no key"}')
     (workspace / ".picoora/sessions/torn.json").write_text('{"key": "torn", "mess')
-    assert [s.key for s in store.list_sessions()] == ["good"]
+    assert [s.key for s in store.sessions.list()] == ["good"]
     with pytest.raises(StoreError, match="broken.json"):
-        store.load_session("broken")
+        store.sessions.load("broken")
     with pytest.raises(StoreError, match="torn.json"):
-        store.load_session("torn")
+        store.sessions.load("torn")
 
 
 def test_open_store_uses_the_configured_workspace(tmp_path):
@@ -172,7 +173,7 @@ def test_open_store_uses_the_configured_workspace(tmp_path):
     try:
         assert store.backend == "files"
         assert store.stats().location == str(tmp_path / "configured")
-        assert store.add_memory("no embedder here").memory.embedding_model is None
+        assert store.memories.add("no embedder here").memory.embedding_model is None
     finally:
         store.close()
 
@@ -182,24 +183,24 @@ def test_open_store_uses_the_configured_workspace(tmp_path):
 
 def test_torn_last_transcript_line_is_skipped_and_appends_continue(make_store, workspace):
     store = make_store()
-    store.append_transcript("k", [Message(role="user", content="one"), Message(role="user", content="two")])
+    store.transcripts.append("k", [Message(role="user", content="one"), Message(role="user", content="two")])
     path = workspace / ".picoora/transcripts/k.jsonl"
     with open(path, "ab") as handle:
         handle.write(b'{"seq": 3, "created_at": "2026-01-01T00:00:00+00:00", "session_key": "k", "mess')
-    assert [e.message.content for e in store.read_transcript("k")] == ["one", "two"]
-    assert store.append_transcript("k", [Message(role="user", content="three")]) == [3]
+    assert [e.message.content for e in store.transcripts.read("k")] == ["one", "two"]
+    assert store.transcripts.append("k", [Message(role="user", content="three")]) == [3]
     assert [line["message"]["content"] for line in _jsonl_lines(path)] == ["one", "two", "three"]
 
 
 def test_torn_memory_log_line_is_skipped_and_appends_continue(make_store, workspace):
     store = make_store()
-    kept = store.add_memory("Keeps bees in the garden").memory
+    kept = store.memories.add("Keeps bees in the garden").memory
     log_path = workspace / ".picoora/memory/memories.jsonl"
     with open(log_path, "ab") as handle:
         handle.write(b'{"op":"add","id":"torn","content":"half writ')
     again = make_store()
-    assert [m.id for m in again.list_memories()] == [kept.id]
-    added = again.add_memory("Plays the cello on Sundays").memory
+    assert [m.id for m in again.memories.list()] == [kept.id]
+    added = again.memories.add("Plays the cello on Sundays").memory
     assert {op["id"] for op in _jsonl_lines(log_path)} == {kept.id, added.id}
 
 
@@ -220,14 +221,14 @@ def test_a_corrupt_middle_line_is_skipped_not_fatal(tmp_path, caplog):
 
 def test_imported_ids_that_are_taken_get_new_ones(make_store):
     store = make_store()
-    mine = store.add_memory("Original memory with its own id").memory
+    mine = store.memories.add("Original memory with its own id").memory
     batch = [
         MemoryRecord(id=mine.id, content="A different memory that reuses the id"),
         MemoryRecord(id="dup", content="Two records in one batch"),
         MemoryRecord(id="dup", content="two records in one batch."),
     ]
-    assert store.import_memories(batch) == 2
-    contents = {m.id: m.content for m in store.list_memories()}
+    assert store.memories.import_records(batch) == 2
+    contents = {m.id: m.content for m in store.memories.list()}
     assert contents[mine.id] == "Original memory with its own id"
     assert contents["dup"] == "Two records in one batch"
     assert "A different memory that reuses the id" in contents.values()
@@ -244,7 +245,7 @@ def test_last_record_is_found_behind_long_lines_and_torn_tails(tmp_path):
 
 
 def test_leftover_temp_files_are_removed_on_open(make_store, workspace):
-    make_store().append_session("s", [Message(role="user", content="x")])
+    make_store().sessions.append("s", [Message(role="user", content="x")])
     leftover = workspace / ".picoora/sessions/.s.json.abc123.tmp"
     leftover.write_text("{half")
     make_store()
@@ -258,9 +259,9 @@ def test_a_broken_state_document_is_kept_aside_with_one_line_and_the_store_goes_
     store = make_store()
     (workspace / ".picoora/state").mkdir(parents=True)
     (workspace / ".picoora/state/state.json").write_text(broken)
-    assert store.get_state("anything") is None
-    store.set_state("fresh", "1")
-    assert store.get_state("fresh") == "1"
+    assert store.state.get("anything") is None
+    store.state.set("fresh", "1")
+    assert store.state.get("fresh") == "1"
     [kept] = (workspace / ".picoora/state").glob("state.json.broken-*")
     assert kept.read_text() == broken  # nothing lost: the bytes are there for a person to copy back
     [line] = [r.getMessage() for r in caplog.records if "state.json" in r.getMessage()]
@@ -273,44 +274,45 @@ def test_a_broken_state_document_is_kept_aside_with_one_line_and_the_store_goes_
 def test_memory_log_compacts_when_dead_lines_dominate(make_store, workspace, monkeypatch):
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 10)
     store = make_store()
-    keep = [store.add_memory(f"keeper fact number {n} about {n * 11}").memory for n in range(3)]
+    keep = [store.memories.add(f"keeper fact number {n} about {n * 11}").memory for n in range(3)]
     for n in range(12):
-        store.forget(store.add_memory(f"temporary fact {n} on {n * 13}").memory.id)
-    store.recall("keeper fact", limit=3)
+        store.memories.forget(store.memories.add(f"temporary fact {n} on {n * 13}").memory.id)
+    store.memories.recall("keeper fact", limit=3)
     lines = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert len(lines) < 15  # 27 ops were written; the rewrite left the live ones and a few since
-    assert {m.id for m in make_store().list_memories()} == {m.id for m in keep}
-    assert make_store().get_memory(keep[0].id).access_count == 1
+    assert {m.id for m in make_store().memories.list()} == {m.id for m in keep}
+    assert make_store().memories.get(keep[0].id).access_count == 1
 
 
 def test_supersession_and_provenance_survive_a_compaction_and_a_superseded_snapshot_row(make_store, workspace,
                                                                                          monkeypatch):
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 3)
     store = make_store()
-    old = store.add_memory("The door code is 4421", provenance=Provenance(how="told", person="ana")).memory
-    new = store.add_memory("The door code is now 9981").memory
+    old = store.memories.add("The door code is 4421", provenance=Provenance(how="told", person="ana")).memory
+    new = store.memories.add("The door code is now 9981").memory
     for n in range(6):  # dead lines: the log is rewritten into one add per memory, and snapshotted
-        store.forget(store.add_memory(f"temporary note {n}").memory.id)
+        store.memories.forget(store.memories.add(f"temporary note {n}").memory.id)
     ops = _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")
     assert {"op": "supersede"} not in [{"op": o["op"]} for o in ops]  # folded into the add of the old one
     reopened = make_store()
-    assert reopened.get_memory(old.id).superseded_by == new.id
-    assert reopened.get_memory(old.id).provenance == Provenance(how="told", person="ana")
-    latest = reopened.add_memory("The door code is 1111").memory  # supersedes a row of the snapshot
-    found = make_store().recall("door code", 5, touch=False).matches
+    assert reopened.memories.get(old.id).superseded_by == new.id
+    assert reopened.memories.get(old.id).provenance == Provenance(how="told", person="ana")
+    latest = reopened.memories.add("The door code is 1111").memory  # supersedes a row of the snapshot
+    found = make_store().memories.recall("door code", 5, touch=False).matches
     assert [m.memory.id for m in found] == [latest.id]
 
 
 def test_another_writer_is_seen_and_its_compaction_reloads(make_store, monkeypatch):
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 4)
     first, second = make_store(), make_store()
-    first.add_memory("The boat is moored at pier seven")
-    assert second.recall("boat moored pier", limit=1).matches[0].memory.content == "The boat is moored at pier seven"
+    first.memories.add("The boat is moored at pier seven")
+    assert (second.memories.recall("boat moored pier", limit=1).matches[0].memory.content
+            == "The boat is moored at pier seven")
     for n in range(8):
-        second.forget(second.add_memory(f"short lived {n} thing {n * 3}").memory.id)
-    extra = second.add_memory("The bike lock code is 4711").memory
-    assert {m.content for m in first.list_memories()} == {"The boat is moored at pier seven", extra.content}
-    assert first.recall("bike lock code", limit=1).matches[0].memory.id == extra.id
+        second.memories.forget(second.memories.add(f"short lived {n} thing {n * 3}").memory.id)
+    extra = second.memories.add("The bike lock code is 4711").memory
+    assert {m.content for m in first.memories.list()} == {"The boat is moored at pier seven", extra.content}
+    assert first.memories.recall("bike lock code", limit=1).matches[0].memory.id == extra.id
 
 
 def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_our_offset(make_store, workspace,
@@ -320,46 +322,46 @@ def test_a_compaction_by_another_store_is_reloaded_even_when_the_log_grew_past_o
     # inode number may be reused, the bytes before our offset) says "reload".
     monkeypatch.setattr(file_memories, "COMPACT_MIN_DEAD_LINES", 4)
     first, second = make_store(), make_store()
-    kept = first.add_memory("The boat is moored at pier seven").memory
-    doomed = first.add_memory("The canoe is stored in the shed").memory
-    assert {m.id for m in first.list_memories()} == {kept.id, doomed.id}
+    kept = first.memories.add("The boat is moored at pier seven").memory
+    doomed = first.memories.add("The canoe is stored in the shed").memory
+    assert {m.id for m in first.memories.list()} == {kept.id, doomed.id}
     log = workspace / ".picoora/memory/memories.jsonl"
     old_size = log.stat().st_size
     for n in range(8):
-        second.forget(second.add_memory(f"short lived {n} thing {n * 3}").memory.id)
-    second.forget(doomed.id)
-    later = [second.add_memory(f"Later fact {n}: " + "padding words " * 20).memory for n in range(3)]
+        second.memories.forget(second.memories.add(f"short lived {n} thing {n * 3}").memory.id)
+    second.memories.forget(doomed.id)
+    later = [second.memories.add(f"Later fact {n}: " + "padding words " * 20).memory for n in range(3)]
     assert len(log.read_text().splitlines()) < 10 and log.stat().st_size > old_size  # compacted, then grew past us
     expected = {kept.id} | {m.id for m in later}
-    assert {m.id for m in first.list_memories()} == expected
-    assert first.get_memory(doomed.id) is None
+    assert {m.id for m in first.memories.list()} == expected
+    assert first.memories.get(doomed.id) is None
 
 
 def test_changing_the_embedder_then_reindex(make_store, workspace):
     old = make_store(embedder=lambda: HashEmbedder(salt="old"))
-    record = old.add_memory("Grows tomatoes on the balcony").memory
+    record = old.memories.add("Grows tomatoes on the balcony").memory
     assert record.embedding_model == "test-hash-384-old"
     new = make_store(embedder=lambda: HashEmbedder(salt="new"))
-    assert new.get_memory(record.id).embedding_model == "test-hash-384-old"
-    assert new.reindex() == 1
-    assert new.get_memory(record.id).embedding_model == "test-hash-384-new"
+    assert new.memories.get(record.id).embedding_model == "test-hash-384-old"
+    assert new.memories.reindex() == 1
+    assert new.memories.get(record.id).embedding_model == "test-hash-384-new"
     assert [op["model"] for op in _jsonl_lines(workspace / ".picoora/memory/memories.jsonl")] == ["test-hash-384-new"]
-    assert new.recall("tomatoes balcony", limit=1).matches[0].memory.id == record.id
+    assert new.memories.recall("tomatoes balcony", limit=1).matches[0].memory.id == record.id
 
 
 def test_reindex_without_an_embedder_says_what_to_do(make_store):
     store = make_store(embedder=None)
-    store.add_memory("Something to re-embed")
+    store.memories.add("Something to re-embed")
     with pytest.raises(StoreError, match="memory.embedder"):
-        store.reindex()
+        store.memories.reindex()
 
 
 def test_listing_memories_never_embeds(make_store):
-    make_store().add_memory("Listed, not embedded")
+    make_store().memories.add("Listed, not embedded")
     embedder = HashEmbedder()
     store = FileStore(make_store().workspace, embedder=embedder)
     try:
-        assert [m.content for m in store.list_memories()] == ["Listed, not embedded"]
+        assert [m.content for m in store.memories.list()] == ["Listed, not embedded"]
         assert store.stats().memories == 1
         assert embedder.calls == 0
     finally:
@@ -368,8 +370,8 @@ def test_listing_memories_never_embeds(make_store):
 
 def test_import_preserves_records_without_an_embedder(make_store):
     store = make_store(embedder=None)
-    count = store.import_memories([MemoryRecord(id="x1", content="Imported without vectors", category="misc")])
-    assert count == 1 and store.get_memory("x1").embedding_model is None
+    count = store.memories.import_records([MemoryRecord(id="x1", content="Imported without vectors", category="misc")])
+    assert count == 1 and store.memories.get("x1").embedding_model is None
 
 
 def test_real_minilm_recalls_a_paraphrase(make_store):
@@ -377,13 +379,13 @@ def test_real_minilm_recalls_a_paraphrase(make_store):
     from picoora.store.embedder import MiniLMEmbedder
 
     store = make_store(embedder=MiniLMEmbedder)
-    store.add_memory("The user's favorite programming language is Go")
-    store.add_memory("The user walks the dog every morning")
-    store.add_memory("The user lives in Lisbon")
-    result = store.recall("What programming language do I prefer?", limit=1)
+    store.memories.add("The user's favorite programming language is Go")
+    store.memories.add("The user walks the dog every morning")
+    store.memories.add("The user lives in Lisbon")
+    result = store.memories.recall("What programming language do I prefer?", limit=1)
     assert result.degraded is False
     assert result.matches[0].memory.content == "The user's favorite programming language is Go"
-    assert store.list_memories()[0].embedding_model == MiniLMEmbedder.model_id
+    assert store.memories.list()[0].embedding_model == MiniLMEmbedder.model_id
 
 
 # ---- threads and processes ---------------------------------------------------------------------
@@ -396,10 +398,10 @@ def test_threads_share_one_store_for_every_family(make_store):
     def work(n: int) -> None:
         try:
             for i in range(8):
-                store.add_memory(f"thread {n} fact {i} value {n * 100 + i}")
-                store.set_state(f"t{n}", str(i))
-                store.append_daily_note(f"t{n}-{i}")
-                store.recall(f"thread {n} fact", limit=2)
+                store.memories.add(f"thread {n} fact {i} value {n * 100 + i}")
+                store.state.set(f"t{n}", str(i))
+                store.notes.append(f"t{n}-{i}")
+                store.memories.recall(f"thread {n} fact", limit=2)
         except BaseException as exc:  # surfaced below; a thread's exception is otherwise lost
             errors.append(exc)
 
@@ -409,9 +411,9 @@ def test_threads_share_one_store_for_every_family(make_store):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert len(store.list_memories()) == 32
-    assert store.all_state() == {f"t{n}": "7" for n in range(4)}
-    note = store.recent_daily_notes(1)[0].content
+    assert len(store.memories.list()) == 32
+    assert store.state.all() == {f"t{n}": "7" for n in range(4)}
+    note = store.notes.recent(1)[0].content
     assert all(f"t{n}-{i}" in note for n in range(4) for i in range(8))
 
 
@@ -436,9 +438,9 @@ def test_two_processes_write_one_session_and_transcript(workspace):
     store = FileStore(workspace)
     try:
         expected = {f"{tag}-{n}" for tag in "AB" for n in range(count)}
-        session = [m.content for m in store.load_session("race").messages]
+        session = [m.content for m in store.sessions.load("race").messages]
         assert sorted(session) == sorted(expected)
-        transcript = store.read_transcript("race")
+        transcript = store.transcripts.read("race")
         assert [e.seq for e in transcript] == list(range(1, 2 * count + 1))
         assert {e.message.content for e in transcript} == expected
         for tag in "AB":  # each process's messages in its own order, in both logs
@@ -477,32 +479,32 @@ def _assert_acknowledged_writes_present(workspace: Path, acked: list[list[str]])
     store = FileStore(workspace)
     try:
         assert not list(workspace.rglob("*.tmp"))  # opening cleaned up after the crashes
-        session = [m.content for m in store.load_session("hammer").messages]
+        session = [m.content for m in store.sessions.load("hammer").messages]
         session_acks = [a[1] for a in acked if a[0] == "session"]
         assert [c for c in session if c in set(session_acks)] == session_acks
 
-        transcript = store.read_transcript("hammer")
+        transcript = store.transcripts.read("hammer")
         assert [e.seq for e in transcript] == list(range(1, len(transcript) + 1))
         by_seq = {e.seq: e.message.content for e in transcript}
         assert all(by_seq[int(a[2])] == a[1] for a in acked if a[0] == "transcript")
 
         for tag, i in [(a[1], int(a[2])) for a in acked if a[0] == "state"]:
-            assert int(store.get_state(f"counter-{tag}")) >= i
+            assert int(store.state.get(f"counter-{tag}")) >= i
 
-        memory_ids = {m.id for m in store.list_memories()}
+        memory_ids = {m.id for m in store.memories.list()}
         forgetting = {a[1] for a in acked if a[0] == "forgetting"}
         assert {a[1] for a in acked if a[0] == "memory"} - forgetting <= memory_ids
         assert not {a[1] for a in acked if a[0] == "forget"} & memory_ids
 
-        notes = "\n".join(n.content for n in store.recent_daily_notes(2))
+        notes = "\n".join(n.content for n in store.notes.recent(2))
         assert all(a[1] in notes.splitlines() for a in acked if a[0] == "note")
 
         traces = [a[1] for a in acked if a[0] == "trace"]
-        kept = [r["turn_id"] for n in (2, 1, 0) for r in atomic.read_jsonl(store._traces.generation(n).log_path)]
+        kept = [r["turn_id"] for n in (2, 1, 0) for r in atomic.read_jsonl(store.traces.log.generation(n).log_path)]
         assert traces and traces[-1] in kept  # older ones may have rotated away (every ~1 KB here)
-        assert [store.get_trace(turn_id).turn_id for turn_id in kept] == kept
-        assert store.last_trace().turn_id == store.last_trace("hammer").turn_id == kept[-1]
-        store.append_transcript("hammer", [Message(role="user", content="after the crashes")])
+        assert [store.traces.get(turn_id).turn_id for turn_id in kept] == kept
+        assert store.traces.last().turn_id == store.traces.last("hammer").turn_id == kept[-1]
+        store.transcripts.append("hammer", [Message(role="user", content="after the crashes")])
         _assert_every_file_parses(workspace)
     finally:
         store.close()

@@ -39,12 +39,12 @@ def _old_workspace(ws):
 
 
 def _check_everything_readable(store: FileStore) -> None:
-    session = store.load_session(KEY)
+    session = store.sessions.load(KEY)
     assert session.summary == "earlier" and [m.content for m in session.messages] == ["hi"]
-    assert [e.message.content for e in store.read_transcript(KEY)] == ["hi"]
-    assert store.get_state("last_channel") == "cli"
-    assert [r.content for r in store.list_memories()] == ["likes tea"]
-    assert store.get_prompt("USER.md").content == "Ana"
+    assert [e.message.content for e in store.transcripts.read(KEY)] == ["hi"]
+    assert store.state.get("last_channel") == "cli"
+    assert [r.content for r in store.memories.list()] == ["likes tea"]
+    assert store.prompts.get("USER.md").content == "Ana"
 
 
 def test_an_old_workspace_moves_once_and_loses_nothing(tmp_path):
@@ -53,7 +53,7 @@ def test_an_old_workspace_moves_once_and_loses_nothing(tmp_path):
     store = FileStore(ws)
     try:
         _check_everything_readable(store)
-        store.append_transcript(KEY, [Message(role="assistant", content="hello")])
+        store.transcripts.append(KEY, [Message(role="assistant", content="hello")])
     finally:
         store.close()
     for old in ("sessions", "transcripts", "state", "traces", "memory/memories.jsonl", ".picoora.lock"):
@@ -66,7 +66,7 @@ def test_an_old_workspace_moves_once_and_loses_nothing(tmp_path):
     assert (ws / "USER.md").read_text() == "Ana"
     reopened = FileStore(ws)
     try:
-        assert [e.seq for e in reopened.read_transcript(KEY)] == [1, 2]
+        assert [e.seq for e in reopened.transcripts.read(KEY)] == [1, 2]
     finally:
         reopened.close()
 
@@ -102,13 +102,13 @@ def test_once_on_this_layout_old_layout_paths_are_never_moved_in_again(tmp_path)
     may migrate; afterwards old-layout files, even with the old lock file beside them, stay where they are."""
     ws = tmp_path / "ws"
     store = FileStore(ws)
-    store.append_session("new:one", [Message(role="user", content="new")])
+    store.sessions.append("new:one", [Message(role="user", content="new")])
     store.close()
     _old_workspace(ws)  # everything an old workspace has, its lock file included, written after the fact
     store = FileStore(ws)
     try:
-        assert {s.key for s in store.list_sessions()} == {"new:one"}
-        assert store.list_memories() == [] and store.get_state("last_channel") is None
+        assert {s.key for s in store.sessions.list()} == {"new:one"}
+        assert store.memories.list() == [] and store.state.get("last_channel") is None
     finally:
         store.close()
     assert (ws / "sessions" / "cli_default.json").exists() and (ws / "memory" / "memories.jsonl").exists()
@@ -163,12 +163,12 @@ def test_the_layout_is_the_one_place_paths_come_from(tmp_path):
 def test_corrupt_transcript_lines_are_skipped_and_never_stop_the_next_append(tmp_path, caplog):
     store = FileStore(tmp_path / "ws")
     try:
-        store.append_transcript(KEY, [Message(role="user", content="one")])
+        store.transcripts.append(KEY, [Message(role="user", content="one")])
         path = FileLayout(tmp_path / "ws").transcripts / "cli_default.jsonl"
         with open(path, "a") as fh:
             fh.write('not json at all\n{"seq": "oops", "message": 1}\n{"unrelated": true}\n')
-        assert store.append_transcript(KEY, [Message(role="assistant", content="two")]) == [2]
-        entries = store.read_transcript(KEY)
+        assert store.transcripts.append(KEY, [Message(role="assistant", content="two")]) == [2]
+        entries = store.transcripts.read(KEY)
         assert [(e.seq, e.message.content) for e in entries] == [(1, "one"), (2, "two")]
     finally:
         store.close()

@@ -40,7 +40,7 @@ def test_unreachable_oracle_falls_back_to_files_with_one_line(tmp_path):
         assert len(notices) == 1
         assert notices[0].startswith("Oracle storage unavailable, using file storage instead:")
         assert "pw" not in notices[0].replace("picoora", "")
-        store.add_memory("still remembered on files")
-        assert [m.content for m in store.list_memories()] == ["still remembered on files"]
+        store.memories.add("still remembered on files")
+        assert [m.content for m in store.memories.list()] == ["still remembered on files"]
     finally:
         store.close()

@@ -89,7 +89,7 @@ def test_a_huge_output_is_kept_linked_in_the_trace_and_read_back_in_parts(tmp_pa
 
     parts = [m.content.split(":\n", 1)[1] for m in llm.requests[-1].messages if m.content.startswith("dump output")]
     assert len(parts) == -(-len(LOG) // 20_000) and "".join(parts) == LOG  # every character, in order, across the parts
-    trace = store.last_trace(KEY)
+    trace = store.traces.last(KEY)
     assert trace.tool_calls[0].output_handle == handle
     assert all(call.output_handle is None for call in trace.tool_calls[1:])
 
@@ -114,8 +114,8 @@ def test_a_guest_cannot_read_the_owners_output_nor_the_owner_a_guests(tmp_path):
     owner = FileStore(tmp_path / "ws")
     sam = PersonStore(FileStore(FileLayout(owner.workspace).person("sam")), owner, "sam")
     mine, theirs = new_handle(), new_handle()
-    owner.save_tool_output(ToolOutput(mine, "telegram:1", "t1", "exec", "the owner's secret plans"))
-    sam.save_tool_output(ToolOutput(theirs, "telegram:2", "t2", "web_fetch", "sam's page"))
+    owner.tool_outputs.save(ToolOutput(mine, "telegram:1", "t1", "exec", "the owner's secret plans"))
+    sam.tool_outputs.save(ToolOutput(theirs, "telegram:2", "t2", "web_fetch", "sam's page"))
 
     llm = ScriptedLLM(calls(("read_tool_output", {"handle": mine})), answer("It is not there."))
     asyncio.run(make_agent(sam, llm, tmp_path, guest_registry(Config())).run_turn("telegram:2", "read it"))
@@ -141,7 +141,7 @@ def test_a_guest_cannot_read_the_owners_output_nor_the_owner_a_guests(tmp_path):
 def test_the_worst_arguments_get_a_clear_error_and_nothing_else(tmp_path, arguments, said):
     store = FileStore(tmp_path / "ws")
     handle = new_handle()
-    store.save_tool_output(ToolOutput(handle, KEY, "t1", "exec", LOG))
+    store.tool_outputs.save(ToolOutput(handle, KEY, "t1", "exec", LOG))
     arguments = {k: (handle if v == "OUT" else v) for k, v in arguments.items()}
     result = asyncio.run(registry().execute("read_tool_output", arguments, make_ctx(tmp_path, store)))
     assert said in result.content
@@ -151,17 +151,17 @@ def test_the_worst_arguments_get_a_clear_error_and_nothing_else(tmp_path, argume
 def test_on_files_outputs_are_bounded_in_age_and_in_size(tmp_path, monkeypatch):
     store = FileStore(tmp_path / "ws")
     old = new_handle()
-    store.save_tool_output(ToolOutput(old, KEY, "t1", "exec", "an old output"))
+    store.tool_outputs.save(ToolOutput(old, KEY, "t1", "exec", "an old output"))
     past = time.time() - limits.TOOL_OUTPUT_DAYS * 86400 - 60
     os.utime(store.layout.tool_outputs / f"{old}.json", (past, past))
-    assert store.get_tool_output(old) is None  # expired: not read, even before it is deleted
+    assert store.tool_outputs.get(old) is None  # expired: not read, even before it is deleted
 
     monkeypatch.setattr(limits, "TOOL_OUTPUT_TOTAL_BYTES", len(LOG) * 3 // 2)  # room for one log, not two
     handles = [new_handle() for _ in range(3)]
     for handle in handles:
-        store.save_tool_output(ToolOutput(handle, KEY, "t2", "exec", LOG))
+        store.tool_outputs.save(ToolOutput(handle, KEY, "t2", "exec", LOG))
     assert [p.stem for p in store.layout.tool_outputs.iterdir()] == [handles[-1]]  # the newest; the old one went
-    assert store.get_tool_output(handles[-1]).content == LOG
+    assert store.tool_outputs.get(handles[-1]).content == LOG
 
 
 def test_a_secret_deep_in_a_long_output_is_scrubbed_before_it_is_kept(tmp_path):
@@ -177,7 +177,7 @@ def test_a_secret_deep_in_a_long_output_is_scrubbed_before_it_is_kept(tmp_path):
     tools.register(Leaky())
     store = FileStore(tmp_path / "ws")
     result = asyncio.run(tools.execute("leaky", {}, make_ctx(tmp_path, store, secrets=[secret])))
-    kept = store.get_tool_output(result.handle).content
+    kept = store.tool_outputs.get(result.handle).content
     assert secret not in kept and kept.startswith(LOG) and "token=" in kept
     assert not any(secret in path.read_text() for path in store.layout.tool_outputs.iterdir())
 

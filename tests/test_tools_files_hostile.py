@@ -97,8 +97,8 @@ def test_the_stores_private_files_are_out_of_the_tools_reach(tmp_path):
     try:
         from picoora.messages import Message
 
-        store.append_transcript("cli:default", [Message(role="user", content="hello")])
-        store.append_session("cli:default", [Message(role="user", content="hello")])
+        store.transcripts.append("cli:default", [Message(role="user", content="hello")])
+        store.sessions.append("cli:default", [Message(role="user", content="hello")])
         private = ".picoora"
         for tool, args in (
             (WriteFile(), {"path": f"{private}/store.lock", "content": ""}),
@@ -112,7 +112,7 @@ def test_the_stores_private_files_are_out_of_the_tools_reach(tmp_path):
             assert result.is_error and "private files" in result.content, (tool.name, args)
         (ctx.workspace / "sneaky").symlink_to(ctx.workspace / private)
         assert "private files" in call(ReadFile(), ctx, path="sneaky/sessions/cli_default.json").content
-        assert [e.message.content for e in store.read_transcript("cli:default")] == ["hello"]
+        assert [e.message.content for e in store.transcripts.read("cli:default")] == ["hello"]
     finally:
         store.close()
 

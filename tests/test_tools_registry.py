@@ -130,7 +130,7 @@ def test_results_over_the_cap_are_cut_and_kept_whole(tmp_path):
     result = run(registry(max_result_chars=100), "echo", {"text": text}, make_ctx(tmp_path, store, turn_id="t1"))
     assert result.content.startswith(text[:80]) and text[80:-20] not in result.content
     assert f"{text[-20:]}\n[400 characters in all kept as {result.handle}: read_tool_output" in result.content
-    kept = store.get_tool_output(result.handle)
+    kept = store.tool_outputs.get(result.handle)
     assert (kept.content, kept.tool, kept.turn_id) == (text, "echo", "t1")
 
 

@@ -127,7 +127,7 @@ def test_output_is_capped_with_a_truncation_note_and_kept_whole(tmp_path):
     assert "tail-marker" in err  # a flood on stdout does not hide stderr
     shown, kept_line = result.content.rsplit("\n", 1)
     assert shown.endswith("Exit code: 0") and result.handle in kept_line
-    whole = store.get_tool_output(result.handle).content
+    whole = store.tool_outputs.get(result.handle).content
     assert whole.count("x\n") == 50_000 and whole.endswith("STDERR:\ntail-marker\n\nExit code: 0")
 
 

@@ -121,7 +121,7 @@ def test_size_cap_while_streaming_and_max_chars(tmp_path, server):
     store = FileStore(tmp_path / "store")
     short = call(WebFetch(), web_ctx(tmp_path, store=store), url=f"{server}/big", max_chars=100)
     assert "text cut at 100 of 50000 chars" in short.content and "y" * 101 not in short.content
-    whole = store.get_tool_output(short.handle).content  # the rest is kept, still marked as untrusted
+    whole = store.tool_outputs.get(short.handle).content  # the rest is kept, still marked as untrusted
     assert "y" * 50000 in whole and whole.startswith(short.content.split("\n", 1)[0])
     assert whole.count("untrusted") == short.content.count("untrusted")
 

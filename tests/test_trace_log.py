@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from picoora import atomic
-from picoora.store import trace_log
 from picoora.store.base import TurnTrace
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, trace_log
 
 REPO = Path(__file__).resolve().parent.parent
 SESSIONS = ("web:a", "telegram:7", "cli:default")
@@ -52,14 +51,14 @@ def _assert_answers_match_the_logs(workspace: Path, asked: list[str]) -> None:
     by_id = {r["turn_id"]: r for r in records}
     fresh = FileStore(workspace)
     try:
-        last = fresh.last_trace()
+        last = fresh.traces.last()
         assert (last and last.turn_id) == (records[-1]["turn_id"] if records else None)
         for session in [*sorted({r["session_key"] for r in records} - set(SESSIONS)), *SESSIONS]:
             mine = [r["turn_id"] for r in records if r["session_key"] == session]
-            found = fresh.last_trace(session)
+            found = fresh.traces.last(session)
             assert (found and found.turn_id) == (mine[-1] if mine else None), session
         for turn_id in asked:
-            found = fresh.get_trace(turn_id)
+            found = fresh.traces.get(turn_id)
             assert (found and found.to_json()) == by_id.get(turn_id), turn_id
     finally:
         fresh.close()
@@ -67,70 +66,70 @@ def _assert_answers_match_the_logs(workspace: Path, asked: list[str]) -> None:
 
 def test_lookups_read_the_index_not_the_log(store, workspace, monkeypatch):
     for n in range(300):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
 
     def no_scan(*args, **kwargs):
         raise AssertionError("a lookup walked the log")
 
     monkeypatch.setattr(trace_log, "_traces", no_scan)  # what a rebuild or a catch-up would walk
     fresh = FileStore(workspace)
-    assert fresh.get_trace("t00007").session_key == SESSIONS[1]
-    assert fresh.last_trace().turn_id == "t00299"
-    assert fresh.last_trace("telegram:7").turn_id == "t00298"
-    assert fresh.get_trace("t99999") is None and fresh.last_trace("nobody") is None
+    assert fresh.traces.get("t00007").session_key == SESSIONS[1]
+    assert fresh.traces.last().turn_id == "t00299"
+    assert fresh.traces.last("telegram:7").turn_id == "t00298"
+    assert fresh.traces.get("t99999") is None and fresh.traces.last("nobody") is None
     fresh.close()
 
 
 def test_rotation_keeps_a_few_generations_and_finds_traces_in_them(store, workspace, monkeypatch):
     monkeypatch.setattr(trace_log, "ROTATE_BYTES", 3000)
     line = max(len(atomic.encode_jsonl([_trace(n).to_json()])) for n in range(3))
-    store.append_trace(_trace(0, "rare:one"))
+    store.traces.append(_trace(0, "rare:one"))
     for n in range(1, 200):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
         if n == 190:
-            store.append_trace(_trace(9000, "rare:two"))
+            store.traces.append(_trace(9000, "rare:two"))
     names = sorted(p.name for p in _traces_dir(workspace).iterdir())
     assert names == ["turns.1.idx", "turns.1.jsonl", "turns.2.idx", "turns.2.jsonl", "turns.idx", "turns.jsonl"]
     for number in range(trace_log.KEEP_OLD + 1):
-        assert store._traces.generation(number).size() < 3000 + line
+        assert store.traces.log.generation(number).size() < 3000 + line
     kept = [r["turn_id"] for r in _kept(workspace)]
     assert kept[-1] == "t00199" and len(kept) < 199 and "t09000" in kept  # the oldest have rolled off
     oldest_kept = kept[0]
-    assert store.get_trace(oldest_kept).turn_id == oldest_kept  # found in turns.2.jsonl
-    assert store.get_trace("t00001") is None and store.last_trace("rare:one") is None
-    assert store.last_trace("rare:two").turn_id == "t09000"
+    assert store.traces.get(oldest_kept).turn_id == oldest_kept  # found in turns.2.jsonl
+    assert store.traces.get("t00001") is None and store.traces.last("rare:one") is None
+    assert store.traces.last("rare:two").turn_id == "t09000"
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(200)] + ["t09000"])
 
 
 def test_a_generation_also_rotates_when_its_index_is_half_full(store, workspace, monkeypatch):
     monkeypatch.setattr(trace_log, "SLOTS", 16)  # two keys a trace: every 4 traces with new sessions
     for n in range(14):
-        store.append_trace(_trace(n, f"s{n}"))
+        store.traces.append(_trace(n, f"s{n}"))
     assert {p.name for p in _traces_dir(workspace).glob("*.jsonl")} == {"turns.jsonl", "turns.1.jsonl", "turns.2.jsonl"}
-    assert [store.get_trace(f"t{n:05d}") is not None for n in range(14)] == [False] * 4 + [True] * 10
-    assert store.last_trace("s5").turn_id == "t00005" and store.last_trace("s3") is None
+    assert [store.traces.get(f"t{n:05d}") is not None for n in range(14)] == [False] * 4 + [True] * 10
+    assert store.traces.last("s5").turn_id == "t00005" and store.traces.last("s3") is None
 
 
 def test_a_torn_last_line_is_skipped_then_cut_by_the_next_append(store, workspace):
     for n in range(3):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     log_path = _traces_dir(workspace) / "turns.jsonl"
     with open(log_path, "ab") as handle:
         handle.write(b'{"turn_id": "t00003", "session_key": "web:a", "xyz')  # a kill -9 mid-write
     _assert_answers_match_the_logs(workspace, ["t00000", "t00002", "t00003"])
-    store.append_trace(_trace(4))
+    store.traces.append(_trace(4))
     assert b"xyz" not in log_path.read_bytes()
-    assert store.last_trace().turn_id == "t00004" and store.get_trace("t00003") is None
+    assert store.traces.last().turn_id == "t00004" and store.traces.get("t00003") is None
     _assert_answers_match_the_logs(workspace, ["t00000", "t00003", "t00004"])
 
 
 def test_an_append_whose_index_update_was_lost_is_indexed_by_the_next_lookup(store, workspace):
     for n in range(5):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     # What a process killed between the two steps of an append leaves: the line, not its index entry.
     atomic.append_jsonl(_traces_dir(workspace) / "turns.jsonl", [_trace(5, "web:a").to_json()], durable=False)
-    assert store.get_trace("t00005").session_key == "web:a"
-    assert store.last_trace().turn_id == "t00005" and store.last_trace("web:a").turn_id == "t00005"
+    assert store.traces.get("t00005").session_key == "web:a"
+    assert store.traces.last().turn_id == "t00005" and store.traces.last("web:a").turn_id == "t00005"
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(6)])
 
 
@@ -179,22 +178,22 @@ INDEX_DAMAGE = (_point_turns_at_the_first_line, _point_into_lines, _tear_header)
 @pytest.mark.parametrize("damage", [_rewrite_in_place, _cut_log, _replace_log, *INDEX_DAMAGE])
 def test_an_index_that_disagrees_with_its_log_is_rebuilt(store, workspace, damage, caplog):
     for n in range(40):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     traces = _traces_dir(workspace)
     damage(traces / ("turns.idx" if damage in INDEX_DAMAGE else "turns.jsonl"))
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(40)])
     assert "rebuilding" in caplog.text
-    store.append_trace(_trace(40))
+    store.traces.append(_trace(40))
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(41)])
 
 
 def test_an_index_of_an_earlier_boot_is_rebuilt(store, workspace, monkeypatch):
     for n in range(5):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     index = _traces_dir(workspace) / "turns.idx"
     before = index.stat().st_ino
     monkeypatch.setattr(trace_log, "_boot", lambda: b"another boot....")  # a power cut may have kept half its pages
-    assert store.get_trace("t00003").turn_id == "t00003"
+    assert store.traces.get("t00003").turn_id == "t00003"
     assert index.stat().st_ino != before  # written anew (and renamed into place)
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(5)])
 
@@ -202,7 +201,7 @@ def test_an_index_of_an_earlier_boot_is_rebuilt(store, workspace, monkeypatch):
 def test_after_a_reboot_only_the_current_generation_is_indexed_again(store, workspace, monkeypatch):
     monkeypatch.setattr(trace_log, "ROTATE_BYTES", 1000)
     for n in range(12):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     traces = _traces_dir(workspace)
     inodes = {name: (traces / name).stat().st_ino for name in ("turns.idx", "turns.1.idx", "turns.2.idx")}
     monkeypatch.setattr(trace_log, "_boot", lambda: b"another boot....")
@@ -214,12 +213,12 @@ def test_after_a_reboot_only_the_current_generation_is_indexed_again(store, work
 
 def test_an_append_leaves_a_big_rebuild_to_the_next_lookup(store, workspace, monkeypatch):
     for n in range(20):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     index = _traces_dir(workspace) / "turns.idx"
     before = index.stat().st_ino
     monkeypatch.setattr(trace_log, "_boot", lambda: b"another boot....")
     monkeypatch.setattr(trace_log, "_CATCH_UP_BYTES", 1000)  # the log is bigger: a turn must not read it all
-    store.append_trace(_trace(20))
+    store.traces.append(_trace(20))
     assert index.stat().st_ino == before
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(21)])
     assert index.stat().st_ino != before
@@ -228,7 +227,7 @@ def test_an_append_leaves_a_big_rebuild_to_the_next_lookup(store, workspace, mon
 def test_an_index_moved_beside_another_log_is_not_trusted(store, workspace, monkeypatch):
     monkeypatch.setattr(trace_log, "ROTATE_BYTES", 800)
     for n in range(20):
-        store.append_trace(_trace(n))
+        store.traces.append(_trace(n))
     traces = _traces_dir(workspace)
     shutil.copy(traces / "turns.1.idx", traces / "turns.idx")  # a crash half-way through a rotation, say
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(20)])
@@ -239,21 +238,21 @@ def test_a_big_log_from_before_the_index_is_indexed_once_and_rotated_unread(stor
     monkeypatch.setattr(trace_log, "SLOTS", 16)  # the rebuild sizes its table for what it finds
     old = _traces_dir(workspace) / "turns.jsonl"
     atomic.append_jsonl(old, [_trace(n).to_json() for n in range(100)], durable=False)
-    assert store.get_trace("t00042").turn_id == "t00042" and store.last_trace().turn_id == "t00099"
-    store.append_trace(_trace(100))
-    assert store._traces.generation(1).size() > 2000  # moved aside whole
-    assert store.get_trace("t00042").turn_id == "t00042" and store.last_trace().turn_id == "t00100"
+    assert store.traces.get("t00042").turn_id == "t00042" and store.traces.last().turn_id == "t00099"
+    store.traces.append(_trace(100))
+    assert store.traces.log.generation(1).size() > 2000  # moved aside whole
+    assert store.traces.get("t00042").turn_id == "t00042" and store.traces.last().turn_id == "t00100"
     _assert_answers_match_the_logs(workspace, [f"t{n:05d}" for n in range(101)])
 
 
 def test_a_line_that_is_not_a_trace_is_skipped(store, workspace):
-    store.append_trace(_trace(0))
+    store.traces.append(_trace(0))
     atomic.append_jsonl(_traces_dir(workspace) / "turns.jsonl", [{"turn_id": "t00001", "session_key": "web:a",
                                                                   "from_a_newer_version": True}], durable=False)
-    assert store.last_trace().turn_id == "t00000" and store.get_trace("t00001") is None
-    assert store.last_trace("web:a").turn_id == "t00000"
-    store.append_trace(_trace(2))
-    assert store.last_trace().turn_id == "t00002"
+    assert store.traces.last().turn_id == "t00000" and store.traces.get("t00001") is None
+    assert store.traces.last("web:a").turn_id == "t00000"
+    store.traces.append(_trace(2))
+    assert store.traces.last().turn_id == "t00002"
 
 
 def test_two_processes_appending_at_once_lose_no_trace(workspace):
@@ -278,8 +277,8 @@ def test_two_processes_appending_at_once_lose_no_trace(workspace):
         assert mine == [f"{tag}-{n}" for n in range(count - len(mine), count)]
     fresh = FileStore(workspace)
     try:
-        assert all(fresh.get_trace(turn_id).turn_id == turn_id for turn_id in ids)
-        assert fresh.last_trace().turn_id == ids[-1]
-        assert fresh.last_trace("race:A").turn_id == "A-59" and fresh.last_trace("race:B").turn_id == "B-59"
+        assert all(fresh.traces.get(turn_id).turn_id == turn_id for turn_id in ids)
+        assert fresh.traces.last().turn_id == ids[-1]
+        assert fresh.traces.last("race:A").turn_id == "A-59" and fresh.traces.last("race:B").turn_id == "B-59"
     finally:
         fresh.close()

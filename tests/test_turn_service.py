@@ -162,7 +162,7 @@ def test_a_thousand_strangers_cost_a_bounded_number_of_open_assistants(isolated_
                                 await original()
                             guest.aclose = recording_close  # type: ignore[method-assign]
                     still_open = people.open_count
-                    kept_usable = await kept.astore.list_memories() == []
+                    kept_usable = await kept.astore.memories.list() == []
                 async with people.lease(Person("owner", owner=True)) as same:
                     is_owner = same is owner
                 await people.aclose()

@@ -7,7 +7,7 @@ from typing import Any
 
 from picoora.agent.loop import Agent
 from picoora.config import AgentDefaults
-from picoora.store.base import Store
+from picoora.store.protocol import Store
 from tests.fakes.agent_kit import memory_registry
 from tests.fakes.scripted_llm import ScriptedLLM, answer, calls
 
@@ -18,7 +18,7 @@ FACT = "The user's dentist is Dr. Alvarez on Rua Augusta"
 def run_traced_turn(store: Store, workspace: Any) -> str:
     """Store a fact, then a turn that recalls it automatically and calls ``recall`` with a secret in its
     arguments; returns the turn id."""
-    store.add_memory(FACT, importance=0.8)
+    store.memories.add(FACT, importance=0.8)
     llm = ScriptedLLM(calls(("recall", {"query": f"Alvarez dentist {SECRET}"})), answer("Dr. Alvarez."))
     agent = Agent(store=store, llm=llm, tools=memory_registry(), settings=AgentDefaults(), workspace=workspace,
                   secrets=[SECRET])

@@ -5,7 +5,7 @@ Only the person's message is read: never tool outputs, web pages or the model's 
 can shape), and only at the doors where a person typed it (``Assistant.ask(learn=True)``), not scheduled
 jobs or the heartbeat. The rules are cheap and conservative: a sentence is kept when it states something
 ("my door code is 4421", "I live in Lyon", "I'm allergic to peanuts", "remember that ..."), not when it
-asks, requests, supposes, quotes or speaks of today. What is kept goes through ``Store.add_memory``, so it
+asks, requests, supposes, quotes or speaks of today. What is kept goes through ``Store.memories.add``, so it
 is deduplicated and supersedes what it states anew, with provenance ``inferred``. The work runs in the
 background after the answer, one turn at a time, with a bounded queue (a burst drops the excess, logged).
 bench/auto_memory_bench.py measures its precision and its cost per turn.
@@ -182,7 +182,7 @@ class AutoMemory:
         stored = []
         provenance = Provenance(how="inferred", person=self._person, session=session_key, turn_id=turn_id)
         for fact in await self._extract(message):
-            added = await self._astore.add_memory(fact, 0.6, "auto", provenance=provenance)
+            added = await self._astore.memories.add(fact, 0.6, "auto", provenance=provenance)
             if added.created:
                 stored.append(fact)
         return stored

@@ -88,7 +88,7 @@ async def compact(
     the store fails.
     """
     try:
-        session = await store.load_session(session_key)
+        session = await store.sessions.load(session_key)
         if max_kept_tokens is None:
             cut = compaction_cut(session.messages, settings.keep_recent_messages)
         else:
@@ -99,7 +99,7 @@ async def compact(
         folded = without_cancelled(session.messages[:cut])
         for chunk in _chunks(folded, _chunk_budget(summary, settings)) if folded else []:
             summary = await _fold(llm, summary, chunk, settings)
-        if not await store.compact_session(session_key, summary, session.messages[:cut]):
+        if not await store.sessions.compact(session_key, summary, session.messages[:cut]):
             return 0  # another process compacted these messages first; its summary stands
     except (LLMError, StoreError) as exc:
         raise CompactionError(str(exc)) from exc

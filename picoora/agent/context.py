@@ -28,7 +28,8 @@ from picoora.agent.tokens import CHARS_PER_TOKEN, estimate_tokens
 from picoora.config import AgentDefaults
 from picoora.llm.base import ToolSchema
 from picoora.messages import Message
-from picoora.store.base import DailyNote, Prompt, RecallResult, Session, Store, StoreError
+from picoora.store.base import DailyNote, Prompt, RecallResult, Session, StoreError
+from picoora.store.protocol import Store
 from picoora.tools.memory import MEMORY_TOOL_NAMES
 from picoora.untrusted import quoted
 
@@ -55,13 +56,13 @@ def gather_inputs(store: Store, session_key: str, text: str, settings: AgentDefa
     if settings.memory_context_tokens > 0:
         try:
             # Only matches sure to be about the message: small models follow whatever context they get.
-            recall = store.recall(text, limit=RECALL_CANDIDATES, confident_only=True)
+            recall = store.memories.recall(text, limit=RECALL_CANDIDATES, confident_only=True)
         except StoreError as exc:  # a broken memory index must not stop the conversation
             recall = RecallResult(matches=[], degraded=True, note=f"memory recall failed: {exc}")
-    notes = store.recent_daily_notes(settings.daily_note_days) if settings.daily_note_days > 0 else []
+    notes = store.notes.recent(settings.daily_note_days) if settings.daily_note_days > 0 else []
     return ContextInputs(
-        session=store.load_session(session_key) if with_session else Session(session_key),
-        prompts=fit_prompts(store.list_prompts(), settings.context_window),
+        session=store.sessions.load(session_key) if with_session else Session(session_key),
+        prompts=fit_prompts(store.prompts.list(), settings.context_window),
         recall=recall,
         daily_notes=notes,
     )

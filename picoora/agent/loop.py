@@ -71,7 +71,8 @@ from picoora.llm.base import LLM, ContextOverflowError, DeltaKind, LLMError, LLM
 from picoora.llm.pool import ModelChoice, ModelPool
 from picoora.messages import Image, Message, ToolCall
 from picoora.store.aio import AsyncStore
-from picoora.store.base import Store, StoreError
+from picoora.store.base import StoreError
+from picoora.store.protocol import Store
 from picoora.tools.base import ToolContext, ToolSettings
 from picoora.tools.tool_outputs import KEPT_MARK
 

@@ -27,11 +27,11 @@ async def first_showing(store: AsyncStore, session_key: str, model_label: str, t
     key = NOTICES_STATE + session_key
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     try:
-        stored = json.loads(await store.get_state(key) or "{}")
+        stored = json.loads(await store.state.get(key) or "{}")
         seen = stored.get("shown", []) if isinstance(stored, dict) and stored.get("model") == model_label else []
         if digest in seen:
             return False
-        await store.set_state(key, json.dumps({"model": model_label, "shown": [*seen, digest]}))
+        await store.state.set(key, json.dumps({"model": model_label, "shown": [*seen, digest]}))
     except (StoreError, ValueError) as exc:  # better said twice than never
         log.warning("could not keep track of the notices of %s: %s", session_key, exc)
     return True

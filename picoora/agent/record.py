@@ -84,7 +84,7 @@ class TurnRecord:
         messages = [scrubbed(m, self._scrub) for m in messages]
         # Listed before the write: a write cut short by cancellation still completes in its thread.
         self.produced.extend(messages)
-        await self._store.append_transcript(self._key, messages)
+        await self._store.transcripts.append(self._key, messages)
 
     # -- what is under way -----------------------------------------------------------------------------
 
@@ -147,10 +147,10 @@ class TurnRecord:
         self.ending = ending  # before the write: see the module's last paragraph
         share = session_share(self.produced, ending, saved=self._saved)
         if share:
-            await self._store.append_session(self._key, share)
+            await self._store.sessions.append(self._key, share)
 
     async def save_trace(self, trace: TurnTrace) -> None:
         try:
-            await self._store.append_trace(trace)
+            await self._store.traces.append(trace)
         except StoreError as exc:  # a lost trace must not cost the answer
             log.warning("could not save the trace of turn %s: %s", trace.turn_id, exc)

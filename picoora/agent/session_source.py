@@ -64,7 +64,7 @@ class SessionSource:
         settings, astore = self._parts.settings, self._parts.astore
         folded = await compact(astore, llm, self._key, settings, max_kept_tokens=max_kept_tokens)
         if folded:
-            self._use(replace(self._inputs, session=await astore.load_session(self._key)))
+            self._use(replace(self._inputs, session=await astore.sessions.load(self._key)))
         return folded
 
     def needs_compaction(self, produced: list[Message]) -> bool:

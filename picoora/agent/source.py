@@ -29,7 +29,8 @@ from picoora.config import AgentDefaults
 from picoora.llm.base import LLM, CallOptions, ToolSchema
 from picoora.messages import Message
 from picoora.store.aio import AsyncStore
-from picoora.store.base import RecallResult, Store
+from picoora.store.base import RecallResult
+from picoora.store.protocol import Store
 from picoora.tools.memory import MEMORY_TOOL_NAMES
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Collects a turn's trace as it runs: model, usage, latency, recalled memories, tool calls, outcome.
 
-Kept with the transcript (``Store.append_trace``) so ``picoora trace`` and the web chat's "why" view can
+Kept with the transcript (``Store.traces.append``) so ``picoora trace`` and the web chat's "why" view can
 tell whether a wrong answer came from retrieval, tool choice, tool output or the model. Everything
 that could hold a secret (tool arguments, results, memory text) is scrubbed before it is kept.
 """

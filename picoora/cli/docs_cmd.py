@@ -20,7 +20,7 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config, warn
 if TYPE_CHECKING:
     from picoora.config import Config
     from picoora.docs.adding import Outcome
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 AS_HELP = "Act for this person (configured or paired): their own documents and the shared ones."
 
@@ -96,7 +96,7 @@ def list_(
 ) -> None:
     """List the documents (yours and the shared ones)."""
     with _store(load_config(ctx), person) as store:
-        documents = store.list_documents()
+        documents = store.documents.list()
     if as_json:
         _print_json([d.to_json() for d in documents])
         return
@@ -120,9 +120,9 @@ def remove(
     from picoora.docs.adding import is_url
 
     with _store(load_config(ctx), person) as store:
-        removed = store.remove_document(target)
+        removed = store.documents.remove(target)
         if removed is None and not is_url(target):
-            removed = store.remove_document(str(Path(target).expanduser().absolute()))
+            removed = store.documents.remove(str(Path(target).expanduser().absolute()))
     if removed is None:
         raise CLIError(f"no document of yours is {target}: see `picoora docs list`")
     print(f"Removed {removed.id} ({removed.source})")
@@ -133,7 +133,7 @@ def reindex(ctx: typer.Context) -> None:
     from picoora.cli.memory_cmd import progress_bar
 
     with _store(load_config(ctx), "") as store, progress_bar("Reindexing") as progress:
-        count = store.reindex_documents(progress=progress)
+        count = store.documents.reindex(progress=progress)
     print(f"Reindexed {count} chunks.")
 
 
@@ -146,7 +146,7 @@ def search(
 ) -> None:
     """The chunks that best answer QUERY (nothing when no document does)."""
     with _store(load_config(ctx), person) as store:
-        hits = store.search_documents(query, limit)
+        hits = store.documents.search(query, limit)
     if as_json:
         _print_json([h.to_json() for h in hits])
         return

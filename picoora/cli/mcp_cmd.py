@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 DEFAULT_HTTP_PORT = 18791
 

@@ -19,7 +19,8 @@ import typer
 from picoora.cli.errors import CLIError, load_config, warn
 
 if TYPE_CHECKING:
-    from picoora.store.base import MemoryRecord, RecallResult, Store
+    from picoora.store.base import MemoryRecord, RecallResult
+    from picoora.store.protocol import Store
 
 def register(app: typer.Typer) -> None:
     memory = typer.Typer(
@@ -64,9 +65,9 @@ def add(
     except ValueError as err:
         raise CLIError(f"--until: {err}", 2) from None
     with _store(ctx) as store:
-        result = store.add_memory(text.strip(), importance=importance, category=category, expires_at=expires_at,
+        result = store.memories.add(text.strip(), importance=importance, category=category, expires_at=expires_at,
                                   provenance=Provenance(how="by hand", person="owner", session="cli"))
-        vectors = store.vector_status()
+        vectors = store.memories.vector_status()
     if result.created and vectors.embedder and result.memory.embedding_model is None:
         warn(f"Note: no vector was stored for it: the embedder {vectors.embedder} could not be used"
              f"{f' ({vectors.note})' if vectors.note else ''}. Until you run `picoora memory reindex` with it "
@@ -87,8 +88,8 @@ def search(
 ) -> None:
     """Find the memories closest to QUERY (weaker matches too). Looking does not count as an access."""
     with _store(ctx) as store:
-        result = store.recall(query, limit=limit, touch=False)
-        vectors = store.vector_status()
+        result = store.memories.recall(query, limit=limit, touch=False)
+        vectors = store.memories.vector_status()
     _warn_if_degraded(result)
     if vectors.missing and not result.degraded:
         warn(f"Note: {vectors.missing} of the memories lack a vector from {vectors.embedder}, so they are found by "
@@ -116,7 +117,7 @@ def list_(
 ) -> None:
     """List current memories, newest first (--all: also those superseded by a newer one or expired)."""
     with _store(ctx) as store:
-        records = store.list_memories(limit=None if not everything else limit)
+        records = store.memories.list(limit=None if not everything else limit)
     hidden = 0
     if not everything:
         current = [r for r in records if r.is_current()]
@@ -144,7 +145,7 @@ def forget(
 ) -> None:
     """Delete the memory with this ID."""
     with _store(ctx) as store:
-        found = store.forget(memory_id)
+        found = store.memories.forget(memory_id)
     if not found:
         raise CLIError(f"no memory with id {memory_id}: see `picoora memory list`")
     print(f"Forgot {memory_id}")
@@ -154,7 +155,7 @@ def reindex(ctx: typer.Context) -> None:
     """Re-embed every memory with the configured embedder (after changing memory.embedder).
     An interrupted reindex continues where it stopped when run again."""
     with _store(ctx) as store, progress_bar("Re-embedding") as progress:
-        count = store.reindex(progress=progress)
+        count = store.memories.reindex(progress=progress)
     print(f"Re-embedded {count} memories.")
 
 
@@ -164,7 +165,7 @@ def export(
 ) -> None:
     """Write every memory as JSON Lines."""
     with _store(ctx) as store:
-        records = store.list_memories()
+        records = store.memories.list()
     lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
     if file is None or str(file) == "-":
         sys.stdout.write(lines)
@@ -184,7 +185,7 @@ def import_(
     without an id gets one); known ones are skipped (so an interrupted import continues when run again)."""
     records = _read_records(file)
     with _store(ctx) as store, progress_bar("Importing") as progress:
-        added = store.import_memories(records, progress=progress)
+        added = store.memories.import_records(records, progress=progress)
     skipped = len(records) - added
     print(f"Imported {added} memories" + (f" ({skipped} already present)" if skipped else "") + ".")
 

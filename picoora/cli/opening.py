@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from picoora.assistant import Assistant
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 
 def open_assistant(config: Config, path: Path | None = None) -> Assistant:

@@ -18,8 +18,8 @@ from picoora.cli.errors import EXIT_USAGE, CLIError, load_config
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import Store
     from picoora.store.oracle.setup import OracleSetup
+    from picoora.store.protocol import Store
     from picoora.store.transfer import TransferReport
 
 EXIT_READY, EXIT_FAILED, EXIT_WARNINGS = 0, 1, 3
@@ -257,10 +257,10 @@ def _seed_prompts(config: Config, store: Store, steps: _Steps, *, force: bool) -
         path = workspace / name
         if not path.is_file():
             continue
-        if not force and store.get_prompt(name) is not None:
+        if not force and store.prompts.get(name) is not None:
             kept.append(name)
             continue
-        store.set_prompt(name, path.read_text(encoding="utf-8"))
+        store.prompts.set(name, path.read_text(encoding="utf-8"))
         seeded.append(name)
     if seeded:
         steps.ok(f"Prompts seeded from workspace: {', '.join(seeded)}")
@@ -273,7 +273,7 @@ def _seed_prompts(config: Config, store: Store, steps: _Steps, *, force: bool) -
 def _store_config_snapshot(config: Config, store: Store, steps: _Steps) -> None:
     from picoora.config import redacted
 
-    store.set_config("full_config", json.dumps(redacted(config), ensure_ascii=False))
+    store.config.set("full_config", json.dumps(redacted(config), ensure_ascii=False))
     steps.ok("Config snapshot stored in PICO_CONFIG (secrets redacted)")
 
 
@@ -319,7 +319,7 @@ def _import_files(config: Config, store: Store, steps: _Steps) -> None:
 
     files_only = config.model_copy(update={"oracle": config.oracle.model_copy(update={"enabled": False})})
     workspace = workspace_path(config)
-    leases, holder = store.leases(), node_id()
+    leases, holder = store.leases, node_id()
     # Two nodes importing at once would both append the same transcripts: one import at a time per database.
     if not asyncio.run(leases.acquire(IMPORT_LEASE, holder, IMPORT_LEASE_SECONDS)):
         steps.warn(f"Import from {workspace} skipped: another picoora is importing into this database now "

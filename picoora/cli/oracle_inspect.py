@@ -24,7 +24,7 @@ from picoora.identities import OWNER  # a document's person shown when the owner
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 TABLES = ("memories", "sessions", "transcripts", "state", "notes", "prompts", "config", "meta", "documents")
 BANNER = "=" * 61
@@ -134,7 +134,7 @@ class Inspector:
     def overview(self) -> tuple[Any, list[str]]:
         stats = self.store.stats()
         meta = self._meta_rows()
-        docs = self.store.document_counts()
+        docs = self.store.documents.counts()
         counts = {"Memories": stats.memories, "Sessions": stats.sessions, "Transcripts": stats.transcript_entries,
                   "State": stats.state_keys, "Daily Notes": stats.daily_notes, "Prompts": stats.prompts,
                   "Config": stats.config_keys, "Meta": len(meta), "Documents": docs.documents,
@@ -144,14 +144,14 @@ class Inspector:
             lines.append(f"  {label:<23s}{n:4d}  " + ("█" * min(n, 40) if n else "(empty)"))
         lines += ["  ─────────────────────  ────", f"  {'Total':<23s}{sum(counts.values()):4d}", ""]
 
-        memories = self.store.list_memories(RECENT)
+        memories = self.store.memories.list(RECENT)
         transcripts = self._recent_transcripts(RECENT)
-        sessions = self.store.list_sessions()[:RECENT]
-        state = list(self.store.all_state().items())[:RECENT]
-        notes = self.store.list_daily_notes(RECENT)
-        prompts = self.store.list_prompts()[:RECENT]
+        sessions = self.store.sessions.list()[:RECENT]
+        state = list(self.store.state.all().items())[:RECENT]
+        notes = self.store.notes.list(RECENT)
+        prompts = self.store.prompts.list()[:RECENT]
         config = list(self._config_rows().items())[:RECENT]
-        documents = self.store.all_documents(RECENT)
+        documents = self.store.documents.all(RECENT)
         sections = [
             ("Recent Memories (last 5):", "(no memories stored yet)",
              [f"  {_when(m.created_at)}  {m.importance:.1f} [{m.category}]  {m.content}"
@@ -196,7 +196,7 @@ class Inspector:
     def memories(self) -> tuple[Any, list[str]]:
         if self.search is not None:
             return self._memory_search()
-        records = self.store.list_memories(self.limit)
+        records = self.store.memories.list(self.limit)
         lines = self._title("All Memories") + [RULE]
         for m in records:
             lines += ["", f"  ID: {m.id}  Vector: {'yes' if m.embedding_model else 'no'}",
@@ -206,7 +206,7 @@ class Inspector:
 
     def _memory_search(self) -> tuple[Any, list[str]]:
         query = self.search or ""
-        result = self.store.recall(query, self.limit, touch=False)
+        result = self.store.memories.recall(query, self.limit, touch=False)
         lines = self._title("") + [f"  Semantic Search: \"{query}\""]
         if result.degraded:
             lines.append(f"  (keyword matching only: {result.note})")
@@ -222,7 +222,7 @@ class Inspector:
         return data, lines
 
     def sessions(self) -> tuple[Any, list[str]]:
-        sessions = self.store.list_sessions()[: self.limit]
+        sessions = self.store.sessions.list()[: self.limit]
         lines = self._title("Sessions") + [RULE]
         data = []
         for s in sessions:
@@ -247,7 +247,7 @@ class Inspector:
                          for call in entry.message.tool_calls)
 
     def state(self) -> tuple[Any, list[str]]:
-        rows = dict(list(self.store.all_state().items())[: self.limit])
+        rows = dict(list(self.store.state.all().items())[: self.limit])
         lines = self._title("State") + [RULE] + [f"  {k:<30s} = {v}" for k, v in rows.items()]
         return rows, lines + ([] if rows else ["  No state entries yet."])
 
@@ -255,7 +255,7 @@ class Inspector:
         if self.search is not None:
             return self._note_search()
         lines = self._title("Daily Notes") + [RULE]
-        rows = self.store.list_daily_notes(self.limit)
+        rows = self.store.notes.list(self.limit)
         for n in rows:
             lines += ["", f"  Date: {n.day.isoformat()}  ID: {n.note_id}  Vector: {'yes' if n.has_vector else 'no'}  "
                           f"Updated: {_when(n.updated_at)}", _block("Content", _note_text(n.day, n.content))]
@@ -264,7 +264,7 @@ class Inspector:
         return data, lines + ([] if data else ["  No daily notes yet."])
 
     def _note_search(self) -> tuple[Any, list[str]]:
-        found = self.store.search_daily_notes(self.search or "", self.limit)
+        found = self.store.notes.search(self.search or "", self.limit)
         lines = self._title("") + [f"  Semantic Search of Daily Notes: \"{self.search}\"", RULE]
         for note, similarity in found:
             lines += ["", f"  [{similarity * 100:5.1f}% match]  Date: {note.day.isoformat()}",
@@ -274,7 +274,7 @@ class Inspector:
         return [{"day": n.day, "match": round(s, 4), "content": n.content} for n, s in found], lines
 
     def prompts(self) -> tuple[Any, list[str]]:
-        prompts = self.store.list_prompts()
+        prompts = self.store.prompts.list()
         if self.name is not None:
             wanted = self.name if self.name.lower().endswith(".md") else f"{self.name}.md"
             prompt = next((p for p in prompts if p.name.lower() == wanted.lower()), None)
@@ -302,8 +302,8 @@ class Inspector:
         return rows, lines + ([] if rows else ["  No config entries stored yet."])
 
     def documents(self) -> tuple[Any, list[str]]:
-        docs = self.store.document_counts()
-        records = self.store.all_documents(self.limit)
+        docs = self.store.documents.counts()
+        records = self.store.documents.all(self.limit)
         lines = self._title("Documents") + [
             f"  {count(docs.documents, 'document')} ({docs.shared} shared), {count(docs.chunks, 'chunk')}", RULE]
         for d in records:
@@ -332,17 +332,17 @@ class Inspector:
     # ---- helpers -----------------------------------------------------------------------------------
 
     def _meta_rows(self) -> dict[str, str]:
-        return {**self.store.details().schema, **self.store.all_meta()}
+        return {**self.store.details().schema, **self.store.meta.all()}
 
     def _config_rows(self) -> dict[str, str]:
         from picoora.config import secret_values
         from picoora.secrets import redact_text
 
         secrets = secret_values(self.config)
-        return {k: redact_text(v, secrets) for k, v in self.store.all_config().items()}
+        return {k: redact_text(v, secrets) for k, v in self.store.config.all().items()}
 
     def _recent_transcripts(self, n: int) -> list[Any]:
-        return self.store.recent_transcript_entries(n)
+        return self.store.transcripts.recent(n)
 
 
 def _memory(m: Any) -> dict[str, Any]:

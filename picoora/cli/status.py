@@ -173,9 +173,9 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
                 service_lines(config, None))
     stored = None
     try:
-        stored = store.get_state(state_key(DEFAULT_SESSION))
+        stored = store.state.get(state_key(DEFAULT_SESSION))
         stats = store.stats()
-        docs = store.document_counts()
+        docs = store.documents.counts()
         lines = [
             Line("Storage", f"{stats.backend} in {stats.location}" + "".join(f" ({BAD} {line})" for line in fallbacks),
                  not fallbacks, {"backend": stats.backend, "location": stats.location, "fell_back": bool(fallbacks)}),
@@ -190,7 +190,7 @@ def _storage_lines(config: Config, workspace: Path) -> tuple[list[Line], Session
                        "transcript_entries": stats.transcript_entries, "prompts": stats.prompts,
                        "documents": docs.documents, "shared_documents": docs.shared, "document_chunks": docs.chunks},
             ),
-            _vector_line(store.vector_status()),
+            _vector_line(store.memories.vector_status()),
         ]
         services = service_lines(config, store)
     except StoreError as err:

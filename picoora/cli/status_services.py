@@ -13,14 +13,14 @@ from picoora.cli.status_report import OK, Line, count
 
 if TYPE_CHECKING:
     from picoora.config import Config
-    from picoora.store.base import KeyValueStore
+    from picoora.store.protocol import Store
 
 HEALTH_TIMEOUT = 1.5  # seconds; the gateway is local, or on the LAN
 
 
-def service_lines(config: Config, store: KeyValueStore | None) -> list[Line]:
+def service_lines(config: Config, store: Store | None) -> list[Line]:
     """``store`` None: nothing is stored yet (no jobs, no beats, no choices)."""
-    state = store.all_state() if store is not None else {}
+    state = store.state.all() if store is not None else {}
     return [_gateway_line(config, state), _cron_line(config, store), _heartbeat_line(config, state),
             *_session_model_lines(state)]
 
@@ -57,7 +57,7 @@ def _health(host: str, port: int) -> str | None:
     return None
 
 
-def _cron_line(config: Config, store: KeyValueStore | None) -> Line:
+def _cron_line(config: Config, store: Store | None) -> Line:
     from picoora.scheduler.jobs import JobBook
 
     book = JobBook(store, default_zone=config.agents.defaults.timezone) if store is not None else None

@@ -35,7 +35,7 @@ def trace(
 
     config = load_config(ctx)
     with command_store(config) as store:
-        found = store.last_trace(session) if turn == "last" else store.get_trace(turn)
+        found = store.traces.last(session) if turn == "last" else store.traces.get(turn)
     if found is None:
         where = f"turn {turn}" if turn != "last" else "turn" + (f" in session {session}" if session else "")
         raise CLIError(f"no trace of a {where} yet: traces are kept from the first turn on")

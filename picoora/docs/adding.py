@@ -16,7 +16,8 @@ from picoora.store.base import DocumentRecord, NewDocument, StoreError
 
 if TYPE_CHECKING:
     from picoora.config import WebFetchConfig
-    from picoora.store.base import DocPage, Store
+    from picoora.store.base import DocPage
+    from picoora.store.protocol import Store
 
 MAX_FILE_BYTES = 50_000_000  # a bigger file is refused before it is read
 BATCH_CHARS = 2_000_000  # text stored per batch: enough chunks for the bulk workers, bounded memory
@@ -100,7 +101,7 @@ def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, s
 
     def flush() -> None:
         if batch:
-            for doc, result in zip(batch, store.add_documents(batch, shared=shared), strict=True):
+            for doc, result in zip(batch, store.documents.add_many(batch, shared=shared), strict=True):
                 report(Outcome(doc.source, result.status, result.document, result.error))
             batch.clear()
 
@@ -122,7 +123,7 @@ def add_upload(store: Store, name: str, data: bytes, *, shared: bool = False) ->
     source = Path(name).name or "upload"
     try:
         title, pages = parse_bytes(data, Path(source).suffix, Path(source).stem)
-        result = store.add_document(f"upload:{source}", title, pages, shared=shared)
+        result = store.documents.add(f"upload:{source}", title, pages, shared=shared)
     except (UnreadableDocument, StoreError, ValueError) as exc:
         return Outcome(source, "failed", error=str(exc))
     return Outcome(source, result.status, result.document)

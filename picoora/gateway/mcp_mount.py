@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from picoora.gateway.state import Gateway
     from picoora.identities import Person
     from picoora.mcp_server import MemoryHttpApp
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 
 class GatewayMcp:

@@ -76,7 +76,7 @@ LISTENING = "gateway.listening"  # state key: host:port of the gateway that star
 
 def workspace_lock(gateway: Gateway, port: int) -> AbstractContextManager[Any]:
     """The store's one-gateway lock, to hold from before serving until the gateway has stopped: on files one
-    gateway per workspace (``store/service_lock.py``), on Oracle none. Entering it raises StoreError naming
+    gateway per workspace (``store/files/service_lock.py``), on Oracle none. Entering it raises StoreError naming
     the gateway that holds it (PID, ``port``); then close the unserved gateway with ``close_unserved``."""
     assert gateway.assistant is not None, "open_gateway first"
     lock = gateway.assistant.store.exclusive_service_lock("gateway", {"port": port})
@@ -108,7 +108,7 @@ async def serve(gateway: Gateway, sock: socket.socket, on_started: Callable[[Gat
 
             gateway.start_warnings = warnings(await run_checks(gateway.assistant))
             # Where it listens, for `picoora status` (a --port run is not at gateway.port).
-            await gateway.assistant.astore.set_state(LISTENING, f"{gateway.config.gateway.host}:{server.port}")
+            await gateway.assistant.astore.state.set(LISTENING, f"{gateway.config.gateway.host}:{server.port}")
         on_started(server)
     await serving
 

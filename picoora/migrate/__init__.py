@@ -32,7 +32,7 @@ from picoora.migrate.records import Ledger, migrate_last_chat, migrate_long_term
 from picoora.migrate.report import Report, Section
 from picoora.migrate.source import find_go_home, read_go_home
 from picoora.migrate.workspace import migrate_files, migrate_prompts, migrate_skills
-from picoora.store.base import Store
+from picoora.store.protocol import Store
 from picoora.templates import backup_path
 
 __all__ = ["find_go_home", "go_home_notice", "migrate_home", "Report"]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from picoora.migrate.records import Ledger, digest
 from picoora.migrate.report import Section
 from picoora.migrate.source import read_json
-from picoora.store.base import Store, StoreError
+from picoora.store.base import StoreError
+from picoora.store.protocol import Store
 
 if TYPE_CHECKING:
     from picoora.scheduler.jobs import JobBook

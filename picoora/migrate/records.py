@@ -20,7 +20,8 @@ from typing import Any
 from picoora.messages import Message
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import MAX_JSON_BYTES, parse_json, read_bytes, read_json, read_listed
-from picoora.store.base import MemoryRecord, Provenance, Store, StoreError
+from picoora.store.base import MemoryRecord, Provenance, StoreError
+from picoora.store.protocol import Store
 
 LEDGER_PREFIX = "migrate.go."
 NOTE_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})\.md$")
@@ -38,14 +39,14 @@ class Ledger:
         return LEDGER_PREFIX + hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:24]
 
     def value(self, path: Path) -> str | None:
-        return self._store.get_state(self._key(path)) if self._store is not None else None
+        return self._store.state.get(self._key(path)) if self._store is not None else None
 
     def done(self, path: Path, digest: str) -> bool:
         return self.value(path) == digest
 
     def record(self, path: Path, digest: str) -> None:
         if self._store is not None:
-            self._store.set_state(self._key(path), digest)
+            self._store.state.set(self._key(path), digest)
 
 
 def digest(data: bytes | str) -> str:
@@ -72,7 +73,7 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
             section.unchanged(key, "already migrated")
             continue
         with one_item(section, key):  # a key or role the store refuses ends this session only
-            held = len(store.load_session(key).messages) if store is not None else 0
+            held = len(store.sessions.load(key).messages) if store is not None else 0
             if held and not force:
                 section.kept(key, f"picoora already has this session ({held} messages); --force replaces its "
                                   "model view (its transcript stays)")
@@ -85,12 +86,12 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
 
 def _write_session(store: Store, key: str, messages: list[Message], summary: str, section: Section) -> None:
     """Write the session (picoora's own, which only ``force`` lets this replace, is reset first)."""
-    if store.load_session(key).messages:
-        store.reset_session(key)
-    store.append_transcript(key, messages)  # first: a refused message (too long a role) leaves no half session
-    store.append_session(key, messages)
+    if store.sessions.load(key).messages:
+        store.sessions.reset(key)
+    store.transcripts.append(key, messages)  # first: a refused message (too long a role) leaves no half session
+    store.sessions.append(key, messages)
     if summary:
-        store.set_summary(key, summary)
+        store.sessions.set_summary(key, summary)
     section.done(key, f"{len(messages)} messages")
 
 
@@ -148,7 +149,7 @@ def migrate_notes(workspace: Path, store: Store | None, ledger: Ledger, section:
             section.would(day.isoformat(), f"{len(body)} characters" + (", added since" if earlier else ""))
         else:
             with one_item(section, day.isoformat()):
-                store.append_daily_note(body, day)
+                store.notes.append(body, day)
                 ledger.record(path, stamp)
                 section.done(day.isoformat(), f"{len(body)} characters" + (", added since" if earlier else ""))
 
@@ -192,7 +193,7 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, ledger: Ledge
     records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category,
                             provenance=Provenance(how="imported", session="MEMORY.md"))
                for category, item in memory_items(text)]
-    new = [r for r in records if store is None or store.get_memory(r.id) is None]
+    new = [r for r in records if store is None or store.memories.get(r.id) is None]
     if not records:
         return
     if store is None or dry_run:
@@ -217,10 +218,10 @@ def _add_memories(store: Store, records: list[MemoryRecord], new: list[MemoryRec
                   rerun: bool) -> tuple[int, int]:
     """(memories added, earlier ones superseded): all at once the first time, one by one on a rerun."""
     if not rerun:
-        return store.import_memories(records), 0
+        return store.memories.import_records(records), 0
     added = superseded = 0
     for record in new:
-        result = store.add_memory(record.content, category=record.category, provenance=record.provenance)
+        result = store.memories.add(record.content, category=record.category, provenance=record.provenance)
         added += result.created
         superseded += len(result.replaced)
     return added, superseded
@@ -270,7 +271,7 @@ def migrate_last_chat(workspace: Path, store: Store | None, section: Section, dr
         return
     from picoora.owner_chat import LAST_CHAT
 
-    held = store.get_state(LAST_CHAT) if store is not None else None
+    held = store.state.get(LAST_CHAT) if store is not None else None
     if held == last:
         section.unchanged("last chat", last)
     elif held:
@@ -278,6 +279,6 @@ def migrate_last_chat(workspace: Path, store: Store | None, section: Section, dr
     elif store is None or dry_run:
         section.would("last chat", last)
     else:
-        store.set_state(LAST_CHAT, last)
+        store.state.set(LAST_CHAT, last)
         section.done("last chat", last)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from picoora.migrate.go_templates import heartbeat_tasks, is_go_template, normalise
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import read_bytes, read_listed
-from picoora.store.base import PROMPT_NAMES, Store
+from picoora.store.base import PROMPT_NAMES
+from picoora.store.protocol import Store
 from picoora.templates import backup_path, template_files
 
 PLAIN_FILES = ("HEARTBEAT.md", "TOOLS.md")  # workspace files picoora reads (HEARTBEAT.md) or keeps for people
@@ -36,7 +37,7 @@ def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, fo
         if is_go_template(name, text):
             section.skipped(name, "the Go version's own unedited template; picoora's instructions stay")
             continue
-        current = store.get_prompt(name) if store is not None else None
+        current = store.prompts.get(name) if store is not None else None
         held = current.content if current is not None else None
         template = templates.get(name, b"").decode("utf-8")
         edited = held is not None and held.encode() != templates.get(name)
@@ -56,12 +57,12 @@ def _add_prompt(store: Store, name: str, text: str, base: str, edited: bool, wor
     """The Go text after ``base``; a base the user wrote is saved as NAME.bak first."""
     combined = f"{base.rstrip()}\n\n{text.strip()}\n" if base.strip() else text
     if not edited:
-        store.set_prompt(name, combined)
+        store.prompts.set(name, combined)
         section.done(name, "added after picoora's own" if base.strip() else "")
         return
     backup = backup_path(workspace / name)
     backup.write_text(base, encoding="utf-8")
-    store.set_prompt(name, combined)
+    store.prompts.set(name, combined)
     section.replaced(name, f"added after yours, which is saved as {backup.name}")
 
 

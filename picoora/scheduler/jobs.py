@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any, Literal
 
 from picoora.owner_chat import TERMINAL, default_target
-from picoora.store.base import KeyValueStore
+from picoora.store.protocol import Store
 
 Kind = Literal["at", "every", "cron"]
 Action = Literal["agent", "reminder"]
@@ -187,7 +187,7 @@ def last_due(job: Job, now: datetime, lookback: timedelta, default_zone: str = "
 class JobBook:
     """Jobs in a store's state family; every call reads what is stored now (another process may edit)."""
 
-    store: KeyValueStore
+    store: Store
     default_zone: str = ""
     _clock: Any = field(default=None, repr=False)
 
@@ -215,7 +215,7 @@ class JobBook:
                   created_at=self._now().isoformat())
         if next_fire(job, self._now(), self.default_zone) is None:
             raise JobError(f"{spec!r} is in the past: this job would never run")
-        self.store.set_state(JOB_PREFIX + job.id, job.to_json())
+        self.store.state.set(JOB_PREFIX + job.id, job.to_json())
         return job
 
     def target(self, channel: str | None, chat_id: str | None) -> tuple[str, str]:
@@ -232,12 +232,12 @@ class JobBook:
         return channel, chat_id
 
     def get(self, job_id: str) -> Job | None:
-        text = self.store.get_state(JOB_PREFIX + job_id)
+        text = self.store.state.get(JOB_PREFIX + job_id)
         return Job.from_json(text) if text else None
 
     def jobs(self) -> list[Job]:
         found = []
-        for key, value in self.store.all_state().items():
+        for key, value in self.store.state.all().items():
             if key.startswith(JOB_PREFIX) and value:
                 try:
                     found.append(Job.from_json(value))
@@ -248,8 +248,8 @@ class JobBook:
     def remove(self, job_id: str) -> bool:
         if self.get(job_id) is None:
             return False
-        self.store.delete_state(JOB_PREFIX + job_id)
-        self.store.delete_state(RUN_PREFIX + job_id)
+        self.store.state.delete(JOB_PREFIX + job_id)
+        self.store.state.delete(RUN_PREFIX + job_id)
         return True
 
     def set_enabled(self, job_id: str, enabled: bool) -> Job:
@@ -257,7 +257,7 @@ class JobBook:
         if job is None:
             raise JobError(f"no job {job_id!r}: `picoora cron list` shows them")
         job = replace(job, enabled=enabled)
-        self.store.set_state(JOB_PREFIX + job_id, job.to_json())
+        self.store.state.set(JOB_PREFIX + job_id, job.to_json())
         return job
 
     def state(self, job: Job, record: RunRecord) -> State:
@@ -276,10 +276,10 @@ class JobBook:
             return None
 
     def run_record(self, job_id: str) -> RunRecord:
-        return RunRecord.from_json(self.store.get_state(RUN_PREFIX + job_id))
+        return RunRecord.from_json(self.store.state.get(RUN_PREFIX + job_id))
 
     def record_run(self, job_id: str, status: str, error: str | None = None, at: datetime | None = None) -> None:
         record = self.run_record(job_id)
         record = replace(record, last_run=(at or self._now()).isoformat(), last_status=status, last_error=error,
                          runs=record.runs + (status != "missed"))
-        self.store.set_state(RUN_PREFIX + job_id, record.to_json())
+        self.store.state.set(RUN_PREFIX + job_id, record.to_json())

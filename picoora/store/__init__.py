@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from picoora.config import Config
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 
 def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = None,
@@ -38,9 +38,14 @@ def open_store(config: Config, *, on_fallback: Callable[[str], None] | None = No
 
                 raise StoreError(str(exc)) from None
             if config.oracle.required:
+                from picoora.config import secret_values
                 from picoora.store.oracle.awaited import AwaitedOracleStore
+                from picoora.store.oracle.families import FamilySettings
 
-                return AwaitedOracleStore(lambda: open_oracle_store(config), exc)
+                settings = FamilySettings(tuple(secret_values(config)), config.agents.defaults.timezone,
+                                          config.memory.min_similarity, config.memory.dedup_similarity, config.docs)
+                return AwaitedOracleStore(lambda: open_oracle_store(config), exc, agent_id=config.oracle.agent_id,
+                                          settings=settings)
             if on_fallback is not None:
                 on_fallback(f"Oracle storage unavailable, using file storage instead: {exc}")
     return open_file_store(config)

@@ -1,38 +1,22 @@
-"""The storage interface: eight record families, one contract, two backends (files, Oracle).
+"""What the store keeps and returns: the records of every family, and its errors (``Store`` itself:
+``store/protocol.py``).
 
 Everything the assistant keeps goes through ``Store``. Callers pass and get back the dataclasses
 below; how a backend lays them out (JSON Lines, Markdown, PICO_ tables) is its own business.
 Embedding is the backend's business too: the file backend runs a local embedder, the Oracle
 backend calls VECTOR_EMBEDDING in the database. Callers only ever pass text.
-
-Families and what they mirror in Oracle:
-  memories     PICO_MEMORIES     long-term facts recalled by meaning
-  daily notes  PICO_DAILY_NOTES  one journal entry per day, appended to
-  sessions     PICO_SESSIONS     the model's view of a conversation: summary + recent messages
-  transcripts  PICO_TRANSCRIPTS  append-only log of every message of every turn (never compacted)
-  state        PICO_STATE        small key/value facts (last channel, ...)
-  prompts      PICO_PROMPTS      the workspace prompt files (IDENTITY, SOUL, AGENT, USER, ...)
-  config       PICO_CONFIG       redacted config snapshots and settings
-  meta         PICO_META         schema version, embedder in use, ...
-  documents    PICO_DOCUMENTS    the knowledge base: documents added by a person (or shared), chunked and
-               PICO_DOC_CHUNKS   embedded, searched by meaning and keywords (``picoora docs``)
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 from picoora.messages import Message
-
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from picoora.store.leases import Leases
-
 
 # The workspace prompt files, in the order they form the system prompt. AGENTS.md is what the Go
 # version reads; it comes last so a Go user's file still counts without displacing AGENT.md.
@@ -376,6 +360,18 @@ class DocumentRecord:
                    added_at=time_from_json(data.get("added_at")))
 
 
+def document_id(person: str, source: str) -> str:
+    """Stable per (person, source): re-adding a path replaces that person's copy, nobody else's."""
+    return hashlib.sha256(f"{person}\0{source}".encode()).hexdigest()[:12]
+
+
+def content_hash(pages: list[DocPage]) -> str:
+    digest = hashlib.sha256()
+    for page in pages:
+        digest.update(f"{page.page}\0{page.text}\0".encode())
+    return digest.hexdigest()
+
+
 def newest_first(records: Iterable[DocumentRecord], limit: int | None = None) -> list[DocumentRecord]:
     """Documents by when they were added, newest first (undated ones last), at most ``limit``."""
     ordered = sorted(records, key=lambda r: (r.added_at is not None, r.added_at, r.id), reverse=True)
@@ -425,131 +421,3 @@ class DocumentHit:
         return {"text": self.text, "source": self.document.source, "title": self.document.title,
                 "score": round(self.score, 4), "chunk": self.chunk, "page": self.page,
                 "document_id": self.document.id, "shared": self.document.shared}
-
-
-# One small interface per family; ``Store`` composes them. The agent needs only a few of them.
-
-
-class MemoryStore(Protocol):
-    # A new memory that states a new value for a current one's subject supersedes it (supersession.py);
-    # ``expires_at``: when it stops being true.
-    def add_memory(self, content: str, importance: float = 0.7, category: str = "general", *,
-                   provenance: Provenance | None = None, expires_at: datetime | None = None) -> AddMemoryResult: ...
-    # touch: count an access (the agent's use does, looking does not); confident_only: only what is really about
-    # the query (the automatic recall into every turn), see ranking.should_push
-    def recall(self, query: str, limit: int = 5, *, touch: bool = True,
-               confident_only: bool = False) -> RecallResult: ...
-    def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
-    def list_memories(self, limit: int | None = None) -> list[MemoryRecord]: ...  # superseded and expired too
-    def forget(self, memory_id: str) -> bool: ...
-    # progress: called with (done, total) as the work goes, for a progress bar
-    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...  # re-embed all; how many
-    def import_memories(self, records: Iterable[MemoryRecord], *,
-                        progress: Callable[[int, int], None] | None = None) -> int: ...
-    def vector_status(self) -> VectorStatus: ...
-    def embed_texts(self, texts: list[str]) -> Embeddings: ...  # NoEmbedder when there is none
-
-
-class DailyNoteStore(Protocol):
-    def append_daily_note(self, content: str, day: date | None = None) -> DailyNote: ...
-    def recent_daily_notes(self, days: int = 3) -> list[DailyNote]: ...  # today and days-1 before, newest first
-    def list_daily_notes(self, limit: int) -> list[DailyNoteRow]: ...  # newest first, without loading the rest
-    def search_daily_notes(self, query: str, limit: int = 5) -> list[tuple[DailyNote, float]]: ...
-
-
-class SessionStore(Protocol):
-    """The model's view of a conversation; compaction rewrites it."""
-
-    def load_session(self, key: str) -> Session: ...
-    def append_session(self, key: str, messages: list[Message]) -> None: ...
-    def compact_session(self, key: str, summary: str, folded: list[Message]) -> bool: ...  # see without_folded
-    def set_summary(self, key: str, summary: str) -> None: ...
-    def reset_session(self, key: str) -> None: ...
-    def list_sessions(self) -> list[Session]: ...
-
-
-class TranscriptStore(Protocol):
-    """Append-only, never rewritten."""
-
-    def append_transcript(self, key: str, messages: list[Message]) -> list[int]: ...
-    # seq order; the last `limit` when given
-    def read_transcript(self, key: str, limit: int | None = None) -> list[TranscriptEntry]: ...
-    def transcript_keys(self) -> list[str]: ...  # sorted; every key with a transcript, reset sessions too
-    def recent_transcript_entries(self, limit: int) -> list[TranscriptEntry]: ...  # newest first, all sessions
-
-
-class TraceStore(Protocol):
-    def append_trace(self, trace: TurnTrace) -> None: ...
-    def get_trace(self, turn_id: str) -> TurnTrace | None: ...
-    def last_trace(self, session_key: str | None = None) -> TurnTrace | None: ...
-
-
-class ToolOutputStore(Protocol):
-    """Whole tool outputs, kept ``limits.TOOL_OUTPUT_DAYS`` days (and within a size bound on files); never listed."""
-
-    def save_tool_output(self, output: ToolOutput) -> None: ...
-    def get_tool_output(self, handle: str) -> ToolOutput | None: ...  # None: no such output (or it expired)
-
-
-class KeyValueStore(Protocol):
-    """State, config and meta: small key/value families."""
-
-    def get_state(self, key: str) -> str | None: ...
-    def set_state(self, key: str, value: str) -> None: ...
-    def delete_state(self, key: str) -> bool: ...  # True when the key was there
-    def all_state(self) -> dict[str, str]: ...
-    def get_config(self, key: str) -> str | None: ...
-    def set_config(self, key: str, value: str) -> None: ...  # secrets are redacted before storing
-    def all_config(self) -> dict[str, str]: ...
-    def get_meta(self, key: str) -> str | None: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def all_meta(self) -> dict[str, str]: ...
-
-
-class PromptStore(Protocol):
-    def list_prompts(self) -> list[Prompt]: ...  # the PROMPT_NAMES that exist, in that order
-    def get_prompt(self, name: str) -> Prompt | None: ...
-    def set_prompt(self, name: str, content: str) -> None: ...
-
-
-class DocumentStore(Protocol):
-    """The knowledge base. ``person`` is whose documents ("" the owner's); a search sees that person's own
-    documents and the shared ones, filtered before any ranking. A person store (``scoped``) passes its person."""
-
-    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
-                     person: str = "", progress: Callable[[int, int], None] | None = None) -> AddDocumentResult: ...
-    # Many at once (a folder): on files their chunks are embedded together, by the bulk workers when there are
-    # enough; one result per document in order, a document that cannot be stored "failed" with its reason.
-    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
-                      progress: Callable[[int, int], None] | None = None) -> list[AddDocumentResult]: ...
-    def list_documents(self, *, person: str = "") -> list[DocumentRecord]: ...  # own and shared, by source
-    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None: ...  # own only
-    # re-chunk (current chunk settings) and re-embed every document; how many chunks
-    def reindex_documents(self, *, progress: Callable[[int, int], None] | None = None) -> int: ...
-    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]: ...
-    def has_documents(self, *, person: str = "") -> bool: ...  # whether search_docs is worth offering
-    # What is stored, for status and the inspector: every person's documents in this store, newest first (a
-    # person store: only what that person sees); the counts in one aggregate.
-    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]: ...
-    def document_counts(self) -> DocumentCounts: ...
-
-
-@runtime_checkable
-class Store(MemoryStore, DailyNoteStore, SessionStore, TranscriptStore, TraceStore, ToolOutputStore, KeyValueStore,
-            PromptStore, DocumentStore, Protocol):
-    """Everything the assistant keeps. Both backends pass the same contract tests; callers never ask
-    which backend they have (``display_name`` is for titles only)."""
-
-    backend: str
-    display_name: str  # "File Storage", "Oracle AI Database"
-
-    def stats(self) -> StoreStats: ...  # counts of every family (one query each; fine for status, not /ready)
-    def ping(self) -> None: ...  # cheap liveness check; raises StoreError when the store cannot answer
-    def details(self) -> BackendDetails: ...
-    # A lock only one process may hold for a long-lived ``service`` ("gateway") on this store, entered for the
-    # service's life; entering raises StoreError (naming the holder, from ``details``) when another holds it.
-    # None where the backend lets several run (Oracle); on files, one gateway per workspace.
-    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> AbstractContextManager[Any] | None: ...
-    # Who of the processes sharing this store does a singleton duty now (``picoora/store/leases.py``).
-    def leases(self) -> Leases: ...
-    def close(self) -> None: ...

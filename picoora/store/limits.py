@@ -19,7 +19,7 @@ SESSION_KEY_CHARS = 1000  # VARCHAR2(1000 CHAR): fits an index key next to agent
 ROLE_CHARS = 32  # message roles in transcripts: VARCHAR2(32 CHAR)
 VALUE_BYTES = 4000  # state and meta values: VARCHAR2(4000), bytes under MAX_STRING_SIZE=STANDARD
 _BOUNDED_VALUES = ("state", "meta")  # the key/value families whose values are VARCHAR2, not CLOB
-# Whole tool outputs (``ToolOutputStore``): the most of one output kept, how long, and (files) the most a store
+# Whole tool outputs (``Store``): the most of one output kept, how long, and (files) the most a store
 # keeps of them in all, the oldest going first. A CLOB on Oracle; the bounds keep a chatty tool from filling a disk.
 TOOL_OUTPUT_CHARS = 1_000_000
 TOOL_OUTPUT_DAYS = 7

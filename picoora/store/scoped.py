@@ -11,107 +11,130 @@ cannot see another's rows, whatever the ranking or the tool asks.
 
 from __future__ import annotations
 
+import builtins
 from typing import TYPE_CHECKING, Any
 
 from picoora.store.base import DocumentCounts, StoreError, newest_first
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from picoora.config import Config
     from picoora.store.base import (
         AddDocumentResult,
+        BackendDetails,
         DocPage,
         DocumentHit,
         DocumentRecord,
         NewDocument,
         Prompt,
-        Store,
+        StoreStats,
     )
+    from picoora.store.families.documents import Documents, Progress
+    from picoora.store.families.prompts import Prompts
+    from picoora.store.protocol import Store
 
 AGENT_ID_BYTES = 64  # PICO_ tables' agent_id is VARCHAR2(64)
-SHARED = frozenset({"set_prompt", "get_config", "set_config", "all_config",
-                    "get_meta", "set_meta", "all_meta", "details", "display_name", "backend"})
 PERSONA_PROMPTS = ("IDENTITY.md", "SOUL.md")  # who the assistant is: the only prompt files a person sees
 
 
-class PersonStore:
-    def __init__(self, own: Store, shared: Store, person: str):
-        self._own, self._shared, self.person = own, shared, person
+class PersonaPrompts:
+    """The owner's prompt files as a person sees them: only the persona. Setting one sets the owner's."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._shared if name in SHARED else self._own, name)
+    def __init__(self, prompts: Prompts):
+        self._prompts = prompts
+        self.set = prompts.set
 
-    def list_prompts(self) -> list[Prompt]:
-        return [prompt for prompt in self._shared.list_prompts() if prompt.name in PERSONA_PROMPTS]
+    def list(self) -> builtins.list[Prompt]:
+        return [prompt for prompt in self._prompts.list() if prompt.name in PERSONA_PROMPTS]
 
-    def get_prompt(self, name: str) -> Prompt | None:
-        return self._shared.get_prompt(name) if name in PERSONA_PROMPTS else None
+    def get(self, name: str) -> Prompt | None:
+        return self._prompts.get(name) if name in PERSONA_PROMPTS else None
 
-    # Documents live in the owner's store, each marked with who added it: a person's search sees their own
-    # and the shared ones (filtered before ranking); sharing is the owner's alone.
-    def add_document(self, source: str, title: str, pages: list[DocPage], *, shared: bool = False,
-                     person: str = "", progress: Any = None) -> AddDocumentResult:
+
+class PersonDocuments:
+    """The owner's documents as a person sees them. Documents live in the owner's store, each marked with who
+    added it: a person's search sees their own and the shared ones (filtered before ranking); sharing and
+    reindexing are the owner's alone."""
+
+    def __init__(self, documents: Documents, person: str):
+        self._documents, self.person = documents, person
+
+    def add(self, source: str, title: str, pages: builtins.list[DocPage], *, shared: bool = False,
+            person: str = "", progress: Progress | None = None) -> AddDocumentResult:
         if shared:
             raise StoreError("only the owner can share documents (--shared)")
-        return self._shared.add_document(source, title, pages, person=self.person, progress=progress)
+        return self._documents.add(source, title, pages, person=self.person, progress=progress)
 
-    def add_documents(self, documents: list[NewDocument], *, shared: bool = False, person: str = "",
-                      progress: Any = None) -> list[AddDocumentResult]:
+    def add_many(self, documents: builtins.list[NewDocument], *, shared: bool = False, person: str = "",
+                 progress: Progress | None = None) -> builtins.list[AddDocumentResult]:
         if shared:
             raise StoreError("only the owner can share documents (--shared)")
-        return self._shared.add_documents(documents, person=self.person, progress=progress)
+        return self._documents.add_many(documents, person=self.person, progress=progress)
 
-    def list_documents(self, *, person: str = "") -> list[DocumentRecord]:
-        return self._shared.list_documents(person=self.person)
+    def list(self, *, person: str = "") -> builtins.list[DocumentRecord]:
+        return self._documents.list(person=self.person)
 
-    def remove_document(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
-        return self._shared.remove_document(id_or_source, person=self.person)
+    def remove(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
+        return self._documents.remove(id_or_source, person=self.person)
 
-    def search_documents(self, query: str, limit: int = 5, *, person: str = "") -> list[DocumentHit]:
-        return self._shared.search_documents(query, limit, person=self.person)
-
-    def has_documents(self, *, person: str = "") -> bool:
-        return self._shared.has_documents(person=self.person)
-
-    def all_documents(self, limit: int | None = None) -> list[DocumentRecord]:
-        """What this person sees (their own and the shared), newest first: never another person's."""
-        return newest_first(self.list_documents(), limit)
-
-    def document_counts(self) -> DocumentCounts:
-        return DocumentCounts.of(self.list_documents())
-
-    def reindex_documents(self, *, progress: Any = None) -> int:
+    def reindex(self, *, progress: Progress | None = None) -> int:
         raise StoreError("only the owner can reindex the documents")
 
-    def native_async(self) -> Any:
-        """The coroutines of both stores, each name going where the blocking form goes."""
-        from picoora.store.aio import native_of
+    def search(self, query: str, limit: int = 5, *, person: str = "") -> builtins.list[DocumentHit]:
+        return self._documents.search(query, limit, person=self.person)
 
-        own, shared = native_of(self._own), native_of(self._shared)
-        if own is None and shared is None:
-            return None
-        return _NativeRoute(own, shared)
+    def has_any(self, *, person: str = "") -> bool:
+        return self._documents.has_any(person=self.person)
+
+    def all(self, limit: int | None = None) -> builtins.list[DocumentRecord]:
+        """What this person sees (their own and the shared), newest first: never another person's."""
+        return newest_first(self.list(), limit)
+
+    def counts(self) -> DocumentCounts:
+        return DocumentCounts.of(self.list())
+
+
+class PersonStore:
+    """A person's families are their own store's; config and meta are the owner's, prompts the persona."""
+
+    def __init__(self, own: Store, shared: Store, person: str):
+        self._own, self._shared, self.person = own, shared, person
+        self.state = own.state
+        self.traces = own.traces
+        self.tool_outputs = own.tool_outputs
+        self.notes = own.notes
+        self.sessions = own.sessions
+        self.transcripts = own.transcripts
+        self.memories = own.memories
+        self.leases = own.leases
+        self.config = shared.config
+        self.meta = shared.meta
+        self.prompts = PersonaPrompts(shared.prompts)
+        self.documents = PersonDocuments(shared.documents, person)
+
+    @property
+    def backend(self) -> str:
+        return self._shared.backend
+
+    @property
+    def display_name(self) -> str:
+        return self._shared.display_name
+
+    def details(self) -> BackendDetails:
+        return self._shared.details()
+
+    def stats(self) -> StoreStats:
+        return self._own.stats()
+
+    def ping(self) -> None:
+        self._own.ping()
+
+    def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> AbstractContextManager[Any] | None:
+        return self._own.exclusive_service_lock(service, details)
 
     def close(self) -> None:
         self._own.close()  # the shared store belongs to its opener
-
-
-class _NativeRoute:
-    """``PersonStore``'s routing for the async forms (a name the backend has no coroutine for is missing, so
-    ``AsyncStore`` falls back to the blocking form, which routes itself)."""
-
-    def __init__(self, own: Any, shared: Any):
-        self._own, self._shared = own, shared
-
-    def __getattr__(self, name: str) -> Any:
-        native = self._shared if name in SHARED else self._own
-        if native is None or name in _FILTERED:  # the blocking form filters the prompts
-            raise AttributeError(name)
-        return getattr(native, name)
-
-
-_FILTERED = frozenset({"list_prompts", "get_prompt", "add_document", "add_documents", "list_documents",
-                       "remove_document", "search_documents", "has_documents", "reindex_documents",
-                       "all_documents", "document_counts"})
 
 
 def person_agent_id(agent_id: str, person: str) -> str:

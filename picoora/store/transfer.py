@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from picoora.store.base import DailyNote, Store
+from picoora.store.base import DailyNote
+from picoora.store.families.keyvalues import KeyValues
+from picoora.store.protocol import Store
 
 ALL_DAYS = 36500  # "every daily note": the protocol reads notes by a window of days
 TRANSCRIPT_BATCH = 200  # messages per transaction: one array insert when they fit, well inside a call timeout
@@ -40,50 +42,52 @@ def transfer(source: Store, target: Store, *, shared: bool = True,
     owner's, copied with the owner's store). ``progress(done, total)`` after each transcript batch."""
     report = TransferReport()
 
-    memories = source.list_memories()
-    added = target.import_memories(memories)
+    memories = source.memories.list()
+    added = target.memories.import_records(memories)
     report.count("memories", True, added)
     report.count("memories", False, len(memories) - added)
 
-    have_days = {note.day for note in target.recent_daily_notes(ALL_DAYS)}
-    for note in reversed(source.recent_daily_notes(ALL_DAYS)):  # oldest first
+    have_days = {note.day for note in target.notes.recent(ALL_DAYS)}
+    for note in reversed(source.notes.recent(ALL_DAYS)):  # oldest first
         fresh = note.day not in have_days
         if fresh:
-            target.append_daily_note(_note_body(note), day=note.day)
+            target.notes.append(_note_body(note), day=note.day)
         report.count("daily notes", fresh)
 
-    have_sessions = {s.key for s in target.list_sessions()}
-    sessions = source.list_sessions()
+    have_sessions = {s.key for s in target.sessions.list()}
+    sessions = source.sessions.list()
     for session in reversed(sessions):  # oldest first, so the target lists them in the same order
         fresh = session.key not in have_sessions
         if fresh:
-            target.append_session(session.key, session.messages)
+            target.sessions.append(session.key, session.messages)
             if session.summary:
-                target.set_summary(session.key, session.summary)
+                target.sessions.set_summary(session.key, session.summary)
         report.count("sessions", fresh)
 
-    for key in source.transcript_keys():  # reset sessions keep their transcripts: copy those too
-        entries = source.read_transcript(key)
-        last = target.read_transcript(key, limit=1)
+    for key in source.transcripts.keys():  # reset sessions keep their transcripts: copy those too
+        entries = source.transcripts.read(key)
+        last = target.transcripts.read(key, limit=1)
         held = last[0].seq if last else 0  # seqs run 1..n: the target has the first ``held`` entries
         for start in range(held, len(entries), TRANSCRIPT_BATCH):
-            target.append_transcript(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
+            target.transcripts.append(key, [entry.message for entry in entries[start:start + TRANSCRIPT_BATCH]])
             if progress is not None:
                 progress(min(start + TRANSCRIPT_BATCH, len(entries)), len(entries))
         report.count("transcript entries", True, max(len(entries) - held, 0))
         report.count("transcript entries", False, min(held, len(entries)))
 
-    for family in ("state", "config", "meta") if shared else ("state",):
-        get, put = getattr(target, f"get_{family}"), getattr(target, f"set_{family}")
-        for key, value in getattr(source, f"all_{family}")().items():
-            fresh = get(key) is None
+    families: list[tuple[str, KeyValues, KeyValues]] = [("state", source.state, target.state)]
+    if shared:
+        families += [("config", source.config, target.config), ("meta", source.meta, target.meta)]
+    for family, values, into in families:
+        for key, value in values.all().items():
+            fresh = into.get(key) is None
             if fresh:
-                put(key, value)
+                into.set(key, value)
             report.count(family, fresh)
 
-    for prompt in source.list_prompts() if shared else ():
-        fresh = target.get_prompt(prompt.name) is None
+    for prompt in source.prompts.list() if shared else ():
+        fresh = target.prompts.get(prompt.name) is None
         if fresh:
-            target.set_prompt(prompt.name, prompt.content)
+            target.prompts.set(prompt.name, prompt.content)
         report.count("prompts", fresh)
     return report

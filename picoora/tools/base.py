@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from picoora.config import ToolsConfig
 
 if TYPE_CHECKING:
-    from picoora.store.base import Store
+    from picoora.store.protocol import Store
 
 
 @dataclass

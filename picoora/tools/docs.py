@@ -19,7 +19,8 @@ import time
 
 from pydantic import BaseModel, Field
 
-from picoora.store.base import DocumentHit, Store
+from picoora.store.base import DocumentHit
+from picoora.store.protocol import Store
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.untrusted import wrap_untrusted
 
@@ -79,7 +80,7 @@ class SearchDocs(Tool):
         if self._looked is not None and self._looked[0] == changes and now - self._looked[1] <= PRESENCE_SECONDS:
             return
         try:
-            self._present = await asyncio.to_thread(self._store.has_documents)
+            self._present = await asyncio.to_thread(self._store.documents.has_any)
         except Exception as exc:  # a store that cannot answer now: offer nothing rather than fail the turn
             log.debug("search_docs not offered: the store could not say whether there are documents: %s", exc)
             self._present = False
@@ -88,6 +89,6 @@ class SearchDocs(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, SearchDocsArgs)
-        hits = await asyncio.to_thread(ctx.store.search_documents, args.query, 4)
+        hits = await asyncio.to_thread(ctx.store.documents.search, args.query, 4)
         text = await asyncio.to_thread(format_hits, args.query, hits)
         return ToolResult(text, details=trace_details(hits))

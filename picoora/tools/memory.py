@@ -69,7 +69,7 @@ class Remember(Tool):
             until = parse_until(args.until) if args.until else None
         except ValueError as exc:
             return ToolResult.error(str(exc))
-        added = await asyncio.to_thread(ctx.store.add_memory, args.text, args.importance, args.category,
+        added = await asyncio.to_thread(ctx.store.memories.add, args.text, args.importance, args.category,
                                         provenance=told_in(ctx), expires_at=until)
         m = added.memory
         details = f"(ID: {m.id}, importance: {m.importance:.1f}, category: {m.category})"
@@ -111,7 +111,7 @@ class Recall(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, RecallArgs)
-        result = await asyncio.to_thread(ctx.store.recall, args.query, args.max_results)
+        result = await asyncio.to_thread(ctx.store.memories.recall, args.query, args.max_results)
         return ToolResult(format_recall(args.query, result))
 
 
@@ -126,7 +126,7 @@ class Forget(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ForgetArgs)
-        if await asyncio.to_thread(ctx.store.forget, args.id):
+        if await asyncio.to_thread(ctx.store.memories.forget, args.id):
             return ToolResult(f"Forgot memory {args.id}")
         return ToolResult.error(f"no memory with ID {args.id} (recall shows the IDs of stored memories)")
 
@@ -142,7 +142,7 @@ class WriteDailyNote(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, DailyNoteArgs)
-        note = await asyncio.to_thread(ctx.store.append_daily_note, args.content)
+        note = await asyncio.to_thread(ctx.store.notes.append, args.content)
         return ToolResult(f"Daily note written for {note.day.isoformat()}: {_preview(args.content)}")
 
 

@@ -2,7 +2,7 @@
 
 A tool that cuts its output for the model (exec, web_fetch, an MCP server) hands the whole of it over as
 ``ToolResult.full``; the registry does the same for any result over its cap. ``keep`` stores it in the turn's
-store (``ToolOutputStore``: a person's own store, so a guest's handle never finds the owner's output, nor the
+store (``Store``: a person's own store, so a guest's handle never finds the owner's output, nor the
 other way round) under a handle of 144 random bits, and adds to what the model sees a line naming the handle.
 ``read_tool_output`` is offered only once a kept output is there to read (``on_demand``), so its schema is not
 in every prompt.
@@ -45,7 +45,7 @@ async def keep(tool: str, shown: str, full: str, ctx: ToolContext) -> tuple[str,
     try:
         if ctx.store is None:
             raise StoreError("there is no store here")
-        await asyncio.to_thread(ctx.store.save_tool_output, output)
+        await asyncio.to_thread(ctx.store.tool_outputs.save, output)
     except (StoreError, ValueError) as exc:
         return f"{shown}\n[the whole output ({len(full):,} characters) could not be kept: {exc}]", None
     first = f", the first {limits.TOOL_OUTPUT_CHARS:,}" if len(full) > limits.TOOL_OUTPUT_CHARS else ""
@@ -69,7 +69,7 @@ class ReadToolOutput(Tool):
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReadToolOutputArgs)
         handle = args.handle.strip()
-        output = await asyncio.to_thread(ctx.store.get_tool_output, handle)
+        output = await asyncio.to_thread(ctx.store.tool_outputs.get, handle)
         if output is None:  # the same answer for a made-up, expired or someone else's handle
             return ToolResult.error(f"no kept tool output is called {handle[:64]!r} (they are kept "
                                     f"{limits.TOOL_OUTPUT_DAYS} days, for the person they were made for)")

@@ -33,10 +33,10 @@ class ChannelHarness:
             return await asyncio.to_thread(self.directory.admit, sender, allow)
 
         async def get_state(key: str) -> str | None:
-            return self.store.get_state(key)
+            return self.store.state.get(key)
 
         async def set_state(key: str, value: str) -> None:
-            self.store.set_state(key, value)
+            self.store.state.set(key, value)
 
         links = ChannelLinks(admit=admit, submit=self.submit, get_state=get_state, set_state=set_state)
         self.channel = channel_class(channel_config, links, sleep=quick_sleep)

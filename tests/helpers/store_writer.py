@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 from picoora.messages import Message
-from picoora.store import file_memories, trace_log
 from picoora.store.base import TurnTrace
-from picoora.store.files import FileStore
+from picoora.store.files import FileStore, file_memories, trace_log
 from tests.fakes.hash_embedder import HashEmbedder
 
 
@@ -32,25 +31,25 @@ def hammer(store: FileStore, tag: str) -> None:
     ack("ready")
     for i in itertools.count():
         text = f"{tag}-{i}"
-        store.append_session("hammer", [Message(role="user", content=text)])
+        store.sessions.append("hammer", [Message(role="user", content=text)])
         ack("session", text)
-        (seq,) = store.append_transcript("hammer", [Message(role="user", content=text)])
+        (seq,) = store.transcripts.append("hammer", [Message(role="user", content=text)])
         ack("transcript", text, seq)
-        store.set_state(f"counter-{tag}", str(i))
+        store.state.set(f"counter-{tag}", str(i))
         ack("state", tag, i)
-        memory = store.add_memory(f"hammer memory {tag} number {i} seen {i * 7} times").memory
+        memory = store.memories.add(f"hammer memory {tag} number {i} seen {i * 7} times").memory
         ack("memory", memory.id)
         if previous_memory is not None:
             ack("forgetting", previous_memory)  # an intent, not an acknowledgement: the kill may come now
-            store.forget(previous_memory)
+            store.memories.forget(previous_memory)
             ack("forget", previous_memory)
             previous_memory = None
         else:
             previous_memory = memory.id
-        store.recall(f"hammer memory {tag}", limit=2)
-        store.append_daily_note(text)
+        store.memories.recall(f"hammer memory {tag}", limit=2)
+        store.notes.append(text)
         ack("note", text)
-        store.append_trace(TurnTrace(text, "hammer", model="m", stop_reason="answer"))
+        store.traces.append(TurnTrace(text, "hammer", model="m", stop_reason="answer"))
         ack("trace", text)
 
 
@@ -59,8 +58,8 @@ def race(store: FileStore, tag: str, count: int) -> None:
     sys.stdin.readline()
     for n in range(count):
         message = Message(role="user", content=f"{tag}-{n}")
-        store.append_session("race", [message])
-        store.append_transcript("race", [message])
+        store.sessions.append("race", [message])
+        store.transcripts.append("race", [message])
     ack("done")
 
 
@@ -69,7 +68,7 @@ def traces(store: FileStore, tag: str, count: int) -> None:
     ack("ready")
     sys.stdin.readline()
     for n in range(count):
-        store.append_trace(TurnTrace(f"{tag}-{n}", f"race:{tag}", model="m", stop_reason="answer"))
+        store.traces.append(TurnTrace(f"{tag}-{n}", f"race:{tag}", model="m", stop_reason="answer"))
     ack("done")
 
 

@@ -194,9 +194,9 @@ def test_two_stores_on_two_event_loops_share_one_fake(open_store, fake):
     def writer(store, n: int) -> None:
         try:
             for i in range(20):
-                store.append_transcript("shared", [Message(role="user", content=f"{n}-{i}")])
-                store.append_session("shared", [Message(role="user", content=f"{n}-{i}")])  # a row lock
-                store.set_state(f"k{n}", str(i))
+                store.transcripts.append("shared", [Message(role="user", content=f"{n}-{i}")])
+                store.sessions.append("shared", [Message(role="user", content=f"{n}-{i}")])  # a row lock
+                store.state.set(f"k{n}", str(i))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -206,8 +206,8 @@ def test_two_stores_on_two_event_loops_share_one_fake(open_store, fake):
     for thread in threads:
         thread.join(20)  # a hang guard: before the shared database loop, the lock waits hung for 30 s
     assert not errors and not any(t.is_alive() for t in threads)
-    contents = [e.message.content for e in stores[0].read_transcript("shared", 100)]
+    contents = [e.message.content for e in stores[0].transcripts.read("shared", 100)]
     expected = sorted(f"{n}-{i}" for n in range(2) for i in range(20))
     assert sorted(contents) == expected
-    assert sorted(m.content for m in stores[1].load_session("shared").messages) == expected
-    assert stores[1].get_state("k0") == stores[0].get_state("k1") == "19"
+    assert sorted(m.content for m in stores[1].sessions.load("shared").messages) == expected
+    assert stores[1].state.get("k0") == stores[0].state.get("k1") == "19"

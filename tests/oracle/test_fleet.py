@@ -42,7 +42,7 @@ def nodes(open_store):
 
 @scenario
 async def test_a_lease_is_held_by_one_node_renewed_and_taken_over_once_expired(nodes, fake):
-    a, b, c = (node.leases() for node in nodes)
+    a, b, c = (node.leases for node in nodes)
     assert await a.acquire("duty", "node-a", 30)
     assert not await b.acquire("duty", "node-b", 30) and not await c.acquire("duty", "node-c", 30)
     fake.clock_offset += timedelta(seconds=20)
@@ -60,21 +60,21 @@ async def test_a_lease_is_held_by_one_node_renewed_and_taken_over_once_expired(n
 
 @scenario
 async def test_leases_are_scoped_by_agent_and_long_names_fit(nodes, fake):
-    owner, person = nodes[0].leases(), nodes[1].for_agent("default.ana").leases()
+    owner, person = nodes[0].leases, nodes[1].for_agent("default.ana").leases
     assert await owner.acquire("session:telegram:42", "n1", 30)
     assert await person.acquire("session:telegram:42", "n2", 30)  # someone else's session of the same name
     long_name = "session:" + "k" * 1000
     assert await owner.acquire(long_name, "n1", 30)
-    assert not await nodes[2].leases().acquire(long_name, "n3", 30)  # kept as its hash: still one lease
+    assert not await nodes[2].leases.acquire(long_name, "n3", 30)  # kept as its hash: still one lease
     assert all(len(r["lease_name"]) <= 300 for r in fake.rows("PICO_LEASES"))
 
 
 @scenario
 async def test_a_claim_is_won_once_and_spent_claims_are_purged(nodes, fake):
-    results = await asyncio.gather(*(node.leases().claim("cron:job:2026-12-01T08:00", 3600) for node in nodes))
+    results = await asyncio.gather(*(node.leases.claim("cron:job:2026-12-01T08:00", 3600) for node in nodes))
     assert sorted(results) == [False, False, True]
     fake.clock_offset += timedelta(days=2)
-    assert await nodes[0].leases().claim("cron:job:2026-12-03T08:00", 3600)
+    assert await nodes[0].leases.claim("cron:job:2026-12-03T08:00", 3600)
     assert [r["lease_name"] for r in fake.rows("PICO_LEASES")] == ["default/cron:job:2026-12-03T08:00"]
 
 
@@ -90,7 +90,7 @@ async def test_three_nodes_fire_each_of_100_due_runs_exactly_once(nodes):
         delivery, recorders = recording_delivery(astore)
         services.append(SchedulerService(JobBook(node), astore, submit=ScriptedTurns().submit, delivery=delivery,
                                          missed_grace=timedelta(minutes=30), clock=lambda: now,
-                                         leases=node.leases()))
+                                         leases=node.leases))
         deliveries.append(recorders)
     await asyncio.gather(*(service.catch_up() for service in services))
     await asyncio.gather(*(service.wait_idle() for service in services))
@@ -122,8 +122,8 @@ class Poller:
 @scenario
 async def test_one_poller_at_a_time_taken_over_within_a_lease_period_after_its_node_dies(nodes, fake):
     telegram, heartbeat = Poller(), Poller()
-    fleet = [(SingletonDuty(node.leases(), "channel.telegram", f"n{i}", telegram.work(f"n{i}")),
-              SingletonDuty(node.leases(), "heartbeat", f"n{i}", heartbeat.work(f"n{i}")))
+    fleet = [(SingletonDuty(node.leases, "channel.telegram", f"n{i}", telegram.work(f"n{i}")),
+              SingletonDuty(node.leases, "heartbeat", f"n{i}", heartbeat.work(f"n{i}")))
              for i, node in enumerate(nodes)]
 
     async def round_of(alive):
@@ -177,7 +177,7 @@ async def test_three_nodes_beat_the_heartbeat_once_per_interval(nodes, tmp_path)
     beats: list[tuple[str, float]] = []
     enough = asyncio.Event()
     astores = [AsyncStore(node) for node in nodes]
-    runs = [asyncio.create_task(SingletonDuty(node.leases(), "heartbeat", f"n{i}", CountedHeartbeat(
+    runs = [asyncio.create_task(SingletonDuty(node.leases, "heartbeat", f"n{i}", CountedHeartbeat(
         f"n{i}", astore, tmp_path, beats, enough).run, seconds=2.0).run())
         for i, (node, astore) in enumerate(zip(nodes, astores, strict=True))]
     try:
@@ -191,7 +191,7 @@ async def test_three_nodes_beat_the_heartbeat_once_per_interval(nodes, tmp_path)
     assert len({node for node, _ in beats}) == 1  # one node beats; the others hold back
     gaps = [later - earlier for (_, earlier), (_, later) in zip(beats, beats[1:], strict=False)]
     assert min(gaps) >= BEAT_SECONDS - 0.001  # never two beats in one interval (three nodes: ~0 s gaps)
-    assert json.loads(nodes[1].get_state(LAST_BEAT))["outcome"] == "skipped"  # the beat's record, shared
+    assert json.loads(nodes[1].state.get(LAST_BEAT))["outcome"] == "skipped"  # the beat's record, shared
 
 
 class SharedBot(FakeTelegram):
@@ -232,10 +232,10 @@ async def test_the_real_telegram_channel_polls_from_one_node_and_a_killed_nodes_
                                      ChannelConfig(enabled=True, token=tokens[i], allow_from=["5"], api_base=bot.url))
             astore = AsyncStore(node)  # the offset lives in the fleet's database, as the gateway keeps it
             astores.append(astore)
-            harness.channel.links = replace(harness.channel.links, get_state=astore.get_state,
-                                            set_state=astore.set_state)
+            harness.channel.links = replace(harness.channel.links, get_state=astore.state.get,
+                                            set_state=astore.state.set)
             harnesses.append(harness)
-        fleet = [SingletonDuty(node.leases(), "channel.telegram", f"n{i}", h.channel.run)
+        fleet = [SingletonDuty(node.leases, "channel.telegram", f"n{i}", h.channel.run)
                  for i, (node, h) in enumerate(zip(nodes, harnesses, strict=True))]
 
         async def round_of(alive):
@@ -276,7 +276,7 @@ async def test_the_real_telegram_channel_polls_from_one_node_and_a_killed_nodes_
 @scenario
 async def test_a_holder_that_cannot_renew_stops_before_its_lease_can_expire(nodes, fake):
     telegram = Poller()
-    duty = SingletonDuty(nodes[0].leases(), "channel.telegram", "n0", telegram.work("n0"), seconds=30)
+    duty = SingletonDuty(nodes[0].leases, "channel.telegram", "n0", telegram.work("n0"), seconds=30)
     assert await duty.tick()
     await asyncio.sleep(0.01)
     fake.down = True
@@ -292,7 +292,7 @@ async def test_a_turn_ends_even_if_a_lease_renewal_swallowed_its_cancellation(no
     then went round for ever, so the turn holding the session's lease never finished."""
     if sys.version_info < (3, 11):
         pytest.skip("Task.cancelling() is Python 3.11+; before it a cancelled task raises as usual")
-    leases = nodes[0].leases()
+    leases = nodes[0].leases
     renewing = asyncio.Event()
 
     class Swallowing:
@@ -331,14 +331,14 @@ async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, m
 
     async def turn(node: int, session: str) -> None:
         store = nodes[node]
-        async with in_order_here[node][session], session_turn(store.leases(), session, f"n{node}"):
+        async with in_order_here[node][session], session_turn(store.leases, session, f"n{node}"):
             if session in inside:
                 overlaps.append(session)
             inside.add(session)
-            history = await asyncio.to_thread(store.load_session, session)
+            history = await asyncio.to_thread(store.sessions.load, session)
             seen_history.setdefault(session, []).append(len(history.messages))
             await asyncio.sleep(0.001)  # the model call
-            await asyncio.to_thread(store.append_session, session, [Message(role="user", content=f"n{node}")])
+            await asyncio.to_thread(store.sessions.append, session, [Message(role="user", content=f"n{node}")])
             inside.discard(session)
 
     sessions = [f"telegram:{n}" for n in range(50)]
@@ -346,21 +346,21 @@ async def test_fifty_chats_over_three_nodes_keep_every_session_in_order(nodes, m
     assert overlaps == []
     for key in sessions:
         assert seen_history[key] == [0, 1, 2, 3], key  # each turn saw every earlier turn, never half of them
-        assert len(nodes[0].load_session(key).messages) == 4
+        assert len(nodes[0].sessions.load(key).messages) == 4
 
 
 @scenario
 async def test_a_session_busy_elsewhere_past_the_wait_answers_busy(nodes):
-    await nodes[0].leases().acquire("session:web:1", "n0", 30)
+    await nodes[0].leases.acquire("session:web:1", "n0", 30)
     with pytest.raises(SessionBusy, match="another of my servers"):
-        async with session_turn(nodes[1].leases(), "web:1", "n1", wait_seconds=0.05):
+        async with session_turn(nodes[1].leases, "web:1", "n1", wait_seconds=0.05):
             pytest.fail("the turn must not run while another node holds its session")
 
 
 def test_rows_are_stamped_on_the_database_clock_not_the_nodes(fake, open_store):
     fake.clock_offset = timedelta(seconds=0.5)  # this node's clock is half a second behind the database's
     store = open_store()
-    store.set_state("k", "v")
+    store.state.set("k", "v")
     [row] = [r for r in fake.rows("PICO_STATE") if r["state_key"] == "k"]
     assert row["updated_at"] - datetime.now(timezone.utc).replace(tzinfo=None) > timedelta(seconds=0.3)
     assert "database_time" in fake.names()
@@ -375,7 +375,7 @@ def test_the_daily_note_date_is_in_the_configured_zone_whatever_the_nodes_zone(f
     for machine_zone in ("Pacific/Pago_Pago", "UTC"):  # two nodes set up in different zones (UTC-11, UTC)
         monkeypatch.setenv("TZ", machine_zone)
         clock.tzset()
-        note = open_store(config=config).append_daily_note(f"from a node in {machine_zone}")
+        note = open_store(config=config).notes.append(f"from a node in {machine_zone}")
         assert note.day == datetime.now(ZoneInfo("Pacific/Kiritimati")).date()
     monkeypatch.delenv("TZ")
     clock.tzset()

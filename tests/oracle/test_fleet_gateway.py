@@ -21,7 +21,7 @@ def test_a_session_mid_turn_on_another_node_answers_busy_then_serves(isolated_ho
     monkeypatch.setattr("picoora.store.oracle.connection._default_pool_factory", fake.pool_factory)
     monkeypatch.setattr(duties, "SESSION_WAIT_SECONDS", 0.3)
     other_node = open_oracle_store(oracle_config())
-    leases = other_node.leases()
+    leases = other_node.leases
     model_calls: list[dict] = []
 
     def answer(body: dict) -> Reply:

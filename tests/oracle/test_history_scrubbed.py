@@ -25,7 +25,7 @@ def test_oracle_transcripts_and_history_reads_hold_no_secret(isolated_home, monk
     monkeypatch.setattr("picoora.store.oracle.connection._default_pool_factory", fake.pool_factory)
     older = open_oracle_store(oracle_config())
     try:  # a transcript written before scrubbing, or by a job: raw in the table
-        asyncio.run(asyncio.to_thread(older.append_transcript, "web:old", [
+        asyncio.run(asyncio.to_thread(older.transcripts.append, "web:old", [
             Message(role="user", content="what is it?"), Message(role="assistant", content=f"it is {SECRET}")]))
     finally:
         older.close()

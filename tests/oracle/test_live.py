@@ -28,9 +28,9 @@ from picoora.store import limits
 from picoora.store.oracle import OracleUnavailable, indexes, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import Tx, error_code
+from picoora.store.oracle.context import MODEL_MISSING
 from picoora.store.oracle.schema import run_ddl
 from picoora.store.oracle.setup import OracleSetup
-from picoora.store.oracle.store import _MODEL_MISSING
 from tests.oracle.sqlcheck import check_binds
 from tests.store_contract import StoreContract
 
@@ -189,7 +189,7 @@ def test_approximate_search_uses_the_vector_index(live_db, agent):
     try:
         _load_rows(store, agent)
         indexes.rebuild_memory_index(store._db)  # centroids from the data now there
-        assert store.recall("which box holds the item", limit=3).matches
+        assert store.memories.recall("which box holds the item", limit=3).matches
     finally:
         store.close()
     statement_id = f"pico_{uuid.uuid4().hex[:8]}"
@@ -209,26 +209,26 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
     error code the degraded path relies on."""
     store = open_oracle_store(live_config(agent))
     try:
-        record = store.add_memory("The meeting moved to Thursday").memory
-        assert store.get_memory(record.id) == record and record.created_at.microsecond  # (1 in 10^6 flake)
+        record = store.memories.add("The meeting moved to Thursday").memory
+        assert store.memories.get(record.id) == record and record.created_at.microsecond  # (1 in 10^6 flake)
         key = "ü" * limits.SESSION_KEY_CHARS
-        store.append_session(key, [Message("user", "wide key")])
-        assert store.append_transcript(key, [Message("user", "wide key")]) == [1]
-        store.set_state("ключ" * 60, "v")
-        assert store.add_memory("漢字" * 700).created
-        store.add_memory("Locker code A7-4421 is for the gym")
+        store.sessions.append(key, [Message("user", "wide key")])
+        assert store.transcripts.append(key, [Message("user", "wide key")]) == [1]
+        store.state.set("ключ" * 60, "v")
+        assert store.memories.add("漢字" * 700).created
+        store.memories.add("Locker code A7-4421 is for the gym")
         paragraph = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) for n in range(400)) + " A7-4421"
-        assert store.recall(paragraph, limit=1).matches
-        store.set_prompt("USER.md", "p" * 8_000)
-        assert store.get_prompt("USER.md").content == "p" * 8_000
+        assert store.memories.recall(paragraph, limit=1).matches
+        store.prompts.set("USER.md", "p" * 8_000)
+        assert store.prompts.get("USER.md").content == "p" * 8_000
         result = Message("tool", "r" * 100_000, tool_call_id="c1")
-        assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
-        assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
+        assert store.transcripts.append("cli:big", [Message("user", "go"), result]) == [1, 2]
+        assert store.transcripts.read("cli:big")[1].message.content == "r" * 100_000
     finally:
         store.close()
     keyword_only = open_oracle_store(live_config(agent, onnx_model="PICOORA_NO_SUCH_MODEL"), require_model=False)
     try:
-        assert keyword_only.add_memory("Stored without a vector").memory.embedding_model is None  # None into VECTOR
+        assert keyword_only.memories.add("Stored without a vector").memory.embedding_model is None  # None into VECTOR
     finally:
         keyword_only.close()
 
@@ -242,7 +242,7 @@ def test_review_items_hold_on_a_real_database(live_db, agent):
 
     db = open_database(live_config(agent))
     try:
-        assert db.run(missing, what="embed with a missing model") in _MODEL_MISSING
+        assert db.run(missing, what="embed with a missing model") in MODEL_MISSING
     finally:
         db.close()
 
@@ -256,10 +256,10 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     config.agents.defaults.workspace = str(tmp_path / "ws")
     save_config(config)
     files = FileStore(tmp_path / "ws")
-    files.set_prompt("IDENTITY.md", "I am the live test.")
-    files.add_memory("The live test's favourite number is 42", category="fact")
-    files.append_daily_note("Ran the live tier.", day=date.today())
-    files.append_transcript("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
+    files.prompts.set("IDENTITY.md", "I am the live test.")
+    files.memories.add("The live test's favourite number is 42", category="fact")
+    files.notes.append("Ran the live tier.", day=date.today())
+    files.transcripts.append("cli:live", [Message("user", "hello live"), Message("assistant", "hi")])
     files.close()
     code, output = picoora("setup-oracle", "--import-files")
     assert code in (0, 3), output
@@ -267,10 +267,11 @@ def test_setup_oracle_end_to_end_with_import(live_db, agent, tmp_path, isolated_
     assert "✓ Background questions for automatic recall" in output
     store = open_oracle_store(config)
     try:
-        assert store.get_prompt("IDENTITY.md").content == "I am the live test."
-        assert store.recall("what number does the live test like", limit=1).matches[0].memory.content.endswith("42")
-        assert [e.message.content for e in store.read_transcript("cli:live")] == ["hello live", "hi"]
-        assert store.search_daily_notes("live tier", limit=1)[0][0].day == date.today()
+        assert store.prompts.get("IDENTITY.md").content == "I am the live test."
+        best = store.memories.recall("what number does the live test like", limit=1).matches[0]
+        assert best.memory.content.endswith("42")
+        assert [e.message.content for e in store.transcripts.read("cli:live")] == ["hello live", "hi"]
+        assert store.notes.search("live tier", limit=1)[0][0].day == date.today()
     finally:
         store.close()
 
@@ -291,7 +292,7 @@ def test_push_calibration_runs_on_the_live_database(live_db):
     assert max(row.recall_at_5 for row in result.grid) > 0  # the codes at least are pushed
     store = open_oracle_store(live_config(result.agent))
     try:
-        assert store.list_memories() == []
+        assert store.memories.list() == []
     finally:
         store.close()
     print("\n".join(script.report(result)))
@@ -306,7 +307,7 @@ def test_live_leases_renew_expire_and_are_taken_over_on_the_database_clock(agent
 
     first, second = open_oracle_store(live_config(agent)), open_oracle_store(live_config(agent))
     try:
-        a, b = first.leases(), second.leases()
+        a, b = first.leases, second.leases
         assert asyncio.run(a.acquire("duty", "node-a", 2))
         assert not asyncio.run(b.acquire("duty", "node-b", 2))  # ORA-00001 on the key, or a live row
         assert asyncio.run(a.acquire("duty", "node-a", 2))  # renewed
@@ -325,14 +326,14 @@ def test_live_a_locked_session_row_gives_ora_30006_to_the_second_holder(agent):
     import asyncio
 
     store = open_oracle_store(live_config(agent))
-    store.append_session("s", [Message(role="user", content="hi")])
+    store.sessions.append("s", [Message(role="user", content="hi")])
     holder = open_database(live_config(agent))
     try:
         async def hold_then_wait() -> str:
             async def locked(tx: Tx) -> str:
                 await tx.rows(q.SESSION_LOCK, agent_id=agent, session_key="s")
                 try:
-                    await asyncio.to_thread(store.append_session, "s", [Message(role="user", content="again")])
+                    await asyncio.to_thread(store.sessions.append, "s", [Message(role="user", content="again")])
                 except Exception as exc:  # the second holder waited its 10 s, then gave up
                     return str(exc)
                 return ""
@@ -352,11 +353,11 @@ def test_live_a_multibyte_value_in_a_merge_and_a_2000_message_import(agent, tmp_
     store = open_oracle_store(live_config(agent))
     source = FileStore(tmp_path / "ws", embedder=HashEmbedder())
     try:
-        store.set_state("k", "ü€" * 800)  # 4000 bytes of 2- and 3-byte characters through a MERGE
-        assert store.get_state("k") == "ü€" * 800
-        source.append_transcript("long", [Message(role="user", content=f"message {n} ✓") for n in range(2000)])
+        store.state.set("k", "ü€" * 800)  # 4000 bytes of 2- and 3-byte characters through a MERGE
+        assert store.state.get("k") == "ü€" * 800
+        source.transcripts.append("long", [Message(role="user", content=f"message {n} ✓") for n in range(2000)])
         transfer(source, store)
-        assert [e.seq for e in store.read_transcript("long")] == list(range(1, 2001))
+        assert [e.seq for e in store.transcripts.read("long")] == list(range(1, 2001))
     finally:
         source.close()
         store.close()
@@ -366,7 +367,7 @@ def test_live_the_vector_index_organisation_comes_from_the_dictionary(live_db, a
     store = open_oracle_store(live_config(agent))
     db = open_database(live_db)
     try:
-        store.add_memory("The spare key is under the blue flowerpot")
+        store.memories.add("The spare key is under the blue flowerpot")
         [outcome] = [o for o in indexes.build_vector_indexes(db) if o.name == indexes.MEMORIES.name]
         assert outcome.error is None, outcome.error
         [(subtype,)] = _raw(live_db, [("SELECT index_subtype FROM USER_INDEXES WHERE index_name = :name",
@@ -390,7 +391,7 @@ def test_live_an_index_build_lets_inserts_go_on(live_db, agent):
         n = 0
         while not built.is_set():
             try:
-                writer.add_memory(f"Written during the build, number {n} ({uuid.uuid4().hex[:6]})")
+                writer.memories.add(f"Written during the build, number {n} ({uuid.uuid4().hex[:6]})")
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
                 return
@@ -446,13 +447,13 @@ def test_live_a_text_index_marked_unusable_falls_back_to_the_scan_and_is_used_ag
     store = open_oracle_store(live_config(agent))
     try:
         assert store.text_index
-        store.add_memory("Locker code A7-4421 is for the gym")
+        store.memories.add("Locker code A7-4421 is for the gym")
         _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT UNUSABLE", {})])
-        assert store.recall("locker A7-4421", limit=1).matches  # the scan answered the failed query
+        assert store.memories.recall("locker A7-4421", limit=1).matches  # the scan answered the failed query
         assert not store.text_index
         _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT REBUILD", {})])
         monkeypatch.setattr(indexes, "TEXT_INDEX_RECHECK_SECONDS", 0.0)
-        assert store.recall("locker A7-4421", limit=1).matches
+        assert store.memories.recall("locker A7-4421", limit=1).matches
         assert store.text_index  # checked again in USER_INDEXES, and used
     finally:
         _raw(live_db, [("ALTER INDEX IDX_PICO_MEMORIES_TEXT REBUILD", {})])

@@ -58,21 +58,21 @@ def test_a_text_index_that_fails_after_open_falls_back_to_the_scan_and_is_checke
     store = open_store()
     person = store.for_agent("default.ana")
     assert store.text_index and person.text_index
-    store.add_memory("Locker code A7-4421 is for the gym")
+    store.memories.add("Locker code A7-4421 is for the gym")
     fake.unusable_indexes.add("IDX_PICO_MEMORIES_TEXT")  # a sync or rebuild failed after the store opened
     fake.executed.clear()
-    assert store.recall("locker A7-4421", limit=1).matches  # answered by the scan in the same query
+    assert store.memories.recall("locker A7-4421", limit=1).matches  # answered by the scan in the same query
     assert [e.name for e in fake.executed if e.name.startswith("memory_keyword")] == [
         "memory_keyword_text", "memory_keyword_scan"]
     assert not store.text_index and not person.text_index  # for everyone on this database
     fake.executed.clear()
-    store.recall("locker", limit=1)
+    store.memories.recall("locker", limit=1)
     assert "memory_keyword_text" not in [e.name for e in fake.executed]  # not sent again meanwhile
 
     fake.unusable_indexes.clear()  # setup-oracle rebuilt it
     monkeypatch.setattr(indexes, "TEXT_INDEX_RECHECK_SECONDS", 0.0)
     fake.executed.clear()
-    assert store.recall("locker A7-4421", limit=1).matches
+    assert store.memories.recall("locker A7-4421", limit=1).matches
     assert [e.name for e in fake.executed if e.name in ("text_index_usable", "memory_keyword_text")] == [
         "text_index_usable", "memory_keyword_text"]
     assert store.text_index

@@ -61,7 +61,7 @@ def test_the_calibration_measures_a_grid_and_leaves_no_scratch_data(calibration_
     scratch = config.model_copy(update={"oracle": config.oracle.model_copy(update={"agent_id": result.agent})})
     store = open_oracle_store(scratch, pool_factory=fake.pool_factory)
     try:
-        assert store.list_memories() == [] and store.stats().memories == 0
+        assert store.memories.list() == [] and store.stats().memories == 0
     finally:
         store.close()
     assert all(r["access_count"] == 0 for r in fake.rows("PICO_MEMORIES"))  # gathering touched nothing

@@ -90,7 +90,7 @@ def test_setup_from_scratch_reports_every_step_and_is_ready(fake, config, onnx_f
 def test_setup_again_builds_the_vector_index_once_there_is_data_then_keeps_it(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The spare key is under the blue flowerpot")
+    store.memories.add("The spare key is under the blue flowerpot")
     store.close()
     code, out = picoora("setup-oracle")
     assert code == 0, out
@@ -138,8 +138,8 @@ def test_a_model_loaded_meanwhile_counts_as_loaded(fake, config, onnx_file):
 def test_optional_steps_that_fail_are_warnings_with_exit_3(fake, config, onnx_file, open_store):
     fake.models["ALL_MINILM_L12_V2"] = ("EMBEDDING", "ONNX")
     store = open_store()
-    store.add_memory("The boiler was serviced in March")
-    store.append_daily_note("Called the plumber.")
+    store.memories.add("The boiler was serviced in March")
+    store.notes.append("Called the plumber.")
     fake.oracle_text = False
     fake.fail_next["hnsw_memories"] = ora_error(51950)
     code, out = picoora("setup-oracle", "--onnx-file", str(onnx_file), "--hnsw")
@@ -185,18 +185,18 @@ def test_dry_run_prints_the_fresh_install_sql_without_connecting(fake, config, o
 
 def _file_workspace(config: Config) -> FileStore:
     files = FileStore(workspace_path(config), embedder=HashEmbedder())
-    files.add_memory("The user's dog is called Pixel", importance=0.9, category="fact")
-    files.add_memory("Favourite editor is Helix")
-    files.append_daily_note("Planted tomatoes.", day=date.today() - timedelta(days=1))
-    files.append_daily_note("Watered them.", day=date.today() - timedelta(days=1))
-    files.append_session("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
-    files.set_summary("cli:default", "greetings")
-    files.append_transcript("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
-    files.append_session("telegram:9", [Message("user", "gone soon")])
-    files.append_transcript("telegram:9", [Message("user", "gone soon")])
-    files.reset_session("telegram:9")  # its transcript stays and must still move
-    files.set_state("last_channel", "cli:default")
-    files.set_meta("installed_by", "test")
+    files.memories.add("The user's dog is called Pixel", importance=0.9, category="fact")
+    files.memories.add("Favourite editor is Helix")
+    files.notes.append("Planted tomatoes.", day=date.today() - timedelta(days=1))
+    files.notes.append("Watered them.", day=date.today() - timedelta(days=1))
+    files.sessions.append("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
+    files.sessions.set_summary("cli:default", "greetings")
+    files.transcripts.append("cli:default", [Message("user", "hi"), Message("assistant", "hello")])
+    files.sessions.append("telegram:9", [Message("user", "gone soon")])
+    files.transcripts.append("telegram:9", [Message("user", "gone soon")])
+    files.sessions.reset("telegram:9")  # its transcript stays and must still move
+    files.state.set("last_channel", "cli:default")
+    files.meta.set("installed_by", "test")
     return files
 
 
@@ -211,17 +211,18 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
     assert "1 daily notes" in imported and "3 transcript entries" in imported
     store = open_oracle_store(config)
     try:
-        assert {m.content for m in store.list_memories()} == {"The user's dog is called Pixel",
+        assert {m.content for m in store.memories.list()} == {"The user's dog is called Pixel",
                                                               "Favourite editor is Helix"}
         assert all(r["embedding"] is not None and r["embedding_model"] == "ALL_MINILM_L12_V2"
                    for r in fake.rows("PICO_MEMORIES"))
-        note = store.recent_daily_notes(3)[0]
+        note = store.notes.recent(3)[0]
         assert note.content == f"# {note.day.isoformat()}\n\nPlanted tomatoes.\nWatered them."
-        session = store.load_session("cli:default")
+        session = store.sessions.load("cli:default")
         assert (len(session.messages), session.summary) == (2, "greetings")
-        assert [e.message.content for e in store.read_transcript("telegram:9")] == ["gone soon"]
-        assert store.get_state("last_channel") == "cli:default" and store.get_meta("installed_by") == "test"
-        assert store.recall("what is my dog called", limit=1).matches[0].memory.content.startswith("The user's dog")
+        assert [e.message.content for e in store.transcripts.read("telegram:9")] == ["gone soon"]
+        assert store.state.get("last_channel") == "cli:default" and store.meta.get("installed_by") == "test"
+        best = store.memories.recall("what is my dog called", limit=1).matches[0]
+        assert best.memory.content.startswith("The user's dog")
     finally:
         store.close()
     code, out = picoora("setup-oracle", "--import-files")
@@ -237,12 +238,12 @@ def test_import_files_moves_everything_once(fake, config, onnx_file):
 def filled(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The cat sleeps on the blue sofa", importance=0.8, category="pets")
-    store.add_memory("Quarterly taxes are due in April")
-    store.append_daily_note("Fixed the bike and booked flights to Lisbon.")
-    store.append_session("cli:default", [Message("user", "hello")])
-    store.append_transcript("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
-    store.set_state("db_hint", f"password is {PASSWORD}")
+    store.memories.add("The cat sleeps on the blue sofa", importance=0.8, category="pets")
+    store.memories.add("Quarterly taxes are due in April")
+    store.notes.append("Fixed the bike and booked flights to Lisbon.")
+    store.sessions.append("cli:default", [Message("user", "hello")])
+    store.transcripts.append("cli:default", [Message("user", "hello"), Message("assistant", "hi there")])
+    store.state.set("db_hint", f"password is {PASSWORD}")
     assert picoora("setup-oracle")[0] == 0  # with data now: the vector indexes are built
     yield store
     store.close()
@@ -312,10 +313,10 @@ def _add_documents(store, config) -> None:
     from picoora.store.base import DocPage
     from picoora.store.scoped import open_person_store
 
-    store.add_document("/d/manual.md", "Boiler manual", [DocPage("The boiler shows E42 when the pressure is low.")],
+    store.documents.add("/d/manual.md", "Boiler manual", [DocPage("The boiler shows E42 when the pressure is low.")],
                        shared=True)
     text = " ".join(f"Sentence {n} is about the shed and its padlock." for n in range(40))
-    open_person_store(config, store, "alice").add_document("/a/diary.md", "Diary", [DocPage(text)])
+    open_person_store(config, store, "alice").documents.add("/a/diary.md", "Diary", [DocPage(text)])
 
 
 def _documents_view_checks(out: str, data: str, chunks: int) -> None:
@@ -361,7 +362,7 @@ def test_status_counts_the_documents(filled, config):
     from picoora.cli.status import _storage_lines
 
     _add_documents(filled, config)
-    chunks = sum(d.chunks for d in filled.all_documents())
+    chunks = sum(d.chunks for d in filled.documents.all())
     lines, _, _ = _storage_lines(config, workspace_path(config))
     stored = next(line for line in lines if line.label == "Stored")
     assert stored.text.endswith(f", 2 documents (1 shared, {chunks} chunks)")
@@ -373,7 +374,7 @@ def test_documents_on_the_file_backend_too(fake, config):
     files = _file_workspace(config)
     try:
         _add_documents(files, config)
-        chunks = files.document_counts().chunks
+        chunks = files.documents.counts().chunks
     finally:
         files.close()
     code, out = picoora("oracle-inspect", "documents", "--files")
@@ -388,7 +389,7 @@ def test_documents_on_the_file_backend_too(fake, config):
 def _with_a_memory(config, onnx_file) -> None:
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The spare key is under the blue flowerpot")
+    store.memories.add("The spare key is under the blue flowerpot")
     store.close()
 
 
@@ -406,7 +407,7 @@ def test_hnsw_over_an_ivf_index_fails_saying_so_and_rebuilds_when_asked(fake, co
     assert fake.index_subtypes["IDX_PICO_MEMORIES_VEC"] == "INMEMORY_NEIGHBOR_GRAPH_HNSW"
     fake.executed.clear()
     store = open_oracle_store(config)
-    store.reindex()
+    store.memories.reindex()
     store.close()
     assert "hnsw_memories" in fake.names() and "ivf_memories" not in fake.names()  # rebuilt as it is
 
@@ -421,7 +422,7 @@ def test_the_organisation_is_what_the_dictionary_says_not_what_picoora_remembers
     assert "✓ Vector index IDX_PICO_MEMORIES_VEC (HNSW) already exists" in _steps(out)
     fake.executed.clear()
     store = open_oracle_store(config)
-    store.reindex()
+    store.memories.reindex()
     store.close()
     assert "hnsw_memories" in fake.names()
 
@@ -454,7 +455,7 @@ def test_hnsw_is_built_without_online_its_syntax_has_none(fake, config, onnx_fil
 def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.add_memory("The spare key is under the blue flowerpot")
+    store.memories.add("The spare key is under the blue flowerpot")
     store.close()
     assert picoora("setup-oracle")[0] == 0
     fake.unusable_indexes.add("IDX_PICO_MEMORIES_VEC")
@@ -470,18 +471,18 @@ def test_an_existing_vector_index_that_is_not_valid_is_a_warning(fake, config, o
 def test_setup_again_keeps_the_fleets_prompts_unless_forced(fake, config, onnx_file):
     assert picoora("setup-oracle", "--onnx-file", str(onnx_file))[0] == 0
     store = open_oracle_store(config)
-    store.set_prompt("SOUL.md", "# Soul\nEdited in the database.\n")
+    store.prompts.set("SOUL.md", "# Soul\nEdited in the database.\n")
     store.close()
     code, out = picoora("setup-oracle")  # another node, with the workspace's own SOUL.md
     assert code == 0, out
     assert "✓ Prompts already in the database kept: IDENTITY.md, SOUL.md (--force replaces them)" in _steps(out)
     store = open_oracle_store(config)
-    assert store.get_prompt("SOUL.md").content == "# Soul\nEdited in the database.\n"
+    assert store.prompts.get("SOUL.md").content == "# Soul\nEdited in the database.\n"
     store.close()
     code, out = picoora("setup-oracle", "--force")
     assert code == 0 and "✓ Prompts seeded from workspace: IDENTITY.md, SOUL.md" in _steps(out)
     store = open_oracle_store(config)
-    assert store.get_prompt("SOUL.md").content == "# Soul\nCalm and precise.\n"
+    assert store.prompts.get("SOUL.md").content == "# Soul\nCalm and precise.\n"
     store.close()
 
 

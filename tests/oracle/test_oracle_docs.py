@@ -58,8 +58,8 @@ def test_counts_and_the_whole_listing_for_status_and_the_inspector(open_store, f
 def test_without_oracle_text_keyword_search_scans(open_store, fake):
     fake.indexes = {name: index for name, index in fake.indexes.items() if index[2] != "DOMAIN"}
     store = open_store()
-    store.add_document("/d/g.md", "G", [DocPage("When ORA-00955 appears the table exists already.")])
-    assert [h.document.title for h in store.search_documents("ORA-00955")] == ["G"]
+    store.documents.add("/d/g.md", "G", [DocPage("When ORA-00955 appears the table exists already.")])
+    assert [h.document.title for h in store.documents.search("ORA-00955")] == ["G"]
     assert "doc_keyword_scan" in fake.names()
 
 
@@ -67,7 +67,7 @@ def test_chunks_are_cut_and_embedded_in_the_database_as_documented(open_store, f
     config.docs = config.docs.model_copy(update={"chunk_size": 12, "chunk_overlap": 2, "chunk_by": "sentences"})
     store = open_store(config=config)
     text = " ".join(f"Sentence number {n} talks about the garden shed and its key." for n in range(6))
-    added = store.add_document("/d/long.md", "Long", [DocPage(text)])
+    added = store.documents.add("/d/long.md", "Long", [DocPage(text)])
     assert added.document.chunks > 1
     insert = next(e for e in fake.executed if e.name == "doc_chunks_insert")
     params = json.loads(insert.binds["params"])
@@ -84,9 +84,9 @@ def test_chunks_are_cut_and_embedded_in_the_database_as_documented(open_store, f
 def test_every_search_filters_by_person_before_ranking(open_store, fake, config):
     owner = open_store()
     alice = open_person_store(config, owner, "alice")
-    alice.add_document("/a/x.md", "X", [DocPage("The garden shed key hangs by the door.")])
+    alice.documents.add("/a/x.md", "X", [DocPage("The garden shed key hangs by the door.")])
     fake.executed.clear()
-    alice.search_documents("garden shed key")
+    alice.documents.search("garden shed key")
     searches = [e for e in fake.executed if e.name in ("doc_nearest", "doc_keyword_text", "doc_keyword_scan")]
     assert {e.name for e in searches} >= {"doc_nearest"}
     for executed in searches:
@@ -99,12 +99,12 @@ def test_every_search_filters_by_person_before_ranking(open_store, fake, config)
 def test_reindex_cuts_again_with_the_settings_now(open_store, fake, config):
     store = open_store()
     text = " ".join(f"Sentence {n} is about the allotment shed, its padlock and the water butt." for n in range(12))
-    before = store.add_document("/d/a.md", "A", [DocPage(text)]).document.chunks
+    before = store.documents.add("/d/a.md", "A", [DocPage(text)]).document.chunks
     config.docs = config.docs.model_copy(update={"chunk_size": 20, "chunk_overlap": 0})
     smaller = open_store(config=config)
-    assert smaller.reindex_documents() == len(fake.rows("PICO_DOC_CHUNKS")) > before
-    assert smaller.list_documents()[0].chunks == len(fake.rows("PICO_DOC_CHUNKS"))
-    assert [h.document.title for h in smaller.search_documents("allotment shed padlock")][:1] == ["A"]
+    assert smaller.documents.reindex() == len(fake.rows("PICO_DOC_CHUNKS")) > before
+    assert smaller.documents.list()[0].chunks == len(fake.rows("PICO_DOC_CHUNKS"))
+    assert [h.document.title for h in smaller.documents.search("allotment shed padlock")][:1] == ["A"]
 
 
 def test_a_generic_question_pays_its_background_anchor_as_on_files(open_store, fake, config, monkeypatch):
@@ -114,13 +114,13 @@ def test_a_generic_question_pays_its_background_anchor_as_on_files(open_store, f
 
     config.docs = config.docs.model_copy(update={"min_score": 1e-6})
     store = open_store(config=config)
-    store.add_document("/d/git.md", "Our git rules", [DocPage(
+    store.documents.add("/d/git.md", "Our git rules", [DocPage(
         "To merge two branches in git, every change to the main branch goes through a reviewed pull request.")])
     question = "How do I merge two branches in git?"  # one of the background questions: its anchor cosine is 1
     monkeypatch.setattr(doc_ranking, "ANCHOR_PENALTY", 0.0)
-    plain = store.search_documents(question)[0].score
+    plain = store.documents.search(question)[0].score
     monkeypatch.setattr(doc_ranking, "ANCHOR_PENALTY", 0.1)
     fake.executed.clear()
-    penalised = store.search_documents(question)[0].score
+    penalised = store.documents.search(question)[0].score
     assert "background_best" in fake.names()
     assert plain - penalised == pytest.approx(0.1 * (1.0 - doc_ranking.ANCHOR_START), abs=0.01)

@@ -27,16 +27,16 @@ def test_a_go_home_lands_in_the_oracle_tables_once(tmp_path, open_store, isolate
     assert first.count("done") >= 12
     store = open_store()
     assert store.backend == "oracle"
-    assert store.get_prompt("IDENTITY.md").content.endswith("\n\n# Identity\n\nYou are Claw, Ana's assistant.\n")
-    assert [m.role for m in store.load_session("cli:default").messages] == ["user", "assistant", "tool", "assistant"]
-    assert len(store.read_transcript("telegram:123456789")) == 2
-    assert {n.day.isoformat() for n in store.recent_daily_notes(days=400)} >= {"2026-11-01", "2026-11-02"}
-    memories = store.list_memories()
+    assert store.prompts.get("IDENTITY.md").content.endswith("\n\n# Identity\n\nYou are Claw, Ana's assistant.\n")
+    assert [m.role for m in store.sessions.load("cli:default").messages] == ["user", "assistant", "tool", "assistant"]
+    assert len(store.transcripts.read("telegram:123456789")) == 2
+    assert {n.day.isoformat() for n in store.notes.recent(days=400)} >= {"2026-11-01", "2026-11-02"}
+    memories = store.memories.list()
     assert len(memories) == 3 and all(m.embedding_model for m in memories)
     assert {m.provenance.how for m in memories} == {"imported"}  # where they came from, as `memory list` shows
     assert len(JobBook(store).jobs()) == 3
 
     second = migrate_home(go, config_path=config_path, open_store=oracle)
     assert second.count("done") == 0
-    assert len(store.list_memories()) == 3 and len(JobBook(store).jobs()) == 3
-    assert len(store.read_transcript("cli:default")) == 4
+    assert len(store.memories.list()) == 3 and len(JobBook(store).jobs()) == 3
+    assert len(store.transcripts.read("cli:default")) == 4

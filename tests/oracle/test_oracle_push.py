@@ -13,6 +13,7 @@ import pytest
 
 from picoora.agent.context import gather_inputs
 from picoora.config import AgentDefaults
+from picoora.store.aio import AsyncStore
 from picoora.store.anchors import background_texts
 from picoora.store.oracle import open_database, open_oracle_store
 from picoora.store.oracle.background import current_set
@@ -28,28 +29,28 @@ FACT = "I take the early train to work at the harbour"  # cosine 0.65; the quest
 
 
 def _pushed(store, query: str) -> list[str]:
-    return [m.memory.content for m in store.recall(query, limit=5, confident_only=True).matches]
+    return [m.memory.content for m in store.memories.recall(query, limit=5, confident_only=True).matches]
 
 
 def _returned(store, query: str) -> list[str]:
-    return [m.memory.content for m in store.recall(query, limit=5).matches]
+    return [m.memory.content for m in store.memories.recall(query, limit=5).matches]
 
 
 def test_off_topic_question_pushes_nothing_that_the_recall_tool_still_returns(open_store):
     store = open_store()
-    store.add_memory(LOOKALIKE)
-    store.add_memory(FACT)
-    returned = store.recall(OFF_TOPIC, limit=5).matches
+    store.memories.add(LOOKALIKE)
+    store.memories.add(FACT)
+    returned = store.memories.recall(OFF_TOPIC, limit=5).matches
     assert returned[0].memory.content == LOOKALIKE
-    assert returned[0].similarity >= store.push_calibration.min_similarity  # the floor alone would push it
+    assert returned[0].similarity >= store.memories.push_calibration.min_similarity  # the floor alone would push it
     assert _pushed(store, OFF_TOPIC) == []
     assert _pushed(store, QUESTION) == [FACT]
 
 
 def test_the_background_cosine_is_only_read_for_automatic_recall(fake, open_store):
     store = open_store()
-    store.add_memory(FACT)
-    store.recall(QUESTION, limit=5)
+    store.memories.add(FACT)
+    store.memories.recall(QUESTION, limit=5)
     assert not [n for n in fake.names() if n.startswith("background_")]
     _pushed(store, QUESTION)
     assert [n for n in fake.names() if n == "background_best"]
@@ -57,7 +58,7 @@ def test_the_background_cosine_is_only_read_for_automatic_recall(fake, open_stor
 
 def test_an_empty_table_is_filled_once_then_used(fake, open_store):
     store = open_store()
-    store.add_memory(FACT)
+    store.memories.add(FACT)
     assert fake.rows(TABLE) == []
     assert _pushed(store, QUESTION) == [FACT]
     rows = fake.rows(TABLE)
@@ -72,14 +73,14 @@ def test_an_empty_table_is_filled_once_then_used(fake, open_store):
 def test_a_missing_table_is_created_and_filled(fake, open_store):
     store = open_store()
     del fake.tables[TABLE]  # a schema someone trimmed by hand
-    store.add_memory(LOOKALIKE)
+    store.memories.add(LOOKALIKE)
     assert _pushed(store, OFF_TOPIC) == []
     assert len(fake.rows(TABLE)) == len(background_texts())
 
 
 def test_changed_texts_replace_the_models_old_set_and_leave_other_models_alone(fake, open_store):
     store = open_store()
-    store.add_memory(LOOKALIKE)
+    store.memories.add(LOOKALIKE)
     vector = array.array("f", [1.0] + [0.0] * 383)
     fake.tables[TABLE].rows += [
         {"embedding_model": MODEL, "question_no": 1, "set_hash": "an-older-version", "content": "old",
@@ -95,7 +96,7 @@ def test_changed_texts_replace_the_models_old_set_and_leave_other_models_alone(f
 
 def test_another_models_background_vectors_are_never_compared(fake, open_store):
     store = open_store()
-    store.add_memory(FACT)
+    store.memories.add(FACT)
     _pushed(store, QUESTION)  # our model's set is complete
     # Another model's rows that would silence this question if they were compared (cosine 1.0 with it).
     fake.tables[TABLE].rows += [
@@ -110,7 +111,7 @@ def test_another_models_background_vectors_are_never_compared(fake, open_store):
 ], ids=["tablespace-full", "model-missing"])
 def test_a_failed_fill_falls_back_to_the_floor_once_and_keeps_no_half_set(fake, open_store, caplog, failure):
     store = open_store()
-    store.add_memory(LOOKALIKE)
+    store.memories.add(LOOKALIKE)
     fake.fail_next["background_insert"] = failure
     with caplog.at_level(logging.INFO, logger="picoora.store.oracle.background"):
         assert _pushed(store, OFF_TOPIC) == [LOOKALIKE]  # the floor alone decides, as before anchors
@@ -119,12 +120,12 @@ def test_a_failed_fill_falls_back_to_the_floor_once_and_keeps_no_half_set(fake, 
     attempts = fake.names().count("background_insert")
     assert _pushed(store, OFF_TOPIC) == [LOOKALIKE]
     assert fake.names().count("background_insert") == attempts  # tried once per process, not every turn
-    assert store.recall(OFF_TOPIC, limit=5).matches  # the recall tool is unaffected
+    assert store.memories.recall(OFF_TOPIC, limit=5).matches  # the recall tool is unaffected
 
 
 def test_a_filler_busy_for_long_skips_the_anchors_for_this_turn_only(fake, open_store):
     store = open_store()
-    store.add_memory(LOOKALIKE)
+    store.memories.add(LOOKALIKE)
     fake.fail_next["background_lock"] = ora_error(30006)  # another session held the lock over 10 s
     assert _pushed(store, OFF_TOPIC) == [LOOKALIKE]
     assert _pushed(store, OFF_TOPIC) == []  # the next turn fills the set and uses it
@@ -132,16 +133,16 @@ def test_a_filler_busy_for_long_skips_the_anchors_for_this_turn_only(fake, open_
 
 def test_a_failing_background_query_falls_back_to_the_floor(fake, open_store):
     store = open_store()
-    store.add_memory(LOOKALIKE)
+    store.memories.add(LOOKALIKE)
     _pushed(store, OFF_TOPIC)  # filled
     fake.fail_next["background_best"] = ora_error(51808, "384, 768")  # say, a row no comparison can read
     assert _pushed(store, OFF_TOPIC) == [LOOKALIKE]
-    assert store.get_memory(store.list_memories()[0].id).access_count >= 1  # the recall still counted
+    assert store.memories.get(store.memories.list()[0].id).access_count >= 1  # the recall still counted
 
 
 def test_a_pasted_paragraph_as_the_message_is_measured_too(fake, open_store):
     store = open_store()
-    store.add_memory(FACT)
+    store.memories.add(FACT)
     paragraph = ("Who invented the telephone? " * 4000) + QUESTION  # 100 KB: cut for VECTOR_EMBEDDING as usual
     assert _pushed(store, paragraph) == []  # mostly an off-topic question, so nothing is pushed
     assert _pushed(store, QUESTION) == [FACT]
@@ -152,7 +153,7 @@ def test_a_missing_model_never_fails_the_turn(config):
     set_up_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory, require_model=False)
     try:
-        store.add_memory("I take the early train to work")
+        store.memories.add("I take the early train to work")
         inputs = gather_inputs(store, "cli:t", OFF_TOPIC, AgentDefaults())
         assert inputs.recall is not None and inputs.recall.matches == [] and inputs.recall.degraded
         assert _pushed(store, "train to work")  # keywords alone, a strong match
@@ -163,7 +164,7 @@ def test_a_missing_model_never_fails_the_turn(config):
 
 def test_an_off_topic_turn_gets_no_memories_in_its_context(open_store):
     store = open_store()
-    store.add_memory(LOOKALIKE)
+    store.memories.add(LOOKALIKE)
     inputs = gather_inputs(store, "cli:t", OFF_TOPIC, AgentDefaults())
     assert inputs.recall is not None and inputs.recall.matches == [] and not inputs.recall.degraded
 
@@ -182,12 +183,12 @@ def test_setup_fills_the_set_idempotently(fake, config):
 
 def test_concurrent_first_recalls_fill_the_set_once(fake, open_store):
     store = open_store()
-    store.add_memory(LOOKALIKE)
-    aio = store.native_async()
+    store.memories.add(LOOKALIKE)
+    aio = AsyncStore(store)
     fake.rendezvous["background_count"] = 2  # both find the set missing before either fills it
 
     async def both() -> list:
-        return await asyncio.gather(*(aio.recall(OFF_TOPIC, limit=5, confident_only=True) for _ in range(2)))
+        return await asyncio.gather(*(aio.memories.recall(OFF_TOPIC, limit=5, confident_only=True) for _ in range(2)))
 
     assert [r.matches for r in asyncio.run(both())] == [[], []]  # both measured against the anchors
     assert fake.names().count("background_lock") == 2  # the second filler waited, then found the set complete
@@ -199,7 +200,7 @@ def test_embed_texts_uses_the_databases_model_and_says_when_it_is_missing(open_s
     from picoora.store.base import NoEmbedder
 
     store = open_store()
-    embedded = store.embed_texts(["the gate code", "the gate code", "a cat"])
+    embedded = store.memories.embed_texts(["the gate code", "the gate code", "a cat"])
     assert embedded.model == store.model and len(embedded.vectors) == 3
     assert embedded.vectors[0] == embedded.vectors[1] != embedded.vectors[2]
     fake = FakeOracle(model_loaded=False)
@@ -207,6 +208,6 @@ def test_embed_texts_uses_the_databases_model_and_says_when_it_is_missing(open_s
     bare = open_oracle_store(config, pool_factory=fake.pool_factory, require_model=False)
     try:
         with pytest.raises(NoEmbedder, match="setup-oracle"):
-            bare.embed_texts(["x"])
+            bare.memories.embed_texts(["x"])
     finally:
         bare.close()

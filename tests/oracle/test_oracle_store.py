@@ -14,8 +14,8 @@ from picoora.messages import Message, ToolCall
 from picoora.store.base import MemoryRecord, Provenance, StoreError
 from picoora.store.oracle import OracleUnavailable, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
+from picoora.store.oracle.query_text import scan_pattern
 from picoora.store.oracle.schema import LATEST_VERSION, MIGRATIONS, migrate, run_ddl
-from picoora.store.oracle.store import scan_pattern
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import FakeConnection, FakeOracle, driver_error, ora_error
 
@@ -108,22 +108,22 @@ def test_a_go_schema_is_upgraded_in_place_and_its_rows_still_read(fake, config):
     _go_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert store.get_meta("schema_version") == str(LATEST_VERSION)
+        assert store.meta.get("schema_version") == str(LATEST_VERSION)
         go_row = fake.rows("PICO_MEMORIES")[0]
         assert go_row["content_hash"] and go_row["embedding_model"] == "ALL_MINILM_L12_V2"
-        again = store.add_memory("user prefers oracle database.")
+        again = store.memories.add("user prefers oracle database.")
         assert (again.created, again.memory.id) == (False, "go01")
-        session = store.load_session("cli:default")
+        session = store.sessions.load("cli:default")
         assert session.messages[1].tool_calls == [ToolCall(id="c1", name="weather", arguments={"city": "Oslo"})]
         assert session.messages[2].tool_call_id == "c1"
-        assert [p.name for p in store.list_prompts()] == ["IDENTITY.md"]
-        assert store.get_prompt("IDENTITY.md").content == "I am Pico."
-        assert [(e.seq, e.message) for e in store.read_transcript("cli:default")] == [
+        assert [p.name for p in store.prompts.list()] == ["IDENTITY.md"]
+        assert store.prompts.get("IDENTITY.md").content == "I am Pico."
+        assert [(e.seq, e.message) for e in store.transcripts.read("cli:default")] == [
             (1, Message("user", "user said hi")), (2, Message("assistant", "assistant said hi"))]
-        assert store.append_transcript("cli:default", [Message("user", "next")]) == [3]
+        assert store.transcripts.append("cli:default", [Message("user", "next")]) == [3]
         other = open_oracle_store(oracle_config(agent_id="other"), pool_factory=fake.pool_factory)
-        other.append_session("cli:default", [Message("user", "same key, other agent")])  # the Go PK forbade this
-        assert len(store.load_session("cli:default").messages) == 3
+        other.sessions.append("cli:default", [Message("user", "same key, other agent")])  # the Go PK forbade this
+        assert len(store.sessions.load("cli:default").messages) == 3
         other.close()
     finally:
         store.close()
@@ -133,16 +133,16 @@ def test_migration_11_gives_existing_memories_unknown_provenance_and_new_ones_th
     _go_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert "provenance" in store.get_meta("migration.011")
+        assert "provenance" in store.meta.get("migration.011")
         assert fake.rows("PICO_MEMORIES")[0]["source_how"] == "unknown"
-        old = store.get_memory("go01")
+        old = store.memories.get("go01")
         assert old.provenance == Provenance() and old.is_current()
         told = Provenance(how="told", person="ana", session="cli:default", turn_id="t1")
-        new = store.add_memory("User prefers Oracle Database 23ai over MySQL", provenance=told).memory
+        new = store.memories.add("User prefers Oracle Database 23ai over MySQL", provenance=told).memory
         row = next(r for r in fake.rows("PICO_MEMORIES") if r["memory_id"] == new.id)
         assert (row["source_how"], row["source_person"], row["source_session"], row["source_turn"]) == (
             "told", "ana", "cli:default", "t1")
-        assert store.get_memory(new.id).provenance == told
+        assert store.memories.get(new.id).provenance == told
     finally:
         store.close()
 
@@ -180,17 +180,17 @@ def test_open_fails_with_the_reason_and_what_to_run(fake, setup, reason, words):
 
 def test_text_index_switches_keyword_matching_to_oracle_text(fake, config, open_store):
     plain = open_store()
-    plain.add_memory("Locker code A7-4421 is for the gym")
-    plain.add_memory("The gym opens at six")
+    plain.memories.add("Locker code A7-4421 is for the gym")
+    plain.memories.add("The gym opens at six")
     fake.executed.clear()
-    best = plain.recall("what is locker A7-4421", limit=2).matches[0]
+    best = plain.memories.recall("what is locker A7-4421", limit=2).matches[0]
     assert best.memory.content.startswith("Locker code A7-4421")
     scan = next(e for e in fake.executed if e.name == "memory_keyword_scan")
     assert scan.binds["pattern"] == "a7-4421|4421|a7|locker"  # codes first, then longer words
     _run(fake, config, lambda tx: run_ddl(tx, q.TEXT_INDEX_MEMORIES))
     indexed = open_store()
     fake.executed.clear()
-    assert indexed.recall("what is locker A7-4421", limit=2).matches[0].memory.id == best.memory.id
+    assert indexed.memories.recall("what is locker A7-4421", limit=2).matches[0].memory.id == best.memory.id
     text = next(e for e in fake.executed if e.name == "memory_keyword_text")
     assert text.binds["text_query"] == "{a7-4421} ACCUM {4421} ACCUM {a7} ACCUM {locker}"
 
@@ -200,9 +200,9 @@ def test_text_index_switches_keyword_matching_to_oracle_text(fake, config, open_
 
 def test_recall_embeds_once_searches_approximately_and_records_access(fake, open_store):
     store = open_store()
-    cat = store.add_memory("The cat sleeps on the blue sofa").memory
+    cat = store.memories.add("The cat sleeps on the blue sofa").memory
     fake.executed.clear()
-    result = store.recall("where does the cat sleep", limit=2)
+    result = store.memories.recall("where does the cat sleep", limit=2)
     assert fake.names() == ["embed", "memory_nearest", "memory_keyword_scan", "memory_touch"]
     nearest = fake.executed[1]
     assert "FETCH APPROX FIRST :k ROWS ONLY" in nearest.sql and nearest.binds["k"] == 20
@@ -215,7 +215,7 @@ def test_recall_embeds_once_searches_approximately_and_records_access(fake, open
 def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, open_store):
     store = open_store()
     fake.executed.clear()
-    store.add_memory("Prefers tea over coffee", importance=0.666)  # states no subject/value: nothing to supersede
+    store.memories.add("Prefers tea over coffee", importance=0.666)  # states no subject/value: nothing to supersede
     assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_insert"]
     inserted = fake.executed[-1].binds
     assert inserted["importance"] == 0.67 and len(inserted["content_hash"]) == 64
@@ -224,9 +224,9 @@ def test_add_memory_checks_exact_then_semantic_duplicates_then_inserts(fake, ope
 
 def test_a_fact_with_a_subject_looks_for_current_memories_about_it_before_inserting(fake, open_store):
     store = open_store()
-    old = store.add_memory("The door code is 4421").memory
+    old = store.memories.add("The door code is 4421").memory
     fake.executed.clear()
-    new = store.add_memory("The door code is now 9981")
+    new = store.memories.add("The door code is now 9981")
     assert fake.names() == ["embed", "memory_by_hash", "memory_nearest_exact", "memory_nearest",
                             "memory_keyword_scan", "memory_insert", "memory_supersede"]
     assert fake.executed[4].binds["pattern"] == scan_pattern(["code", "door"])  # the subject's words, by keywords
@@ -236,46 +236,46 @@ def test_a_fact_with_a_subject_looks_for_current_memories_about_it_before_insert
 
 def test_daily_notes_are_embedded_and_searchable(fake, open_store):
     store = open_store()
-    store.append_daily_note("Repaired the garden fence with Tomas.", day=date(2026, 3, 1))
-    store.append_daily_note("Booked flights to Lisbon for May.", day=date(2026, 3, 2))
+    store.notes.append("Repaired the garden fence with Tomas.", day=date(2026, 3, 1))
+    store.notes.append("Booked flights to Lisbon for May.", day=date(2026, 3, 2))
     assert all(row["embedding"] is not None for row in fake.rows("PICO_DAILY_NOTES"))
-    found = store.search_daily_notes("flights to Lisbon", limit=1)
+    found = store.notes.search("flights to Lisbon", limit=1)
     assert [(note.day, round(sim, 2) > 0.3) for note, sim in found] == [(date(2026, 3, 2), True)]
     assert fake.executed[-1].name == "note_search" and "FETCH APPROX FIRST" in fake.executed[-1].sql
-    listed = store.list_daily_notes(5)
+    listed = store.notes.list(5)
     assert [(n.day, n.has_vector) for n in listed] == [(date(2026, 3, 2), True), (date(2026, 3, 1), True)]
 
 
 def test_without_the_model_notes_and_memories_are_kept_without_vectors(fake, open_store):
     fake.models.clear()
     store = open_store(require_model=False)
-    note = store.append_daily_note("A plain day.")
+    note = store.notes.append("A plain day.")
     assert fake.rows("PICO_DAILY_NOTES")[0]["embedding"] is None and "A plain day." in note.content
-    assert store.search_daily_notes("plain") == []
-    record = store.add_memory("Passport number X1234567").memory
+    assert store.notes.search("plain") == []
+    record = store.memories.add("Passport number X1234567").memory
     assert record.embedding_model is None
     with pytest.raises(StoreError, match="setup-oracle --onnx-file"):
-        store.reindex()
-    result = store.recall("passport number", limit=1)
+        store.memories.reindex()
+    result = store.memories.recall("passport number", limit=1)
     assert result.degraded and "ALL_MINILM_L12_V2 is not loaded" in result.note
 
 
 def test_agents_only_see_their_own_rows(fake, config, open_store):
     mine = open_store()
     theirs = open_store(config=oracle_config(agent_id="work"))
-    mine.add_memory("Home wifi is on the router label")
-    mine.set_state("last_channel", "cli:default")
-    theirs.set_prompt("SOUL.md", "work soul")
-    assert theirs.list_memories() == [] and theirs.all_state() == {}
-    assert mine.list_prompts() == [] and theirs.stats().prompts == 1 and mine.stats().memories == 1
+    mine.memories.add("Home wifi is on the router label")
+    mine.state.set("last_channel", "cli:default")
+    theirs.prompts.set("SOUL.md", "work soul")
+    assert theirs.memories.list() == [] and theirs.state.all() == {}
+    assert mine.prompts.list() == [] and theirs.stats().prompts == 1 and mine.stats().memories == 1
     assert {e.binds["agent_id"] for e in fake.executed if "agent_id" in e.binds} == {"default", "work"}
 
 
 def test_config_values_are_redacted_before_they_are_stored(fake, open_store):
     store = open_store()
     snapshot = {"oracle": {"user": "picoora", "password": "s3cret-Pw"}, "providers": {"openai": {"api_key": "fk-1"}}}
-    store.set_config("full_config", json.dumps(snapshot))
-    store.set_config("note", "connect with s3cret-Pw please")
+    store.config.set("full_config", json.dumps(snapshot))
+    store.config.set("note", "connect with s3cret-Pw please")
     stored = {r["config_key"]: r["config_value"] for r in fake.rows("PICO_CONFIG")}
     assert json.loads(stored["full_config"]) == {"oracle": {"user": "picoora", "password": "***"},
                                                  "providers": {"openai": {"api_key": "***"}}}
@@ -287,17 +287,17 @@ def test_config_values_are_redacted_before_they_are_stored(fake, open_store):
 
 def test_a_database_lost_mid_run_fails_the_operation_and_the_next_one_reconnects(fake, open_store):
     store = open_store()
-    store.set_state("k", "before")
+    store.state.set("k", "before")
     pools = len(fake.pool_params)
     fake.down = True
     with pytest.raises(StoreError) as err:
-        store.set_state("k", "during")
+        store.state.set("k", "during")
     assert "Oracle could not save state" in str(err.value) and "next operation reconnects" in str(err.value)
     assert "Traceback" not in str(err.value) and "CONNECTION_ID" not in str(err.value)
     with pytest.raises(StoreError, match="DPY-6005"):
-        store.get_state("k")  # still down: connecting fails fast
+        store.state.get("k")  # still down: connecting fails fast
     fake.down = False
-    assert store.get_state("k") == "before"
+    assert store.state.get("k") == "before"
     assert len(fake.pool_params) > pools  # the broken pool was replaced
 
 
@@ -306,12 +306,12 @@ def test_a_silent_database_times_out_instead_of_hanging(fake):
     set_up_schema(fake, config)
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        store.set_state("k", "v")
+        store.state.set("k", "v")
         fake.silent = True
         with pytest.raises(StoreError, match="no answer from localhost:1521/FREEPDB1 in time"):
-            store.get_state("k")
+            store.state.get("k")
         fake.silent = False
-        assert store.get_state("k") == "v"
+        assert store.state.get("k") == "v"
     finally:
         store.close()
 
@@ -322,9 +322,9 @@ def test_a_failed_unit_of_work_is_rolled_back_whole(fake, open_store):
     records = [MemoryRecord(id=f"r{n}", content=f"imported fact number {n} about {word}")
                for n, word in enumerate(["boats", "huts", "owls"])]
     with pytest.raises(StoreError, match="rolled back"):
-        store.import_memories(records)
-    assert store.list_memories() == []
-    assert store.import_memories(records) == 3
+        store.memories.import_records(records)
+    assert store.memories.list() == []
+    assert store.memories.import_records(records) == 3
 
 
 # ---- the fake keeps the store honest ----------------------------------------------------------------

@@ -24,8 +24,8 @@ def test_a_persons_handle_finds_nothing_in_anothers_scope(open_store, fake, tmp_
     owner = open_store()
     ana = owner.for_agent("default.ana")
     handle = new_handle()
-    owner.save_tool_output(ToolOutput(handle, "telegram:1", "t1", "exec", "the owner's plans\n" * 5000))
-    assert ana.get_tool_output(handle) is None
+    owner.tool_outputs.save(ToolOutput(handle, "telegram:1", "t1", "exec", "the owner's plans\n" * 5000))
+    assert ana.tool_outputs.get(handle) is None
     assert read(ana, handle, tmp_path).is_error
     assert "5000 line(s) hold 'plans'" in read(owner, handle, tmp_path).content
     (row,) = fake.rows("PICO_TOOL_OUTPUTS")
@@ -35,9 +35,9 @@ def test_a_persons_handle_finds_nothing_in_anothers_scope(open_store, fake, tmp_
 def test_outputs_past_their_days_are_not_read_and_go_at_the_next_save(open_store, fake):
     store = open_store()
     old, new = new_handle(), new_handle()
-    store.save_tool_output(ToolOutput(old, "web:a", "t1", "web_fetch", "old page"))
+    store.tool_outputs.save(ToolOutput(old, "web:a", "t1", "web_fetch", "old page"))
     fake.rows("PICO_TOOL_OUTPUTS")[0]["created_at"] -= timedelta(days=limits.TOOL_OUTPUT_DAYS, minutes=1)
-    assert store.get_tool_output(old) is None
-    store.save_tool_output(ToolOutput(new, "web:a", "t2", "web_fetch", "new page"))
+    assert store.tool_outputs.get(old) is None
+    store.tool_outputs.save(ToolOutput(new, "web:a", "t2", "web_fetch", "new page"))
     assert [row["handle"] for row in fake.rows("PICO_TOOL_OUTPUTS")] == [new]
-    assert store.get_tool_output(new).content == "new page"
+    assert store.tool_outputs.get(new).content == "new page"

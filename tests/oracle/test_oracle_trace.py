@@ -67,9 +67,9 @@ def test_a_schema_of_version_8_gets_the_newest_trace_index(fake, config):
 
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert store.get_meta("schema_version") == str(LATEST_VERSION)
+        assert store.meta.get("schema_version") == str(LATEST_VERSION)
         assert fake.indexes["idx_pico_traces_recent"] == ("PICO_TRACES", ("agent_id", "created_at"), "NORMAL")
-        store.append_trace(TurnTrace("t1", "web:a"))
-        assert store.last_trace().turn_id == "t1"
+        store.traces.append(TurnTrace("t1", "web:a"))
+        assert store.traces.last().turn_id == "t1"
     finally:
         store.close()

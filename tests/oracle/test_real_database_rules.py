@@ -17,14 +17,15 @@ from oracledb import errors as oracledb_errors
 
 from picoora.messages import Message
 from picoora.store import limits
+from picoora.store.aio import AsyncStore
 from picoora.store.base import MemoryRecord, StoreError
 from picoora.store.files import FileStore
 from picoora.store.oracle import OracleUnavailable, connection, open_database, open_oracle_store
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import MIN_DRIVER_VERSION, explain_connect_failure, require_driver
+from picoora.store.oracle.query_text import embedding_text
 from picoora.store.oracle.schema import LATEST_VERSION, MIGRATION_SECONDS, MIGRATIONS, run_ddl, upgrade
 from picoora.store.oracle.setup import OracleSetup
-from picoora.store.oracle.store import embedding_text
 from tests.cli_support import REPO
 from tests.oracle.conftest import oracle_config, set_up_schema
 from tests.oracle.fake_db import check_driver_keywords, driver_error, ora_error
@@ -59,18 +60,18 @@ def test_the_fake_checks_cursor_keywords_against_the_installed_driver():
 
 def test_timestamps_keep_their_fractional_seconds(fake, open_store):
     store = open_store()
-    record = store.add_memory("The meeting moved to Thursday").memory
-    assert store.get_memory(record.id) == record
+    record = store.memories.add("The meeting moved to Thursday").memory
+    assert store.memories.get(record.id) == record
     stored = fake.rows("PICO_MEMORIES")[0]
     assert stored["created_at"] == record.created_at.replace(tzinfo=None)
-    recalled = store.recall("when is the meeting", limit=1).matches[0].memory  # executemany binds too
+    recalled = store.memories.recall("when is the meeting", limit=1).matches[0].memory  # executemany binds too
     assert fake.rows("PICO_MEMORIES")[0]["accessed_at"] == recalled.accessed_at.replace(tzinfo=None)
 
 
 def test_without_the_input_type_handler_the_fake_drops_fractions_as_oracle_does(fake, open_store, monkeypatch):
     monkeypatch.setattr(connection, "bind_timestamps", lambda cursor, value, size: None)
     store = open_store()
-    record = store.add_memory("The meeting moved to Friday").memory
+    record = store.memories.add("The meeting moved to Friday").memory
     assert fake.rows("PICO_MEMORIES")[0]["created_at"].microsecond == 0 != record.created_at.microsecond
 
 
@@ -80,12 +81,12 @@ def test_without_the_input_type_handler_the_fake_drops_fractions_as_oracle_does(
 def test_long_and_non_ascii_keys_fit_after_the_widening_migration(fake, open_store):
     store = open_store()
     key = "ü" * limits.SESSION_KEY_CHARS  # 2000 bytes
-    store.append_session(key, [Message("user", "hi")])
-    assert store.append_transcript(key, [Message("user", "hi")]) == [1]
+    store.sessions.append(key, [Message("user", "hi")])
+    assert store.transcripts.append(key, [Message("user", "hi")]) == [1]
     name = "ключ" * 60  # 240 characters, 480 bytes
-    store.set_state(name, "v")
-    store.add_memory("A memory in a long category", category="ž" * limits.KEY_CHARS)
-    assert store.get_state(name) == "v" and store.load_session(key).messages[0].content == "hi"
+    store.state.set(name, "v")
+    store.memories.add("A memory in a long category", category="ž" * limits.KEY_CHARS)
+    assert store.state.get(name) == "v" and store.sessions.load(key).messages[0].content == "hi"
 
 
 def test_the_fake_measures_varchar_columns_in_bytes_like_oracle(fake, config):
@@ -100,13 +101,13 @@ def test_both_backends_refuse_what_does_not_fit_with_a_clear_error(backend, tmp_
     store = FileStore(tmp_path / "ws") if backend == "files" else open_store()
     try:
         with pytest.raises(limits.TooLong, match="4002 bytes in UTF-8; at most 4000"):
-            store.set_state("big", "é" * 2001)
+            store.state.set("big", "é" * 2001)
         with pytest.raises(limits.TooLong, match="at most 4000"):
-            store.set_meta("big", "x" * 4001)
-        store.set_config("big", "x" * 100_000)  # config values are CLOBs: no limit
+            store.meta.set("big", "x" * 4001)
+        store.config.set("big", "x" * 100_000)  # config values are CLOBs: no limit
         with pytest.raises(limits.TooLong, match="session key is 1001 characters"):
-            store.append_session("k" * 1001, [Message("user", "hi")])
-        assert store.get_state("big") is None
+            store.sessions.append("k" * 1001, [Message("user", "hi")])
+        assert store.state.get("big") is None
     finally:
         store.close()
 
@@ -119,9 +120,9 @@ PARAGRAPH = " ".join("".join(chr(97 + n // 26 ** i % 26) for i in range(3)) + "w
 
 def test_a_pasted_paragraph_keeps_keyword_recall_working(fake, open_store):
     store = open_store()
-    store.add_memory("Locker code A7-4421 is for the gym")
+    store.memories.add("Locker code A7-4421 is for the gym")
     fake.executed.clear()  # adding looked for what the memory supersedes: the recall's own scan follows
-    result = store.recall(PARAGRAPH, limit=1)
+    result = store.memories.recall(PARAGRAPH, limit=1)
     assert result.matches and result.matches[0].memory.content.startswith("Locker code")
     pattern = next(e for e in fake.executed if e.name == "memory_keyword_scan").binds["pattern"]
     assert len(pattern.encode()) <= 512 and pattern.startswith("a7-4421|")  # the code survives the cut
@@ -131,9 +132,9 @@ def test_the_oracle_text_query_is_capped_too(fake, config, open_store):
     _run(fake, config, lambda tx: run_ddl(tx, q.TEXT_INDEX_MEMORIES))
     store = open_store()
     assert store.text_index
-    store.add_memory("Locker code A7-4421 is for the gym")
+    store.memories.add("Locker code A7-4421 is for the gym")
     fake.executed.clear()
-    assert store.recall(PARAGRAPH, limit=1).matches
+    assert store.memories.recall(PARAGRAPH, limit=1).matches
     query = next(e for e in fake.executed if e.name == "memory_keyword_text").binds["text_query"]
     assert len(query.encode()) <= 2000 and query.startswith("{a7-4421}")
 
@@ -142,7 +143,7 @@ def test_multibyte_text_is_cut_to_4000_bytes_before_embedding(fake, open_store):
     text = "🙂" * 1200  # 4 bytes each: head and tail of 500 characters were 4005 bytes with the joiner
     assert len(embedding_text(text).encode()) <= 4000 and len(embedding_text("é" * 999).encode()) <= 4000
     store = open_store()
-    assert store.add_memory(text).created
+    assert store.memories.add(text).created
     sent = [e.binds["text"] for e in fake.executed if e.name == "embed"]
     assert sent and all(len(t.encode()) <= 4000 for t in sent)
 
@@ -172,12 +173,12 @@ def test_the_fake_refuses_a_long_bind_outside_a_clob_column(fake, config):
 
 def test_large_prompts_and_tool_results_go_into_clobs(fake, open_store):
     store = open_store()
-    store.set_prompt("USER.md", "p" * 8_000)
+    store.prompts.set("USER.md", "p" * 8_000)
     result = Message("tool", "r" * 100_000, tool_call_id="c1")
-    assert store.append_transcript("cli:big", [Message("user", "go"), result]) == [1, 2]
-    store.append_session("cli:big", [result])
-    assert store.get_prompt("USER.md").content == "p" * 8_000
-    assert store.read_transcript("cli:big")[1].message.content == "r" * 100_000
+    assert store.transcripts.append("cli:big", [Message("user", "go"), result]) == [1, 2]
+    store.sessions.append("cli:big", [result])
+    assert store.prompts.get("USER.md").content == "p" * 8_000
+    assert store.transcripts.read("cli:big")[1].message.content == "r" * 100_000
 
 
 # ---- 7. and 8. a Go database with duplicates and API vectors ------------------------------------------
@@ -194,11 +195,11 @@ def test_go_duplicates_are_renumbered_and_same_day_notes_merged_before_the_uniqu
                                                   updated_at=day))
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert [(e.seq, e.message.content) for e in store.read_transcript("cli:default")] == [
+        assert [(e.seq, e.message.content) for e in store.transcripts.read("cli:default")] == [
             (1, "user said hi"), (2, "seed-demo ran twice"), (3, "assistant said hi")]  # stored order kept
         notes = fake.rows("PICO_DAILY_NOTES")
         assert [(n["note_id"], n["content"]) for n in notes] == [("n0", "# morning\n# evening")]
-        assert store.append_daily_note("# night", day=date(2026, 1, 2)).content == "# morning\n# evening\n# night"
+        assert store.notes.append("# night", day=date(2026, 1, 2)).content == "# morning\n# evening\n# night"
     finally:
         store.close()
 
@@ -214,10 +215,10 @@ def test_go_vectors_of_another_dimension_are_not_labelled_and_reindex_fixes_them
     try:
         labels = {r["memory_id"]: r["embedding_model"] for r in fake.rows("PICO_MEMORIES")}
         assert labels == {"go01": "ALL_MINILM_L12_V2", "go02": None}
-        assert store.recall("what does the user prefer", limit=2).matches  # no ORA-51808
-        assert store.reindex() == 2
+        assert store.memories.recall("what does the user prefer", limit=2).matches  # no ORA-51808
+        assert store.memories.reindex() == 2
         assert {len(r["embedding"]) for r in fake.rows("PICO_MEMORIES")} == {384}
-        assert store.recall("red bicycle", limit=1).matches[0].memory.id == "go02"
+        assert store.memories.recall("red bicycle", limit=1).matches[0].memory.id == "go02"
     finally:
         store.close()
 
@@ -240,7 +241,7 @@ def test_a_slow_upgrade_is_not_cut_off_by_the_open_probe(fake, config, monkeypat
     fake.delay["add_sessions_key"] = 0.6  # a big Go table
     store = open_oracle_store(config, pool_factory=fake.pool_factory)
     try:
-        assert store.get_meta("schema_version") == str(LATEST_VERSION)
+        assert store.meta.get("schema_version") == str(LATEST_VERSION)
     finally:
         store.close()
 
@@ -299,17 +300,17 @@ def test_the_migration_lock_waits_as_long_as_a_migration_may_run(fake, config):
 
 def test_dedup_finds_the_nearest_row_even_when_approximate_search_misses_it(fake, open_store):
     store = open_store()
-    store.dedup_similarity = 0.9  # the hash embedder scores this pair 0.94
-    first = store.add_memory("the user's garden has roses and tulips along the fence").memory
+    store.memories.dedup_similarity = 0.9  # the hash embedder scores this pair 0.94
+    first = store.memories.add("the user's garden has roses and tulips along the fence").memory
     fake.approx_misses = 1  # a filtered IVF probe that skips the nearest partition
-    again = store.add_memory("the user's garden has roses and tulips by the fence")
+    again = store.memories.add("the user's garden has roses and tulips by the fence")
     assert (again.created, again.memory.id) == (False, first.id)
 
 
 def test_reindex_rebuilds_the_vector_index_from_the_data(fake, open_store):
     store = open_store()
-    store.add_memory("Bins go out on Tuesday")
-    store.reindex()
+    store.memories.add("Bins go out on Tuesday")
+    store.memories.reindex()
     names = fake.names()
     assert names.index("drop_memories_vector_index") < names.index("ivf_memories")
     assert fake.indexes["IDX_PICO_MEMORIES_VEC"][2] == "VECTOR"
@@ -358,29 +359,29 @@ def test_a_text_index_that_is_not_valid_is_not_used(fake, config, open_store):
     fake.unusable_indexes.add("IDX_PICO_MEMORIES_TEXT")
     store = open_store()
     assert store.text_index is False
-    store.add_memory("Locker code A7-4421 is for the gym")
-    assert store.recall("locker A7-4421", limit=1).matches  # the scan, not a CONTAINS that would fail
+    store.memories.add("Locker code A7-4421 is for the gym")
+    assert store.memories.recall("locker A7-4421", limit=1).matches  # the scan, not a CONTAINS that would fail
 
 
 def test_racing_upserts_of_a_new_key_all_succeed(fake, open_store):
     store = open_store()
     fake.delay["state_set"] = 0.3  # all four MERGEs in flight at once, even on a loaded machine
-    aio = store.native_async()
+    aio = AsyncStore(store)
 
     async def race() -> list:
-        return await asyncio.gather(*(aio.set_state("fresh", f"v{n}") for n in range(4)), return_exceptions=True)
+        return await asyncio.gather(*(aio.state.set("fresh", f"v{n}") for n in range(4)), return_exceptions=True)
 
     assert asyncio.run(race()) == [None] * 4
-    assert store.get_state("fresh") in {"v0", "v1", "v2", "v3"}
+    assert store.state.get("fresh") in {"v0", "v1", "v2", "v3"}
     assert "ORA-00001" in fake.raised  # the race happened and was absorbed
 
 
 def test_imported_ids_stay_unique_across_agents(fake, config, open_store):
     records = [MemoryRecord(id="shared01", content="The office wifi is called Pico-5G")]
-    assert open_store().import_memories(records) == 1
+    assert open_store().memories.import_records(records) == 1
     other = open_store(config=oracle_config(agent_id="work"))
-    assert other.import_memories(records) == 1  # memory_id is the table's key across agents
-    assert other.import_memories(records) == 0
+    assert other.memories.import_records(records) == 1  # memory_id is the table's key across agents
+    assert other.memories.import_records(records) == 0
     ids = [r["memory_id"] for r in fake.rows("PICO_MEMORIES")]
     assert len(set(ids)) == 2 and "shared01" in ids
 
@@ -390,23 +391,23 @@ def test_imported_ids_stay_unique_across_agents(fake, config, open_store):
 
 def test_the_similarity_floor_is_applied_on_the_oracle_recall_path(fake, open_store):
     store = open_store()
-    store.add_memory("Bananas are rich in potassium")
-    store.floor = 0.999  # nothing but an identical text clears this
-    result = store.recall("quantum chromodynamics lecture", limit=5)
+    store.memories.add("Bananas are rich in potassium")
+    store.memories.floor = 0.999  # nothing but an identical text clears this
+    result = store.memories.recall("quantum chromodynamics lecture", limit=5)
     assert any(e.name == "memory_nearest" for e in fake.executed)  # the candidate was fetched...
     assert result.matches == []  # ...and dropped by the floor
 
 
 def test_a_lost_connection_is_discarded_not_returned_to_the_pool(fake, open_store):
     store = open_store()
-    store.set_state("k", "v")
+    store.state.set("k", "v")
     pool = fake.pools[-1]
     fake.fail_next["state_get"] = driver_error(4011)
     with pytest.raises(StoreError, match="next operation reconnects"):
-        store.get_state("k")
+        store.state.get("k")
     broken = fake.connections[-1]
     assert all(broken not in pool.released for pool in fake.pools)
-    assert store.get_state("k") == "v" and fake.connections[-1] is not broken
+    assert store.state.get("k") == "v" and fake.connections[-1] is not broken
     assert broken in pool.dropped and not pool.closed and fake.pools[-1] is pool  # that session only left
 
 
@@ -418,7 +419,7 @@ def test_an_acquire_that_never_returns_fails_within_the_connect_timeout(fake):
         fake.silent = True
         started = time.monotonic()
         with pytest.raises(StoreError, match="no answer"):
-            store.get_state("k")
+            store.state.get("k")
         assert time.monotonic() - started < 0.3 + 1.0
     finally:
         store.close()

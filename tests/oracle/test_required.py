@@ -64,7 +64,7 @@ def test_a_required_store_fails_plainly_until_the_database_answers(monkeypatch):
     store = open_store(oracle_config(required=True))
     person = store.for_agent("default.ana")  # type: ignore[attr-defined]
     try:
-        for call in (lambda: store.get_state("k"), lambda: person.set_state("k", "v"), store.ping):
+        for call in (lambda: store.state.get("k"), lambda: person.state.set("k", "v"), store.ping):
             try:
                 call()
             except StoreError as err:
@@ -72,7 +72,45 @@ def test_a_required_store_fails_plainly_until_the_database_answers(monkeypatch):
             else:
                 raise AssertionError("a call on an unreachable required store must fail")
         fake.down = False
-        person.set_state("k", "ana's")
-        assert person.get_state("k") == "ana's" and store.get_state("k") is None  # scoped as ever
+        person.state.set("k", "ana's")
+        assert person.state.get("k") == "ana's" and store.state.get("k") is None  # scoped as ever
     finally:
         store.close()
+
+
+def test_an_awaited_store_opens_off_the_event_loop_and_its_families_wait_for_the_database(monkeypatch):
+    import asyncio
+    import threading
+
+    import pytest
+
+    from picoora.store.aio import AsyncStore
+
+    fake = _fake_database(monkeypatch)
+    fake.down = True
+    config = oracle_config(required=True)
+    store = open_store(config)
+    astore = AsyncStore(store)
+    with pytest.raises(StoreError, match="does not fall back to files"):
+        store.state.get("k")
+
+    async def read() -> str | None:
+        return await astore.state.get("k")
+
+    with pytest.raises(StoreError, match="does not fall back to files"):
+        asyncio.run(read())
+    fake.down = False
+    opened_in: list[str] = []
+    real_opened = store.opened  # type: ignore[attr-defined]
+    monkeypatch.setattr(store, "opened", lambda: opened_in.append(threading.current_thread().name) or real_opened())
+
+    async def write_then_read() -> str | None:
+        await astore.state.set("k", "v")
+        return await astore.state.get("k")
+
+    assert asyncio.run(write_then_read()) == "v" and store.state.get("k") == "v"
+    assert opened_in and threading.main_thread().name not in opened_in[:1]  # the first open ran in a worker
+    store.config.set("provider", '{"api_key": "sk-secret-value-123"}')
+    assert "sk-secret-value-123" not in (store.config.get("provider") or "")
+    astore.close()
+    store.close()

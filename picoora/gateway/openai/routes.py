@@ -163,7 +163,7 @@ async def embeddings(body: EmbeddingRequest, request: Request) -> dict[str, Any]
     limit = gateway_of(request).config.gateway.max_message_chars
     check_message_size("".join(texts), limit)
     try:
-        embedded = await assistant_of(request).astore.embed_texts(texts)
+        embedded = await assistant_of(request).astore.memories.embed_texts(texts)
     except NoEmbedder as exc:  # as OpenAI says it of a model it does not have
         raise ApiError(404, "model_not_found", f"no embedding model here: {exc}", param="model",
                        code="model_not_found") from exc

@@ -33,7 +33,7 @@ from picoora.identities import (
 if TYPE_CHECKING:
     from picoora.assistant import Assistant
     from picoora.config import Config
-    from picoora.store.base import KeyValueStore
+    from picoora.store.protocol import Store
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def _norm(identity: str) -> str:
 class Directory:
     """Resolves senders to people from the config and the approved pairings in the owner's store."""
 
-    def __init__(self, config: Config, store: KeyValueStore):
+    def __init__(self, config: Config, store: Store):
         self.config = config
         self.store = store
         self.pairing = Pairing(store)
@@ -66,7 +66,7 @@ class Directory:
     def _approved(self, sender: Sender) -> Person | None:
         """An approval is bound to the sender's id (``pair.person.<channel>:<id>``); one stored by an older
         picoora under a username is not read, since whoever holds that username now may be someone else."""
-        name = self.store.get_state(APPROVED_PREFIX + sender.identities[0])
+        name = self.store.state.get(APPROVED_PREFIX + sender.identities[0])
         if not name:
             return None
         try:

@@ -138,5 +138,5 @@ class HeartbeatService:
 
     async def _log(self, beat: Beat) -> Beat:
         log.info("heartbeat %s: %s %s", beat.at, beat.outcome, beat.detail)
-        await self.astore.set_state(LAST_BEAT, json.dumps(asdict(beat)))
+        await self.astore.state.set(LAST_BEAT, json.dumps(asdict(beat)))
         return beat

@@ -186,7 +186,7 @@ class SchedulerService:
     async def _remind(self, job: Job) -> None:
         text = REMINDER_PREFIX + job.text
         try:
-            await self.astore.append_transcript(job.session_key, [Message(role="assistant", content=text)])
+            await self.astore.transcripts.append(job.session_key, [Message(role="assistant", content=text)])
             receipt = await self.delivery.deliver(job.channel, job.chat_id, text)
         except Exception as exc:
             log.warning("reminder %s failed", job.id, exc_info=True)

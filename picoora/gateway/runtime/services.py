@@ -78,7 +78,7 @@ class GatewayRuntime:
 
     async def _run(self, inbound: Inbound, on_event: EventSink | None) -> TurnResult:
         async with self.people.lease(inbound.person) as assistant, \
-                session_turn(assistant.store.leases(), inbound.session, self.node):
+                session_turn(assistant.store.leases, inbound.session, self.node):
             if inbound.from_chat and inbound.private_chat:  # never a group: jobs' answers go there
                 await assistant.astore.run(remember_chat, assistant.store, inbound.channel, inbound.chat_id)
             if inbound.command is not None:
@@ -172,8 +172,8 @@ class GatewayRuntime:
 
         config, astore = self.assistant.config, self.assistant.astore
         self.assistant.enable_messaging(self.messenger)
-        links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.get_state,
-                             set_state=astore.set_state, answer_approval=self.approvals.answer)
+        links = ChannelLinks(admit=self._admit, submit=self._submit_chat, get_state=astore.state.get,
+                             set_state=astore.state.set, answer_approval=self.approvals.answer)
         for manifest in manifests():
             name, settings = manifest.name, getattr(config.channels, manifest.name)
             if not settings.enabled:
@@ -194,7 +194,7 @@ class GatewayRuntime:
             book = JobBook(self.assistant.store, default_zone=config.agents.defaults.timezone)
             self.scheduler = SchedulerService(book, astore, submit=self.turns.submit, delivery=self.delivery,
                                               missed_grace=timedelta(minutes=config.cron.missed_grace_minutes),
-                                              leases=self.assistant.store.leases())
+                                              leases=self.assistant.store.leases)
             await self.scheduler.start()
             self.started.append("scheduler")
         if config.heartbeat.enabled and config.heartbeat.interval:
@@ -208,7 +208,7 @@ class GatewayRuntime:
 
     def _singleton(self, duty: str, work: Any) -> Any:
         """``work()`` on one gateway of a fleet at a time (on a single machine: simply here)."""
-        return SingletonDuty(self.assistant.store.leases(), duty, self.node, work).run()
+        return SingletonDuty(self.assistant.store.leases, duty, self.node, work).run()
 
     async def _note_channel_states(self) -> None:
         """Each channel's first word on its platform (bounded), so the start-up lines say what works."""

@@ -18,18 +18,45 @@ from typing import TYPE_CHECKING, Any
 
 from picoora.store.base import StoreError
 from picoora.store.oracle.connection import OracleUnavailable
+from picoora.store.oracle.context import OpenContext, OracleContext
+from picoora.store.oracle.families import FamilySettings, OracleFamilies
 
 if TYPE_CHECKING:
+    from picoora.store.base import BackendDetails, StoreStats
+    from picoora.store.oracle.connection import Database
     from picoora.store.oracle.store import OracleStore
 
 RETRY_SECONDS = 5.0
 
 
-class AwaitedOracleStore:
+class AwaitedContext(OracleContext):
+    """The context of the store once it is open. A blocking call opens it in the caller's thread; an async one
+    in a worker thread (``asyncio.to_thread``), so no call ever connects on the event loop."""
+
+    def __init__(self, store: AwaitedOracleStore, agent_id: str):
+        super().__init__(agent_id)
+        self._store = store
+
+    def opened(self) -> OpenContext:
+        return self._store.opened().context
+
+    def database(self) -> Database:
+        return self.opened().db
+
+    async def adatabase(self) -> Database:
+        if not self._store.is_open:
+            await asyncio.to_thread(self._store.opened)
+        return self.opened().db
+
+
+class AwaitedOracleStore(OracleFamilies):
+    """``agent_id``: whose rows the store reads once it is open (the config's, or a person's)."""
+
     backend = "oracle"
     display_name = "Oracle AI Database"
 
-    def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, retry_seconds: float | None = None,
+    def __init__(self, opener: Callable[[], OracleStore], failure: Exception, *, agent_id: str,
+                 settings: FamilySettings, retry_seconds: float | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self._opener = opener
         self._failure = str(failure)
@@ -38,6 +65,11 @@ class AwaitedOracleStore:
         self._next_try = clock() + self._retry_seconds
         self._store: OracleStore | None = None
         self._guard = threading.Lock()
+        self._build(AwaitedContext(self, agent_id), settings)
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
 
     def opened(self) -> OracleStore:
         """The real store, opening it when the last attempt is old enough; else StoreError saying why."""
@@ -55,31 +87,23 @@ class AwaitedOracleStore:
                                  "files; it retries until the database answers)")
         return self._store
 
-    def __getattr__(self, name: str) -> Any:
-        """Every Store method, on the real store (once it is open)."""
-        if name.startswith("_"):
-            raise AttributeError(name)
+    def stats(self) -> StoreStats:
+        return self.opened().stats()
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return getattr(self.opened(), name)(*args, **kwargs)
+    def ping(self) -> None:
+        self.opened().ping()
 
-        call.__name__ = name
-        return call
+    def details(self) -> BackendDetails:
+        return self.opened().details()
 
     @property
     def location(self) -> str:
         return self._store.location if self._store is not None else "Oracle AI Database (not reachable yet)"
 
-    def native_async(self) -> None:
-        return None  # AsyncStore runs the blocking forms (which wait for the database) on its threads
-
     def for_agent(self, agent_id: str) -> AwaitedOracleStore:
         """A person's rows: opened through this store (no attempts of its own)."""
         return AwaitedOracleStore(lambda: self.opened().for_agent(agent_id), StoreError(self._failure),
-                                  retry_seconds=0.0, clock=self._clock)
-
-    def leases(self) -> AwaitedLeases:
-        return AwaitedLeases(self)
+                                  agent_id=agent_id, settings=self.settings, retry_seconds=0.0, clock=self._clock)
 
     def exclusive_service_lock(self, service: str, details: dict[str, Any]) -> None:
         return None  # Oracle lets several gateways run
@@ -87,21 +111,3 @@ class AwaitedOracleStore:
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
-
-
-class AwaitedLeases:
-    """The real store's leases once it is open; until then every ask fails with the store's StoreError."""
-
-    shared = True
-
-    def __init__(self, store: AwaitedOracleStore):
-        self._store = store
-
-    async def acquire(self, name: str, holder: str, seconds: float) -> bool:
-        return await (await asyncio.to_thread(self._store.opened)).leases().acquire(name, holder, seconds)
-
-    async def claim(self, name: str, seconds: float) -> bool:
-        return await (await asyncio.to_thread(self._store.opened)).leases().claim(name, seconds)
-
-    async def release(self, name: str, holder: str) -> None:
-        await (await asyncio.to_thread(self._store.opened)).leases().release(name, holder)

@@ -15,7 +15,7 @@ from typing import Any
 
 from picoora.messages import Message, ToolCall, images_from
 from picoora.store.base import MemoryRecord, Provenance
-from picoora.store.memory_index import normalise_text
+from picoora.store.ranking import normalise_text
 
 _clock_lock = threading.Lock()
 _last_stamp = datetime.min

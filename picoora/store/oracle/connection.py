@@ -49,6 +49,7 @@ _CODE = re.compile(r"\b(ORA|DPY|DPI|TNS)-(\d{4,5})\b")
 _SIMILAR_TO = re.compile(r"Similar to ORA-(?:ORA-)?(\d{4,5})")  # DPY-6000 names the listener's ORA code this way
 _SHUTDOWN_SECONDS = 2.0
 PROBE_SECONDS = 30.0  # the open-time checks: a few catalogue reads (migrations get their own deadline)
+UNIQUE_VIOLATED = "ORA-00001"  # another session inserted the same key first
 
 
 class OracleUnavailable(Exception):

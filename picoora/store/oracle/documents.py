@@ -12,6 +12,7 @@ instead of sitting in our WHERE clause before ranking (docs/architecture.md, "Do
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -22,20 +23,24 @@ from picoora.store.base import (
     DocumentCounts,
     DocumentHit,
     DocumentRecord,
+    NewDocument,
     StoreError,
+    content_hash,
+    document_id,
 )
-from picoora.store.doc_library import content_hash, document_id
 from picoora.store.doc_ranking import doc_floor, hybrid_scores
 from picoora.store.keywords import KeywordIndex, tokenize
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.codec import text, utc_stamp
 from picoora.store.oracle.connection import error_codes
 from picoora.store.oracle.indexes import TEXT_INDEX_BROKEN
+from picoora.store.oracle.query_text import scan_pattern, text_query
 
 if TYPE_CHECKING:
     from picoora.config import DocsConfig
+    from picoora.store.families.documents import Progress
     from picoora.store.oracle.connection import Tx
-    from picoora.store.oracle.store import OracleStore
+    from picoora.store.oracle.context import OracleContext
 
 log = logging.getLogger(__name__)
 
@@ -65,20 +70,21 @@ def _record(row: tuple) -> DocumentRecord:
 
 
 class OracleDocuments:
-    def __init__(self, store: OracleStore, settings: DocsConfig):
-        self._store = store
+    def __init__(self, ctx: OracleContext, settings: DocsConfig):
+        self._ctx = ctx
         self._settings = settings
 
-    def add(self, source: str, title: str, pages: list[DocPage], shared: bool, person: str) -> AddDocumentResult:
+    def add(self, source: str, title: str, pages: builtins.list[DocPage], *, shared: bool = False,
+            person: str = "", progress: Progress | None = None) -> AddDocumentResult:
         if not source.strip():
             raise ValueError("a document needs a source (its path or URL)")
         total = sum(len(p.text) for p in pages)
         if total > self._settings.max_document_chars:
             raise StoreError(f"the document's text is {total} characters, more than docs.max_document_chars "
                              f"({self._settings.max_document_chars})")
-        store = self._store
+        ctx = self._ctx
         doc_id, digest = document_id(person, source), content_hash(pages)
-        binds = {"agent_id": store.agent_id, "doc_id": doc_id}
+        binds = {"agent_id": ctx.agent_id, "doc_id": doc_id}
 
         async def work(tx: Tx) -> AddDocumentResult:
             row = await tx.one(q.DOC_GET, **binds)
@@ -97,45 +103,61 @@ class OracleDocuments:
             assert row is not None, "inserted in this transaction"
             return AddDocumentResult(_record(row), "added" if old is None else "replaced")
 
-        return store._run(work, f"add the document {source}")
+        return ctx.run(work, f"add the document {source}")
+
+    def add_many(self, documents: builtins.list[NewDocument], *, shared: bool = False, person: str = "",
+                 progress: Progress | None = None) -> builtins.list[AddDocumentResult]:
+        """One at a time: each is chunked and embedded inside the database by its own INSERT ... SELECT."""
+        results = []
+        for done, doc in enumerate(documents, start=1):
+            try:
+                results.append(self.add(doc.source, doc.title, doc.pages, shared=shared, person=person))
+            except (StoreError, ValueError) as exc:
+                results.append(AddDocumentResult(None, "failed", str(exc)))
+            if progress:
+                progress(done, len(documents))
+        return results
 
     async def _chunk(self, tx: Tx, doc_id: str) -> None:
-        binds = {"agent_id": self._store.agent_id, "doc_id": doc_id}
+        binds = {"agent_id": self._ctx.agent_id, "doc_id": doc_id}
         await tx.run(q.DOC_CHUNKS_INSERT, **binds, params=chunk_params(self._settings),
-                     embedding_model=self._store.model)
+                     embedding_model=self._ctx.opened().model)
         await tx.run(q.DOC_SET_CHUNKS, **binds)
 
-    def documents(self, person: str) -> list[DocumentRecord]:
-        async def work(tx: Tx) -> list[DocumentRecord]:
-            rows = await tx.rows(q.DOC_LIST, agent_id=self._store.agent_id, person=person_key(person))
+    def list(self, *, person: str = "") -> builtins.list[DocumentRecord]:
+        async def work(tx: Tx) -> builtins.list[DocumentRecord]:
+            rows = await tx.rows(q.DOC_LIST, agent_id=self._ctx.agent_id, person=person_key(person))
             return [_record(r) for r in rows]
 
-        return self._store._run(work, "list documents")
+        return self._ctx.run(work, "list documents")
 
-    def any_visible(self, person: str) -> bool:
+    def has_any(self, *, person: str = "") -> bool:
         async def work(tx: Tx) -> bool:
-            row = await tx.one(q.DOC_ANY, agent_id=self._store.agent_id, person=person_key(person))
+            row = await tx.one(q.DOC_ANY, agent_id=self._ctx.agent_id, person=person_key(person))
             return bool(row and row[0])
 
-        return self._store._run(work, "look for documents")
+        return self._ctx.run(work, "look for documents")
 
-    def everyone(self, limit: int) -> list[DocumentRecord]:
-        async def work(tx: Tx) -> list[DocumentRecord]:
-            return [_record(r) for r in await tx.rows(q.DOC_ALL, agent_id=self._store.agent_id, k=limit)]
+    def all(self, limit: int | None = None) -> builtins.list[DocumentRecord]:
+        """Newest first."""
+        k = q.ALL_ROWS if limit is None else max(limit, 0)
 
-        return self._store._run(work, "list documents")
+        async def work(tx: Tx) -> builtins.list[DocumentRecord]:
+            return [_record(r) for r in await tx.rows(q.DOC_ALL, agent_id=self._ctx.agent_id, k=k)]
+
+        return self._ctx.run(work, "list documents")
 
     def counts(self) -> DocumentCounts:
         async def work(tx: Tx) -> DocumentCounts:
-            row = await tx.one(q.DOC_COUNTS, agent_id=self._store.agent_id)
+            row = await tx.one(q.DOC_COUNTS, agent_id=self._ctx.agent_id)
             assert row is not None  # an aggregate query always returns its one row
             documents, chunks, shared = row
             return DocumentCounts(int(documents), int(chunks), int(shared))
 
-        return self._store._run(work, "count documents")
+        return self._ctx.run(work, "count documents")
 
-    def remove(self, id_or_source: str, person: str) -> DocumentRecord | None:
-        agent_id = self._store.agent_id
+    def remove(self, id_or_source: str, *, person: str = "") -> DocumentRecord | None:
+        agent_id = self._ctx.agent_id
 
         async def work(tx: Tx) -> DocumentRecord | None:
             for doc_id in (id_or_source, document_id(person, id_or_source)):
@@ -147,10 +169,10 @@ class OracleDocuments:
                     return _record(row)
             return None
 
-        return self._store._run(work, "remove a document")
+        return self._ctx.run(work, "remove a document")
 
-    def reindex(self) -> int:
-        agent_id = self._store.agent_id
+    def reindex(self, *, progress: Progress | None = None) -> int:
+        agent_id = self._ctx.agent_id
 
         async def work(tx: Tx) -> int:
             total = 0
@@ -162,38 +184,37 @@ class OracleDocuments:
                 total += int(row[0]) if row else 0
             return total
 
-        return self._store._run(work, "reindex documents", timeout=3600.0)
+        return self._ctx.run(work, "reindex documents", timeout=3600.0)
 
-    def search(self, query: str, limit: int, person: str) -> list[DocumentHit]:
+    def search(self, query: str, limit: int = 5, *, person: str = "") -> builtins.list[DocumentHit]:
         if limit <= 0 or not query.strip():
             return []
-        store = self._store
-        scope = {"agent_id": store.agent_id, "person": person_key(person)}
+        ctx = self._ctx
+        scope = {"agent_id": ctx.agent_id, "person": person_key(person)}
 
-        async def work(tx: Tx) -> list[DocumentHit]:
-            vector = await store._embed(tx, query)
+        async def work(tx: Tx) -> builtins.list[DocumentHit]:
+            opened = ctx.opened()
+            vector = await opened.embed(tx, query)
             found: dict[tuple[str, int], tuple] = {}
             if vector is not None:
-                for row in await tx.rows(q.DOC_NEAREST, **scope, vector=vector, embedding_model=store.model,
+                for row in await tx.rows(q.DOC_NEAREST, **scope, vector=vector, embedding_model=opened.model,
                                          k=CANDIDATES):
                     found[(str(row[0]), int(row[1]))] = row
             for row in await self._keyword_rows(tx, query, scope, vector):
                 found.setdefault((str(row[0]), int(row[1])), row)
-            anchor_best = await store._anchors.best(tx, vector) if vector is not None else None
+            anchor_best = await opened.anchors.best(tx, vector) if vector is not None else None
             hits = self._rank(query, list(found.values()), vector is not None, limit, anchor_best)
             documents: dict[str, DocumentRecord] = {}
             for doc_id in {h[0] for h in hits}:
-                record = await tx.one(q.DOC_GET, agent_id=store.agent_id, doc_id=doc_id)
+                record = await tx.one(q.DOC_GET, agent_id=ctx.agent_id, doc_id=doc_id)
                 if record:
                     documents[doc_id] = _record(record)
             return [DocumentHit(documents[d], n, page, chunk, score, sim) for d, n, page, chunk, score, sim in hits
                     if d in documents]
 
-        return store._run(work, "search documents")
+        return ctx.run(work, "search documents")
 
-    async def _keyword_rows(self, tx: Tx, query: str, scope: dict[str, Any], vector: Any) -> list[tuple]:
-        from picoora.store.oracle.store import scan_pattern, text_query
-
+    async def _keyword_rows(self, tx: Tx, query: str, scope: dict[str, Any], vector: Any) -> builtins.list[tuple]:
         terms = list(dict.fromkeys(tokenize(query)))
         if not terms:
             return []
@@ -206,8 +227,8 @@ class OracleDocuments:
             log.info("no usable Oracle Text index on PICO_DOC_CHUNKS (%s): scanning", exc)
         return await tx.rows(q.DOC_KEYWORD_SCAN, **scope, vector=vector, pattern=scan_pattern(terms), k=CANDIDATES)
 
-    def _rank(self, query: str, rows: list[tuple], embedded: bool, limit: int,
-              anchor_best: float | None) -> list[tuple[str, int, int | None, str, float, float | None]]:
+    def _rank(self, query: str, rows: builtins.list[tuple], embedded: bool, limit: int,
+              anchor_best: float | None) -> builtins.list[tuple[str, int, int | None, str, float, float | None]]:
         import numpy as np
 
         if not rows:

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 
 from picoora.store.oracle import sql as q
 from picoora.store.oracle.connection import error_code
+from picoora.store.oracle.op import Op
 
 if TYPE_CHECKING:
-    from picoora.store.oracle.connection import Database, Tx
+    from picoora.store.oracle.connection import Tx
+    from picoora.store.oracle.context import OracleContext
 
 NAME_CHARS = 300  # PICO_LEASES.lease_name
 PURGE_AFTER_SECONDS = 86400.0  # expired rows (spent claims) older than this are deleted by the next claim
@@ -27,9 +29,9 @@ _TAKEN = "ORA-00001"
 class OracleLeases:
     shared = True
 
-    def __init__(self, db: Database, scope: str):
-        self._db = db
-        self._scope = scope
+    def __init__(self, ctx: OracleContext):
+        self.ctx = ctx
+        self._scope = ctx.agent_id
 
     def _name(self, name: str) -> str:
         full = f"{self._scope}/{name}"
@@ -59,10 +61,10 @@ class OracleLeases:
                 return False  # another node inserted it first and holds it
             return True
 
-        return await self._db.arun(work, what=f"take the lease {name!r}")
+        return await self.ctx.ado(Op(work, f"take the lease {name!r}"))
 
     async def release(self, name: str, holder: str) -> None:
         async def work(tx: Tx) -> None:
             await tx.run(q.LEASE_RELEASE, lease_name=self._name(name), holder=holder)
 
-        await self._db.arun(work, what=f"release the lease {name!r}")
+        await self.ctx.ado(Op(work, f"release the lease {name!r}"))

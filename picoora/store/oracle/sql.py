@@ -52,6 +52,8 @@ def _online_index(name: str, text: str) -> Sql:
 # index builds), or an edition without online index builds (ORA-00439).
 ONLINE_REFUSED = frozenset({"ORA-51940", "ORA-02158", "ORA-00922", "ORA-00933", "ORA-00439"})
 
+ALL_ROWS = 2**31 - 1  # FETCH FIRST bound when the caller wants everything
+
 _EXISTS = ("ORA-00955",)
 _INDEXED = ("ORA-00955", "ORA-01408")
 _COLUMN_EXISTS = ("ORA-01430",)

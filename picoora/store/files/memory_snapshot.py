@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from picoora.atomic import atomic_write_bytes, ensure_dir, fsync_dir
 from picoora.store.base import MemoryRecord
-from picoora.store.dedup_prefilter import Projection
-from picoora.store.file_memories import add_op
+from picoora.store.files.dedup_prefilter import Projection
+from picoora.store.files.memory_ops import add_op
 from picoora.store.keywords import tokenize
 from picoora.store.ranking import normalise_text
 

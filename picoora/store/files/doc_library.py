@@ -12,7 +12,6 @@ person may see (their own and the shared ones), then ranks only those (``doc_ran
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,11 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from picoora import atomic
-from picoora.store.base import AddDocumentResult, DocPage, DocumentHit, DocumentRecord, StoreError
+from picoora.store.base import (
+    AddDocumentResult,
+    DocPage,
+    DocumentHit,
+    DocumentRecord,
+    StoreError,
+    document_id,
+)
 from picoora.store.chunker import Chunk, WordTokens, chunk_pages
 from picoora.store.doc_ranking import doc_floor, hybrid_scores
 from picoora.store.embedder import CountsTokens, EmbedderUnavailable
-from picoora.store.file_memories import decode_vector, encode_vector
+from picoora.store.files.memory_ops import decode_vector, encode_vector
 from picoora.store.keywords import KeywordIndex
 
 if TYPE_CHECKING:
@@ -39,18 +45,6 @@ PRIVATE = 0o600
 # A chunk is about eight memories' worth of tokens, so the bulk workers pay for their start (a model load each)
 # from far fewer texts than memory import's threshold: bench/docs_bench.py measures adding with them.
 PARALLEL_CHUNKS = 64
-
-
-def document_id(person: str, source: str) -> str:
-    """Stable per (person, source): re-adding a path replaces that person's copy, nobody else's."""
-    return hashlib.sha256(f"{person}\0{source}".encode()).hexdigest()[:12]
-
-
-def content_hash(pages: list[DocPage]) -> str:
-    digest = hashlib.sha256()
-    for page in pages:
-        digest.update(f"{page.page}\0{page.text}\0".encode())
-    return digest.hexdigest()
 
 
 def visible(document: DocumentRecord, person: str) -> bool:

@@ -22,7 +22,6 @@ beside the log, and only the lines after the image are replayed (``MemoryLog``).
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -36,15 +35,16 @@ from typing import TYPE_CHECKING, Any
 
 from picoora.atomic import JsonlReader, append_jsonl, atomic_write_bytes, encode_jsonl
 from picoora.store.base import AddMemoryResult, MemoryRecord, Provenance, time_from_json, time_to_json
+from picoora.store.files.memory_ops import add_op, decode_vector, encode_vector, record_from_add
 from picoora.store.ranking import normalise_text
 
 if TYPE_CHECKING:
     import numpy as np
 
     from picoora.store.anchors import Anchors
-    from picoora.store.log_index import LogIndex, Overlay
-    from picoora.store.memory_index import MemoryIndex
-    from picoora.store.memory_snapshot import ChangedRow, LogPosition, NewRow, Snapshot
+    from picoora.store.files.log_index import LogIndex, Overlay
+    from picoora.store.files.memory_index import MemoryIndex
+    from picoora.store.files.memory_snapshot import ChangedRow, LogPosition, NewRow, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -57,51 +57,10 @@ def now_utc() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def encode_vector(vector: np.ndarray) -> str:
-    import numpy as np
-
-    return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    import numpy as np
-
-    return np.frombuffer(base64.b64decode(text), dtype="<f4")
-
-
 @dataclass
 class _Entry:
     record: MemoryRecord
     vec: str | None  # the encoded vector; dropped once the index holds it, kept when folding for a rewrite
-
-
-def add_op(record: MemoryRecord, vec: str | None) -> dict[str, Any]:
-    op: dict[str, Any] = {
-        "op": "add",
-        "id": record.id,
-        "content": record.content,
-        "importance": record.importance,
-        "category": record.category,
-        "created_at": time_to_json(record.created_at),
-    }
-    if record.accessed_at or record.access_count:
-        op["accessed_at"] = time_to_json(record.accessed_at)
-        op["access_count"] = record.access_count
-    if record.provenance != Provenance():  # an absent field reads as "unknown"
-        op["provenance"] = record.provenance.to_json()
-    if record.expires_at:
-        op["expires_at"] = time_to_json(record.expires_at)
-    if record.superseded_by:
-        op["superseded_by"] = record.superseded_by
-    if vec is not None and record.embedding_model:
-        op["model"] = record.embedding_model
-        op["vec"] = vec
-    return op
-
-
-def record_from_add(op: dict[str, Any]) -> MemoryRecord:
-    # The log names the vector's model "model" and keeps it only beside a vector.
-    return replace(MemoryRecord.from_json(op), embedding_model=op.get("model") if op.get("vec") else None)
 
 
 def _fold(ops: Iterable[dict[str, Any]]) -> tuple[dict[str, _Entry], int]:
@@ -267,7 +226,7 @@ class _Memories:
     def snapshot_rows(self, vector_of: Callable[[_Entry], np.ndarray | None]) -> list[range | ChangedRow | NewRow]:
         """The live memories in the order a fold of the log leaves them, for ``Snapshot.write``: runs of
         unchanged snapshot rows, rows whose record changed, and the tail (``vector_of`` gives its vectors)."""
-        from picoora.store.memory_snapshot import ChangedRow, NewRow
+        from picoora.store.files.memory_snapshot import ChangedRow, NewRow
 
         pieces: list[range | ChangedRow | NewRow] = []
         moved_to = {row: memory_id for memory_id, row in self.moved.items()}
@@ -314,7 +273,7 @@ class MemoryLog:
         self._set_base(None)
 
     def _set_base(self, base: Snapshot | None) -> None:
-        from picoora.store.log_index import Overlay
+        from picoora.store.files.log_index import Overlay
 
         self._base = base
         self._overlay = Overlay()
@@ -363,7 +322,7 @@ class MemoryLog:
     def _load(self, *, newer_than: int = -1) -> None:
         """Take the snapshot on disk if it matches the log and folds more than ``newer_than`` bytes of it;
         otherwise fold the log and write one."""
-        from picoora.store.memory_snapshot import Snapshot
+        from picoora.store.files.memory_snapshot import Snapshot
 
         snapshot = Snapshot.load(self.path, self._model)
         if snapshot is None or snapshot.position.offset <= newer_than:
@@ -377,7 +336,7 @@ class MemoryLog:
 
     def _moved(self) -> bool:
         """Whether the log is no longer the file (or the bytes) we read up to ``_offset``."""
-        from picoora.store.memory_snapshot import LogPosition
+        from picoora.store.files.memory_snapshot import LogPosition
 
         try:
             return LogPosition.of(self.path, self._offset) != self._position
@@ -385,7 +344,7 @@ class MemoryLog:
             return True
 
     def _read_tail(self) -> None:
-        from picoora.store.memory_snapshot import LogPosition
+        from picoora.store.files.memory_snapshot import LogPosition
 
         reader = JsonlReader(self.path, self._offset)
         ops = list(reader)
@@ -397,7 +356,7 @@ class MemoryLog:
 
     def _rebuild(self, entries: dict[str, _Entry] | None = None, lines: int | None = None) -> None:
         """Fold the whole log (or take ``entries`` folded from it) and write a snapshot of it."""
-        from picoora.store.memory_snapshot import NewRow, Snapshot
+        from picoora.store.files.memory_snapshot import NewRow, Snapshot
 
         if entries is None:
             reader = JsonlReader(self.path)
@@ -413,7 +372,7 @@ class MemoryLog:
     def _rewrite(self) -> None:
         """Write a snapshot of the memories in memory: the current snapshot's unchanged rows are copied, only
         the overlay and the tail are encoded. A failure (a full disk) keeps the current one and the tail."""
-        from picoora.store.memory_snapshot import Snapshot
+        from picoora.store.files.memory_snapshot import Snapshot
 
         held = {record.id: vector for record, vector in self._tail_index.items()} if self._tail_index else {}
 
@@ -441,7 +400,7 @@ class MemoryLog:
 
     def searchable(self) -> LogIndex:
         """Catch up with the file and return the index; embedding and searching with it need no lock."""
-        from picoora.store.log_index import LogIndex
+        from picoora.store.files.log_index import LogIndex
 
         self.refresh()
         if self._index is None:
@@ -474,7 +433,7 @@ class MemoryLog:
         """Write ops (after ``refresh``, under the lock) and fold them in; compacts when dead lines dominate."""
         if not ops:
             return
-        from picoora.store.memory_snapshot import LogPosition
+        from picoora.store.files.memory_snapshot import LogPosition
 
         self._offset = append_jsonl(self.path, ops, durable=durable)
         self._position = LogPosition.of(self.path, self._offset)

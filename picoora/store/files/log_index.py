@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 from picoora.store import ranking
 from picoora.store.base import MemoryRecord, RecallResult
 from picoora.store.blas import one_blas_thread
+from picoora.store.files.memory_index import MemoryIndex, product_batches
 from picoora.store.keywords import idf, tokenize
-from picoora.store.memory_index import MemoryIndex, product_batches
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from picoora.store.memory_snapshot import Snapshot
+    from picoora.store.files.memory_snapshot import Snapshot
 
 # Ranking a candidate costs tokenizing it (~0.2 ms): these bound a query's work at any store size.
 VECTOR_CANDIDATES = 24  # nearest snapshot rows by cosine (at least 4x the limit)
