@@ -12,7 +12,7 @@ Only what the Store protocol promises is tested here: no file paths, no SQL.
 from __future__ import annotations
 
 import threading
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
@@ -309,6 +309,18 @@ class StoreContract:
         assert "telegram:42" not in [s.key for s in store.sessions.list()]
         assert [e.message for e in store.transcripts.read("telegram:42")] == [_user("hello")]
         assert store.transcripts.keys() == ["telegram:42"]
+
+    def test_a_restored_session_replaces_the_old_one_and_keeps_its_own_times(self, store, reopen):
+        store.sessions.append("telegram:42", [_user("picoora's own")])
+        created = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
+        updated = datetime(2025, 3, 2, 9, 30, tzinfo=timezone.utc)
+        store.sessions.restore(Session("telegram:42", [_user("from Go")], "went well", created, updated))
+        restored = reopen().sessions.load("telegram:42")
+        assert (restored.messages, restored.summary) == ([_user("from Go")], "went well")
+        assert (restored.created_at, restored.updated_at) == (created, updated)
+        store.sessions.append("telegram:42", [_user("later")])  # a later turn moves only the update time
+        later = reopen().sessions.load("telegram:42")
+        assert later.created_at == created and later.updated_at > updated
 
     def test_transcript_keys_sorted_with_odd_keys(self, store, reopen):
         keys = ["web:a b/../ü?*", "cli:default", "slack:C01/1700.12", "x" * 300]

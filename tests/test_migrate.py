@@ -91,6 +91,8 @@ def test_a_real_run_brings_config_workspace_and_records(isolated_home, user_home
         assert session.messages[1].tool_calls[0].name == "write_file"
         assert session.messages[1].tool_calls[0].arguments == {"path": "boat.md", "content": "Ariadne"}
         assert session.summary == "Ana told me about her boat."
+        assert (session.created_at.isoformat(), session.updated_at.isoformat()) == (  # Go's own times
+            "2026-11-01T09:00:00+00:00", "2026-11-02T10:00:00+00:00")
         assert len(store.transcripts.read("telegram:123456789")) == 2
         notes = {n.day.isoformat(): n.content for n in store.notes.recent(days=400)}
         assert "Regatta on Saturday." in notes["2026-11-02"]

@@ -20,7 +20,7 @@ from typing import Any
 from picoora.messages import Message
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import MAX_JSON_BYTES, parse_json, read_bytes, read_json, read_listed
-from picoora.store.base import MemoryRecord, Provenance, StoreError
+from picoora.store.base import MemoryRecord, Provenance, Session, StoreError, time_from_json
 from picoora.store.protocol import Store
 
 LEDGER_PREFIX = "migrate.go."
@@ -67,7 +67,8 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
         if isinstance(parsed, str):
             section.skipped(path.name, parsed)
             continue
-        key, messages, summary = parsed
+        session = parsed
+        key, messages = session.key, session.messages
         stamp = digest(raw or b"")
         if ledger.done(path, stamp):
             section.unchanged(key, "already migrated")
@@ -80,23 +81,20 @@ def migrate_sessions(workspace: Path, store: Store | None, ledger: Ledger, force
             elif store is None or dry_run:
                 section.would(key, f"{len(messages)} messages")
             else:
-                _write_session(store, key, messages, summary, section)
+                _write_session(store, session, section)
                 ledger.record(path, stamp)  # a kept session is not recorded: --force may still replace it
 
 
-def _write_session(store: Store, key: str, messages: list[Message], summary: str, section: Section) -> None:
-    """Write the session (picoora's own, which only ``force`` lets this replace, is reset first)."""
-    if store.sessions.load(key).messages:
-        store.sessions.reset(key)
-    store.transcripts.append(key, messages)  # first: a refused message (too long a role) leaves no half session
-    store.sessions.append(key, messages)
-    if summary:
-        store.sessions.set_summary(key, summary)
-    section.done(key, f"{len(messages)} messages")
+def _write_session(store: Store, session: Session, section: Section) -> None:
+    """Write the session whole, with Go's created/updated times (picoora's own, which only ``force`` lets
+    this replace, goes)."""
+    store.transcripts.append(session.key, session.messages)  # first: a refused message leaves no half session
+    store.sessions.restore(session)
+    section.done(session.key, f"{len(session.messages)} messages")
 
 
-def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
-    """(key, messages, summary) from a Go session file, or why it cannot be used."""
+def _session(data: Any, path: Path) -> Session | str:
+    """The session of a Go session file (its ``created``/``updated`` times kept), or why it cannot be used."""
     if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
         return "not a session file (no messages list)"
     # The file name is the key with ':' written as '_' (cli_default.json); the key inside wins.
@@ -117,7 +115,11 @@ def _session(data: Any, path: Path) -> tuple[str, list[Message], str] | str:
     if not messages:
         return "no messages"
     summary = data.get("summary")
-    return key, messages, summary if isinstance(summary, str) else ""
+    try:
+        created, updated = time_from_json(data.get("created")), time_from_json(data.get("updated"))
+    except (TypeError, ValueError):
+        created = updated = None  # a time picoora cannot read: the migration's own
+    return Session(key, messages, summary if isinstance(summary, str) else "", created, updated)
 
 
 def _tool_call(call: Any) -> dict[str, Any]:

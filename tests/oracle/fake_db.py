@@ -1086,6 +1086,12 @@ class FakeOracle:
             "summary": b["summary"], "created_at": b["now"], "updated_at": b["now"]})
         return 1
 
+    async def _session_restore(self, conn, b):
+        await self.insert(conn, "PICO_SESSIONS", {
+            "session_key": b["session_key"], "agent_id": b["agent_id"], "messages": b["messages"],
+            "summary": b["summary"], "created_at": b["created_at"], "updated_at": b["updated_at"]})
+        return 1
+
     async def _session_update(self, conn, b):
         return await self.update(conn, "PICO_SESSIONS", self._session(b),
                                  {"messages": b["messages"], "summary": b["summary"], "updated_at": b["now"]})

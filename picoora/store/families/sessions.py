@@ -20,6 +20,8 @@ class Sessions(Protocol):
     def compact(self, key: str, summary: str, folded: builtins.list[Message]) -> bool: ...
     def set_summary(self, key: str, summary: str) -> None: ...
     def reset(self, key: str) -> None: ...  # its transcript stays
+    # Replace the session whole, keeping its own created/updated times (an import; None: now)
+    def restore(self, session: Session) -> None: ...
     def list(self) -> builtins.list[Session]: ...  # most recently updated first
 
 
@@ -30,4 +32,5 @@ class AsyncSessions:
         self.compact = call.wrap(family.compact)
         self.set_summary = call.wrap(family.set_summary)
         self.reset = call.wrap(family.reset)
+        self.restore = call.wrap(family.restore)
         self.list = call.wrap(family.list)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,9 @@ class FileSessions(FileFamily):
         document = read_document(path)
         return _session_from_json(document, path) if document is not None else Session(key=key)
 
-    def _write(self, session: Session) -> None:
-        session.updated_at = datetime.now(timezone.utc)
+    def _write(self, session: Session, *, touch: bool = True) -> None:
+        if touch or session.updated_at is None:
+            session.updated_at = datetime.now(timezone.utc)
         session.created_at = session.created_at or session.updated_at
         document = {
             "key": session.key,
@@ -83,6 +85,10 @@ class FileSessions(FileFamily):
         """Forget the model's view of the conversation; its transcript stays."""
         with self.ctx.lock:
             atomic.remove_durably(self._path(key))
+
+    def restore(self, session: Session) -> None:
+        with self.ctx.lock:
+            self._write(replace(session, messages=builtins.list(session.messages)), touch=False)
 
     def list(self) -> builtins.list[Session]:
         """Most recently updated first."""

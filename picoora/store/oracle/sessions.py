@@ -106,6 +106,21 @@ class OracleSessions:
         return Op(work, "reset the session")
 
     @unit_of_work
+    def restore(self, session: Session) -> Op[None]:
+        limits.check_session_key(session.key)
+        now = utc_stamp()
+        updated = codec.from_utc(session.updated_at) or now
+        created = codec.from_utc(session.created_at) or updated
+
+        async def work(tx: Tx) -> None:
+            binds = {"agent_id": self.ctx.agent_id, "session_key": session.key}
+            await tx.run(q.SESSION_DELETE, **binds)
+            await tx.run(q.SESSION_RESTORE, **binds, messages=codec.messages_to_clob(session.messages),
+                         summary=session.summary, created_at=created, updated_at=updated)
+
+        return Op(work, "restore the session")
+
+    @unit_of_work
     def list(self) -> Op[builtins.list[Session]]:
         """Most recently updated first."""
         async def work(tx: Tx) -> builtins.list[Session]:

@@ -415,6 +415,9 @@ SESSION_LOCK = _sql("session_lock", "query", """
 SESSION_INSERT = _sql("session_insert", "dml", """
     INSERT INTO PICO_SESSIONS (session_key, agent_id, messages, summary, created_at, updated_at)
     VALUES (:session_key, :agent_id, :messages, :summary, :now, :now)""")
+SESSION_RESTORE = _sql("session_restore", "dml", """
+    INSERT INTO PICO_SESSIONS (session_key, agent_id, messages, summary, created_at, updated_at)
+    VALUES (:session_key, :agent_id, :messages, :summary, :created_at, :updated_at)""")
 SESSION_UPDATE = _sql("session_update", "dml", """
     UPDATE PICO_SESSIONS SET messages = :messages, summary = :summary, updated_at = :now
     WHERE agent_id = :agent_id AND session_key = :session_key""")
