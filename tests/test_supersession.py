@@ -56,3 +56,14 @@ def test_the_same_fact_in_other_words_is_a_restatement_not_a_change():
     assert not restates("The front door code is 4421", "The door code is 4421")
     assert restated_among("My door code is 4421", [MemoryRecord(id="a", content="The door code is 4421",
                                                                 superseded_by="b")]) is None  # only current ones
+
+
+def test_a_longer_verb_phrase_beats_the_bare_verb_it_starts_with():
+    """"is living in" and "is called" begin with "is": read as "is", "Anna is living in Rome" stated a new
+    value of what Anna *is* and hid "Anna is a doctor"."""
+    assert claim("Anna is living in Rome") == claim("Anna lives in Rome")
+    assert claim("My dog is called Rex").kind == "named"
+    assert not supersedes("Anna is living in Rome", "Anna is a doctor")
+    assert not supersedes("My dog is called Rex", "My dog is a beagle")
+    assert supersedes("Anna is living in Rome", "Anna lives in Paris")
+    assert supersedes("I am living in Rome", "I live in Paris")
