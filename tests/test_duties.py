@@ -251,3 +251,21 @@ def test_the_duty_stops_its_work_when_another_node_holds_the_lease():
         return held, work.running, duty.running
 
     assert asyncio.run(scenario()) == (False, False, False)
+
+
+def test_on_files_every_lease_is_this_processs_and_each_node_is_named_where_it_runs():
+    import os
+    import socket
+
+    from picoora.store.leases import LocalLeases, node_id
+
+    async def scenario():
+        leases = LocalLeases()
+        return (leases.shared, await leases.acquire("heartbeat", "n1", 30), await leases.claim("cron:job:1", 60),
+                await leases.claim("cron:job:1", 60), await leases.release("heartbeat", "n1"))
+
+    assert asyncio.run(scenario()) == (False, True, True, True, None)  # a due run fires here, whoever asked
+    first, second = node_id(), node_id()
+    host, pid, nonce = first.split(":")
+    assert host == socket.gethostname()[:200] and pid == str(os.getpid()) and len(nonce) == 8
+    assert first != second  # a restarted node is a new holder

@@ -67,3 +67,21 @@ def test_a_longer_verb_phrase_beats_the_bare_verb_it_starts_with():
     assert not supersedes("My dog is called Rex", "My dog is a beagle")
     assert supersedes("Anna is living in Rome", "Anna lives in Paris")
     assert supersedes("I am living in Rome", "I live in Paris")
+
+
+@pytest.mark.parametrize(("new", "old", "superseded"), [
+    # a pronoun's "is" supersedes only a number with a number (an age), in either order
+    ("I am 35", "I am 34", True),
+    ("I am 35", "I am a teacher", False),
+    ("I am a teacher", "I am 35", False),
+    # values naming which thing they are for: the same thing (its numbers aside) is a new value ...
+    ("My locker is 4 for the blue bag", "My locker is 3 for the blue bag", True),
+    ("My key is 14 for locker 4", "My key is 12 for locker 3", True),
+    # ... two things each with its number are two facts, and one without a number is a plain change
+    ("My locker is 4 for the red bag", "My locker is 3 for the blue bag", False),
+    ("My locker is 4 for the red bag", "My locker is for the blue bag", True),
+    ("My locker is 4 for the red bag", "My locker is 3", True),  # only one says which thing
+])
+def test_each_value_rule_on_one_example(new, old, superseded):
+    """The rules the data sets above measure in bulk, one explicit pair each."""
+    assert supersedes(new, old) is superseded
