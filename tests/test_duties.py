@@ -14,24 +14,26 @@ from picoora.gateway.runtime.duties import SingletonDuty, session_turn
 
 class Table:
     """A fleet's lease table as one node sees it: every call recorded with the loop's time; ``answer`` says
-    what the next ``acquire`` gets (True, False, an exception to raise, or "hang"); ``delay`` how long the
-    database takes to answer."""
+    what an ``acquire`` gets (True, False, an exception to raise, or "hang"), after the answers of ``script``
+    are used up one per call; ``delay`` how long the database takes to answer."""
 
     shared = True
 
-    def __init__(self, answer: object = True, delay: float = 0.0):
+    def __init__(self, answer: object = True, delay: float = 0.0, script: tuple = ()):
         self.answer = answer
+        self.script = list(script)
         self.delay = delay
         self.calls: list[tuple[str, str, str, float | None, float]] = []  # (call, name, holder, seconds, when)
 
     async def acquire(self, name: str, holder: str, seconds: float) -> bool:
         self.calls.append(("acquire", name, holder, seconds, asyncio.get_running_loop().time()))
+        answer = self.script.pop(0) if self.script else self.answer
         await asyncio.sleep(self.delay)
-        if self.answer == "hang":
+        if answer == "hang":
             await asyncio.Event().wait()
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return bool(self.answer)
+        if isinstance(answer, Exception):
+            raise answer
+        return bool(answer)
 
     async def claim(self, name: str, seconds: float) -> bool:
         raise AssertionError("duties never claim")
@@ -171,14 +173,9 @@ def test_work_that_ended_is_started_again_and_the_operator_told_only_when_it_bro
 
 def test_a_long_turn_renews_its_session_every_third_of_a_period_and_says_when_it_lost_it(caplog):
     async def scenario():
-        table = Table()
+        # the take, two renewals, one finding another node took it over (this one's were late), one failing
+        table = Table(script=(True, True, True, False, ConnectionError("database down")))
         async with session_turn(table, "web:1", "n1", seconds=0.6):
-            while len(table.times()) < 3:  # the take, then two renewals
-                await asyncio.sleep(0.01)
-            table.answer = False  # another node took it over (this one's renewals were late)
-            while len(table.times()) < 4:
-                await asyncio.sleep(0.01)
-            table.answer = ConnectionError("database down")
             while not any(said.startswith("could not renew") for said in _said(caplog)):
                 await asyncio.sleep(0.01)
         return table
@@ -188,9 +185,8 @@ def test_a_long_turn_renews_its_session_every_third_of_a_period_and_says_when_it
     assert all(gap >= 0.2 - 0.01 for gap in _gaps(table.times()[1:]))  # not more often than a third
     assert {call[1:4] for call in table.calls if call[0] == "acquire"} == {("session:web:1", "n1", 0.6)}
     assert table.calls[-1][:3] == ("release", "session:web:1", "n1")
-    assert _said(caplog) == [
-        "the lease session:web:1 was taken over during a long turn",
-        "could not renew the lease session:web:1: database down"]
+    assert _said(caplog) == ["the lease session:web:1 was taken over during a long turn",
+                             "could not renew the lease session:web:1: database down"]
 
 
 def test_a_session_waits_for_its_lease_polling_and_unshared_leases_cost_nothing(monkeypatch):
