@@ -247,6 +247,7 @@ def test_stop_cuts_only_the_running_turn_and_not_a_reply_already_under_way():
     async def scenario():
         started, replying, reply_may_end = asyncio.Event(), asyncio.Event(), asyncio.Event()
         outcomes: list[str] = []
+        cancelling: list[int] = []
 
         async def run(inbound, on_event):
             if inbound.text == "long":
@@ -256,6 +257,8 @@ def test_stop_cuts_only_the_running_turn_and_not_a_reply_already_under_way():
 
         async def then(inbound, outcome):
             outcomes.append(f"{inbound.text}: {outcome.status}")
+            # the stop is handled: the reply's own awaits are not cut by a cancellation still pending
+            cancelling.append(getattr(asyncio.current_task(), "cancelling", lambda: 0)())
             if inbound.text == "replying":
                 replying.set()
                 await reply_may_end.wait()
@@ -276,9 +279,10 @@ def test_stop_cuts_only_the_running_turn_and_not_a_reply_already_under_way():
         await replying.wait()
         too_late = service.stop("", "web:c")  # the turn ended: its reply must not be cut
         reply_may_end.set()
-        return stopped, after, too_late, await reply, outcomes
+        return stopped, after, too_late, await reply, outcomes, cancelling
 
-    stopped, after, too_late, reply, outcomes = asyncio.run(scenario())
+    stopped, after, too_late, reply, outcomes, cancelling = asyncio.run(scenario())
+    assert cancelling == [0, 0, 0, 0]
     assert stopped.status == "stopped_by_user" and stopped.error == "stopped at the user's request"
     assert after.ok and not too_late and reply.ok
     assert outcomes[:2] == ["long: stopped_by_user", "queued: answer"] and outcomes[-1] == "reply sent"
