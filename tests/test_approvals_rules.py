@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -147,9 +148,10 @@ def test_silence_until_the_timeout_is_a_denial_and_a_press_after_it_changes_noth
         approvals, asker = _approvals(timeout=0.05)
         verdict = await approvals.for_turn(_chat())("exec", {})
         late = await approvals.answer(OWNER, asker.asked[0][1], "once")
-        return verdict, late, asker.settled
+        return verdict, late, asker.settled, approvals._pending
 
-    verdict, late, settled = asyncio.run(scenario())
+    verdict, late, settled, pending = asyncio.run(scenario())
+    assert pending == {}  # an expired question leaves nothing behind
     assert verdict == ("Not run: the owner did not answer within 0.05 s, so exec was not approved. "
                        "Ask them, or do without it.")
     assert late == "This question was already answered or has expired."
@@ -169,9 +171,11 @@ def test_a_second_press_a_strangers_press_and_an_unknown_choice_decide_nothing()
         still_open = not pending.done()
         replies.append(await approvals.answer(OWNER, request, "deny"))
         replies.append(await approvals.answer(OWNER, request, "once"))  # a second press
-        return replies, still_open, await pending
+        return replies, still_open, await pending, request, approvals._pending
 
-    replies, still_open, verdict = asyncio.run(scenario())
+    replies, still_open, verdict, request, left = asyncio.run(scenario())
+    # a short id: "ap:<request>:<choice>" must fit Telegram's 64 bytes of callback data
+    assert re.fullmatch(r"[0-9a-f]{12}", request) and left == {}
     assert replies == ["Only the owner can answer this.", "Unknown choice.",
                        "This question was already answered or has expired.", CHOICES["deny"],
                        "This question was already answered or has expired."]
