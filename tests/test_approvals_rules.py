@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 
 import pytest
@@ -158,7 +159,7 @@ def test_silence_until_the_timeout_is_a_denial_and_a_press_after_it_changes_noth
     assert settled[0][2].endswith("→ not answered within 0.05 s: not run")
 
 
-def test_a_second_press_a_strangers_press_and_an_unknown_choice_decide_nothing():
+def test_a_second_press_a_strangers_press_and_an_unknown_choice_decide_nothing(caplog):
     async def scenario():
         approvals, asker = _approvals()
         pending = asyncio.ensure_future(approvals.for_turn(_chat())("exec", {}))
@@ -173,7 +174,10 @@ def test_a_second_press_a_strangers_press_and_an_unknown_choice_decide_nothing()
         replies.append(await approvals.answer(OWNER, request, "once"))  # a second press
         return replies, still_open, await pending, request, approvals._pending
 
-    replies, still_open, verdict, request, left = asyncio.run(scenario())
+    with caplog.at_level(logging.WARNING, logger="picoora.gateway.runtime.approvals"):
+        replies, still_open, verdict, request, left = asyncio.run(scenario())
+    # who tried: the operator's trace of a stranger at the owner's buttons
+    assert [r.getMessage() for r in caplog.records] == ["approvals: telegram:8 pressed a button but is not the owner"]
     # a short id: "ap:<request>:<choice>" must fit Telegram's 64 bytes of callback data
     assert re.fullmatch(r"[0-9a-f]{12}", request) and left == {}
     assert replies == ["Only the owner can answer this.", "Unknown choice.",
@@ -211,7 +215,7 @@ def test_the_owners_turn_is_asked_in_its_own_chat():
     assert chat == "42" and question == 'This chat wants to run exec:\n{\n "cmd": "ls"\n}\nAllow it?'
 
 
-def test_a_question_that_cannot_be_posted_is_not_run_and_one_not_settled_still_decides():
+def test_a_question_that_cannot_be_posted_is_not_run_and_one_not_settled_still_decides(caplog):
     async def scenario():
         approvals, _ = _approvals(asker=Asker(broken="ask"))
         not_posted = await approvals.for_turn(_chat())("exec", {})
@@ -220,7 +224,10 @@ def test_a_question_that_cannot_be_posted_is_not_run_and_one_not_settled_still_d
         settled_badly = await _decided(approvals, asker, approvals.for_turn(_chat())("exec", {}), "once")
         return not_posted, pending_after, settled_badly
 
-    not_posted, pending_after, settled_badly = asyncio.run(scenario())
+    with caplog.at_level(logging.WARNING, logger="picoora.gateway.runtime.approvals"):
+        not_posted, pending_after, settled_badly = asyncio.run(scenario())
+    assert [r.getMessage() for r in caplog.records] == ["could not ask the owner to approve exec: chat API down",
+                                                        "could not mark the approval of exec as settled: chat API down"]
     assert "there is no chat to ask them in" in not_posted and pending_after == {}
     assert settled_badly is None  # the buttons stay, the owner's yes stands
 
