@@ -85,3 +85,23 @@ def test_a_longer_verb_phrase_beats_the_bare_verb_it_starts_with():
 def test_each_value_rule_on_one_example(new, old, superseded):
     """The rules the data sets above measure in bulk, one explicit pair each."""
     assert supersedes(new, old) is superseded
+
+
+@pytest.mark.parametrize(("text", "same_as"), [
+    ("I’m 34", "I am 34"),  # a typographic apostrophe, a contraction
+    ("They're 12", "They are 12"),
+    ("The user is 34", "I am 34"),  # what the model writes for what the person says
+    ("The user lives in Berlin", "I live in Berlin"),
+    ("The user's door code is 4421", "My door code is 4421"),
+    ("Anna's phone is 0151", "Anna phone is 0151"),  # a possessive is its noun
+    ("I moved to Munich", "I live in Munich"),  # a person moving states where they live ...
+])
+def test_each_reading_rule_on_one_example(text, same_as):
+    assert claim(text) is not None and claim(text) == claim(same_as)
+
+
+def test_a_thing_that_moved_is_not_a_person_moving_and_half_a_fact_is_none():
+    assert claim("The meeting moved to Thursday").kind == "is"  # ... a meeting moving, its new day
+    assert supersedes("The meeting moved to Thursday", "The meeting is on Tuesday")
+    assert supersedes("I moved to Munich", "I live in Berlin")
+    assert claim("is 5") is None and claim("The door code is") is None  # no subject, no value
