@@ -13,7 +13,7 @@ The score is a lower bound: each module is tested by the test files listed for i
 suites that drive it), not by the whole suite. ``--survivors`` prints each surviving mutant's diff;
 ``--keep DIR`` leaves the copy there, where ``mutmut show NAME`` and ``mutmut browse`` work; ``--at main``
 measures a commit instead of the files on disk (the score before a change). docs/testing.md has the
-figures; all the modules take ~40 min on two busy cores.
+figures; all the modules take ~50 min on two busy cores (840 mutants).
 """
 
 from __future__ import annotations
@@ -29,16 +29,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# module -> the test files that drive it
+# module -> the test files that pin it (its unit tests first; the end-to-end suites that also drive it, a
+# real gateway's shutdown or Discord and Slack's buttons, are left out: they multiply the run's time)
 MODULES: dict[str, list[str]] = {
-    "picoora/gateway/runtime/turns.py": ["tests/test_turn_service.py", "tests/test_shutdown_drain.py"],
-    "picoora/store/leases.py": ["tests/test_duties.py", "tests/oracle/test_fleet.py", "tests/test_scheduler.py"],
+    "picoora/gateway/runtime/turns.py": ["tests/test_turn_service.py"],
+    "picoora/store/leases.py": ["tests/test_duties.py", "tests/oracle/test_fleet.py"],
     "picoora/store/oracle/leases.py": ["tests/oracle/test_fleet.py"],
-    "picoora/gateway/runtime/duties.py": ["tests/test_duties.py", "tests/oracle/test_fleet.py",
-                                          "tests/oracle/test_fleet_gateway.py"],
-    "picoora/gateway/runtime/approvals.py": ["tests/test_approvals.py", "tests/test_approvals_rules.py",
-                                             "tests/test_channel_buttons.py"],
-    "picoora/store/supersession.py": ["tests/test_supersession.py", "tests/test_memory_truth_doors.py"],
+    "picoora/gateway/runtime/duties.py": ["tests/test_duties.py", "tests/oracle/test_fleet.py"],
+    "picoora/gateway/runtime/approvals.py": ["tests/test_approvals_rules.py", "tests/test_approvals.py"],
+    "picoora/store/supersession.py": ["tests/test_supersession.py"],
     "picoora/store/doc_ranking.py": ["tests/test_docs_store.py"],
     "picoora/gateway/openai/replays.py": ["tests/test_openai_replays.py", "tests/test_gateway_openai.py",
                                           "tests/test_gateway_people_tokens.py"],
