@@ -181,7 +181,7 @@ def test_a_long_turn_renews_its_session_every_third_of_a_period_and_says_when_it
         return table
 
     with caplog.at_level(logging.WARNING, logger="picoora.gateway.runtime.duties"):
-        table = asyncio.run(asyncio.wait_for(scenario(), 10))  # renewing every 1.8 s would not come in time
+        table = asyncio.run(asyncio.wait_for(scenario(), 5))  # renewing every 1.8 s would not come in time
     assert all(gap >= 0.2 - 0.01 for gap in _gaps(table.times()[1:]))  # not more often than a third
     assert {call[1:4] for call in table.calls if call[0] == "acquire"} == {("session:web:1", "n1", 0.6)}
     assert table.calls[-1][:3] == ("release", "session:web:1", "n1")
@@ -265,3 +265,22 @@ def test_on_files_every_lease_is_this_processs_and_each_node_is_named_where_it_r
     host, pid, nonce = first.split(":")
     assert host == socket.gethostname()[:200] and pid == str(os.getpid()) and len(nonce) == 8
     assert first != second  # a restarted node is a new holder
+
+
+def test_a_duty_stopping_cleanly_is_not_held_up_by_a_release_the_database_refuses():
+    class Failing(Table):
+        async def release(self, name, holder):
+            await super().release(name, holder)
+            raise ConnectionError("database down")
+
+    async def scenario():
+        table, work = Failing(), Work()
+        run = asyncio.create_task(SingletonDuty(table, "heartbeat", "n1", work).run())
+        while not work.running:
+            await asyncio.sleep(0.01)
+        run.cancel()
+        outcome = (await asyncio.gather(run, return_exceptions=True))[0]
+        return type(outcome), table.times("release"), work.running
+
+    stopped, released, running = asyncio.run(scenario())
+    assert stopped is asyncio.CancelledError and len(released) == 1 and not running  # it expires by itself

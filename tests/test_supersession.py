@@ -105,3 +105,9 @@ def test_a_thing_that_moved_is_not_a_person_moving_and_half_a_fact_is_none():
     assert supersedes("The meeting moved to Thursday", "The meeting is on Tuesday")
     assert supersedes("I moved to Munich", "I live in Berlin")
     assert claim("is 5") is None and claim("The door code is") is None  # no subject, no value
+
+
+def test_a_restatement_among_current_candidates_is_found():
+    current = MemoryRecord(id="a", content="The user's door code is 4421")
+    other = MemoryRecord(id="b", content="The gate code is 1234")
+    assert restated_among("My door code is 4421", [other, current]) is current

@@ -115,6 +115,9 @@ async def test_a_failed_insert_other_than_taken_is_an_error_not_a_no(nodes, fake
         await nodes[0].leases().acquire("heartbeat", "n1", 30)
     fake.fail_next["lease_take"] = ora_error(1, "PICO_LEASES_PK")  # another node inserted it first
     assert not await nodes[0].leases().acquire("heartbeat", "n1", 30)
+    fake.fail_next["lease_release"] = ora_error(1400, '"PICO_LEASES"."HOLDER"')
+    with pytest.raises(Exception, match="release the lease 'heartbeat'"):  # the error says what failed
+        await nodes[0].leases().release("heartbeat", "n1")
 
 
 @scenario
