@@ -181,6 +181,31 @@ def test_the_anchor_penalty_leaves_specific_questions_and_keyword_only_search_al
     assert np.array_equal(hybrid_scores(None, keyword, code, 0.9), hybrid_scores(None, keyword, code))
 
 
+def test_each_scoring_rule_on_one_worked_example():
+    """The rules the docs sets calibrate, one number each (doc_ranking's constants: cosine 0.20..0.70 rescaled
+    to 0..1, 0.7 meaning + 0.3 words, +0.25 for a code, the anchor excess over 0.30 off, clipped to 0..1)."""
+    import numpy as np
+
+    from picoora.store.doc_ranking import doc_floor, hybrid_scores
+
+    def score(similarity, keyword, code=0.0, anchor=None) -> float:
+        vectors = None if similarity is None else np.array([similarity])
+        return float(hybrid_scores(vectors, np.array([keyword]), np.array([code]), anchor)[0])
+
+    assert score(0.45, 0.5) == pytest.approx(0.7 * 0.5 + 0.3 * 0.5)  # a cosine of 0.45 is halfway: 0.5
+    assert score(0.45, 0.5, code=1.0) == pytest.approx(0.75)  # an exact code or name adds 0.25
+    assert score(0.10, 0.5) == pytest.approx(0.3 * 0.5)  # a cosine under 0.20 is no meaning, not a negative one
+    assert score(0.95, 0.0) == pytest.approx(0.7)  # over 0.70: the whole meaning share, no more
+    assert score(0.70, 1.0, code=1.0) == 1.0  # at most 1
+    assert score(0.45, 0.5, anchor=0.5) == pytest.approx(0.5 - 0.2)  # like a background question: 0.2 off
+    assert score(0.20, 0.0, anchor=0.9) == 0.0  # at least 0
+    assert score(None, 0.5, code=1.0) == pytest.approx(0.75)  # without vectors: the words and the code
+    assert score(None, 0.9, code=1.0) == 1.0
+    assert doc_floor(0.5, with_vectors=True) == doc_floor(0.5, with_vectors=False) == 0.5  # configured wins
+    assert doc_floor(0.0, with_vectors=True) == pytest.approx(0.20)  # else the bundled embedder's floor
+    assert doc_floor(0.0, with_vectors=False) == pytest.approx(0.5)  # or half the question's words
+
+
 def _ctx(store, tmp_path) -> ToolContext:
     return ToolContext(workspace=tmp_path, store=store)
 

@@ -23,6 +23,8 @@ def scripted(body: dict) -> Reply:
     if body["messages"][-1]["role"] == "tool":
         return Reply(content="Noted.")
     text = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    if text == "fail please":
+        return Reply(status=500, error="model exploded")
     if text.startswith("remember "):
         return Reply(tool_calls=[("remember", {"text": text.removeprefix("remember ")})])
     return Reply(content=f"You said: {text}")
@@ -128,6 +130,19 @@ def test_a_person_token_runs_openai_turns_as_that_person(home, gw):
     assert response.status_code == 200, response.text
     assert memory_texts(alice) == ["Alice's bike is blue"]
     assert memory_texts(as_(gw, TOKEN)) == []
+
+
+def test_one_persons_retried_request_is_never_answered_from_anothers_turn(home, gw, fake):
+    alice, bob, owner = as_(gw, make_token(home, "alice")), as_(gw, make_token(home, "bob")), as_(gw, TOKEN)
+    asked = {"model": "picoora", "messages": [{"role": "user", "content": "what did I tell you?"}]}
+    keyed = {"Idempotency-Key": "retry-1"}  # a client library's fixed key, or two clients' colliding ones
+    ids = [client.post("/v1/chat/completions", json=asked, headers=keyed).json()["id"]
+           for client in (alice, bob, owner, alice)]
+    assert ids[3] == ids[0] and len(set(ids[:3])) == 3  # each person's own turn; alice's retry, hers
+    fake.requests.clear()
+    failing = {"model": "picoora", "messages": [{"role": "user", "content": "fail please"}]}
+    statuses = [client.post("/v1/chat/completions", json=failing).status_code for client in (alice, bob, alice)]
+    assert statuses == [502, 502, 502] and len(fake.requests) == 2  # bob's body is a turn of his; alice's retry not
 
 
 def test_revoked_wrong_and_absent_tokens_are_refused(home, gw):

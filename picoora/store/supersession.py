@@ -74,7 +74,9 @@ def claim(text: str) -> Claim | None:
     found: tuple[int, int, str] | None = None
     for kind, pattern in _VERB_RE:
         match = pattern.search(lowered)
-        if match and (found is None or match.start() < found[0]):
+        # The earliest verb splits the fact; where two start together the longer phrase is the verb ("is
+        # living in", "is called"), else "is" would take "living in Rome" for a value of the subject.
+        if match and (found is None or (match.start(), -match.end()) < (found[0], -found[1])):
             found = (match.start(), match.end(), kind)
     if found is None:
         return None
