@@ -8,14 +8,16 @@ import asyncio
 import json
 import logging
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from picoora.config import ApprovalsConfig
-from picoora.gateway.runtime.approvals import ARGUMENTS_SHOWN, CHOICES, Approvals
-from picoora.gateway.runtime.envelopes import Inbound
-from picoora.people import Person, Sender
-from picoora.scheduler.jobs import remember_chat
+from picoora.gateway.channels.links import CHOICES, Inbound
+from picoora.gateway.runtime.approvals import ARGUMENTS_SHOWN, Approvals
+from picoora.identities import Person, Sender
+from picoora.owner_chat import remember_chat
+from picoora.store.aio import AsyncStore
 
 OWNER = Sender("telegram", "7")
 
@@ -40,15 +42,33 @@ class Asker:
         self.settled.append((chat_id, message_id, text))
 
 
-class State:
+class _Values:
+    """The state family, in memory."""
+
     def __init__(self):
         self.values: dict[str, str] = {}
 
-    def get_state(self, key: str) -> str | None:
+    def get(self, key: str) -> str | None:
         return self.values.get(key)
 
-    def set_state(self, key: str, value: str) -> None:
+    def set(self, key: str, value: str) -> None:
         self.values[key] = value
+
+    def delete(self, key: str) -> None:
+        self.values.pop(key, None)
+
+    def all(self) -> dict[str, str]:
+        return dict(self.values)
+
+
+class State:
+    """A store with only its state: where the owner spoke last is all approvals read of it."""
+
+    def __init__(self):
+        self.state = _Values()
+
+
+_STORE_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="approvals-test-store")
 
 
 async def _is_owner(sender: Sender) -> bool:
@@ -59,7 +79,7 @@ def _approvals(*, tools=("exec",), timeout=5.0, channels=("telegram",), asker: A
                state: State | None = None) -> tuple[Approvals, Asker]:
     asker = asker or Asker()
     approvals = Approvals(ApprovalsConfig(channels=list(channels), tools=list(tools), timeout_seconds=timeout),
-                          state or State(), _is_owner)
+                          AsyncStore(state or State(), executor=_STORE_THREADS), _is_owner)
     approvals.channels["telegram"] = asker
     return approvals, asker
 
@@ -232,11 +252,11 @@ def test_a_question_that_cannot_be_posted_is_not_run_and_one_not_settled_still_d
     assert settled_badly is None  # the buttons stay, the owner's yes stands
 
 
-def test_long_arguments_are_cut_in_the_question_and_short_ones_shown_whole():
-    async def question_for(arguments):
+def test_arguments_up_to_the_bound_are_shown_whole_and_one_character_more_is_refused_unasked():
+    async def ask(arguments):
         approvals, asker = _approvals()
-        await _decided(approvals, asker, approvals.for_turn(_chat())("exec", arguments), "deny")
-        return asker.asked[0][2]
+        verdict = await _decided(approvals, asker, approvals.for_turn(_chat())("exec", arguments), "deny")
+        return verdict, asker.asked[0][2] if asker.asked else None
 
     def shown(arguments) -> str:
         return json.dumps(arguments, ensure_ascii=False, indent=1)
@@ -245,6 +265,8 @@ def test_long_arguments_are_cut_in_the_question_and_short_ones_shown_whole():
     exactly = {"c": "x" * (ARGUMENTS_SHOWN - 12)}
     longer = {"c": "é" * (ARGUMENTS_SHOWN - 11)}
     assert len(shown(exactly)) == ARGUMENTS_SHOWN and len(shown(longer)) == ARGUMENTS_SHOWN + 1
-    assert shown(exactly) + "\nAllow it?" in asyncio.run(question_for(exactly))
-    cut = asyncio.run(question_for(longer))
-    assert shown(longer)[:ARGUMENTS_SHOWN] + " …\nAllow it?" in cut and shown(longer) not in cut
+    _, question = asyncio.run(ask(exactly))
+    assert question is not None and shown(exactly) + "\nAllow it?" in question
+    refusal, question = asyncio.run(ask(longer))
+    assert question is None  # nobody is asked about what a question cannot show whole
+    assert f"more than the {ARGUMENTS_SHOWN} an approval question can show whole" in refusal

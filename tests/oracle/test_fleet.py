@@ -82,7 +82,7 @@ async def test_a_claim_is_won_once_and_spent_claims_are_purged(nodes, fake):
 async def test_a_name_is_kept_as_written_up_to_the_column_and_as_its_hash_past_it(nodes, fake):
     import hashlib
 
-    leases = nodes[0].leases()
+    leases = nodes[0].leases
     fits, longer = "s" * (300 - len("default/")), "s" * (301 - len("default/"))
     assert await leases.acquire(fits, "n1", 30) and await leases.acquire(longer, "n1", 30)
     names = {r["lease_name"] for r in fake.rows("PICO_LEASES")}
@@ -91,7 +91,7 @@ async def test_a_name_is_kept_as_written_up_to_the_column_and_as_its_hash_past_i
 
 @scenario
 async def test_spent_claims_are_purged_a_day_after_they_expired_and_only_by_a_claim(nodes, fake):
-    leases = nodes[0].leases()
+    leases = nodes[0].leases
     assert await leases.claim("cron:job:mon", 60)
     fake.clock_offset += timedelta(seconds=60 + 86400 - 5)  # expired 23 h 59 min 55 s ago: kept
     assert await leases.claim("cron:job:tue", 60)
@@ -112,12 +112,12 @@ async def test_a_failed_insert_other_than_taken_is_an_error_not_a_no(nodes, fake
 
     fake.fail_next["lease_take"] = ora_error(1400, '"PICO_LEASES"."HOLDER"')
     with pytest.raises(Exception, match="ORA-01400"):
-        await nodes[0].leases().acquire("heartbeat", "n1", 30)
+        await nodes[0].leases.acquire("heartbeat", "n1", 30)
     fake.fail_next["lease_take"] = ora_error(1, "PICO_LEASES_PK")  # another node inserted it first
-    assert not await nodes[0].leases().acquire("heartbeat", "n1", 30)
+    assert not await nodes[0].leases.acquire("heartbeat", "n1", 30)
     fake.fail_next["lease_release"] = ora_error(1400, '"PICO_LEASES"."HOLDER"')
     with pytest.raises(Exception, match="release the lease 'heartbeat'"):  # the error says what failed
-        await nodes[0].leases().release("heartbeat", "n1")
+        await nodes[0].leases.release("heartbeat", "n1")
 
 
 @scenario
