@@ -211,4 +211,6 @@ class SchedulerService:
         return finish
 
     async def _record(self, job: Job, status: str, error: str | None) -> None:
-        await self.astore.run(self.book.record_run, job.id, status, error, self._clock())
+        # Shielded: a shutdown that cancels the job's task after its reminder or answer went out must not
+        # cancel the queued write of its run, or the next start sends it again.
+        await asyncio.shield(self.astore.run(self.book.record_run, job.id, status, error, self._clock()))
