@@ -194,8 +194,10 @@ def test_an_auth_json_is_named_in_the_report_and_not_read(isolated_home, tmp_pat
 
 def test_pair_list_shows_the_migrated_allow_from_ids(isolated_home, tmp_path):
     root = build_go_home(tmp_path / "ana")  # telegram allow_from [123456789, "@alice"]
+    _edit_config(root, lambda config: config["channels"]["slack"].update(allow_from=["U01ABCDEF"]))
     migrate(isolated_home, "--from", str(root))
     listed = run_cli("pair", "list", home=isolated_home).stdout
+    assert "slack:U01ABCDEF  as the owner from any workspace unless a person claims it" in listed
     assert "With access:" in listed
     assert "telegram:123456789  as the owner unless a person claims it (channels.telegram.allow_from)" in listed
     assert "telegram:@alice  as the owner" in listed
