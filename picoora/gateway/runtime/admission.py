@@ -100,8 +100,8 @@ class Directory:
         if approved is not None:
             return approved
         listed = {entry.lower() if entry.startswith("@") else entry for entry in allow_from}
-        by_handle = f"@{sender.username.lower()}" in listed and self._username_is_theirs(sender)
-        if not listed.isdisjoint(listed_forms(sender)) or by_handle:
+        id_listed = not listed.isdisjoint(listed_forms(sender))
+        if id_listed or (f"@{sender.username.lower()}" in listed and self._username_is_theirs(sender)):
             return self.owner
         if "*" in listed:
             return Person(guest_name(sender))
