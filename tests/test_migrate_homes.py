@@ -249,3 +249,19 @@ def test_a_changed_memory_md_fact_supersedes_the_old_one(isolated_home, tmp_path
     assert "5532" in found and "4421" not in found
     again = migrate(isolated_home, "--from", str(root))
     assert "unchanged: MEMORY.md (4 memories already there)" in again
+
+
+def test_an_oracle_host_that_does_not_resolve_leaves_a_config_every_command_can_use(isolated_home, tmp_path):
+    # Go's docker-compose names the database "oracle-db"; here ".invalid", which never resolves (RFC 2606).
+    root = build_go_home(tmp_path / "ana")
+    _edit_config(root, lambda config: config["oracle"].update(enabled=True, host="oracle-db.invalid",
+                                                               connect_timeout_seconds=2))
+    result = run_cli("migrate", "--from", str(root), home=isolated_home, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Oracle (oracle-db.invalid:1521/FREEPDB1) did not answer, so the sessions, notes, memories and jobs " \
+           "went to file storage" in result.stdout
+    assert "Cannot reach Oracle at oracle-db.invalid" in result.stderr
+    assert load_config().oracle.enabled
+    listed = run_cli("memory", "list", "--json", home=isolated_home)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    assert "Ana prefers metric units." in {m["content"] for m in json.loads(listed.stdout)}

@@ -74,6 +74,13 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         migrate_last_chat(go.workspace, store, report.section("State"), dry_run)  # before the jobs: their default
         migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"),
                      dry_run)
+        if store is not None and config.oracle.enabled and store.backend != "oracle":
+            from picoora.store.oracle.connection import target_of
+
+            report.notes.append(f"Oracle ({target_of(config.oracle)}) did not answer, so the "
+                                f"sessions, notes, memories and jobs {'would go' if dry_run else 'went'} to file "
+                                "storage, where every command finds them until Oracle answers; then they are not "
+                                "in Oracle: run `picoora migrate` again to bring them there")
     if not dry_run:
         _write_marker(config_path.parent / MARKER, source)
     if (go.root / "auth.json").exists() or (go.root / "auth.json").is_symlink():
