@@ -265,3 +265,36 @@ def test_an_oracle_host_that_does_not_resolve_leaves_a_config_every_command_can_
     listed = run_cli("memory", "list", "--json", home=isolated_home)
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
     assert "Ana prefers metric units." in {m["content"] for m in json.loads(listed.stdout)}
+
+
+GO_MEMORY_TEMPLATE = """# Long-term Memory
+
+This file stores important information that should persist across sessions.
+
+## User Information
+
+- Marta owns a boat called Ariadne.
+
+## Preferences
+
+(User preferences learned over time)
+
+## Important Notes
+
+(Things to remember)
+
+## Configuration
+
+- Model preferences
+- Channel settings
+- Skills enabled
+"""
+
+
+def test_only_what_the_user_wrote_in_go_s_memory_template_becomes_a_memory(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    (root / "workspace" / "memory" / "MEMORY.md").write_text(GO_MEMORY_TEMPLATE)
+    out = migrate(isolated_home, "--from", str(root))
+    assert "6 lines of the Go version's own template (its placeholders and examples) left behind" in out
+    listed = run_cli("memory", "list", "--json", home=isolated_home)
+    assert [m["content"] for m in json.loads(listed.stdout)] == ["Marta owns a boat called Ariadne."]
