@@ -93,6 +93,25 @@ def test_an_edited_picoora_config_is_merged_key_by_key_and_the_report_says_who_w
     assert config.providers.openrouter.api_key == OPENROUTER_KEY
 
 
+def test_onboards_generated_token_takes_go_s_web_token_and_a_mixed_provider_and_model_are_warned_of(
+        isolated_home, tmp_path):
+    user = tmp_path / "ana"
+    root = build_go_home(user)
+    _edit_config(root, lambda config: config["channels"]["web"].update(token="go-web-token"))
+    run_cli("onboard", "--non-interactive", home=isolated_home, extra_env={"HOME": str(user)})
+    data = json.loads((isolated_home / "config.json").read_text())
+    data["agents"]["defaults"].update(model="qwen3:8b", temperature=1.1)  # edited: no longer onboard's own file
+    (isolated_home / "config.json").write_text(json.dumps(data))
+    out = migrate(isolated_home, home=user)
+    assert "kept: gateway.token" not in out
+    assert "gateway.token" in out.split("from the Go config: ")[1].splitlines()[0]
+    assert "agents.defaults.provider 'openrouter' and agents.defaults.model 'qwen3:8b' came from different " \
+           "configs and may not go together" in out
+    config = load_config()
+    assert config.gateway.token == "go-web-token"
+    assert (config.agents.defaults.provider, config.agents.defaults.model) == ("openrouter", "qwen3:8b")
+
+
 def _migrate_here(root, isolated_home):
     from contextlib import closing
 

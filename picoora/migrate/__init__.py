@@ -137,6 +137,9 @@ def _migrate_config(go_config: dict[str, Any], path: Path, dry_run: bool, force:
     merged = merge(file_tree, conversion, go_wins=force or fresh)
     for key in merged.kept:
         section.kept(key, "edited in picoora; the Go config has another value (--force takes it)")
+    mixed = _mixed_model(merged.tree, merged.from_go, merged.kept)
+    if mixed:
+        report.notes.append(mixed)
     if not merged.from_go:
         section.unchanged(str(path), "every Go setting is there already" if not merged.kept else "")
         return current
@@ -157,6 +160,18 @@ def _migrate_config(go_config: dict[str, Any], path: Path, dry_run: bool, force:
     atomic_write_text(path, json.dumps(merged.tree, indent=2, ensure_ascii=False) + "\n", mode=0o600)
     section.replaced(str(path), f"{how}; the previous one saved as {backup.name}")
     return load_config(path)
+
+
+def _mixed_model(tree: dict[str, Any], from_go: list[str], kept: list[str]) -> str:
+    """A warning when the merged provider and model came from different sides: picoora's model at the
+    Go provider (groq with qwen3:8b) is most likely a model that provider does not serve."""
+    provider, model = "agents.defaults.provider", "agents.defaults.model"
+    if not ((provider in from_go and model in kept) or (model in from_go and provider in kept)):
+        return ""
+    defaults = tree.get("agents", {}).get("defaults", {})
+    return (f"agents.defaults.provider {defaults.get('provider')!r} and agents.defaults.model "
+            f"{defaults.get('model')!r} came from different configs and may not go together: set the model "
+            "the provider serves (or run `picoora migrate --force` to take both from the Go config)")
 
 
 def _validated(conversion: Conversion) -> Config:
