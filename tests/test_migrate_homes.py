@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from picoora.config import load_config
 from tests.cli_support import run_cli
 from tests.go_home import OPENROUTER_KEY, TELEGRAM_TOKEN, build_go_home
@@ -200,6 +202,21 @@ def test_deeply_nested_config_is_listed_not_a_traceback(isolated_home, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "nested deeper than 64 levels" in result.stdout and "Traceback" not in result.stderr
     assert "migrated: cli:default (4 messages)" in result.stdout
+
+
+# Deeper than the limit (the key is left out), and deeper than the JSON decoder goes (its section is).
+@pytest.mark.parametrize("levels, left_out", [(100, "devices.monitor.x"), (5000, "devices")])
+def test_one_over_nested_config_key_is_left_out_and_the_rest_is_carried(isolated_home, tmp_path, levels, left_out):
+    root = build_go_home(tmp_path / "ana")
+    _edit_config(root, lambda config: config.update(devices="DEEP"))
+    text = (root / "config.json").read_text()
+    deep = '{"x": ' * levels + '"a \\"}]{[ b"' + "}" * levels  # brackets in a string do not count
+    (root / "config.json").write_text(text.replace('"DEEP"', '{"enabled": false, "monitor": ' + deep + "}"))
+    out = migrate(isolated_home, "--from", str(root))
+    assert f"{left_out}: nested deeper than 64 levels: left out, the rest of config.json was read" in out
+    config = load_config()
+    assert config.providers.openrouter.api_key == OPENROUTER_KEY
+    assert config.channels.telegram.token == TELEGRAM_TOKEN
 
 
 def test_an_auth_json_is_named_in_the_report_and_not_read(isolated_home, tmp_path):

@@ -30,7 +30,7 @@ from picoora.migrate.config_merge import merge, untouched
 from picoora.migrate.cron import migrate_cron
 from picoora.migrate.records import Ledger, migrate_last_chat, migrate_long_term_memory, migrate_notes, migrate_sessions
 from picoora.migrate.report import Report, Section
-from picoora.migrate.source import find_go_home, read_go_home
+from picoora.migrate.source import MAX_JSON_DEPTH, find_go_home, read_go_home
 from picoora.migrate.workspace import migrate_files, migrate_prompts, migrate_skills
 from picoora.store.protocol import Store
 from picoora.templates import backup_path
@@ -50,6 +50,9 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
     report = Report(source=str(source), target=str(config_path.parent), dry_run=dry_run)
     report.notes += go.problems
     config = _migrate_config(go.config, config_path, dry_run, force, report)
+    for key in go.config_cut:  # listed with the config's keys, so it is seen beside what did come
+        report.dropped.append((key, f"nested deeper than {MAX_JSON_DEPTH} levels: left out, the rest of "
+                                    "config.json was read"))
     workspace = workspace_path(config)
 
     files = report.section("Workspace files")
