@@ -160,6 +160,24 @@ def test_tasks_under_gos_heartbeat_marker_come_without_its_examples(isolated_hom
     assert "unread messages" not in text
 
 
+def test_linked_skills_and_a_linked_daily_note_are_each_listed_never_reported_migrated(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nname: evil\ndescription: x\n---\nPRIVATE\n")
+    skills = root / "workspace" / "skills"
+    (skills / "evil").mkdir()
+    (skills / "evil" / "SKILL.md").symlink_to(secret)  # the skill's only file is a link
+    (skills / "etc").symlink_to(tmp_path)  # a linked skill folder
+    (root / "workspace" / "memory" / "202611" / "20261106.md").symlink_to(secret)
+    out = migrate(isolated_home, "--from", str(root))
+    assert "not migrated: evil (its SKILL.md could not be read (listed above))" in out
+    assert "migrated: evil" not in out.replace("not migrated: evil", "")
+    assert "not migrated: etc (a symbolic link; not followed)" in out
+    assert "not migrated: 20261106.md (a symbolic link (at some level of its path)" in out
+    assert not (isolated_home / "workspace" / "skills" / "evil").exists()
+    assert "migrated: tides" in out  # the rest still comes
+
+
 def test_a_linked_memory_folder_is_not_followed_and_the_rest_still_comes(isolated_home, tmp_path):
     root = build_go_home(tmp_path / "ana")
     private = tmp_path / "root-only"
