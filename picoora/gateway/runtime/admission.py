@@ -48,7 +48,8 @@ def _norm(identity: str) -> str:
 
 def listed_forms(sender: Sender) -> set[str]:
     """The ``allow_from`` entries that name ``sender`` by id. A Slack sender is ``<team>:<user>``, and a
-    bare ``<user>`` (the Go version's form) names them too: Slack's user ids are unique across workspaces."""
+    bare ``<user>`` (the Go version's form, whose team a migration cannot know) names them in any team:
+    Slack assigns user ids, nobody chooses one, and ``<team>:<user>`` still pins one workspace."""
     forms = {sender.sender_id}
     if sender.channel == "slack":
         forms.add(sender.sender_id.rpartition(":")[2])
