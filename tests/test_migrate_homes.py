@@ -310,11 +310,13 @@ def test_an_oracle_host_that_does_not_resolve_leaves_a_config_every_command_can_
     root = build_go_home(tmp_path / "ana")
     _edit_config(root, lambda config: config["oracle"].update(enabled=True, host="oracle-db.invalid",
                                                                connect_timeout_seconds=2))
+    dry = run_cli("migrate", "--dry-run", "--from", str(root), home=isolated_home, timeout=120)
     result = run_cli("migrate", "--from", str(root), home=isolated_home, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Oracle (oracle-db.invalid:1521/FREEPDB1) did not answer, so the sessions, notes, memories and jobs " \
            "went to file storage" in result.stdout
     assert "Cannot reach Oracle at oracle-db.invalid" in result.stderr
+    assert "The dry run did not connect to Oracle (oracle-db.invalid:1521/FREEPDB1)" in dry.stdout
     assert load_config().oracle.enabled
     listed = run_cli("memory", "list", "--json", home=isolated_home)
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr

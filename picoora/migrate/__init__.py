@@ -77,13 +77,9 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         migrate_last_chat(go.workspace, store, report.section("State"), dry_run)  # before the jobs: their default
         migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"),
                      dry_run)
-        if store is not None and config.oracle.enabled and store.backend != "oracle":
-            from picoora.store.oracle.connection import target_of
-
-            report.notes.append(f"Oracle ({target_of(config.oracle)}) did not answer, so the "
-                                f"sessions, notes, memories and jobs {'would go' if dry_run else 'went'} to file "
-                                "storage, where every command finds them until Oracle answers; then they are not "
-                                "in Oracle: run `picoora migrate` again to bring them there")
+        oracle_note = _oracle_note(config, store, dry_run)
+        if oracle_note:
+            report.notes.append(oracle_note)
     if not dry_run:
         _write_marker(config_path.parent / MARKER, source)
     if (go.root / "auth.json").exists() or (go.root / "auth.json").is_symlink():
@@ -94,6 +90,21 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         report.notes.append("The Go version kept sessions, memories and notes in Oracle: picoora reads the same "
                             "PICO_ tables (`picoora setup-oracle` upgrades the schema in place)")
     return report
+
+
+def _oracle_note(config: Config, store: Store | None, dry_run: bool) -> str:
+    """Where the records went when the config turns Oracle on and the store is not Oracle's."""
+    if not config.oracle.enabled or (store is not None and store.backend == "oracle"):
+        return ""
+    from picoora.store.oracle.connection import target_of
+
+    where = target_of(config.oracle)
+    if store is None:
+        return (f"The dry run did not connect to Oracle ({where}): the real run stores the records there, or in "
+                "file storage when it does not answer (and says so)")
+    return (f"Oracle ({where}) did not answer, so the sessions, notes, memories and jobs "
+            f"{'would go' if dry_run else 'went'} to file storage, where every command finds them until Oracle "
+            "answers; then they are not in Oracle: run `picoora migrate` again to bring them there")
 
 
 def go_home_notice(config_path: Path, user_home: Path | None = None) -> str | None:
