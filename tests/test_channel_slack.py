@@ -55,9 +55,10 @@ def test_a_stranger_gets_one_pairing_code_and_nothing_reaches_the_agent(tmp_path
     (["*"], (f"guest-slack-{TEAM}-U7", False)),
     ([f"{TEAM}:U7"], ("owner", True)),
     (["@Alice"], ("owner", True)),
-    (["U7"], None),  # a bare user id is not the identity: the team is part of it
+    (["U7"], ("owner", True)),  # the Go version's bare user id: the user in any workspace
+    (["U8"], None),
 ])
-def test_the_allow_list_by_team_and_id_username_or_star(tmp_path, allow_from, expected):
+def test_the_allow_list_by_team_and_id_bare_id_username_or_star(tmp_path, allow_from, expected):
     with FakeSlack() as fake:
         fake.usernames["U7"] = "alice"
         h = harness(tmp_path, fake, allow_from=allow_from)

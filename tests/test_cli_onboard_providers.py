@@ -69,6 +69,14 @@ def test_a_hosted_preset_without_a_key_names_its_variable_and_asks_nothing(isola
     assert "picoora onboard --provider deepseek" in result.stdout
 
 
+def test_a_key_variable_kept_from_another_host_says_why_it_is_not_used(isolated_home):
+    env = {"GROQ_API_KEY": "gsk-exported-key", "PICO_PROVIDERS_GROQ_API_BASE": "http://127.0.0.1:9/v1"}
+    result = run_cli("onboard", "--non-interactive", "--provider", "groq", home=isolated_home, extra_env=env)
+    assert result.returncode == NOT_READY
+    assert "GROQ_API_KEY is set but not used: providers.groq.api_base is http://127.0.0.1:9/v1" in result.stdout
+    assert "no API key for" not in result.stdout and "gsk-exported-key" not in result.stdout + result.stderr
+
+
 def test_a_local_server_offers_the_model_it_serves(isolated_home):
     with FakeOpenAI(replies=[Reply(content="OK")], models=["smollm2-135m"]) as fake:
         result = run_cli("onboard", "--non-interactive", "--provider", "llamacpp", home=isolated_home,

@@ -61,10 +61,13 @@ def test_slash_commands_switch_session_and_model(isolated_home, capsys):
 def test_the_go_commands_work_in_the_repl(isolated_home, capsys):
     with FakeOllama(models=("qwen3:latest", "llama3.1:8b")) as fake:
         write_config(isolated_home, ollama_url=fake.url)
-        _run(isolated_home, ["/show model", "/switch model to llama3.1:8b", "/list channels", "exit"])
+        _run(isolated_home, ["/show model", "/switch model to llama3.1:8b", "/show channel", "/list channels",
+                             "/switch channel to telegram", "/list things", "exit"])
     out, err = capsys.readouterr()
     assert "Model: qwen3:latest (ollama)" in out and "Model: llama3.1:8b (ollama)" in out
-    assert "/session [KEY]" in out and "Unknown command" not in err  # /list channels: the help
+    assert "Current channel: cli (this terminal, session cli:default)" in out
+    assert "No channels enabled" in out and "This terminal chat stays on cli" in out
+    assert "/session [KEY]" in out and "Unknown command" not in err  # /list things: the help
 
 
 def test_ctrl_c_cancels_the_running_turn_not_the_repl(isolated_home, capsys):

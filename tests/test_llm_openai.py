@@ -188,6 +188,12 @@ def test_a_server_that_is_not_running_is_unavailable():
     assert sleeps == []
 
 
+def test_a_preset_that_is_not_reachable_names_its_own_section():
+    llm, _ = make_llm("groq", closed_port_url() + "/openai/v1", model="llama-3.3-70b", api_key="gsk-x")
+    with pytest.raises(ProviderUnavailableError, match=r"Check providers\.groq\.api_base"):
+        asyncio.run(llm.chat([Message("user", "hi")]))
+
+
 def test_call_options_reach_the_api_as_its_own_parameters():
     from picoora.llm.base import CallOptions
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from picoora.config import Config
 from picoora.migrate.config_map import convert
 from tests.go_home import go_default_config
@@ -85,3 +87,31 @@ def test_a_preset_is_written_with_its_own_base_url():
     tree = convert(go).tree
     assert tree["providers"]["groq"] == {"api_key": "gsk-key", "api_base": PRESETS["groq"].api_base}
     assert tree["providers"]["deepseek"]["api_base"] == PRESETS["deepseek"].api_base
+
+
+@pytest.mark.parametrize("provider, model, keys, expected, why", [
+    ("", "anthropic/claude-opus-4-5", {"openrouter": "sk-or"}, "openrouter", "the model's prefix (anthropic/)"),
+    ("groq", "llama-3.3-70b", {"groq": "", "openrouter": "sk-or"}, "openrouter", "Go fell back to OpenRouter"),
+    ("", "gpt-4o", {"openai": "sk-oa"}, "openai", "the model's name chose openai"),
+])
+def test_the_provider_is_the_one_go_really_sent_the_model_to(provider, model, keys, expected, why):
+    go = {"agents": {"defaults": {"provider": provider, "model": model}},
+          "providers": {name: {"api_key": key} for name, key in keys.items()}}
+    result = convert(go)
+    assert result.tree["agents"]["defaults"]["provider"] == expected
+    [note] = [n for n in result.notes if n.startswith("agents.defaults.provider:")]
+    assert f"sent {model!r} to {expected}" in note and why in note
+
+
+def test_a_provider_go_used_as_named_is_carried_without_a_note():
+    go = {"agents": {"defaults": {"provider": "groq", "model": "llama-3.3-70b"}},
+          "providers": {"groq": {"api_key": "gsk"}, "openrouter": {"api_key": "sk-or"}}}
+    result = convert(go)
+    assert result.tree["agents"]["defaults"]["provider"] == "groq"
+    assert not [n for n in result.notes if n.startswith("agents.defaults.provider")]
+
+
+def test_a_go_config_go_would_refuse_says_picoora_uses_its_default():
+    result = convert({"agents": {"defaults": {"provider": "", "model": "some-model"}}})
+    assert "provider" not in result.tree["agents"]["defaults"]
+    assert any("no provider had a key for the model" in note for note in result.notes)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from picoora.config import load_config
 from tests.cli_support import run_cli
 from tests.go_home import OPENROUTER_KEY, TELEGRAM_TOKEN, build_go_home
@@ -93,6 +95,25 @@ def test_an_edited_picoora_config_is_merged_key_by_key_and_the_report_says_who_w
     assert config.providers.openrouter.api_key == OPENROUTER_KEY
 
 
+def test_onboards_generated_token_takes_go_s_web_token_and_a_mixed_provider_and_model_are_warned_of(
+        isolated_home, tmp_path):
+    user = tmp_path / "ana"
+    root = build_go_home(user)
+    _edit_config(root, lambda config: config["channels"]["web"].update(token="go-web-token"))
+    run_cli("onboard", "--non-interactive", home=isolated_home, extra_env={"HOME": str(user)})
+    data = json.loads((isolated_home / "config.json").read_text())
+    data["agents"]["defaults"].update(model="qwen3:8b", temperature=1.1)  # edited: no longer onboard's own file
+    (isolated_home / "config.json").write_text(json.dumps(data))
+    out = migrate(isolated_home, home=user)
+    assert "kept: gateway.token" not in out
+    assert "gateway.token" in out.split("from the Go config: ")[1].splitlines()[0]
+    assert "agents.defaults.provider 'openrouter' and agents.defaults.model 'qwen3:8b' came from different " \
+           "configs and may not go together" in out
+    config = load_config()
+    assert config.gateway.token == "go-web-token"
+    assert (config.agents.defaults.provider, config.agents.defaults.model) == ("openrouter", "qwen3:8b")
+
+
 def _migrate_here(root, isolated_home):
     from contextlib import closing
 
@@ -139,6 +160,24 @@ def test_tasks_under_gos_heartbeat_marker_come_without_its_examples(isolated_hom
     assert "unread messages" not in text
 
 
+def test_linked_skills_and_a_linked_daily_note_are_each_listed_never_reported_migrated(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nname: evil\ndescription: x\n---\nPRIVATE\n")
+    skills = root / "workspace" / "skills"
+    (skills / "evil").mkdir()
+    (skills / "evil" / "SKILL.md").symlink_to(secret)  # the skill's only file is a link
+    (skills / "etc").symlink_to(tmp_path)  # a linked skill folder
+    (root / "workspace" / "memory" / "202611" / "20261106.md").symlink_to(secret)
+    out = migrate(isolated_home, "--from", str(root))
+    assert "not migrated: evil (its SKILL.md could not be read (listed above))" in out
+    assert "migrated: evil" not in out.replace("not migrated: evil", "")
+    assert "not migrated: etc (a symbolic link; not followed)" in out
+    assert "not migrated: 20261106.md (a symbolic link (at some level of its path)" in out
+    assert not (isolated_home / "workspace" / "skills" / "evil").exists()
+    assert "migrated: tides" in out  # the rest still comes
+
+
 def test_a_linked_memory_folder_is_not_followed_and_the_rest_still_comes(isolated_home, tmp_path):
     root = build_go_home(tmp_path / "ana")
     private = tmp_path / "root-only"
@@ -183,6 +222,21 @@ def test_deeply_nested_config_is_listed_not_a_traceback(isolated_home, tmp_path)
     assert "migrated: cli:default (4 messages)" in result.stdout
 
 
+# Deeper than the limit (the key is left out), and deeper than the JSON decoder goes (its section is).
+@pytest.mark.parametrize("levels, left_out", [(100, "devices.monitor.x"), (5000, "devices")])
+def test_one_over_nested_config_key_is_left_out_and_the_rest_is_carried(isolated_home, tmp_path, levels, left_out):
+    root = build_go_home(tmp_path / "ana")
+    _edit_config(root, lambda config: config.update(devices="DEEP"))
+    text = (root / "config.json").read_text()
+    deep = '{"x": ' * levels + '"a \\"}]{[ b"' + "}" * levels  # brackets in a string do not count
+    (root / "config.json").write_text(text.replace('"DEEP"', '{"enabled": false, "monitor": ' + deep + "}"))
+    out = migrate(isolated_home, "--from", str(root))
+    assert f"{left_out}: nested deeper than 64 levels: left out, the rest of config.json was read" in out
+    config = load_config()
+    assert config.providers.openrouter.api_key == OPENROUTER_KEY
+    assert config.channels.telegram.token == TELEGRAM_TOKEN
+
+
 def test_an_auth_json_is_named_in_the_report_and_not_read(isolated_home, tmp_path):
     root = build_go_home(tmp_path / "ana")
     (root / "auth.json").write_text(json.dumps({"credentials": {"openai": {
@@ -194,8 +248,10 @@ def test_an_auth_json_is_named_in_the_report_and_not_read(isolated_home, tmp_pat
 
 def test_pair_list_shows_the_migrated_allow_from_ids(isolated_home, tmp_path):
     root = build_go_home(tmp_path / "ana")  # telegram allow_from [123456789, "@alice"]
+    _edit_config(root, lambda config: config["channels"]["slack"].update(allow_from=["U01ABCDEF"]))
     migrate(isolated_home, "--from", str(root))
     listed = run_cli("pair", "list", home=isolated_home).stdout
+    assert "slack:U01ABCDEF  as the owner from any workspace unless a person claims it" in listed
     assert "With access:" in listed
     assert "telegram:123456789  as the owner unless a person claims it (channels.telegram.allow_from)" in listed
     assert "telegram:@alice  as the owner" in listed
@@ -247,3 +303,54 @@ def test_a_changed_memory_md_fact_supersedes_the_old_one(isolated_home, tmp_path
     assert "5532" in found and "4421" not in found
     again = migrate(isolated_home, "--from", str(root))
     assert "unchanged: MEMORY.md (4 memories already there)" in again
+
+
+def test_an_oracle_host_that_does_not_resolve_leaves_a_config_every_command_can_use(isolated_home, tmp_path):
+    # Go's docker-compose names the database "oracle-db"; here ".invalid", which never resolves (RFC 2606).
+    root = build_go_home(tmp_path / "ana")
+    _edit_config(root, lambda config: config["oracle"].update(enabled=True, host="oracle-db.invalid",
+                                                               connect_timeout_seconds=2))
+    dry = run_cli("migrate", "--dry-run", "--from", str(root), home=isolated_home, timeout=120)
+    result = run_cli("migrate", "--from", str(root), home=isolated_home, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Oracle (oracle-db.invalid:1521/FREEPDB1) did not answer, so the sessions, notes, memories and jobs " \
+           "went to file storage" in result.stdout
+    assert "Cannot reach Oracle at oracle-db.invalid" in result.stderr
+    assert "The dry run did not connect to Oracle (oracle-db.invalid:1521/FREEPDB1)" in dry.stdout
+    assert load_config().oracle.enabled
+    listed = run_cli("memory", "list", "--json", home=isolated_home)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    assert "Ana prefers metric units." in {m["content"] for m in json.loads(listed.stdout)}
+
+
+GO_MEMORY_TEMPLATE = """# Long-term Memory
+
+This file stores important information that should persist across sessions.
+
+## User Information
+
+- Marta owns a boat called Ariadne.
+
+## Preferences
+
+(User preferences learned over time)
+
+## Important Notes
+
+(Things to remember)
+
+## Configuration
+
+- Model preferences
+- Channel settings
+- Skills enabled
+"""
+
+
+def test_only_what_the_user_wrote_in_go_s_memory_template_becomes_a_memory(isolated_home, tmp_path):
+    root = build_go_home(tmp_path / "ana")
+    (root / "workspace" / "memory" / "MEMORY.md").write_text(GO_MEMORY_TEMPLATE)
+    out = migrate(isolated_home, "--from", str(root))
+    assert "6 lines of the Go version's own template (its placeholders and examples) left behind" in out
+    listed = run_cli("memory", "list", "--json", home=isolated_home)
+    assert [m["content"] for m in json.loads(listed.stdout)] == ["Marta owns a boat called Ariadne."]

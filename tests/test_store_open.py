@@ -44,3 +44,22 @@ def test_unreachable_oracle_falls_back_to_files_with_one_line(tmp_path):
         assert [m.content for m in store.memories.list()] == ["still remembered on files"]
     finally:
         store.close()
+
+
+def test_an_oracle_host_that_does_not_resolve_falls_back_to_files_with_one_line(tmp_path):
+    # Go's docker-compose names the database host "oracle-db"; ".invalid" never resolves (RFC 2606).
+    config = Config.model_validate({
+        "agents": {"defaults": {"workspace": str(tmp_path / "ws")}},
+        "memory": {"embedder": "none"},
+        "oracle": {"enabled": True, "host": "oracle-db.invalid", "port": 1521, "password": "pw",
+                   "connect_timeout_seconds": 2},
+    })
+    notices: list[str] = []
+    store = open_store(config, on_fallback=notices.append)
+    try:
+        assert store.backend == "files"
+        [notice] = notices
+        assert notice.startswith("Oracle storage unavailable, using file storage instead: Cannot reach Oracle at "
+                                 "oracle-db.invalid:1521/FREEPDB1")
+    finally:
+        store.close()

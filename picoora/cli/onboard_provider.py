@@ -81,6 +81,11 @@ def key_problem(config: Config, provider: str) -> str | None:
     if settings.api_key or not needs_key or (provider == "openai" and settings.api_base):
         return None
     variable = key_env(provider)
+    if variable and os.environ.get(variable):  # set, but not sent: the base is another host's
+        return (f"{variable} is set but not used: providers.{provider}.api_base is {settings.api_base}, not "
+                f"{_label(provider)}'s own endpoint, and a key goes only to its own host. Set "
+                f"providers.{provider}.api_key for that server (or unset the api_base), then run "
+                f"`picoora onboard --provider {provider}` again")
     return (f"no API key for {_label(provider)}: export {variable}=... (or set providers.{provider}.api_key), "
             f"then run `picoora onboard --provider {provider}` again")
 

@@ -60,10 +60,15 @@ def _allow_from(config: Config) -> list[tuple[str, str]]:
     found = []
     for channel in CHANNELS:
         for entry in getattr(config.channels, channel).allow_from:
+            anywhere = " from any workspace" if channel == "slack" and _bare_user_id(entry) else ""
             how = ("everyone, each as a guest of their own" if entry == "*" else
-                   f"as the owner unless a person claims it (channels.{channel}.allow_from)")
+                   f"as the owner{anywhere} unless a person claims it (channels.{channel}.allow_from)")
             found.append((f"{channel}:{entry}", how))
     return found
+
+
+def _bare_user_id(entry: str) -> bool:
+    return entry not in ("*", "") and ":" not in entry and not entry.startswith("@")
 
 
 def approve(

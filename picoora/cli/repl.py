@@ -111,6 +111,11 @@ async def handle_command(state: ReplState, line: str) -> None:
     if name in ("/show", "/list", "/switch"):  # PicoOraClaw's (Go) forms: /show model, /switch model to NAME
         from picoora.gateway.runtime.commands import parse_command
 
+        about_channels = _go_channel_command(state, line)
+        if about_channels is not None:
+            print(about_channels)
+            return
+
         go = parse_command(line)
         name, arg = ("/model", go[1]) if go is not None and go[0] == "model" else ("/help", "")
     assistant = state.assistant
@@ -137,6 +142,25 @@ async def handle_command(state: ReplState, line: str) -> None:
             print(_default_note(described))
     else:
         print(f"Unknown command {name}: type /help for the list.", file=sys.stderr)
+
+
+def _go_channel_command(state: ReplState, line: str) -> str | None:
+    """The answer to the Go version's /show channel, /list channels and /switch channel in the terminal."""
+    words = line.lower().split()[:2]
+    if words == ["/show", "channel"]:
+        return f"Current channel: cli (this terminal, session {state.session})"
+    if words == ["/list", "channels"]:
+        from picoora.gateway.channels import CHANNELS
+
+        channels = state.assistant.config.channels
+        enabled = [name for name in CHANNELS if getattr(channels, name).enabled]
+        if not enabled:
+            return "No channels enabled (set channels.<name>.enabled in the config; `picoora gateway` serves them)"
+        return f"Enabled channels: {', '.join(enabled)} (`picoora gateway` serves them)"
+    if words == ["/switch", "channel"]:
+        return ("This terminal chat stays on cli: a message on a channel is answered there, by `picoora gateway`; "
+                "/session KEY switches this terminal's session")
+    return None
 
 
 def _short_source(described: SessionModel) -> str:

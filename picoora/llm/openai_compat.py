@@ -132,7 +132,7 @@ class OpenAICompatLLM:
         stream = await within_first_response(
             client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True}),
             seconds=self._settings.first_response, where=f"The OpenAI-compatible API at {self.base}",
-            setting="providers.openai.first_response_seconds")
+            setting=f"providers.{self.provider}.first_response_seconds")
         async with stream:
             async for chunk in stream:
                 reasoning, content = assembler.add(chunk)
@@ -142,6 +142,7 @@ class OpenAICompatLLM:
 
     def _classify(self, exc: Exception, *, model: str) -> LLMError:
         where = f"OpenAI-compatible API at {self.base}"
+        section = f"providers.{self.provider}"  # a preset (groq, openrouter) is its own config section
         if isinstance(exc, openai.APIStatusError):
             if exc.status_code == 400 and exc.code in UNSUPPORTED_CODES and exc.param in ADAPTABLE_PARAMS:
                 return UnsupportedParameter(exc.param, f"{where} refused '{exc.param}' for {model}: {_detail(exc)}")
@@ -155,10 +156,10 @@ class OpenAICompatLLM:
             where=where,
             model=model,
             detail=_detail(exc) if isinstance(exc, openai.APIStatusError) else "",
-            model_hint="Check agents.defaults.model and providers.openai.api_base.",
-            auth_hint=KEY_HINT,
-            unavailable_hint="Check providers.openai.api_base and that the server is running.",
-            base_setting="providers.openai.api_base",
+            model_hint=f"Check agents.defaults.model and {section}.api_base.",
+            auth_hint=f"Set {section}.api_key (or PICO_{section.upper().replace('.', '_')}_API_KEY)",
+            unavailable_hint=f"Check {section}.api_base and that the server is running.",
+            base_setting=f"{section}.api_base",
         )
 
 

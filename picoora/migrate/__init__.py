@@ -30,7 +30,7 @@ from picoora.migrate.config_merge import merge, untouched
 from picoora.migrate.cron import migrate_cron
 from picoora.migrate.records import Ledger, migrate_last_chat, migrate_long_term_memory, migrate_notes, migrate_sessions
 from picoora.migrate.report import Report, Section
-from picoora.migrate.source import find_go_home, read_go_home
+from picoora.migrate.source import MAX_JSON_DEPTH, find_go_home, read_go_home
 from picoora.migrate.workspace import migrate_files, migrate_prompts, migrate_skills
 from picoora.store.protocol import Store
 from picoora.templates import backup_path
@@ -50,6 +50,9 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
     report = Report(source=str(source), target=str(config_path.parent), dry_run=dry_run)
     report.notes += go.problems
     config = _migrate_config(go.config, config_path, dry_run, force, report)
+    for key in go.config_cut:  # listed with the config's keys, so it is seen beside what did come
+        report.dropped.append((key, f"nested deeper than {MAX_JSON_DEPTH} levels: left out, the rest of "
+                                    "config.json was read"))
     workspace = workspace_path(config)
 
     files = report.section("Workspace files")
@@ -74,6 +77,9 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         migrate_last_chat(go.workspace, store, report.section("State"), dry_run)  # before the jobs: their default
         migrate_cron(go.workspace, store, ledger, config.agents.defaults.timezone, report.section("Cron jobs"),
                      dry_run)
+        oracle_note = _oracle_note(config, store, dry_run)
+        if oracle_note:
+            report.notes.append(oracle_note)
     if not dry_run:
         _write_marker(config_path.parent / MARKER, source)
     if (go.root / "auth.json").exists() or (go.root / "auth.json").is_symlink():
@@ -84,6 +90,21 @@ def migrate_home(source: Path, *, config_path: Path, open_store: StoreOpener, dr
         report.notes.append("The Go version kept sessions, memories and notes in Oracle: picoora reads the same "
                             "PICO_ tables (`picoora setup-oracle` upgrades the schema in place)")
     return report
+
+
+def _oracle_note(config: Config, store: Store | None, dry_run: bool) -> str:
+    """Where the records went when the config turns Oracle on and the store is not Oracle's."""
+    if not config.oracle.enabled or (store is not None and store.backend == "oracle"):
+        return ""
+    from picoora.store.oracle.connection import target_of
+
+    where = target_of(config.oracle)
+    if store is None:
+        return (f"The dry run did not connect to Oracle ({where}): the real run stores the records there, or in "
+                "file storage when it does not answer (and says so)")
+    return (f"Oracle ({where}) did not answer, so the sessions, notes, memories and jobs "
+            f"{'would go' if dry_run else 'went'} to file storage, where every command finds them until Oracle "
+            "answers; then they are not in Oracle: run `picoora migrate` again to bring them there")
 
 
 def go_home_notice(config_path: Path, user_home: Path | None = None) -> str | None:
@@ -130,6 +151,9 @@ def _migrate_config(go_config: dict[str, Any], path: Path, dry_run: bool, force:
     merged = merge(file_tree, conversion, go_wins=force or fresh)
     for key in merged.kept:
         section.kept(key, "edited in picoora; the Go config has another value (--force takes it)")
+    mixed = _mixed_model(merged.tree, merged.from_go, merged.kept)
+    if mixed:
+        report.notes.append(mixed)
     if not merged.from_go:
         section.unchanged(str(path), "every Go setting is there already" if not merged.kept else "")
         return current
@@ -150,6 +174,18 @@ def _migrate_config(go_config: dict[str, Any], path: Path, dry_run: bool, force:
     atomic_write_text(path, json.dumps(merged.tree, indent=2, ensure_ascii=False) + "\n", mode=0o600)
     section.replaced(str(path), f"{how}; the previous one saved as {backup.name}")
     return load_config(path)
+
+
+def _mixed_model(tree: dict[str, Any], from_go: list[str], kept: list[str]) -> str:
+    """A warning when the merged provider and model came from different sides: picoora's model at the
+    Go provider (groq with qwen3:8b) is most likely a model that provider does not serve."""
+    provider, model = "agents.defaults.provider", "agents.defaults.model"
+    if not ((provider in from_go and model in kept) or (model in from_go and provider in kept)):
+        return ""
+    defaults = tree.get("agents", {}).get("defaults", {})
+    return (f"agents.defaults.provider {defaults.get('provider')!r} and agents.defaults.model "
+            f"{defaults.get('model')!r} came from different configs and may not go together: set the model "
+            "the provider serves (or run `picoora migrate --force` to take both from the Go config)")
 
 
 def _validated(conversion: Conversion) -> Config:

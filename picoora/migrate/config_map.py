@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from picoora.channel_registry import Channels as ChannelsModel
+from picoora.migrate.go_provider import go_provider
 from picoora.providers import ALIASES, PRESETS, provider_names
 
 Key = tuple[str, ...]
@@ -54,6 +55,7 @@ CAMEL_ORACLE = {"walletPath": "wallet_path", "poolMaxOpen": "pool_max_open", "po
                 "onnxModel": "onnx_model", "agentId": "agent_id"}
 SAME_ORACLE = ("enabled", "mode", "host", "port", "service", "user", "password", "dsn", "wallet_path",
                "onnx_model", "agent_id")
+MODEL: Key = ("agents", "defaults", "model")
 SAME_DEFAULTS = ("restrict_to_workspace", "model", "temperature", "max_tool_iterations",
                  "summarize_message_threshold", "summarize_token_percent")
 
@@ -102,13 +104,26 @@ def _agents(go: dict[str, Any], out: Conversion, take: Take) -> None:
         if value is not None:
             out.carry(("agents", "defaults", name), ("agents", "defaults", name), value)
     provider = take(("agents", "defaults", "provider"))
-    if isinstance(provider, str) and provider:
+    resolved = go_provider(go)
+    if resolved is not None and resolved.why:  # Go did not use the provider named (or none was)
+        name = ALIASES.get(resolved.section, resolved.section)
+        sent = f"agents.defaults.provider: the Go version sent {get_key(go, MODEL)!r} to {name} ({resolved.why})"
+        if name in provider_names():
+            out.carry(("agents", "defaults", "provider"), ("agents", "defaults", "provider"), name)
+            out.notes.append(f"{sent}, so picoora's provider is {name}")
+        else:
+            out.drop(("agents", "defaults", "provider"), f"{sent}; picoora has no {name} preset and uses its "
+                                                         "default (ollama)")
+    elif isinstance(provider, str) and provider:
         name = ALIASES.get(provider.lower(), provider.lower())
         if name in provider_names():
             out.carry(("agents", "defaults", "provider"), ("agents", "defaults", "provider"), name)
         else:
             out.drop(("agents", "defaults", "provider"), f"{provider!r} is not a provider picoora has; "
                                                          "it uses its default (ollama)")
+    elif resolved is None and get_key(go, MODEL):
+        out.notes.append("agents.defaults.provider was empty and no provider had a key for the model (the Go "
+                         "version refused to start): picoora uses its default (ollama)")
     window = take(("agents", "defaults", "max_tokens"))
     if isinstance(window, int) and window >= 1024:
         # Go used max_tokens only as the context size; picoora's max_tokens is the answer's length.

@@ -1,15 +1,16 @@
 """The converted Go config laid over the picoora config already there, key by key, in the file's own JSON
 (so ``${VAR}`` references and values from ``PICO_*`` variables stay as they are).
 
-A key picoora's file leaves at its default takes the Go value. A key edited in picoora keeps picoora's
-value, unless the Go side wins: with ``--force``, or when the whole file is still what ``onboard``
-wrote (its defaults plus the provider, model, gateway token and owner onboard chose), which is the
-README's path: onboard first, then migrate.
+A key picoora's file leaves at its default (or at a gateway token picoora generated) takes the Go value.
+A key edited in picoora keeps picoora's value, unless the Go side wins: with ``--force``, or when the
+whole file is still what ``onboard`` wrote (its defaults plus the provider, model, gateway token and
+owner onboard chose), which is the README's path: onboard first, then migrate.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from picoora.migrate.config_map import Conversion, Key, get_key, leaves
 # What onboard writes besides the defaults: choices it made, not edits of the user's.
 ONBOARD_KEYS: frozenset[Key] = frozenset({("agents", "defaults", "provider"), ("agents", "defaults", "model"),
                                           ("gateway", "token"), ("users",)})
+GENERATED_TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 _MISSING = object()
 
 
@@ -44,12 +46,18 @@ def merge(file_tree: dict[str, Any], conversion: Conversion, *, go_wins: bool) -
         current = _at(result.tree, key)
         if current == value:
             continue
-        if go_wins or current is _MISSING or current == get_key(defaults, key):
+        if go_wins or current is _MISSING or current == get_key(defaults, key) or _generated(key, current):
             _set(result.tree, key, _escaped(value))
             result.from_go.append(ours)
         else:
             result.kept.append(ours)
     return result
+
+
+def _generated(key: Key, value: Any) -> bool:
+    """A value picoora made up, not one its user chose: the gateway token onboard (or a first migration)
+    writes, ``secrets.token_urlsafe(32)``. The Go web token is the one the user's clients know."""
+    return key == ("gateway", "token") and isinstance(value, str) and bool(GENERATED_TOKEN.fullmatch(value))
 
 
 def _at(tree: Any, key: Key) -> Any:

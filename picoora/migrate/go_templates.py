@@ -1,6 +1,7 @@
 """What the Go version wrote by itself, so a migration can tell it from what its user wrote: the prompt
-files its ``onboard`` ships (known by their SHA-256, every version in the Go project's history) and the
-examples its heartbeat puts in a new HEARTBEAT.md (everything above its "tasks below this line" marker).
+files its ``onboard`` ships (known by their SHA-256, every version in the Go project's history), the
+placeholders of the MEMORY.md it writes, and the examples its heartbeat puts in a new HEARTBEAT.md
+(everything above its "tasks below this line" marker).
 
 An unedited Go template says nothing about its user and would push out picoora's own instructions
 (``recall``/``remember`` guidance, safety lines), so it is left behind.
@@ -25,6 +26,14 @@ GO_PROMPT_SHA256: dict[str, frozenset[str]] = {
     "SOUL.md": frozenset({"70120d70d62f24f72f12ea68e3a2e4165ad97fa5a1d146ce0de3ebba848a55d1"}),
     "USER.md": frozenset({"9804c95bcd1f59b824e85dd0955cae769025a3d9d37fe57080a7d8c2187ec900"}),
 }
+
+# The items (as ``records.memory_items`` reads them) of the MEMORY.md the Go ``onboard`` writes: its
+# placeholders and its "## Configuration" example bullets, none of them something the user said.
+GO_MEMORY_TEMPLATE_ITEMS = frozenset({
+    "This file stores important information that should persist across sessions.",
+    "(Important facts about user)", "(Important facts about the user)", "(User preferences learned over time)",
+    "(Things to remember)", "Model preferences", "Channel settings", "Skills enabled",
+})
 
 # The last line of the HEARTBEAT.md the Go heartbeat creates; its examples and instructions are above it.
 HEARTBEAT_MARKER = re.compile(r"^\s*Add your heartbeat tasks below this line:?\s*$", re.IGNORECASE | re.MULTILINE)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from picoora.messages import Message
+from picoora.migrate.go_templates import GO_MEMORY_TEMPLATE_ITEMS
 from picoora.migrate.report import Section, one_item
 from picoora.migrate.source import MAX_JSON_BYTES, parse_json, read_bytes, read_json, read_listed
 from picoora.store.base import MemoryRecord, Provenance, Session, StoreError, time_from_json
@@ -167,7 +168,7 @@ def _migrated_length(earlier: str | None, text: str) -> int:
 def _note_files(folder: Path) -> Iterator[tuple[Path, date]]:
     for path in sorted(folder.glob("[0-9][0-9][0-9][0-9][0-9][0-9]/*.md")):
         match = NOTE_NAME.match(path.name)
-        if match and not path.is_symlink():
+        if match:  # a linked note is refused by read_listed, and listed
             try:
                 yield path, date(int(match[1]), int(match[2]), int(match[3]))
             except ValueError:
@@ -192,9 +193,14 @@ def migrate_long_term_memory(workspace: Path, store: Store | None, ledger: Ledge
     text = read_listed(path, section)
     if text is None:
         return
+    items = memory_items(text)
+    written = [(category, item) for category, item in items if item not in GO_MEMORY_TEMPLATE_ITEMS]
+    if len(written) < len(items):
+        section.skipped("MEMORY.md template", f"{len(items) - len(written)} lines of the Go version's own "
+                                              "template (its placeholders and examples) left behind")
     records = [MemoryRecord(id="go-" + digest(item)[:16], content=item, category=category,
                             provenance=Provenance(how="imported", session="MEMORY.md"))
-               for category, item in memory_items(text)]
+               for category, item in written]
     new = [r for r in records if store is None or store.memories.get(r.id) is None]
     if not records:
         return

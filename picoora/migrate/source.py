@@ -25,6 +25,7 @@ class GoHome:
     root: Path
     workspace: Path
     config: dict[str, Any] = field(default_factory=dict)
+    config_cut: list[str] = field(default_factory=list)  # config keys nested too deep: left out, the rest read
     problems: list[str] = field(default_factory=list)  # what could not be read, for the report
 
 
@@ -46,13 +47,11 @@ def read_go_home(root: Path) -> GoHome:
     home = GoHome(root=root, workspace=root / "workspace")
     config_file = root / "config.json"
     if config_file.is_file():
-        data, problem = read_json(config_file)
+        config, cut, problem = read_config(config_file)
         if problem:
             home.problems.append(problem)
-        elif not isinstance(data, dict):
-            home.problems.append(f"{config_file}: not a JSON object; the config was not migrated")
         else:
-            home.config = data
+            home.config, home.config_cut = config, cut
     agents = home.config.get("agents")
     defaults = agents.get("defaults") if isinstance(agents, dict) else None
     raw = defaults.get("workspace") if isinstance(defaults, dict) else None
@@ -119,6 +118,94 @@ def parse_json(path: Path, raw: bytes) -> tuple[Any, str | None]:
     if _depth(data) > MAX_JSON_DEPTH:
         return None, f"{path}: nested deeper than {MAX_JSON_DEPTH} levels; not read"
     return data, None
+
+
+def read_config(path: Path) -> tuple[dict[str, Any], list[str], str | None]:
+    """(the config, the dotted keys left out, None) or ({}, [], what is wrong with it). The config is read
+    key by key: a key nested deeper than MAX_JSON_DEPTH is left out (and named), not the whole file, since
+    one odd section (``devices``) must not cost the provider, keys and channels."""
+    raw, problem = read_bytes(path, MAX_JSON_BYTES)
+    if raw is None:
+        return {}, [], f"{path}: {problem or 'cannot be read (no such file)'}"
+    try:
+        text = raw.decode("utf-8-sig")
+        if not text.lstrip().startswith("{"):
+            json.loads(text)  # valid JSON or not: said either way
+            return {}, [], f"{path}: not a JSON object; the config was not migrated"
+        data, cut = _object_by_key(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        return {}, [], f"{path}: not valid JSON ({err})"
+    return data, cut + _prune(data, ()), None
+
+
+def _after_space(text: str, at: int) -> int:
+    while text[at:at + 1] in (" ", "\t", "\n", "\r"):
+        at += 1
+    return at
+
+
+def _object_by_key(text: str) -> tuple[dict[str, Any], list[str]]:
+    """A JSON object decoded one top-level value at a time; a value too deep for the decoder is skipped."""
+    decoder, data, cut = json.JSONDecoder(), dict[str, Any](), list[str]()
+    at = _after_space(text, text.index("{") + 1)
+    while text[at:at + 1] != "}":
+        key, at = decoder.raw_decode(text, at)
+        at = _after_space(text, at)
+        if not isinstance(key, str) or text[at:at + 1] != ":":
+            raise ValueError(f"expected a key and ':' at character {at}")
+        at = _after_space(text, at + 1)
+        try:
+            data[key], at = decoder.raw_decode(text, at)
+        except RecursionError:
+            data.pop(key, None)
+            cut.append(key)
+            at = _past_value(text, at)
+        at = _after_space(text, at)
+        if text[at:at + 1] == ",":
+            at = _after_space(text, at + 1)
+        elif text[at:at + 1] != "}":
+            raise ValueError(f"expected ',' or '}}' at character {at}")
+    if text[at + 1:].strip():
+        raise ValueError(f"extra data at character {at + 1}")
+    return data, cut
+
+
+def _past_value(text: str, at: int) -> int:
+    """Where the array or object starting at ``at`` ends (brackets inside strings do not count)."""
+    depth, in_string, i = 0, False, at
+    while i < len(text):
+        char = text[i]
+        if in_string:
+            if char == "\\":
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ValueError("an array or object that never ends")
+
+
+def _prune(node: dict[str, Any], path: tuple[str, ...]) -> list[str]:
+    """Leave out each key whose value nests deeper than MAX_JSON_DEPTH, as close to the top as the Go
+    config's own sections go (three levels: ``tools.web.brave``), so its neighbours stay."""
+    cut: list[str] = []
+    for key, value in list(node.items()):
+        where = (*path, str(key))
+        if len(path) + 1 + _depth(value) <= MAX_JSON_DEPTH:
+            continue
+        if isinstance(value, dict) and len(where) < 3:
+            cut += _prune(value, where)
+        else:
+            del node[key]
+            cut.append(".".join(where))
+    return cut
 
 
 def _depth(data: Any) -> int:

@@ -23,6 +23,7 @@ from picoora.templates import backup_path, template_files
 PLAIN_FILES = ("HEARTBEAT.md", "TOOLS.md")  # workspace files picoora reads (HEARTBEAT.md) or keeps for people
 MAX_SKILL_FILES = 200  # a skill folder with more is not a skill (a copied repository): listed, not copied
 MAX_SKILL_FILE_BYTES = 5_000_000  # a larger file in a skill (a model, a video) is listed, not copied
+LINK = "a symbolic link; not followed"
 
 
 def migrate_prompts(go_workspace: Path, store: Store | None, workspace: Path, force: bool, section: Section,
@@ -85,10 +86,18 @@ def migrate_files(go_workspace: Path, workspace: Path, dry_run: bool, force: boo
 
 def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bool, force: bool,
                    section: Section) -> None:
-    if not go_skills.is_dir() or go_skills.is_symlink():
+    if go_skills.is_symlink():
+        section.skipped(f"{go_skills.parent.name}/{go_skills.name}", LINK)
+        return
+    if not go_skills.is_dir():
         return
     for folder in sorted(go_skills.iterdir()):
-        if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+        if folder.name.startswith("."):
+            continue
+        if folder.is_symlink():
+            section.skipped(folder.name, LINK)
+            continue
+        if not folder.is_dir():
             continue
         files = [p for p in folder.rglob("*") if p.is_file() or p.is_symlink()]  # rglob enters no linked folder
         if not (folder / "SKILL.md").is_file():
@@ -98,7 +107,11 @@ def migrate_skills(go_skills: Path, skills: Path, builtin: set[str], dry_run: bo
         elif folder.name in builtin and not force:
             section.kept(folder.name, "picoora ships its own skill of this name; --force copies yours over it")
         else:
-            _copy_skill(folder, skills / folder.name, _readable(folder, files, section), dry_run, force, section)
+            readable = _readable(folder, files, section)
+            if Path("SKILL.md") not in readable:  # a linked SKILL.md: nothing of the skill is usable
+                section.skipped(folder.name, "its SKILL.md could not be read (listed above)")
+                continue
+            _copy_skill(folder, skills / folder.name, readable, dry_run, force, section)
 
 
 def _readable(folder: Path, files: list[Path], section: Section) -> dict[Path, bytes]:

@@ -46,6 +46,16 @@ def _norm(identity: str) -> str:
     return f"{channel}:{who.lower()}" if who.startswith("@") else identity
 
 
+def listed_forms(sender: Sender) -> set[str]:
+    """The ``allow_from`` entries that name ``sender`` by id. A Slack sender is ``<team>:<user>``, and a
+    bare ``<user>`` (the Go version's form, whose team a migration cannot know) names them in any team:
+    Slack assigns user ids, nobody chooses one, and ``<team>:<user>`` still pins one workspace."""
+    forms = {sender.sender_id}
+    if sender.channel == "slack":
+        forms.add(sender.sender_id.rpartition(":")[2])
+    return forms
+
+
 class Directory:
     """Resolves senders to people from the config and the approved pairings in the owner's store."""
 
@@ -91,7 +101,8 @@ class Directory:
         if approved is not None:
             return approved
         listed = {entry.lower() if entry.startswith("@") else entry for entry in allow_from}
-        if sender.sender_id in listed or (f"@{sender.username.lower()}" in listed and self._username_is_theirs(sender)):
+        id_listed = not listed.isdisjoint(listed_forms(sender))
+        if id_listed or (f"@{sender.username.lower()}" in listed and self._username_is_theirs(sender)):
             return self.owner
         if "*" in listed:
             return Person(guest_name(sender))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import re
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
@@ -197,6 +198,10 @@ def explain_connect_failure(config: OracleConfig, exc: BaseException) -> OracleU
         return OracleUnavailable("timeout", f"Oracle at {where} did not answer within "
                                             f"{config.connect_timeout_seconds:g} s "
                                             "(is the database still starting?). Check it with: picoora setup-oracle")
+    if isinstance(exc, (socket.gaierror, ConnectionError)):  # the driver lets a failed name lookup through
+        return OracleUnavailable("unreachable", f"Cannot reach Oracle at {where} ({exc.strerror or exc}). Start "
+                                                "it (scripts/setup-oracle.sh) or fix oracle.host / oracle.port / "
+                                                "oracle.dsn")
     code, text, codes = error_code(exc), error_text(exc), set(error_codes(exc))
     if "ORA-01017" in codes:
         return OracleUnavailable("credentials", f"Oracle at {where} refused user {config.user!r}: wrong user or "
@@ -360,6 +365,9 @@ class Database:
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
             return StoreError(f"Oracle could not {what}: no answer from {self.target} in time. {_RETRY_HINT}")
         code = error_code(exc)
+        if not code and isinstance(exc, OSError):  # a reconnect whose host name no longer resolves
+            return StoreError(f"Oracle could not {what}: cannot reach {self.target} ({exc.strerror or exc}). "
+                              f"{_RETRY_HINT}")
         if not code:
             return exc
         hint = _RETRY_HINT if code in _CONNECTION_LOST else "The change was rolled back."
@@ -370,7 +378,7 @@ class Database:
         try:
             return self._call(self._transaction(work, PROBE_SECONDS), PROBE_SECONDS)
         except Exception as exc:
-            if not error_code(exc) and not isinstance(exc, (asyncio.TimeoutError, TimeoutError, OracleUnavailable)):
+            if not error_code(exc) and not isinstance(exc, (TimeoutError, OSError, OracleUnavailable)):
                 raise
             raise explain_connect_failure(self.config, exc) from None
 
