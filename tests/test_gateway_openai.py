@@ -91,20 +91,21 @@ def offered(request: dict) -> set[str]:
 
 
 MEMORY_TOOLS = {"remember", "recall", "forget"}
+UNASKED_MEMORY_TOOLS = {"remember", "recall"}  # never forget: it deletes the owner's memories
 
 
-def test_a_client_without_tools_gets_memory_not_picooras_actions(gw):
+def test_a_client_without_tools_gets_remember_and_recall_not_picooras_actions(gw):
     client = openai_client(gw)
     client.chat.completions.create(model="picoora", messages=[
         {"role": "system", "content": "You are a shell command generator."}, {"role": "user", "content": "ls"}])
     request = gw.fake.requests[-1]
-    assert offered(request) == MEMORY_TOOLS  # no exec, write_file, spawn...
+    assert offered(request) == UNASKED_MEMORY_TOOLS  # no forget, exec, write_file, spawn...
     system = request["messages"][0]["content"]
     assert system.startswith("You are a shell command generator.")
     assert "## Memory" in system and "Use tools to act" not in system and "## Rules" not in system
     client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}])
     request = gw.fake.requests[-1]
-    assert "You are picoora" in request["messages"][0]["content"] and offered(request) == MEMORY_TOOLS
+    assert "You are picoora" in request["messages"][0]["content"] and offered(request) == UNASKED_MEMORY_TOOLS
     assert "Use tools to act" not in request["messages"][0]["content"]
 
 
