@@ -332,6 +332,21 @@ def test_concurrent_retries_of_a_running_request_share_its_turn(isolated_home):
         assert len({a["id"] for a in answers}) == 1 and len(fake.requests) == 1
 
 
+def test_the_same_body_in_two_named_conversations_is_two_turns(isolated_home):
+    with FakeOllama(responder=_respond, delay=0.5) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+        async def two() -> list[dict]:
+            async with httpx.AsyncClient(base_url=gw.url, headers={"Authorization": f"Bearer {TOKEN}"},
+                                         timeout=30) as client:
+                body = {"model": "picoora", "messages": [{"role": "user", "content": "sample me"}]}
+                sent = [client.post("/v1/chat/completions", json=body, headers={"X-Session-Id": f"s{i}"})
+                        for i in range(2)]
+                return [r.json() for r in await asyncio.gather(*sent)]
+
+        answers = asyncio.run(two())
+        assert len({a["id"] for a in answers}) == 2 and len(fake.requests) == 2
+
+
 def test_an_answered_body_sent_again_is_a_new_answer_but_an_idempotency_key_replays(gw):
     client = openai_client(gw)
     messages = [{"role": "user", "content": "regenerate me"}]
@@ -340,6 +355,14 @@ def test_an_answered_body_sent_again_is_a_new_answer_but_an_idempotency_key_repl
     keyed = [client.chat.completions.create(model="picoora", messages=messages,
                                             extra_headers={"Idempotency-Key": "k-1"}).id for _ in range(2)]
     assert keyed[0] == keyed[1] and len(gw.fake.requests) == 3
+
+
+def test_an_idempotency_key_sent_with_another_body_is_refused(gw):
+    client = openai_client(gw, default_headers={"Idempotency-Key": "k-2"})
+    client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "first"}])
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "second"}])
+    assert refused.value.code == "idempotency_key_reused" and len(gw.fake.requests) == 1
 
 
 # -- spec shapes --------------------------------------------------------------------------------------

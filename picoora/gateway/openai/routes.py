@@ -25,7 +25,7 @@ from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.openai import responses as out
 from picoora.gateway.openai.items import ResponsesRequest, as_completion_request
-from picoora.gateway.openai.replays import Replays
+from picoora.gateway.openai.replays import Replays, digest
 from picoora.gateway.openai.requests import (
     AGENT_MODEL_ID,
     MODEL_ID,
@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from picoora.llm.pool import ModelChoice
 
 NO_RETRY = {"x-should-retry": "false"}  # the OpenAI SDKs (Python and Node) honour it
-MODEL_FAILED: dict[int | str, dict[str, Any]] = {
+TURN_ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse, "description": "An Idempotency-Key sent again with another body"},
     502: {"model": ErrorResponse, "description": "The model failed (already retried by picoora: do not retry)"}}
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES, tags=["openai"])
@@ -99,9 +100,12 @@ async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str,
     check_message_size("".join(m.content for m in conversation.new), limit)
     session = conversation_key(body, session_header)
     await _check_options(request, conversation, session)
-    replays = _state(request).replays
-    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
+    replays, raw = _state(request).replays, await request.body()
+    key = Replays.key(caller_of(request).name, session, idempotency_key, raw)
     replay = replays.find(key)
+    if replay is not None and replay.body != digest(raw):
+        raise ApiError(422, "invalid_request", "this Idempotency-Key was sent with another body: a retry sends the "
+                       "same body, a new request a new key", code="idempotency_key_reused")
     if replay is not None:
         return _StartedTurn(replay.task, replay.completion_id, replay.created, None)
     inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
@@ -109,14 +113,14 @@ async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str,
     sink = TurnEvents() if body.stream else None
     task = submit_turn(request, inbound, sink)
     started = _StartedTurn(task, id_prefix + uuid.uuid4().hex[:24], int(time.time()), sink)
-    replays.keep(key, task, started.id, started.created)
+    replays.keep(key, task, started.id, started.created, raw)
     if sink is not None:
         sink.follow(task)
     return started
 
 
 @router.post("/chat/completions", response_model=out.ChatCompletion,
-             responses={**MODEL_FAILED, 200: {"content": {"text/event-stream": {}},
+             responses={**TURN_ERRORS, 200: {"content": {"text/event-stream": {}},
                                               "description": "The completion, or its chunks when streamed"}})
 async def chat_completions(body: CompletionRequest, request: Request, response: Response,
                            x_session_id: str | None = Header(None, max_length=128),
@@ -133,7 +137,7 @@ async def chat_completions(body: CompletionRequest, request: Request, response: 
     return out.completion_body(result, turn.id, turn.created)
 
 
-@router.post("/responses", responses={**MODEL_FAILED, 200: {
+@router.post("/responses", responses={**TURN_ERRORS, 200: {
     "content": {"text/event-stream": {}}, "description": "The response, or its events when streamed"}})
 async def responses(body: ResponsesRequest, request: Request, response: Response,
                     x_session_id: str | None = Header(None, max_length=128),
