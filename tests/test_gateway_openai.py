@@ -365,6 +365,30 @@ def test_an_idempotency_key_sent_with_another_body_is_refused(gw):
     assert refused.value.code == "idempotency_key_reused" and len(gw.fake.requests) == 1
 
 
+# -- a request over the context window -------------------------------------------------------------------
+
+BIG = "word " * 30_000  # about 37,500 tokens by picoora's estimate: over the default 16,384 window
+
+
+@pytest.mark.parametrize("messages, larger", [
+    ([{"role": "system", "content": BIG}, {"role": "user", "content": "summarize"}], "The system prompt is"),
+    ([{"role": "user", "content": BIG[:30_000]}, {"role": "assistant", "content": "ok"},
+      {"role": "user", "content": BIG[:30_000]}, {"role": "assistant", "content": "ok"},
+      {"role": "user", "content": "summarize"}], "The conversation does not fit"),
+])
+def test_a_request_over_the_context_window_is_openais_context_length_exceeded(gw, messages, larger):
+    client = openai_client(gw)
+    with pytest.raises(openai.BadRequestError) as refused:  # litellm: ContextWindowExceededError; aider trims
+        client.chat.completions.create(model="picoora", messages=messages)
+    assert refused.value.code == "context_length_exceeded" and refused.value.param == "messages"
+    assert str(refused.value.body["message"]).startswith(larger)
+    with pytest.raises(openai.APIError) as streamed:
+        list(client.chat.completions.create(model="picoora", messages=messages, stream=True,
+                                            extra_headers={"X-Session-Id": "streamed"}))
+    assert streamed.value.code == "context_length_exceeded"
+    assert gw.fake.requests == []
+
+
 # -- spec shapes --------------------------------------------------------------------------------------
 
 def test_a_completion_has_usage_and_the_reference_shape(gw):

@@ -52,6 +52,9 @@ TURN_ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "An Idempotency-Key sent again with another body"},
     502: {"model": ErrorResponse, "description": "The model failed (already retried by picoora: do not retry)"}}
 
+CONTEXT_FULL = "context_length_exceeded"  # OpenAI's code for a request over the model's context window
+CONTEXT_FULL_EVENT = "invalid_prompt"  # the same in a streamed response's ``response.failed`` (the spec's codes)
+
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES, tags=["openai"])
 
 
@@ -232,11 +235,19 @@ def _opted_in(header: str | None) -> bool:
 
 def _answered(outcome: TurnOutcome) -> Any:
     result = result_of(outcome)
+    if result.stop_reason == "error" and result.context_full:  # OpenAI's overflow: litellm, aider trim on it
+        raise ApiError(400, "invalid_request", result.text, param="messages", code=CONTEXT_FULL)
     if result.stop_reason == "error":
         raise ApiError(502, "model_error", result.text, NO_RETRY)
     if result.stop_reason == "refused":
         raise ApiError(400, "invalid_request", result.text, param=result.param, code="unsupported_parameter")
     return result
+
+
+async def _context_full(task: asyncio.Task[TurnOutcome]) -> bool:
+    """Whether the turn failed for want of room in the context window (its result follows its last event)."""
+    result = (await outcome_of(task)).result
+    return result is not None and result.context_full
 
 
 def _stream(chunks: AsyncIterator[bytes]) -> StreamingResponse:
@@ -271,8 +282,9 @@ async def _closing(maker: out.ChunkMaker, final: FinalAnswer, streamed: bool, ta
                    include_usage: bool) -> AsyncIterator[bytes]:
     """The end of a stream: the answer's rest, its tool calls, the finish reason, the usage, [DONE]."""
     if final.stop_reason in ("error", "refused"):  # the openai client raises this as an APIError
+        code = CONTEXT_FULL if await _context_full(task) else None
         yield frame({"error": {"message": final.text, "type": "model_error" if final.stop_reason == "error"
-                               else "invalid_request", "param": None, "code": None}})
+                               and code is None else "invalid_request", "param": None, "code": code}})
     else:
         if not streamed and final.text:  # a provider that did not stream: the answer in one piece
             yield frame(maker.delta({"content": final.text}))
@@ -302,8 +314,9 @@ async def _response_events(writer: EventWriter, turn: _StartedTurn) -> AsyncIter
             for delta in writer.text_delta(event.text):
                 yield _event_frame(delta)
         elif isinstance(event, FinalAnswer) and event.stop_reason in ("error", "refused"):
-            yield _event_frame(writer.failed(event.text, "server_error" if event.stop_reason == "error"
-                                             else "invalid_request"))
+            code = CONTEXT_FULL_EVENT if await _context_full(turn.task) else None
+            yield _event_frame(writer.failed(event.text, code or ("server_error" if event.stop_reason == "error"
+                                                                  else "invalid_request")))
             return
     outcome = await outcome_of(turn.task)
     result = outcome.result
@@ -312,7 +325,8 @@ async def _response_events(writer: EventWriter, turn: _StartedTurn) -> AsyncIter
         for opening in writer.opening():
             yield _event_frame(opening)
     if result is None or result.stop_reason in ("error", "refused"):
-        yield _event_frame(writer.failed(result.text if result else outcome.error or "the turn failed"))
+        yield _event_frame(writer.failed(result.text if result else outcome.error or "the turn failed",
+                                         CONTEXT_FULL_EVENT if result and result.context_full else "server_error"))
         return
     for closing in writer.closing(result.stop_reason, "" if streamed else result.text, result.calls, result.usage):
         yield _event_frame(closing)
