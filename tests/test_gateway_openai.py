@@ -365,6 +365,17 @@ def test_an_idempotency_key_sent_with_another_body_is_refused(gw):
     assert refused.value.code == "idempotency_key_reused" and len(gw.fake.requests) == 1
 
 
+def test_a_message_over_max_message_chars_is_413_saying_how_to_raise_it(isolated_home):
+    with FakeOllama(responder=_respond) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url, max_message_chars=1000)) as gw:
+        with pytest.raises(openai.APIStatusError) as refused:  # cat big.py | sgpt "summarize this"
+            openai_client(gw).chat.completions.create(model="picoora", messages=[
+                {"role": "user", "content": "summarize this\n" + "x = 1\n" * 300}])
+        assert refused.value.status_code == 413 and refused.value.code == "message_too_large"
+        assert "1,000 characters" in refused.value.message
+        assert "PICO_GATEWAY_MAX_MESSAGE_CHARS" in refused.value.message and fake.requests == []
+
+
 # -- a request over the context window -------------------------------------------------------------------
 
 BIG = "word " * 30_000  # about 37,500 tokens by picoora's estimate: over the default 16,384 window
