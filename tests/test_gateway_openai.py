@@ -400,6 +400,30 @@ def test_a_request_over_the_context_window_is_openais_context_length_exceeded(gw
     assert gw.fake.requests == []
 
 
+def test_a_client_that_leaves_its_stream_stops_the_turn(isolated_home):
+    from picoora.agent.record import CANCELLED_MARK
+
+    slow = Reply(pieces=[f"word{i} " for i in range(60)], piece_delay=0.1)  # 6 s of typing
+    with FakeOllama(responder=lambda body: slow) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+        body = {"model": "picoora", "stream": True, "messages": [{"role": "user", "content": "a long story"}]}
+        with http(gw) as client, client.stream("POST", "/v1/chat/completions", json=body,
+                                               headers={"X-Session-Id": "left"}) as response:
+            lines = response.iter_lines()
+            assert "word0" in next(line for line in lines if "word0" in line)  # the model is typing
+        # Ctrl+C in aider: the connection is closed; the turn stops as with the web chat's Stop.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and transcripts(gw).get("openai:left", [""])[-1] != \
+                f"assistant: {CANCELLED_MARK}":
+            time.sleep(0.1)
+        lines = transcripts(gw)["openai:left"]
+        assert lines[0] == "user: a long story" and lines[-1] == f"assistant: {CANCELLED_MARK}"
+        assert "word59" not in json.dumps(lines)  # the model's call was cut, not waited out
+        openai_client(gw).chat.completions.create(model="picoora", messages=body["messages"],
+                                                  extra_headers={"X-Session-Id": "left"})  # sent again
+        assert len(fake.requests) == 2  # a new turn, not the stopped one replayed
+
+
 # -- spec shapes --------------------------------------------------------------------------------------
 
 def test_a_completion_has_usage_and_the_reference_shape(gw):

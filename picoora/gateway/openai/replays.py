@@ -66,6 +66,12 @@ class Replays:
             return None
         return replay
 
+    def forget(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome]) -> None:
+        """``task``'s turn is not one to replay (its client stopped it): a retry is a new turn."""
+        replay = self._kept.get(key)
+        if replay is not None and replay.task is task:
+            del self._kept[key]
+
     def keep(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome], completion_id: str, created: int,
              body: bytes) -> None:
         by_key = key[1].startswith("key:")

@@ -37,7 +37,15 @@ from picoora.gateway.openai.requests import (
 from picoora.gateway.openai.response_objects import EventWriter, ResponseMaker
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import assistant_of, caller_of, gateway_of, person_assistant, result_of, submit_turn
+from picoora.gateway.state import (
+    assistant_of,
+    caller_of,
+    gateway_of,
+    person_assistant,
+    result_of,
+    submit_turn,
+    turns_of,
+)
 from picoora.gateway.timing import server_timing
 from picoora.llm.base import LLMError
 from picoora.store.base import NoEmbedder
@@ -118,8 +126,15 @@ async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str,
     started = _StartedTurn(task, id_prefix + uuid.uuid4().hex[:24], int(time.time()), sink)
     replays.keep(key, task, started.id, started.created, raw)
     if sink is not None:
-        sink.follow(task)
+        sink.follow(task, on_leave=lambda: _stop_left_turn(request, task, key))
     return started
+
+
+def _stop_left_turn(request: Request, task: asyncio.Task[TurnOutcome], key: tuple[str, str]) -> None:
+    """The client left its stream before the answer (Ctrl+C in aider, Stop in a UI): stop the turn as the web
+    chat's Stop does, so a local model is not kept busy for an answer nobody reads."""
+    if turns_of(request).stop_turn(task):
+        _state(request).replays.forget(key, task)
 
 
 @router.post("/chat/completions", response_model=out.ChatCompletion,
