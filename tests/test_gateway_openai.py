@@ -316,35 +316,24 @@ def test_a_retried_body_gets_the_first_turn_not_a_new_one(gw):
     assert statuses == [502, 502, 502] and len(gw.fake.requests) == 1
 
 
-def test_concurrent_retries_of_a_running_request_share_its_turn(isolated_home):
+@pytest.mark.parametrize("headers, turns", [
+    ([{}, {}, {}], 1),  # an SDK's retries of a running request share its turn
+    ([{"X-Session-Id": "s0"}, {"X-Session-Id": "s1"}], 2),  # parallel sampling, two clients: a turn each
+])
+def test_the_same_body_sent_while_it_runs_shares_its_turn_only_in_one_conversation(isolated_home, headers, turns):
     with FakeOllama(responder=_respond, delay=0.5) as fake, \
             RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
-        async def three() -> list[dict]:
+        async def send() -> list[dict]:
             async with httpx.AsyncClient(base_url=gw.url, headers={"Authorization": f"Bearer {TOKEN}"},
                                          timeout=30) as client:
                 body = {"model": "picoora", "messages": [{"role": "user", "content": "slow one"}]}
-                first = asyncio.ensure_future(client.post("/v1/chat/completions", json=body))
-                await asyncio.sleep(0.2)
-                rest = [client.post("/v1/chat/completions", json=body) for _ in range(2)]
+                first = asyncio.ensure_future(client.post("/v1/chat/completions", json=body, headers=headers[0]))
+                await asyncio.sleep(0.2)  # the first is running when the rest come
+                rest = [client.post("/v1/chat/completions", json=body, headers=h) for h in headers[1:]]
                 return [r.json() for r in await asyncio.gather(first, *rest)]
 
-        answers = asyncio.run(three())
-        assert len({a["id"] for a in answers}) == 1 and len(fake.requests) == 1
-
-
-def test_the_same_body_in_two_named_conversations_is_two_turns(isolated_home):
-    with FakeOllama(responder=_respond, delay=0.5) as fake, \
-            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
-        async def two() -> list[dict]:
-            async with httpx.AsyncClient(base_url=gw.url, headers={"Authorization": f"Bearer {TOKEN}"},
-                                         timeout=30) as client:
-                body = {"model": "picoora", "messages": [{"role": "user", "content": "sample me"}]}
-                sent = [client.post("/v1/chat/completions", json=body, headers={"X-Session-Id": f"s{i}"})
-                        for i in range(2)]
-                return [r.json() for r in await asyncio.gather(*sent)]
-
-        answers = asyncio.run(two())
-        assert len({a["id"] for a in answers}) == 2 and len(fake.requests) == 2
+        answers = asyncio.run(send())
+        assert len({a["id"] for a in answers}) == turns and len(fake.requests) == turns
 
 
 def test_an_answered_body_sent_again_is_a_new_answer_but_an_idempotency_key_replays(gw):
