@@ -6,6 +6,8 @@ from picoora.agent.compaction import SUMMARISER_PROMPT, fitting_cut
 from picoora.agent.record import FAILED_MARK
 from picoora.agent.repair import repair_history
 from picoora.agent.tokens import estimate_messages_tokens
+from picoora.agent.window import too_large
+from picoora.config import AgentDefaults
 from picoora.llm.base import AuthenticationError, ContextOverflowError, RetryableError
 from picoora.messages import Message, ToolCall
 from picoora.tools.base import ToolResult
@@ -212,3 +214,12 @@ def test_the_turn_time_limit_covers_the_compaction(tmp_path):
     session = store.sessions.load(KEY)
     assert session.summary == "kept"
     assert session.messages[: len(old)] == old and session.messages[len(old)].content == "hi"
+
+
+def test_a_request_too_large_for_the_window_names_the_larger_part():
+    settings, big, small = AgentDefaults(), "word " * 30_000, [Message(role="user", content="summarize")]
+    instructions_too_long = too_large(big, small, settings)
+    assert instructions_too_long is not None and instructions_too_long.startswith("The system prompt is too long")
+    message_too_long = too_large("You are terse.", [Message(role="user", content=big)], settings)
+    assert message_too_long is not None and message_too_long.startswith("Your message is too long")
+    assert too_large("You are terse.", small, settings) is None

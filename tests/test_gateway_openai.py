@@ -91,20 +91,21 @@ def offered(request: dict) -> set[str]:
 
 
 MEMORY_TOOLS = {"remember", "recall", "forget"}
+UNASKED_MEMORY_TOOLS = {"remember", "recall"}  # never forget: it deletes the owner's memories
 
 
-def test_a_client_without_tools_gets_memory_not_picooras_actions(gw):
+def test_a_client_without_tools_gets_remember_and_recall_not_picooras_actions(gw):
     client = openai_client(gw)
     client.chat.completions.create(model="picoora", messages=[
         {"role": "system", "content": "You are a shell command generator."}, {"role": "user", "content": "ls"}])
     request = gw.fake.requests[-1]
-    assert offered(request) == MEMORY_TOOLS  # no exec, write_file, spawn...
+    assert offered(request) == UNASKED_MEMORY_TOOLS  # no forget, exec, write_file, spawn...
     system = request["messages"][0]["content"]
     assert system.startswith("You are a shell command generator.")
     assert "## Memory" in system and "Use tools to act" not in system and "## Rules" not in system
     client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "hi"}])
     request = gw.fake.requests[-1]
-    assert "You are picoora" in request["messages"][0]["content"] and offered(request) == MEMORY_TOOLS
+    assert "You are picoora" in request["messages"][0]["content"] and offered(request) == UNASKED_MEMORY_TOOLS
     assert "Use tools to act" not in request["messages"][0]["content"]
 
 
@@ -315,20 +316,24 @@ def test_a_retried_body_gets_the_first_turn_not_a_new_one(gw):
     assert statuses == [502, 502, 502] and len(gw.fake.requests) == 1
 
 
-def test_concurrent_retries_of_a_running_request_share_its_turn(isolated_home):
+@pytest.mark.parametrize("headers, turns", [
+    ([{}, {}, {}], 1),  # an SDK's retries of a running request share its turn
+    ([{"X-Session-Id": "s0"}, {"X-Session-Id": "s1"}], 2),  # parallel sampling, two clients: a turn each
+])
+def test_the_same_body_sent_while_it_runs_shares_its_turn_only_in_one_conversation(isolated_home, headers, turns):
     with FakeOllama(responder=_respond, delay=0.5) as fake, \
             RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
-        async def three() -> list[dict]:
+        async def send() -> list[dict]:
             async with httpx.AsyncClient(base_url=gw.url, headers={"Authorization": f"Bearer {TOKEN}"},
                                          timeout=30) as client:
                 body = {"model": "picoora", "messages": [{"role": "user", "content": "slow one"}]}
-                first = asyncio.ensure_future(client.post("/v1/chat/completions", json=body))
-                await asyncio.sleep(0.2)
-                rest = [client.post("/v1/chat/completions", json=body) for _ in range(2)]
+                first = asyncio.ensure_future(client.post("/v1/chat/completions", json=body, headers=headers[0]))
+                await asyncio.sleep(0.2)  # the first is running when the rest come
+                rest = [client.post("/v1/chat/completions", json=body, headers=h) for h in headers[1:]]
                 return [r.json() for r in await asyncio.gather(first, *rest)]
 
-        answers = asyncio.run(three())
-        assert len({a["id"] for a in answers}) == 1 and len(fake.requests) == 1
+        answers = asyncio.run(send())
+        assert len({a["id"] for a in answers}) == turns and len(fake.requests) == turns
 
 
 def test_an_answered_body_sent_again_is_a_new_answer_but_an_idempotency_key_replays(gw):
@@ -339,6 +344,73 @@ def test_an_answered_body_sent_again_is_a_new_answer_but_an_idempotency_key_repl
     keyed = [client.chat.completions.create(model="picoora", messages=messages,
                                             extra_headers={"Idempotency-Key": "k-1"}).id for _ in range(2)]
     assert keyed[0] == keyed[1] and len(gw.fake.requests) == 3
+
+
+def test_an_idempotency_key_sent_with_another_body_is_refused(gw):
+    client = openai_client(gw, default_headers={"Idempotency-Key": "k-2"})
+    client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "first"}])
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.chat.completions.create(model="picoora", messages=[{"role": "user", "content": "second"}])
+    assert refused.value.code == "idempotency_key_reused" and len(gw.fake.requests) == 1
+
+
+def test_a_message_over_max_message_chars_is_413_saying_how_to_raise_it(isolated_home):
+    with FakeOllama(responder=_respond) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url, max_message_chars=1000)) as gw:
+        with pytest.raises(openai.APIStatusError) as refused:  # cat big.py | sgpt "summarize this"
+            openai_client(gw).chat.completions.create(model="picoora", messages=[
+                {"role": "user", "content": "summarize this\n" + "x = 1\n" * 300}])
+        assert refused.value.status_code == 413 and refused.value.code == "message_too_large"
+        assert "1,000 characters" in refused.value.message
+        assert "PICO_GATEWAY_MAX_MESSAGE_CHARS" in refused.value.message and fake.requests == []
+
+
+# -- a request over the context window -------------------------------------------------------------------
+
+BIG = "word " * 30_000  # about 37,500 tokens by picoora's estimate: over the default 16,384 window
+
+
+@pytest.mark.parametrize("messages, larger", [
+    ([{"role": "system", "content": BIG}, {"role": "user", "content": "summarize"}], "The system prompt is"),
+    ([{"role": "user", "content": BIG[:30_000]}, {"role": "assistant", "content": "ok"},
+      {"role": "user", "content": BIG[:30_000]}, {"role": "assistant", "content": "ok"},
+      {"role": "user", "content": "summarize"}], "The conversation does not fit"),
+])
+def test_a_request_over_the_context_window_is_openais_context_length_exceeded(gw, messages, larger):
+    client = openai_client(gw)
+    with pytest.raises(openai.BadRequestError) as refused:  # litellm: ContextWindowExceededError; aider trims
+        client.chat.completions.create(model="picoora", messages=messages)
+    assert refused.value.code == "context_length_exceeded" and refused.value.param == "messages"
+    assert str(refused.value.body["message"]).startswith(larger)
+    with pytest.raises(openai.APIError) as streamed:
+        list(client.chat.completions.create(model="picoora", messages=messages, stream=True,
+                                            extra_headers={"X-Session-Id": "streamed"}))
+    assert streamed.value.code == "context_length_exceeded"
+    assert gw.fake.requests == []
+
+
+def test_a_client_that_leaves_its_stream_stops_the_turn(isolated_home):
+    from picoora.agent.record import CANCELLED_MARK
+
+    slow = Reply(pieces=[f"word{i} " for i in range(60)], piece_delay=0.1)  # 6 s of typing
+    with FakeOllama(responder=lambda body: slow) as fake, \
+            RunningGateway(gateway_config(isolated_home, fake.url)) as gw:
+        body = {"model": "picoora", "stream": True, "messages": [{"role": "user", "content": "a long story"}]}
+        with http(gw) as client, client.stream("POST", "/v1/chat/completions", json=body,
+                                               headers={"X-Session-Id": "left"}) as response:
+            lines = response.iter_lines()
+            assert "word0" in next(line for line in lines if "word0" in line)  # the model is typing
+        # Ctrl+C in aider: the connection is closed; the turn stops as with the web chat's Stop.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and transcripts(gw).get("openai:left", [""])[-1] != \
+                f"assistant: {CANCELLED_MARK}":
+            time.sleep(0.1)
+        lines = transcripts(gw)["openai:left"]
+        assert lines[0] == "user: a long story" and lines[-1] == f"assistant: {CANCELLED_MARK}"
+        assert "word59" not in json.dumps(lines)  # the model's call was cut, not waited out
+        openai_client(gw).chat.completions.create(model="picoora", messages=body["messages"],
+                                                  extra_headers={"X-Session-Id": "left"})  # sent again
+        assert len(fake.requests) == 2  # a new turn, not the stopped one replayed
 
 
 # -- spec shapes --------------------------------------------------------------------------------------

@@ -137,6 +137,17 @@ def test_a_failed_model_is_an_openai_error_and_a_failed_event_when_streamed(gw):
     assert events[-1]["type"] == "response.failed" and events[-1]["response"]["error"]["message"]
 
 
+def test_input_over_the_context_window_is_context_length_exceeded(gw):
+    instructions = "word " * 30_000  # over the default 16,384-token window by picoora's estimate
+    with pytest.raises(openai.BadRequestError) as refused:
+        client(gw).responses.create(model="picoora", instructions=instructions, input="summarize")
+    assert refused.value.code == "context_length_exceeded"
+    assert str(refused.value.body["message"]).startswith("The system prompt is too long")
+    events = stream_events(gw, {"model": "picoora", "instructions": instructions, "input": "summarize it"})
+    assert events[-1]["type"] == "response.failed"
+    assert events[-1]["response"]["error"]["code"] == "invalid_prompt"  # the spec's codes for response.failed
+
+
 @pytest.mark.parametrize("body, param", [
     ({"model": "picoora", "input": "hi", "previous_response_id": "resp_1"}, "previous_response_id"),
     ({"model": "picoora", "input": "hi", "tools": [{"type": "web_search"}]}, "tools.0"),

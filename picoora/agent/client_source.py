@@ -1,10 +1,10 @@
 """The conversation a client keeps: one request of the OpenAI endpoint (``picoora.agent.conversation``).
 
 The history and system message are the request's; picoora adds the memories recalled for the last user
-message and, when the client brings no tools, its memory tools: all its tools and rules only when the client
-opts into picoora's agent (``ClientConversation.agent``). The client's tools end the turn with their calls.
-Nothing goes to the session and nothing is compacted: the next request brings the conversation again, so a
-conversation too long for the window is the client's to shorten.
+message and, when the client brings no tools, its ``remember`` and ``recall`` tools: all its tools and rules
+only when the client opts into picoora's agent (``ClientConversation.agent``). The client's tools end the
+turn with their calls. Nothing goes to the session and nothing is compacted: the next request brings the
+conversation again, so a conversation too long for the window is the client's to shorten.
 """
 
 from __future__ import annotations

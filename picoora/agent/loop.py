@@ -97,6 +97,7 @@ class TurnResult:
     model: str = ""  # provider/model that answered
     calls: list[ToolCall] = field(default_factory=list)  # a client's conversation: the calls handed back to it
     param: str = ""  # stop_reason "refused": the request parameter the model cannot honour
+    context_full: bool = False  # stop_reason "error": the request does not fit the model's context window
 
 
 @dataclass
@@ -337,8 +338,10 @@ class _Turn:
         try:
             result = await self._start()
         except _MessageTooLarge as exc:
-            result = await self._fail(str(exc), Ending.NOT_SENT)
-        except (LLMError, ContextFull) as exc:
+            result = await self._fail(str(exc), Ending.NOT_SENT, context_full=True)
+        except ContextFull as exc:
+            result = await self._fail(str(exc), context_full=True)
+        except LLMError as exc:
             result = await self._fail(str(exc))
         except StoreError as exc:
             result = await self._fail(f"Could not read or save the conversation: {exc}")
@@ -516,14 +519,14 @@ class _Turn:
         await self.emit(FinalAnswer(self.key, text, stop_reason="refused"))
         return self._result(text, "refused", param=param)
 
-    async def _fail(self, message: str, ending: Ending = Ending.FAILED) -> TurnResult:
+    async def _fail(self, message: str, ending: Ending = Ending.FAILED, *, context_full: bool = False) -> TurnResult:
         try:
             await self.record.unanswered(ending)
         except StoreError as exc:
             message += f"\n(The conversation could not be saved either: {exc})"
         await self.emit(ErrorEvent(self.key, message))
         await self.emit(FinalAnswer(self.key, message, stop_reason="error"))
-        return self._result(message, "error")
+        return self._result(message, "error", context_full=context_full)
 
     async def _keep_interrupted(self, ending: Ending) -> None:
         """An exception ends the turn (a cancellation, a bug): kept as ``ending`` says. The exception matters

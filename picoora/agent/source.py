@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from picoora.llm.pool import ModelChoice
     from picoora.tools.registry import ToolRegistry
 
+# The memory tools a client gets without opting into picoora's agent: not ``forget``, which deletes the
+# owner's memories, and a model confused by a client's own prompt (a shell or code assistant) must not.
+UNASKED_MEMORY_TOOLS = MEMORY_TOOL_NAMES - {"forget"}
+
 Announce = Callable[[str], Awaitable[None]]  # tells the user something (a notice event)
 
 
@@ -77,11 +81,11 @@ class AgentParts:
         return ToolOffer(registry.schemas(), on_demand=lambda: registry.schemas(on_demand=True), all_own=True)
 
     def memory_tools(self, options: CallOptions) -> ToolOffer:
-        """Only the memory tools (a client that did not opt into picoora's agent); none when the answer must
-        be JSON in a format or the request says ``tool_choice: none``."""
+        """``remember`` and ``recall`` only (a client that did not opt into picoora's agent); none when the
+        answer must be JSON in a format or the request says ``tool_choice: none``."""
         if options.tool_choice == "none" or options.json_object or options.json_schema is not None:
             return ToolOffer([])
-        return ToolOffer([s for s in self.tools.schemas() if s["function"]["name"] in MEMORY_TOOL_NAMES])
+        return ToolOffer([s for s in self.tools.schemas() if s["function"]["name"] in UNASKED_MEMORY_TOOLS])
 
 
 class ToolOffer:

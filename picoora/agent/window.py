@@ -28,18 +28,21 @@ def overflow_room(settings: AgentDefaults, turn: list[Message]) -> int:
 
 
 def too_large(system: str, turn: list[Message], settings: AgentDefaults) -> str | None:
-    """Why the turn's own messages cannot fit the window with the system prompt, or None when they can."""
-    message, budget = estimate_messages_tokens(turn), prompt_budget(settings)
-    needed = estimate_tokens(system) + message
+    """Why the turn's own messages cannot fit the window with the system prompt, or None when they can; it
+    names the larger of the two, the one to shorten."""
+    message, instructions, budget = estimate_messages_tokens(turn), estimate_tokens(system), prompt_budget(settings)
+    needed = instructions + message
     if needed <= budget:
         return None
-    return (
-        f"Your message is too long for the model: about {message:,} tokens, "
-        f"and with the instructions it needs {needed:,} of the {budget:,} the model can take "
-        f"(agents.defaults.context_window {settings.context_window:,}, less room for the answer). Nothing "
-        "was sent and the transcript keeps it. Send it shorter, or save it as a file in the workspace and ask "
-        "me to read it."
-    )
+    fits = (f"needs about {needed:,} tokens of the {budget:,} the model can take (agents.defaults.context_window "
+            f"{settings.context_window:,}, less room for the answer). Nothing was sent and the transcript keeps it.")
+    if instructions > message:
+        return (f"The system prompt is too long for the model: about {instructions:,} tokens (your message is "
+                f"about {message:,}); the request {fits} Shorten the system message or the prompt files, or use a "
+                "model with a larger context window and raise agents.defaults.context_window to match it.")
+    return (f"Your message is too long for the model: about {message:,} tokens (the system prompt is about "
+            f"{instructions:,}); the request {fits} Send it shorter, or save it as a file in the workspace and "
+            "ask me to read it.")
 
 
 def context_full(why: str, settings: AgentDefaults) -> str:

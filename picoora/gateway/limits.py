@@ -45,4 +45,6 @@ class BodyLimit:
 
 def check_message_size(text: str, limit: int) -> None:
     if len(text) > limit:
-        raise ApiError(413, "message_too_large", f"message longer than {limit} characters (gateway.max_message_chars)")
+        raise ApiError(413, "message_too_large", f"message longer than {limit:,} characters: the gateway's owner "
+                       "raises gateway.max_message_chars in config.json (or PICO_GATEWAY_MAX_MESSAGE_CHARS) "
+                       "and restarts it")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,20 +34,24 @@ class TurnEvents:
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self.open = True
+        self._on_leave: Callable[[], None] | None = None
 
     def __call__(self, event: Event) -> None:
         if self.open:
             self._queue.put_nowait(event)
 
-    def follow(self, task: asyncio.Task[TurnOutcome]) -> None:
-        """End the stream when the turn's task ends (all its events are delivered before it returns)."""
+    def follow(self, task: asyncio.Task[TurnOutcome], on_leave: Callable[[], None] | None = None) -> None:
+        """End the stream when the turn's task ends (all its events are delivered before it returns);
+        ``on_leave`` is called when the client leaves before the turn's ``FinalAnswer`` reached it."""
         task.add_done_callback(lambda _: self._queue.put_nowait(None))
+        self._on_leave = on_leave
 
     async def events(self, task: asyncio.Task[TurnOutcome]) -> AsyncIterator[Event | None]:
         """The turn's events up to its ``FinalAnswer``; None now and then while nothing happens (keep-alive).
 
         A turn that ended without a ``FinalAnswer`` (it crashed outside the loop) ends the stream early;
         the caller looks at ``task`` to say why."""
+        ended = False  # the turn's end reached the client (else it left: the stream was closed before)
         try:
             while True:
                 try:
@@ -55,10 +59,13 @@ class TurnEvents:
                 except asyncio.TimeoutError:
                     yield None
                     continue
+                ended = event is None or event.type == "final_answer"
                 if event is None:
                     return
                 yield event
-                if event.type == "final_answer":
+                if ended:
                     return
         finally:
             self.open = False  # the client left or the answer is out: later events (compaction) are dropped
+            if not ended and self._on_leave is not None:
+                self._on_leave()

@@ -3,9 +3,12 @@
 The OpenAI SDKs retry a failed or timed-out request (twice by default), LangChain and others retry
 on their own; a retry run as a new turn would store three failed turns, or give three answers to one
 question. A request is the same as an earlier one when it carries the same ``Idempotency-Key``
-header (replayed, whatever its outcome, for ``KEY_SECONDS``), or has the very same body as one that is
-still running or failed less than ``BODY_SECONDS`` ago. A body that already got an answer is not
-replayed: a client sending the same conversation again after an answer is asking for a new one (a
+header (replayed, whatever its outcome, for ``KEY_SECONDS``; the key sent again with another body is
+refused, as the IETF Idempotency-Key draft and Stripe do), or has the very same body, in the same
+conversation, as one that is still running or failed less than ``BODY_SECONDS`` ago. The conversation
+(``X-Session-Id``, ``prompt_cache_key``) is part of it: two clients, or one sampling in parallel, that
+ask the same thing at once under their own ids get an answer each. A body that already got an answer is
+not replayed: a client sending the same conversation again after an answer is asking for a new one (a
 chat UI's "regenerate"). Replays are per person, in this process, at most ``MAX_KEPT`` at a time.
 """
 
@@ -34,6 +37,7 @@ class Replay:
     created: int
     by_key: bool  # an Idempotency-Key names it (else the body does)
     until: float
+    body: str  # the request body's digest, to refuse a key sent again with another body
 
     def replayable(self, now: float) -> bool:
         if now > self.until:
@@ -48,10 +52,10 @@ class Replays:
         self._kept: OrderedDict[tuple[str, str], Replay] = OrderedDict()
 
     @staticmethod
-    def key(person: str, idempotency_key: str | None, body: bytes) -> tuple[str, str]:
+    def key(person: str, conversation: str, idempotency_key: str | None, body: bytes) -> tuple[str, str]:
         if idempotency_key:
             return person, "key:" + idempotency_key
-        return person, "body:" + hashlib.sha256(body).hexdigest()
+        return person, "body:" + digest(conversation.encode() + b"\0" + body)
 
     def find(self, key: tuple[str, str]) -> Replay | None:
         replay = self._kept.get(key)
@@ -62,10 +66,21 @@ class Replays:
             return None
         return replay
 
-    def keep(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome], completion_id: str, created: int) -> None:
+    def forget(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome]) -> None:
+        """``task``'s turn is not one to replay (its client stopped it): a retry is a new turn."""
+        replay = self._kept.get(key)
+        if replay is not None and replay.task is task:
+            del self._kept[key]
+
+    def keep(self, key: tuple[str, str], task: asyncio.Task[TurnOutcome], completion_id: str, created: int,
+             body: bytes) -> None:
         by_key = key[1].startswith("key:")
         until = time.monotonic() + (KEY_SECONDS if by_key else BODY_SECONDS)
-        self._kept[key] = Replay(task, completion_id, created, by_key, until)
+        self._kept[key] = Replay(task, completion_id, created, by_key, until, digest(body))
         self._kept.move_to_end(key)
         while len(self._kept) > MAX_KEPT:
             self._kept.popitem(last=False)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

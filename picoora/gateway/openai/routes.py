@@ -25,7 +25,7 @@ from picoora.gateway.errors import ERROR_RESPONSES, ApiError, ErrorResponse
 from picoora.gateway.limits import check_message_size
 from picoora.gateway.openai import responses as out
 from picoora.gateway.openai.items import ResponsesRequest, as_completion_request
-from picoora.gateway.openai.replays import Replays
+from picoora.gateway.openai.replays import Replays, digest
 from picoora.gateway.openai.requests import (
     AGENT_MODEL_ID,
     MODEL_ID,
@@ -37,7 +37,15 @@ from picoora.gateway.openai.requests import (
 from picoora.gateway.openai.response_objects import EventWriter, ResponseMaker
 from picoora.gateway.runtime.turns import outcome_of
 from picoora.gateway.sse import KEEPALIVE, SSE_HEADERS, TurnEvents, frame
-from picoora.gateway.state import assistant_of, caller_of, gateway_of, person_assistant, result_of, submit_turn
+from picoora.gateway.state import (
+    assistant_of,
+    caller_of,
+    gateway_of,
+    person_assistant,
+    result_of,
+    submit_turn,
+    turns_of,
+)
 from picoora.gateway.timing import server_timing
 from picoora.llm.base import LLMError
 from picoora.store.base import NoEmbedder
@@ -48,8 +56,12 @@ if TYPE_CHECKING:
     from picoora.llm.pool import ModelChoice
 
 NO_RETRY = {"x-should-retry": "false"}  # the OpenAI SDKs (Python and Node) honour it
-MODEL_FAILED: dict[int | str, dict[str, Any]] = {
+TURN_ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse, "description": "An Idempotency-Key sent again with another body"},
     502: {"model": ErrorResponse, "description": "The model failed (already retried by picoora: do not retry)"}}
+
+CONTEXT_FULL = "context_length_exceeded"  # OpenAI's code for a request over the model's context window
+CONTEXT_FULL_EVENT = "invalid_prompt"  # the same in a streamed response's ``response.failed`` (the spec's codes)
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_token)], responses=ERROR_RESPONSES, tags=["openai"])
 
@@ -99,9 +111,12 @@ async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str,
     check_message_size("".join(m.content for m in conversation.new), limit)
     session = conversation_key(body, session_header)
     await _check_options(request, conversation, session)
-    replays = _state(request).replays
-    key = Replays.key(caller_of(request).name, idempotency_key, await request.body())
+    replays, raw = _state(request).replays, await request.body()
+    key = Replays.key(caller_of(request).name, session, idempotency_key, raw)
     replay = replays.find(key)
+    if replay is not None and replay.body != digest(raw):
+        raise ApiError(422, "invalid_request", "this Idempotency-Key was sent with another body: a retry sends the "
+                       "same body, a new request a new key", code="idempotency_key_reused")
     if replay is not None:
         return _StartedTurn(replay.task, replay.completion_id, replay.created, None)
     inbound = Inbound("openai", session.removeprefix("openai:"), conversation.query, session_key=session,
@@ -109,14 +124,21 @@ async def _start_turn(request: Request, body: CompletionRequest, id_prefix: str,
     sink = TurnEvents() if body.stream else None
     task = submit_turn(request, inbound, sink)
     started = _StartedTurn(task, id_prefix + uuid.uuid4().hex[:24], int(time.time()), sink)
-    replays.keep(key, task, started.id, started.created)
+    replays.keep(key, task, started.id, started.created, raw)
     if sink is not None:
-        sink.follow(task)
+        sink.follow(task, on_leave=lambda: _stop_left_turn(request, task, key))
     return started
 
 
+def _stop_left_turn(request: Request, task: asyncio.Task[TurnOutcome], key: tuple[str, str]) -> None:
+    """The client left its stream before the answer (Ctrl+C in aider, Stop in a UI): stop the turn as the web
+    chat's Stop does, so a local model is not kept busy for an answer nobody reads."""
+    if turns_of(request).stop_turn(task):
+        _state(request).replays.forget(key, task)
+
+
 @router.post("/chat/completions", response_model=out.ChatCompletion,
-             responses={**MODEL_FAILED, 200: {"content": {"text/event-stream": {}},
+             responses={**TURN_ERRORS, 200: {"content": {"text/event-stream": {}},
                                               "description": "The completion, or its chunks when streamed"}})
 async def chat_completions(body: CompletionRequest, request: Request, response: Response,
                            x_session_id: str | None = Header(None, max_length=128),
@@ -133,7 +155,7 @@ async def chat_completions(body: CompletionRequest, request: Request, response: 
     return out.completion_body(result, turn.id, turn.created)
 
 
-@router.post("/responses", responses={**MODEL_FAILED, 200: {
+@router.post("/responses", responses={**TURN_ERRORS, 200: {
     "content": {"text/event-stream": {}}, "description": "The response, or its events when streamed"}})
 async def responses(body: ResponsesRequest, request: Request, response: Response,
                     x_session_id: str | None = Header(None, max_length=128),
@@ -228,11 +250,19 @@ def _opted_in(header: str | None) -> bool:
 
 def _answered(outcome: TurnOutcome) -> Any:
     result = result_of(outcome)
+    if result.stop_reason == "error" and result.context_full:  # OpenAI's overflow: litellm, aider trim on it
+        raise ApiError(400, "invalid_request", result.text, param="messages", code=CONTEXT_FULL)
     if result.stop_reason == "error":
         raise ApiError(502, "model_error", result.text, NO_RETRY)
     if result.stop_reason == "refused":
         raise ApiError(400, "invalid_request", result.text, param=result.param, code="unsupported_parameter")
     return result
+
+
+async def _context_full(task: asyncio.Task[TurnOutcome]) -> bool:
+    """Whether the turn failed for want of room in the context window (its result follows its last event)."""
+    result = (await outcome_of(task)).result
+    return result is not None and result.context_full
 
 
 def _stream(chunks: AsyncIterator[bytes]) -> StreamingResponse:
@@ -267,8 +297,9 @@ async def _closing(maker: out.ChunkMaker, final: FinalAnswer, streamed: bool, ta
                    include_usage: bool) -> AsyncIterator[bytes]:
     """The end of a stream: the answer's rest, its tool calls, the finish reason, the usage, [DONE]."""
     if final.stop_reason in ("error", "refused"):  # the openai client raises this as an APIError
+        code = CONTEXT_FULL if await _context_full(task) else None
         yield frame({"error": {"message": final.text, "type": "model_error" if final.stop_reason == "error"
-                               else "invalid_request", "param": None, "code": None}})
+                               and code is None else "invalid_request", "param": None, "code": code}})
     else:
         if not streamed and final.text:  # a provider that did not stream: the answer in one piece
             yield frame(maker.delta({"content": final.text}))
@@ -298,8 +329,9 @@ async def _response_events(writer: EventWriter, turn: _StartedTurn) -> AsyncIter
             for delta in writer.text_delta(event.text):
                 yield _event_frame(delta)
         elif isinstance(event, FinalAnswer) and event.stop_reason in ("error", "refused"):
-            yield _event_frame(writer.failed(event.text, "server_error" if event.stop_reason == "error"
-                                             else "invalid_request"))
+            code = CONTEXT_FULL_EVENT if await _context_full(turn.task) else None
+            yield _event_frame(writer.failed(event.text, code or ("server_error" if event.stop_reason == "error"
+                                                                  else "invalid_request")))
             return
     outcome = await outcome_of(turn.task)
     result = outcome.result
@@ -308,7 +340,8 @@ async def _response_events(writer: EventWriter, turn: _StartedTurn) -> AsyncIter
         for opening in writer.opening():
             yield _event_frame(opening)
     if result is None or result.stop_reason in ("error", "refused"):
-        yield _event_frame(writer.failed(result.text if result else outcome.error or "the turn failed"))
+        yield _event_frame(writer.failed(result.text if result else outcome.error or "the turn failed",
+                                         CONTEXT_FULL_EVENT if result and result.context_full else "server_error"))
         return
     for closing in writer.closing(result.stop_reason, "" if streamed else result.text, result.calls, result.usage):
         yield _event_frame(closing)

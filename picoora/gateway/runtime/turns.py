@@ -10,8 +10,9 @@
   job's run record) runs inside the same task, so the shutdown drain covers it as well.
 - A client that goes away (an HTTP request cancelled) neither cancels nor loses the turn: callers await it
   through ``asyncio.shield`` (``outcome_of``).
-- ``stop(person, session)`` cancels the session's running turn at its user's request (a chat's ``/stop``):
-  it ends as ``stopped_by_user``, its messages kept as for any cancelled turn.
+- ``stop(person, session)`` cancels the session's running turn at its user's request (a chat's ``/stop``),
+  ``stop_turn(task)`` a given one (an OpenAI client that left its stream): it ends as ``stopped_by_user``,
+  its messages kept as for any cancelled turn.
 - Shutdown: ``stop_accepting`` refuses new turns (``ShuttingDown``); ``drain(deadline)`` waits for every
   turn in flight up to the deadline, then cancels the rest, which end as ``cut_off`` (the agent keeps a
   cancelled turn's messages) and still get their ``then``, bounded by ``CUT_OFF_REPLY_SECONDS``.
@@ -113,7 +114,12 @@ class TurnService:
         """Cancel the turn ``person``'s ``session`` is running now (the turns queued after it still run);
         False when it runs none."""
         task = self._running.get((person, session))
-        if task is None or task.done():
+        return task is not None and self.stop_turn(task)
+
+    def stop_turn(self, task: asyncio.Task[TurnOutcome]) -> bool:
+        """Cancel ``task``, running or queued, as ``stop`` does (an OpenAI client that left its stream);
+        False when it has ended."""
+        if task.done() or task not in self._tasks:
             return False
         self._stopped.add(task)
         task.cancel()
