@@ -64,21 +64,24 @@ def _with_tasks(check) -> None:
 
 def test_keys_name_the_person_and_the_header_or_the_body():
     body = b'{"messages": []}'
-    assert Replays.key("ana", "k-1", body) != Replays.key("ben", "k-1", body)  # one person's key is not another's
-    assert Replays.key("ana", None, body) != Replays.key("ben", None, body)
-    assert Replays.key("ana", "k-1", body) == Replays.key("ana", "k-1", b"another body")  # the header decides
-    assert Replays.key("ana", None, body) != Replays.key("ana", None, b"another body")
-    assert Replays.key("ana", "", body) == Replays.key("ana", None, body)  # an empty header is no header
-    assert Replays.key("ana", None, body)[1] != Replays.key("ana", "k-1", body)[1]
+    # one person's key is not another's
+    assert Replays.key("ana", "s1", "k-1", body) != Replays.key("ben", "s1", "k-1", body)
+    assert Replays.key("ana", "s1", None, body) != Replays.key("ben", "s1", None, body)
+    # the header decides
+    assert Replays.key("ana", "s1", "k-1", body) == Replays.key("ana", "s1", "k-1", b"another body")
+    assert Replays.key("ana", "s1", None, body) != Replays.key("ana", "s1", None, b"another body")
+    assert Replays.key("ana", "s1", "", body) == Replays.key("ana", "s1", None, body)  # an empty header is no header
+    assert Replays.key("ana", "s1", None, body)[1] != Replays.key("ana", "s1", "k-1", body)[1]
+    assert Replays.key("ana", "s1", None, body) != Replays.key("ana", "s2", None, body)  # a body per conversation
 
 
 def test_an_idempotency_key_replays_any_outcome_for_key_seconds_to_the_instant(clock):
     async def check(make_task):
         replays = Replays()
-        key = Replays.key("ana", "k-1", b"{}")
+        key = Replays.key("ana", "s1", "k-1", b"{}")
         task = make_task("answer")
         await asyncio.sleep(0)
-        replays.keep(key, task, "chatcmpl-1", 42)
+        replays.keep(key, task, "chatcmpl-1", 42, b"{}")
         clock.now += KEY_SECONDS
         found = replays.find(key)
         assert found is not None and (found.task, found.completion_id, found.created) == (task, "chatcmpl-1", 42)
@@ -96,12 +99,12 @@ def test_an_idempotency_key_replays_any_outcome_for_key_seconds_to_the_instant(c
 def test_a_body_is_replayed_while_it_runs_or_after_it_failed_but_not_once_answered(clock, outcome, replayed):
     async def check(make_task):
         replays = Replays()
-        key = Replays.key("ana", None, b'{"messages": [1]}')
+        key = Replays.key("ana", "s1", None, b'{"messages": [1]}')
         task = make_task("running" if outcome == "cancelled" else outcome)
         if outcome == "cancelled":
             task.cancel()
         await asyncio.sleep(0.01)
-        replays.keep(key, task, "chatcmpl-1", 42)
+        replays.keep(key, task, "chatcmpl-1", 42, b"{}")
         assert (replays.find(key) is not None) == replayed
 
     _with_tasks(check)
@@ -110,8 +113,8 @@ def test_a_body_is_replayed_while_it_runs_or_after_it_failed_but_not_once_answer
 def test_a_failed_body_is_replayed_for_body_seconds_to_the_instant(clock):
     async def check(make_task):
         replays = Replays()
-        key = Replays.key("ana", None, b'{"messages": [1]}')
-        replays.keep(key, make_task("failed"), "chatcmpl-1", 42)
+        key = Replays.key("ana", "s1", None, b'{"messages": [1]}')
+        replays.keep(key, make_task("failed"), "chatcmpl-1", 42, b"{}")
         clock.now += BODY_SECONDS
         assert replays.find(key) is not None
         clock.now += 0.001
@@ -124,14 +127,14 @@ def test_at_most_max_kept_the_oldest_forgotten_first_and_a_kept_one_made_newest_
     async def check(make_task):
         replays = Replays()
         task = make_task("running")
-        keys = [Replays.key("ana", f"k-{n}", b"") for n in range(MAX_KEPT + 2)]
+        keys = [Replays.key("ana", "s1", f"k-{n}", b"") for n in range(MAX_KEPT + 2)]
         for key in keys[:MAX_KEPT]:
-            replays.keep(key, task, "c", 1)
+            replays.keep(key, task, "c", 1, b"{}")
         assert all(replays.find(key) is not None for key in keys[:MAX_KEPT])  # exactly MAX_KEPT: all kept
-        replays.keep(keys[0], task, "c", 1)  # kept again: the newest, not the first to go
-        replays.keep(keys[MAX_KEPT], task, "c", 1)
+        replays.keep(keys[0], task, "c", 1, b"{}")  # kept again: the newest, not the first to go
+        replays.keep(keys[MAX_KEPT], task, "c", 1, b"{}")
         assert replays.find(keys[1]) is None and replays.find(keys[0]) is not None
-        replays.keep(keys[MAX_KEPT + 1], task, "c", 1)
+        replays.keep(keys[MAX_KEPT + 1], task, "c", 1, b"{}")
         assert replays.find(keys[2]) is None
         assert sum(replays.find(key) is not None for key in keys) == MAX_KEPT
 
