@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from picoora.agent.events import EventSink
     from picoora.agent.loop import Approve
     from picoora.config import Config
-    from picoora.docs.adding import Outcome
+    from picoora.docs.adding import Outcome, PagesCheck
     from picoora.llm.pool import ModelChoice, ModelPool
     from picoora.messages import Image
     from picoora.session_models import SessionModel
@@ -273,7 +273,8 @@ class Assistant:
 
         fetching = (guest_tool_settings(self.config) if self.person else self.config).tools.web_fetch
         try:
-            return await self.astore.run(add_sources, self.astore.store, fetching, sources, shared=shared)
+            return await self.astore.run(add_sources, self.astore.store, fetching, sources, shared=shared,
+                                         check=self._document_check())
         finally:
             self._documents_changed()
 
@@ -281,9 +282,16 @@ class Assistant:
         from picoora.docs.adding import add_upload
 
         try:
-            return await self.astore.run(add_upload, self.astore.store, name, data, shared=shared)
+            return await self.astore.run(add_upload, self.astore.store, name, data, shared=shared,
+                                         check=self._document_check())
         finally:
             self._documents_changed()
+
+    def _document_check(self) -> PagesCheck | None:
+        """A guest's documents are bounded in chunks: each is embedded on the owner's CPU."""
+        from picoora.docs.adding import GUEST_MAX_CHUNKS, chunk_limit
+
+        return chunk_limit(self.config.docs, GUEST_MAX_CHUNKS) if self.person else None
 
     def _documents_changed(self) -> None:
         """search_docs is offered from the next turn on, not after its presence check expires (the people's

@@ -1,7 +1,8 @@
 """What a turn sends out of the process, made safe in one place for every front door.
 
 ``Assistant.ask`` passes each turn's events and its result through an ``Outward``: every text they carry
-(streamed tokens, notices, tool results, the final answer, an error) is scrubbed of the config's secrets
+(streamed tokens, notices, tool results, the final answer, an error, the arguments of a tool call: the web
+chat shows them, a client of the OpenAI endpoint receives its own tools' calls) is scrubbed of the config's secrets
 (``picoora.secrets.scrub``), so a provider error that echoes an API key reaches no HTTP client, chat or
 terminal. For a person other than the owner a failed turn says only ``GUEST_FAILURE``: provider errors
 name URLs, models and paths of the owner's machine; the real reason goes to the gateway's log.
@@ -15,12 +16,13 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from picoora.agent.events import ErrorEvent, FinalAnswer, ReasoningEvent, TokenEvent
-from picoora.secrets import StreamScrubber, meaningful, scrub
+from picoora.agent.events import ErrorEvent, FinalAnswer, ReasoningEvent, TokenEvent, ToolCallStarted
+from picoora.secrets import StreamScrubber, meaningful, scrub, scrub_tree
 
 if TYPE_CHECKING:
     from picoora.agent import TurnResult
     from picoora.agent.events import Event, EventSink
+    from picoora.messages import ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,11 @@ class Outward:
     def text(self, text: str) -> str:
         return scrub(text, self._secrets) if self._secrets else text
 
+    def calls(self, calls: list[ToolCall]) -> list[ToolCall]:
+        if not self._secrets:
+            return calls
+        return [dataclasses.replace(call, arguments=scrub_tree(call.arguments, self._secrets)) for call in calls]
+
     def event(self, event: Event) -> Event:
         if self.guest and isinstance(event, ErrorEvent):
             return dataclasses.replace(event, message=GUEST_FAILURE)
@@ -54,6 +61,10 @@ class Outward:
             value = getattr(event, name, None)
             if isinstance(value, str) and (clean := self.text(value)) != value:
                 changed[name] = clean
+        if isinstance(event, ToolCallStarted):
+            changed["arguments"] = scrub_tree(event.arguments, self._secrets)
+        if isinstance(event, FinalAnswer) and event.calls:
+            changed["calls"] = self.calls(event.calls)
         return dataclasses.replace(event, **changed) if changed else event
 
     def sink(self, on_event: EventSink | None) -> EventSink | None:
@@ -68,7 +79,7 @@ class Outward:
         if self.guest and result.stop_reason == "error":
             log.warning("a guest's turn failed (they were told the model is unavailable): %s", self.text(result.text))
             return dataclasses.replace(result, text=GUEST_FAILURE)
-        return dataclasses.replace(result, text=self.text(result.text))
+        return dataclasses.replace(result, text=self.text(result.text), calls=self.calls(result.calls))
 
 
 class _StreamingSink:

@@ -87,13 +87,17 @@ def meaningful(secrets: Iterable[str]) -> list[str]:
 
 
 class Scrubber:
-    """A reusable ``scrub`` for one set of secrets (the patterns are built once)."""
+    """A reusable ``scrub`` for one set of secrets (the patterns are built once). ``ignore_case``: for texts
+    that may have lower-cased a secret (a host name in a DNS error)."""
 
-    def __init__(self, secrets: Iterable[str]):
+    def __init__(self, secrets: Iterable[str], *, ignore_case: bool = False):
         forms = {form for secret in meaningful(secrets) for form in encoded_forms(secret)}
         # Longest first, so a secret containing another is replaced whole.
         self._forms = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, self._forms))) if self._forms else None
+        self._folded = [form.casefold() for form in self._forms]
+        self._ignore_case = ignore_case
+        flags = re.IGNORECASE if ignore_case else 0
+        self._pattern = re.compile("|".join(map(re.escape, self._forms)), flags) if self._forms else None
 
     @property
     def forms(self) -> list[str]:
@@ -104,9 +108,16 @@ class Scrubber:
             return text
         # The alternation tries every form at every position (milliseconds for a 20 KB answer); a substring
         # test per form is a fast scan, so a long text runs it only when it holds a secret.
-        if len(text) > _PREFILTER_CHARS and not any(form in text for form in self._forms):
+        if len(text) > _PREFILTER_CHARS and not self.found_in(text):
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def found_in(self, text: str) -> bool:
+        """Whether ``text`` holds a known form of a secret (case-insensitively when so built)."""
+        if self._ignore_case:
+            folded = text.casefold()
+            return any(form in folded for form in self._folded)
+        return any(form in text for form in self._forms)
 
 
 class StreamScrubber:
@@ -134,14 +145,45 @@ class StreamScrubber:
 
 
 @functools.lru_cache(maxsize=8)
-def _scrubber(secrets: tuple[str, ...]) -> Scrubber:
-    return Scrubber(secrets)
+def _scrubber(secrets: tuple[str, ...], ignore_case: bool = False) -> Scrubber:
+    return Scrubber(secrets, ignore_case=ignore_case)
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
+def scrub(text: str, secrets: Iterable[str], *, ignore_case: bool = False) -> str:
     """``text`` with every known secret value, and its likely encodings, replaced by ``***``.
     The pattern for a set of secrets is built once (a process has one config)."""
-    return _scrubber(tuple(meaningful(secrets)))(text)
+    return _scrubber(tuple(meaningful(secrets)), ignore_case)(text)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string in a JSON-like tree, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def holds_secret(value: Any, secrets: Iterable[str]) -> bool:
+    """Whether a JSON-like tree (a tool call's arguments) holds a known secret in any form ``scrub`` knows,
+    in any letter case: a host name, a search query or a stored note need not keep the case to leak it."""
+    scrubber = _scrubber(tuple(meaningful(secrets)), True)
+    return any(scrubber.found_in(text) for text in _strings(value))
+
+
+def scrub_tree(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of a JSON-like tree (a tool call's arguments) with every string, keys included, scrubbed."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {scrub_tree(key, secrets): scrub_tree(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub_tree(item, secrets) for item in value]
+    return value
 
 
 def redact_tree(value: Any) -> Any:

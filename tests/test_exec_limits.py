@@ -35,11 +35,11 @@ def who(request):
     return request.param
 
 
-def _run(tmp_path, monkeypatch, who, commands, **exec_settings):
+def _run(tmp_path, monkeypatch, who, commands, tools=None, **exec_settings):
     require_sandbox()
     with _home(tmp_path, who) as (home, as_user):
         monkeypatch.setenv("PICOORA_HOME", str(home))
-        results, _ = run_attacks(home, commands, as_user=as_user, exec={**SMALL, **exec_settings})
+        results, _ = run_attacks(home, commands, as_user=as_user, exec={**SMALL, **exec_settings}, **(tools or {}))
         workspace = home / "workspace"
         sizes = {p.name: p.stat().st_size for p in workspace.iterdir() if p.is_file()}
         return results, sizes
@@ -74,7 +74,7 @@ def test_one_file_stops_at_the_file_size_limit_and_a_setting_raises_it(tmp_path,
 def test_a_disk_fill_of_small_files_is_stopped(tmp_path, monkeypatch, who):
     command = "i=0; while [ $i -lt 200 ]; do head -c 2000000 /dev/zero > fill$i; i=$((i+1)); done; echo finished"
     results, sizes = _run(tmp_path, monkeypatch, who, [command])
-    assert "Command stopped: it wrote more than 40 MiB to the disk (tools.exec.max_disk_mb" in results[command]
+    assert "Command stopped: it filled the workspace past exec's disk limit (40 MiB in all" in results[command]
     assert "finished" not in results[command]
     assert sum(sizes.values()) < 200 * 2_000_000 / 2  # stopped well before the end
 
@@ -113,7 +113,7 @@ def test_space_reserved_without_writing_counts_against_the_disk_limit(tmp_path, 
     """fallocate reserves blocks no write counter sees: 800 MB stayed on disk against a 512 MB limit."""
     command = "i=0; while [ $i -lt 30 ]; do fallocate -l 4M r$i; i=$((i+1)); done; sleep 5; echo survived"
     results, _ = _run(tmp_path, monkeypatch, who, [command])
-    assert "Command stopped: it wrote more than 40 MiB to the disk (tools.exec.max_disk_mb" in results[command]
+    assert "Command stopped: it filled the workspace past exec's disk limit (40 MiB in all" in results[command]
     assert "survived" not in results[command]
 
 
@@ -163,3 +163,22 @@ def test_another_program_writing_meanwhile_does_not_stop_a_command(tmp_path):
         writer.join()
     assert (tmp_path / "other.bin").stat().st_size == 60_000_000
     assert result.content.startswith("survived") and not result.is_error
+
+
+def test_the_disk_limit_holds_for_the_workspace_across_calls(tmp_path, monkeypatch, who):
+    """Files stay across calls: three calls of 495 MB each passed a 512 MB limit counted per call."""
+    fill = "i=0; while [ $i -lt 4 ]; do head -c 4000000 /dev/zero > {tag}$i; i=$((i+1)); done; echo wrote-{tag}"
+    commands = [fill.format(tag=tag) for tag in ("a", "b", "c")] + ["echo still-runs"]
+    results, sizes = _run(tmp_path, monkeypatch, who, commands, {"max_parallel_calls_per_turn": 1})
+    assert "wrote-a" in results[commands[0]] and "wrote-b" in results[commands[1]]
+    assert "Command stopped: it filled the workspace past exec's disk limit (40 MiB in all" in results[commands[2]]
+    assert "Command not run: the workspace already takes" in results[commands[3]]
+    assert "still-runs" not in results[commands[3]]
+
+
+def test_a_burst_of_reservations_between_two_polls_is_caught_when_the_command_ends(tmp_path, monkeypatch, who):
+    """8 parallel fallocate of 99 MB reserved 793 MB against 512 MiB and the call ended with exit code 0."""
+    command = "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do fallocate -l 4M burst$i & done; wait; echo reserved"
+    results, _ = _run(tmp_path, monkeypatch, who, [command])
+    assert "Command stopped: it filled the workspace past exec's disk limit (40 MiB in all" in results[command]
+    assert "Exit code: 0" not in results[command]

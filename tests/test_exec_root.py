@@ -82,7 +82,7 @@ def test_status_says_what_exec_can_reach(tmp_path, monkeypatch, who):
         assert "the gateway runs as root, commands as uid 65534 (nobody) with no capabilities" in line
     else:
         assert "running as uid 65534: no capabilities" in line
-    assert "at most 256 processes, 1024 MiB memory, 100 MiB per file, 512 MiB written" in line
+    assert "at most 256 processes, 1024 MiB memory, 100 MiB per file, 512 MiB of workspace" in line
     from picoora.tools.exec_cgroup import enforcement
 
     # Which of those limits hold for the whole tree: a user's gateway makes no cgroup.

@@ -67,6 +67,22 @@ def test_upload_list_search_delete_and_a_guest_sees_only_theirs_and_the_shared(g
     assert owner.get("/v1/docs/search", params={"q": "safe combination 31-41-59"}).json()["hits"] == []
 
 
+def test_a_guests_document_is_bounded_in_chunks(gw):
+    """A guest's 990 KB text file made 2,995 chunks and took 9 minutes of both cores to embed."""
+    from picoora.docs.adding import GUEST_MAX_CHUNKS
+
+    _, alice_token = ApiTokens(gw.gateway.assistant.store, gw.config).create("alice")
+    alice = _client(gw, alice_token)
+    text = " ".join(f"Sentence number {n} says the ferns need water." for n in range(4000)).encode()  # ~490 chunks
+    refused = alice.post("/v1/docs", files={"file": ("long.txt", text)})
+    assert refused.status_code == 400
+    message = refused.json()["error"]["message"]
+    assert f"more than the {GUEST_MAX_CHUNKS} a guest's document may have" in message
+    assert alice.get("/v1/docs").json() == {"documents": []}
+    short = alice.post("/v1/docs", files={"file": ("short.txt", text[:20_000])})
+    assert short.status_code == 200, short.text
+
+
 def test_bad_uploads_and_urls_are_clear_errors(gw):
     owner = _client(gw, TOKEN)
     broken = owner.post("/v1/docs", files={"file": ("x.pdf", b"%PDF-1.4 garbage")})

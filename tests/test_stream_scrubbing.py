@@ -58,8 +58,33 @@ def test_the_outward_sink_holds_a_split_secret_and_sends_the_rest_before_the_nex
         assert [e.seq for e in sent] == list(range(1, len(sent) + 1))  # ids stay unique and in order
 
 
+def test_tool_call_arguments_are_scrubbed_in_events_and_results():
+    """The web chat shows a call's arguments; an OpenAI client receives its own tools' calls."""
+    from picoora.agent import TurnResult
+    from picoora.llm.base import Usage
+    from picoora.messages import ToolCall
+
+    outward = Outward([SECRET])
+    arguments = {"q": f"find {SECRET}", "list": [SECRET], SECRET: 1}
+    clean = {"q": f"find {REDACTED}", "list": [REDACTED], REDACTED: 1}
+    started = outward.event(ToolCallStarted("s", call_id="c", name="lookup", arguments=arguments))
+    assert started.arguments == clean and arguments["q"] == f"find {SECRET}"  # a copy: the loop's call is kept
+    calls = [ToolCall("c", "lookup", arguments)]
+    final = outward.event(FinalAnswer("s", text="", stop_reason="tool_calls", calls=calls))
+    assert final.calls[0].arguments == clean
+    result = outward.result(TurnResult(text="", stop_reason="tool_calls", iterations=1, tool_calls=0, usage=Usage(),
+                                       calls=calls))
+    assert result.calls[0].arguments == clean
+
+
 def _respond(body: dict) -> Reply:
-    """'split N': the secret in two pieces, cut N characters into the text."""
+    """'split N': the secret in two pieces, cut N characters into the text. 'call TOOL': a call of TOOL with
+    the secret in its arguments, then (after its result) a plain answer."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Reply(content="done")
+    if last["content"].startswith("call "):
+        return Reply(tool_calls=[(last["content"].split()[1], {"query": f"look up {SECRET}"})])
     offset = int(body["messages"][-1]["content"].split()[1])
     text = BEFORE + SECRET + AFTER
     return Reply(content=text, pieces=_split(text, offset))
@@ -119,3 +144,41 @@ def test_the_transcript_and_the_history_api_hold_no_secret(gw):
     stored = [path for path in gw.home.rglob("*") if path.is_file()]
     assert any("transcripts" in path.parts for path in stored)  # the transcripts are among them
     assert not any(SECRET.encode() in path.read_bytes() for path in stored)
+
+
+def _client_tool() -> dict:
+    parameters = {"type": "object", "properties": {"query": {"type": "string"}}}
+    return {"type": "function", "function": {"name": "lookup", "description": "Look up.", "parameters": parameters}}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_openai_endpoint_hands_back_tool_calls_without_the_secret(gw, stream):
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key=TOKEN, timeout=30, max_retries=0)
+    request = {"model": "picoora", "messages": [{"role": "user", "content": "call lookup"}], "tools": [_client_tool()]}
+    if stream:
+        chunks = list(client.chat.completions.create(stream=True, **request))
+        calls = [call for c in chunks if c.choices for call in c.choices[0].delta.tool_calls or []]
+    else:
+        calls = client.chat.completions.create(**request).choices[0].message.tool_calls or []
+    assert [json.loads(call.function.arguments) for call in calls] == [{"query": f"look up {REDACTED}"}]
+
+
+def test_the_responses_endpoint_hands_back_tool_calls_without_the_secret(gw):
+    with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+        response = http.post("/v1/responses", json={"model": "picoora", "input": "call lookup", "tools": [
+            {"type": "function", "name": "lookup", "parameters": {"type": "object"}}]})
+    calls = [item for item in response.json()["output"] if item["type"] == "function_call"]
+    assert [json.loads(call["arguments"]) for call in calls] == [{"query": f"look up {REDACTED}"}]
+
+
+def test_the_web_chat_shows_a_tool_call_without_the_secret_and_the_tool_refuses_it(gw):
+    with httpx.Client(base_url=gw.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http:
+        with http.stream("POST", "/v1/chat", json={"session_id": "tool", "text": "call web_search",
+                                                   "stream": True}) as response:
+            body = "".join(response.iter_text())
+    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    started = [e for e in events if e["type"] == "tool_call_started"]
+    finished = [e for e in events if e["type"] == "tool_call_finished"]
+    assert [e["arguments"] for e in started] == [{"query": f"look up {REDACTED}"}]
+    assert not finished[0]["ok"] and "hold a secret" in finished[0]["result"]
+    assert SECRET[:6] not in body

@@ -40,10 +40,27 @@ class Broken(Tool):
         raise RuntimeError(f"disk on fire while handling {args.text}")  # type: ignore[attr-defined]
 
 
+class Leaky(Tool):
+    """A tool whose output holds a secret it came across (an environment dump): ``{0}`` in the text is the
+    first configured secret; an error when the text starts with ``fail:``, lower-cased as a DNS lookup's
+    error names a host."""
+
+    name = "leaky"
+    description = "Shows what it finds."
+    Args = EchoArgs
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        text = args.text.format(*ctx.secrets)  # type: ignore[attr-defined]
+        if text.startswith("fail:"):
+            return ToolResult.error(text.lower())
+        return ToolResult(text)
+
+
 def registry(max_result_chars: int = 60_000) -> ToolRegistry:
     reg = ToolRegistry(max_result_chars=max_result_chars)
     reg.register(Echo())
     reg.register(Broken())
+    reg.register(Leaky())
     return reg
 
 
@@ -53,7 +70,7 @@ def run(reg: ToolRegistry, name: str, raw_args, ctx: ToolContext) -> ToolResult:
 
 def test_schemas_are_sorted_and_come_from_the_args_model():
     reg = registry()
-    assert reg.names() == ["broken", "echo"]
+    assert reg.names() == ["broken", "echo", "leaky"]
     echo = reg.schemas()[1]
     assert echo["type"] == "function"
     assert echo["function"]["name"] == "echo"
@@ -79,7 +96,7 @@ def test_json_text_arguments_are_accepted(tmp_path):
 def test_unknown_tool_names_the_available_ones(tmp_path):
     result = run(registry(), "delete_everything", {}, make_ctx(tmp_path))
     assert result.is_error
-    assert result.content == 'Error: tool "delete_everything" not found. Available tools: broken, echo'
+    assert result.content == 'Error: tool "delete_everything" not found. Available tools: broken, echo, leaky'
 
 
 def test_missing_and_wrong_fields_are_listed(tmp_path):
@@ -119,9 +136,33 @@ def test_an_error_line_names_no_absolute_path_of_the_host(tmp_path, isolated_hom
 
 
 def test_secrets_are_scrubbed_from_results_and_errors(tmp_path):
-    ctx = make_ctx(tmp_path, secrets=["sk-abcdef", "sk-abcdef-longer", "ab"])
-    assert run(registry(), "echo", {"text": "key=sk-abcdef-longer ab"}, ctx).content == "key=*** ab"
-    assert "sk-abcdef" not in run(registry(), "broken", {"text": "sk-abcdef"}, ctx).content
+    ctx = make_ctx(tmp_path, secrets=["sk-abcdef-longer", "sk-abcdef", "ab"])
+    assert run(registry(), "leaky", {"text": "key={0} ab"}, ctx).content == "key=*** ab"
+    # A lookup lower-cases a host name: an error is scrubbed in any letter case.
+    ctx = make_ctx(tmp_path, secrets=["SK-ABCDEF"])
+    error = run(registry(), "leaky", {"text": "fail: cannot resolve host {0}.example.com"}, ctx)
+    assert error.is_error and error.content.endswith("fail: cannot resolve host ***.example.com")
+
+
+@pytest.mark.parametrize("arguments", [
+    {"text": "key sk-Secret-Value-123"},  # as is
+    {"text": "SK-SECRET-VALUE-123.example.com"},  # upper-cased (a host name's case does not matter)
+    {"text": "c2stU2VjcmV0LVZhbHVlLTEyMw=="},  # base64
+    {"text": "x", "sk-secret-value-123": 1},  # a key
+    '{"text": "sk-Secret-Value-123"}',  # the JSON text a provider handed over
+])
+def test_a_call_whose_arguments_hold_a_secret_is_refused_before_the_tool_runs(tmp_path, arguments):
+    asked: list = []
+
+    async def approve(name, args):
+        asked.append(name)
+
+    ctx = make_ctx(tmp_path, secrets=["sk-Secret-Value-123"])
+    ctx.approve = approve
+    result = run(registry(), "echo", arguments, ctx)
+    assert result.is_error and "refused: the arguments of echo hold a secret" in result.content
+    assert "ecret" not in result.content.replace("secret from", "") and asked == []
+    assert not run(registry(), "echo", {"text": "sk-Secret-Value-12"}, ctx).is_error  # not the secret
 
 
 def test_results_over_the_cap_are_cut_and_kept_whole(tmp_path):

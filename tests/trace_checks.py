@@ -17,7 +17,7 @@ FACT = "The user's dentist is Dr. Alvarez on Rua Augusta"
 
 def run_traced_turn(store: Store, workspace: Any) -> str:
     """Store a fact, then a turn that recalls it automatically and calls ``recall`` with a secret in its
-    arguments; returns the turn id."""
+    arguments (which the registry refuses); returns the turn id."""
     store.memories.add(FACT, importance=0.8)
     llm = ScriptedLLM(calls(("recall", {"query": f"Alvarez dentist {SECRET}"})), answer("Dr. Alvarez."))
     agent = Agent(store=store, llm=llm, tools=memory_registry(), settings=AgentDefaults(), workspace=workspace,
@@ -35,7 +35,7 @@ def check_trace(data: dict[str, Any], turn_id: str) -> None:
     assert {"prompt_tokens", "completion_tokens", "started_at"} <= set(data)
     assert any(FACT in m["content"] and m["score"] > 0 for m in data["recalled"])
     [call] = data["tool_calls"]
-    assert call["name"] == "recall" and call["ok"] is True and call["duration_ms"] >= 0
+    assert call["name"] == "recall" and call["ok"] is False and call["duration_ms"] >= 0
     assert call["arguments"]["query"].startswith("Alvarez dentist ")
-    assert "Alvarez" in call["result_preview"]
+    assert "hold a secret" in call["result_preview"]
     assert SECRET not in repr(data)  # scrubbed before it was kept

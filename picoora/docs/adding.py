@@ -13,14 +13,33 @@ from typing import TYPE_CHECKING
 
 from picoora.docs.parsers import SUFFIXES, UnreadableDocument, parse_bytes, parse_file
 from picoora.store.base import DocumentRecord, NewDocument, StoreError
+from picoora.store.chunker import chunk_pages
 
 if TYPE_CHECKING:
-    from picoora.config import WebFetchConfig
+    from picoora.config import DocsConfig, WebFetchConfig
     from picoora.store.base import DocPage
     from picoora.store.protocol import Store
 
 MAX_FILE_BYTES = 50_000_000  # a bigger file is refused before it is read
 BATCH_CHARS = 2_000_000  # text stored per batch: enough chunks for the bulk workers, bounded memory
+# A guest's document, in chunks (each embedded, on this machine's CPU): a 990 KB text file made 2,995 and took
+# 9 minutes of both cores. 300 is about 100 KB of prose, a minute or so.
+GUEST_MAX_CHUNKS = 300
+
+PagesCheck = Callable[[list["DocPage"]], None]  # raises UnreadableDocument for a document not to be added
+
+
+def chunk_limit(docs: DocsConfig, max_chunks: int) -> PagesCheck:
+    """A check refusing a document that the store would cut into more than ``max_chunks`` chunks (counted by
+    words, as the store cuts them; its token bound can only add more)."""
+
+    def check(pages: list[DocPage]) -> None:
+        count = len(chunk_pages(pages, docs.chunk_by, docs.chunk_size, docs.chunk_overlap))
+        if count > max_chunks:
+            raise UnreadableDocument(f"it would make {count} chunks to index, more than the {max_chunks} a guest's "
+                                     "document may have: send a shorter part of it")
+
+    return check
 
 
 @dataclass
@@ -85,9 +104,11 @@ def fetch_url(url: str, cfg: WebFetchConfig) -> tuple[str, list[DocPage]]:
 
 def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, shared: bool = False,
                 on_outcome: Callable[[Outcome], None] | None = None,
-                progress: Callable[[int, int], None] | None = None) -> list[Outcome]:
+                progress: Callable[[int, int], None] | None = None,
+                check: PagesCheck | None = None) -> list[Outcome]:
     """Add every document ``sources`` name; ``progress`` gets (documents done, documents in all). Documents are
-    read one by one and stored in batches (``BATCH_CHARS`` of text), whose chunks are embedded together."""
+    read one by one and stored in batches (``BATCH_CHARS`` of text), whose chunks are embedded together.
+    ``check`` (a guest's ``chunk_limit``) may refuse a document once it is read."""
     todo = list(expand(sources))
     outcomes: list[Outcome] = []
     batch: list[NewDocument] = []
@@ -108,6 +129,8 @@ def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, s
     for source, path in todo:
         try:
             title, pages = read_source(source, path, fetching)
+            if check is not None:
+                check(pages)
         except UnreadableDocument as exc:
             report(Outcome(source, "failed", error=str(exc)))
             continue
@@ -118,11 +141,14 @@ def add_sources(store: Store, fetching: WebFetchConfig, sources: list[str], *, s
     return outcomes
 
 
-def add_upload(store: Store, name: str, data: bytes, *, shared: bool = False) -> Outcome:
+def add_upload(store: Store, name: str, data: bytes, *, shared: bool = False,
+               check: PagesCheck | None = None) -> Outcome:
     """An uploaded file (the HTTP door): its name says the format and is its source."""
     source = Path(name).name or "upload"
     try:
         title, pages = parse_bytes(data, Path(source).suffix, Path(source).stem)
+        if check is not None:
+            check(pages)
         result = store.documents.add(f"upload:{source}", title, pages, shared=shared)
     except (UnreadableDocument, StoreError, ValueError) as exc:
         return Outcome(source, "failed", error=str(exc))

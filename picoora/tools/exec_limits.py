@@ -9,6 +9,9 @@ No single mechanism holds for a user and for root, so there are three layers:
   ``RLIMIT_NPROC`` whatever its capabilities;
 - for root, a cgroup (``picoora.tools.exec_cgroup``): memory and processes counted for the command's
   whole tree, tmpfs pages included, walls root is not exempt from;
+- the workspace's size, the total exec may fill: files stay across calls and turns, so a command does not
+  start while the workspace holds ``max_disk_mb`` already, and may grow it only by the room left; after it
+  ends the workspace is measured again (a burst of ``fallocate`` can finish between two polls);
 - a watchdog polling while the command runs: the workspace filesystem's free space (no rlimit bounds
   many small files; when it has dropped by the limit, the command's own ``write_bytes`` in /proc and
   the space reserved unwritten in files changed meanwhile (``fallocate``) decide, so another program
@@ -40,6 +43,9 @@ MIB = 1024 * 1024
 WATCH_SECONDS = 0.1
 WALL_HEADROOM = 8  # the kernel's wall on processes, this far above where the watchdog stops the command
 UNWRITTEN_SCAN_LIMIT = 100_000  # files looked at for reserved space, only once the free space fell by the limit
+# Entries measured for the workspace's size; more than this many counts as full (a walk of millions of empty
+# files before every command would be a cost of its own).
+SIZE_SCAN_LIMIT = 200_000
 NICENESS = 10  # commands yield the CPU to the assistant: a busy command (a fork bomb) cannot starve the watchdog
 _MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "out of memory", "std::bad_alloc",
                    "memory allocation of", "Out of memory")
@@ -59,7 +65,7 @@ class ExecLimits:
 
     def describe(self) -> str:
         return (f"{self.processes} processes, {self.memory_bytes // MIB} MiB memory, "
-                f"{self.file_bytes // MIB} MiB per file, {self.disk_bytes // MIB} MiB written per call")
+                f"{self.file_bytes // MIB} MiB per file, {self.disk_bytes // MIB} MiB of workspace")
 
     def prlimit_argv(self, *, own_process_count: bool) -> list[str]:
         """The ``prlimit`` prefix for the command; ``own_process_count`` when the kernel counts the
@@ -164,6 +170,29 @@ def _unwritten_in(path: str, since: float) -> int:
         os.close(fd)
 
 
+def workspace_bytes(folder: Path, stop_at: int) -> int:
+    """The space the files under ``folder`` take (allocated blocks, so reserved space counts), counted until it
+    reaches ``stop_at``; ``stop_at`` too when there are more than ``SIZE_SCAN_LIMIT`` entries."""
+    total = 0
+    seen = 0
+    for base, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            seen += 1
+            if seen > SIZE_SCAN_LIMIT:
+                return stop_at
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(base, name)).st_blocks * 512
+            if total >= stop_at:
+                return total
+    return total
+
+
+def workspace_full(limits: ExecLimits, used: int) -> str:
+    """Why no command starts in a workspace taking ``used`` bytes against the limit."""
+    return (f"the workspace already takes {used // MIB} MiB, at or over exec's disk limit "
+            f"({limits.disk_bytes // MIB} MiB, tools.exec.max_disk_mb): remove files from it or raise the limit")
+
+
 def _free_bytes(path: Path) -> int:
     info = os.statvfs(path)
     return info.f_bavail * info.f_frsize
@@ -172,10 +201,11 @@ def _free_bytes(path: Path) -> int:
 class Watchdog:
     """Checks a running command against the limits that no rlimit enforces (or not for root)."""
 
-    def __init__(self, limits: ExecLimits, workspace: Path, cgroup: CommandCgroup | None):
+    def __init__(self, limits: ExecLimits, workspace: Path, cgroup: CommandCgroup | None, used_at_start: int = 0):
         self.limits = limits
         self.workspace = workspace
         self.cgroup = cgroup
+        self.room = limits.disk_bytes - used_at_start  # what the command may add to the workspace
         self.free_at_start = _free_bytes(workspace)
         self.started = time.time()
         self.tasks_at_start = _machine_tasks()
@@ -189,22 +219,29 @@ class Watchdog:
             return (f"it reached the process limit ({self.limits.processes} processes at once; "
                     "tools.exec.max_processes raises it)")
         if self._wrote_too_much(pid):
-            return (f"it wrote more than {self.limits.disk_bytes // MIB} MiB to the disk "
-                    "(tools.exec.max_disk_mb raises it)")
+            return self.disk_reason()
         return None
+
+    def disk_reason(self) -> str:
+        return (f"it filled the workspace past exec's disk limit ({self.limits.disk_bytes // MIB} MiB in all, "
+                f"{max(self.room, 0) // MIB} MiB of it left when it started; tools.exec.max_disk_mb raises it)")
+
+    def over_after_exit(self) -> bool:
+        """Whether the workspace, measured again once the command ended, takes more than the limit. Blocking."""
+        return workspace_bytes(self.workspace, self.limits.disk_bytes + 1) > self.limits.disk_bytes
 
     def _wrote_too_much(self, pid: int) -> bool:
         """The filesystem lost ``disk_bytes`` of room since the start, and what the command used says it was
         the command (another program writing meanwhile is not counted against it): the bytes it wrote, and
         the blocks it reserved without writing them (``fallocate``), which no write counter sees."""
         dropped = self.free_at_start - _free_bytes(self.workspace)
-        if dropped < self.limits.disk_bytes:
+        if dropped < self.room:
             return False
         written = written_bytes(pid)
         if written is None:
             return True
         used = written + unwritten_bytes(self.workspace, self.started)
-        if used >= self.limits.disk_bytes:
+        if used >= self.room:
             return True
         self.free_at_start -= dropped - used  # someone else's writes: not counted again
         return False

@@ -2,7 +2,10 @@
 
 ``execute`` never raises for anything a model can cause: an unknown tool, arguments that do not
 fit the tool's pydantic ``Args`` (the same model its JSON schema came from), or an exception inside
-the tool all come back as an error ``ToolResult``. Every result then has the known secret values
+the tool all come back as an error ``ToolResult``. A call whose arguments hold a known secret value
+(``ctx.secrets``, in any form ``scrub`` knows, any letter case) is refused before it is asked about or
+runs: a tool's arguments leave the process (a search query, a host name looked up in DNS) or are stored
+where a guest reads them (``remember``). Every result then has the known secret values
 (``ctx.secrets``) scrubbed out (``picoora.secrets``) and is capped in size before it can reach the model;
 a longer output is kept whole in the store for ``read_tool_output`` (``picoora.tools.tool_outputs``).
 
@@ -27,7 +30,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from picoora.config import Config
-from picoora.secrets import scrub
+from picoora.secrets import holds_secret, scrub
 from picoora.tools.base import Tool, ToolContext, ToolResult, ToolSettings
 from picoora.tools.tool_outputs import head_and_tail, keep
 
@@ -35,6 +38,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RESULT_CHARS = 60_000
 MAX_ERROR_MESSAGE_CHARS = 500
+SECRET_IN_ARGUMENTS = ("refused: the arguments of {name} hold a secret from picoora's configuration, "
+                       "which no tool call may carry; do not put it in any tool call")
 
 # One process-wide limiter per event loop (a semaphore belongs to the loop it first waits on).
 _process_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
@@ -132,6 +137,9 @@ class ToolRegistry:
         return [self._tools[name].schema() for name in self.names(on_demand=on_demand)]
 
     async def execute(self, name: str, raw_args: Any, ctx: ToolContext) -> ToolResult:
+        if ctx.secrets and holds_secret(raw_args, ctx.secrets):
+            log.warning("refused a call of %s: its arguments hold a configured secret", name)
+            return ToolResult.error(SECRET_IN_ARGUMENTS.format(name=name))
         if ctx.approve is not None:  # before taking a slot: the owner may take minutes to answer
             refusal = await ctx.approve(name, raw_args if isinstance(raw_args, dict) else {"arguments": raw_args})
             if refusal:
@@ -139,8 +147,9 @@ class ToolRegistry:
         turn_slots, process_slots = _slots(ctx)
         async with turn_slots, process_slots:
             result = await self._execute(name, raw_args, ctx)
-        content = scrub(result.content, ctx.secrets)
-        full = scrub(result.full, ctx.secrets) if result.full is not None else None
+        # An error may name what a lookup lower-cased (a host name in "cannot resolve host").
+        content = scrub(result.content, ctx.secrets, ignore_case=result.is_error)
+        full = scrub(result.full, ctx.secrets, ignore_case=result.is_error) if result.full is not None else None
         if full is None and len(content) > self.max_result_chars:
             full, content = content, head_and_tail(content, self.max_result_chars)
         if full is None:

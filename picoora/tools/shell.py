@@ -29,6 +29,7 @@ Settings read (``ToolContext.settings.tools.exec``): ``timeout_seconds``, ``max_
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import signal
@@ -45,7 +46,15 @@ from picoora.store.limits import TOOL_OUTPUT_CHARS
 from picoora.tools.base import Tool, ToolContext, ToolResult
 from picoora.tools.command_guard import REFUSED, destructive_reason, path_escape_reason
 from picoora.tools.exec_cgroup import CommandCgroup
-from picoora.tools.exec_limits import WALL_HEADROOM, WATCH_SECONDS, ExecLimits, Watchdog, after_exit_note
+from picoora.tools.exec_limits import (
+    WALL_HEADROOM,
+    WATCH_SECONDS,
+    ExecLimits,
+    Watchdog,
+    after_exit_note,
+    workspace_bytes,
+    workspace_full,
+)
 from picoora.tools.exec_user import hand_over_workspace
 from picoora.tools.os_sandbox import Mounts, bwrap_argv, clean_env, command_user, exec_mode
 from picoora.tools.sandbox import Sandbox, SandboxError
@@ -260,16 +269,21 @@ class Exec(Tool):
         else:
             argv = command
             env = child_env(ctx.secrets, sandbox.workspace if sandbox.restricted else None)
+        used = await asyncio.to_thread(workspace_bytes, sandbox.workspace, limits.disk_bytes)
+        if used >= limits.disk_bytes:
+            return ToolResult.error(f"Command not run: {workspace_full(limits, used)}")
         cgroup = await asyncio.to_thread(functools.partial(
             CommandCgroup.create, memory_bytes=limits.memory_bytes, processes=limits.processes + WALL_HEADROOM))
         try:
-            watchdog = Watchdog(limits, sandbox.workspace, cgroup)
+            watchdog = Watchdog(limits, sandbox.workspace, cgroup, used)
             # Captured up to what is kept whole for read_tool_output; the model sees max_output_chars of it.
             outcome = await run_shell(cgroup.wrap(argv) if cgroup else argv, cwd, env, settings.timeout_seconds,
                                       max(settings.max_output_chars, TOOL_OUTPUT_CHARS), watchdog.check)
         finally:
             if cgroup is not None:
                 await cgroup.remove()
+        if not outcome.stopped_by and not outcome.timed_out and await asyncio.to_thread(watchdog.over_after_exit):
+            outcome = dataclasses.replace(outcome, stopped_by=watchdog.disk_reason())
         shown = format_outcome(outcome, settings.max_output_chars, settings.timeout_seconds, limits)
         whole = format_outcome(outcome, TOOL_OUTPUT_CHARS, settings.timeout_seconds, limits)
         if whole.content != shown.content:
