@@ -30,6 +30,7 @@ def _node_major() -> int:
 
 
 pytestmark = [
+    pytest.mark.slow,  # each test starts node and a gateway: with the real-process-heavy groups
     pytest.mark.skipif(NODE is None, reason="node is not installed (.ci/run installs it with npm)"),
     pytest.mark.skipif(NODE is not None and _node_major() < MIN_NODE, reason=f"node is older than {MIN_NODE}"),
     pytest.mark.skipif(not (NODE_DIR / "node_modules").is_dir(),
