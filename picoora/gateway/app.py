@@ -8,6 +8,7 @@ the assistant (which waits for background compactions and closes the store)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -64,11 +65,14 @@ def create_app(gateway: Gateway) -> FastAPI:
 
 
 def _without_422(document: dict[str, Any]) -> dict[str, Any]:
-    """FastAPI documents a 422 on every route with parameters; malformed input is 400 here (as OpenAI's),
-    so the document lists the statuses the routes really return."""
+    """FastAPI documents a validation 422 on every route with parameters; malformed input is 400 here (as
+    OpenAI's), so the document lists the statuses the routes really return. A 422 a route declares itself
+    (an Idempotency-Key sent again with another body) stays."""
     for path in document.get("paths", {}).values():
         for operation in path.values():
-            operation.get("responses", {}).pop("422", None)
+            responses = operation.get("responses", {})
+            if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                responses.pop("422")
     schemas = document.get("components", {}).get("schemas", {})
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
