@@ -58,13 +58,13 @@ def test_a_provider_picoora_lacks_is_listed_not_guessed():
 def test_discord_and_slack_are_carried_with_their_tokens_and_people():
     go = go_default_config()
     go["channels"]["discord"] = {"enabled": True, "token": "discord-token", "allow_from": [112233445566778899]}
-    go["channels"]["slack"] = {"enabled": True, "bot_token": "xoxb-bot", "app_token": "xapp-app", "allow_from": ["U01"]}
+    go["channels"]["slack"] = {"enabled": True, "bot_token": "bot-x", "app_token": "app-x", "allow_from": ["U01"]}
     result = convert(go)
     config = Config.model_validate(result.tree)
     assert (config.channels.discord.enabled, config.channels.discord.token) == (True, "discord-token")
     assert config.channels.discord.allow_from == ["112233445566778899"]
     slack = config.channels.slack
-    assert (slack.enabled, slack.token, slack.app_token, slack.allow_from) == (True, "xoxb-bot", "xapp-app", ["U01"])
+    assert (slack.enabled, slack.token, slack.app_token, slack.allow_from) == (True, "bot-x", "app-x", ["U01"])
     assert not any(key.startswith(("channels.discord", "channels.slack")) for key, _ in result.dropped)
     assert dict(result.dropped)["channels.feishu"].startswith("picoora has no feishu channel (it has telegram, discord")
 
@@ -90,8 +90,8 @@ def test_a_preset_is_written_with_its_own_base_url():
 
 
 @pytest.mark.parametrize("provider, model, keys, expected, why", [
-    ("", "anthropic/claude-opus-4-5", {"openrouter": "sk-or"}, "openrouter", "the model's prefix (anthropic/)"),
-    ("groq", "llama-3.3-70b", {"groq": "", "openrouter": "sk-or"}, "openrouter", "Go fell back to OpenRouter"),
+    ("", "anthropic/claude-opus-4-5", {"openrouter": "or-x"}, "openrouter", "the model's prefix (anthropic/)"),
+    ("groq", "llama-3.3-70b", {"groq": "", "openrouter": "or-x"}, "openrouter", "Go fell back to OpenRouter"),
     ("", "gpt-4o", {"openai": "sk-oa"}, "openai", "the model's name chose openai"),
 ])
 def test_the_provider_is_the_one_go_really_sent_the_model_to(provider, model, keys, expected, why):
@@ -105,7 +105,7 @@ def test_the_provider_is_the_one_go_really_sent_the_model_to(provider, model, ke
 
 def test_a_provider_go_used_as_named_is_carried_without_a_note():
     go = {"agents": {"defaults": {"provider": "groq", "model": "llama-3.3-70b"}},
-          "providers": {"groq": {"api_key": "gsk"}, "openrouter": {"api_key": "sk-or"}}}
+          "providers": {"groq": {"api_key": "groq-x"}, "openrouter": {"api_key": "or-x"}}}
     result = convert(go)
     assert result.tree["agents"]["defaults"]["provider"] == "groq"
     assert not [n for n in result.notes if n.startswith("agents.defaults.provider")]

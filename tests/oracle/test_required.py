@@ -110,7 +110,7 @@ def test_an_awaited_store_opens_off_the_event_loop_and_its_families_wait_for_the
 
     assert asyncio.run(write_then_read()) == "v" and store.state.get("k") == "v"
     assert opened_in and threading.main_thread().name not in opened_in[:1]  # the first open ran in a worker
-    store.config.set("provider", '{"api_key": "sk-secret-value-123"}')
-    assert "sk-secret-value-123" not in (store.config.get("provider") or "")
+    store.config.set("provider", '{"api_key": "fake-secret-value-123"}')
+    assert "fake-secret-value-123" not in (store.config.get("provider") or "")
     astore.close()
     store.close()
